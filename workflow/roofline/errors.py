@@ -1,0 +1,26 @@
+"""One exception type for bad input, with a "did you mean" helper.
+
+Every user-facing check (config, CLI, HF config loader) raises `RooflineInputError` with one line that names the
+key, the bad value and what is allowed, so the CLI and Snakemake can print it as is.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class RooflineInputError(ValueError):
+    """Bad user input: unknown key, impossible value, missing file. The message is one self-contained line."""
+
+
+def did_you_mean(value: object, allowed: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' for the closest allowed name, or '' when nothing is close."""
+    close = difflib.get_close_matches(str(value).lower(), [str(a) for a in allowed], n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def unknown(what: str, value: object, allowed: Iterable[str]) -> RooflineInputError:
+    """Error for a value that is not one of `allowed`, listing them and suggesting the nearest."""
+    allowed = sorted(allowed)
+    shown = ", ".join(allowed) if len(allowed) <= 40 else ", ".join(allowed[:40]) + ", ..."
+    return RooflineInputError(f"{what}: unknown value '{value}'{did_you_mean(value, allowed)}; allowed: {shown}")

@@ -1,0 +1,189 @@
+"""Operator cost formulas: FLOPs and compulsory DRAM bytes of one operator instance.
+
+Conventions (stated once, used everywhere):
+
+* 1 multiply-add = 2 FLOPs (as PyTorch's FlopCounterMode; fvcore counts 1). A [T x K] @ [K x N] matmul costs
+  2*T*K*N FLOPs. Bias adds (T*N) are not counted as FLOPs, as in PyTorch; their weights are counted as bytes.
+* Element-wise ops count each +, *, /, exp, tanh, rsqrt as 1 FLOP: residual add 1/element, softmax 5/element
+  (max, subtract, exp, sum, divide), rotary embedding 3/element, activation functions per ACTIVATION_FLOPS in
+  models.py (+1 for the gate multiply of SwiGLU/GeGLU). NB: norms use 7 FLOPs/element for RMSNorm and LayerNorm
+  alike, the convention of LLM-Viewer and of the paper's Table 1, so the norm intensity is comparable (a minimal
+  RMSNorm is 4/element). Norms and element-wise ops are memory-bound by two orders of magnitude either way, so
+  this choice does not change any time or bound.
+* Bytes are compulsory DRAM traffic of an unfused kernel: every input read once, every output written once, weights
+  read once per forward pass. No cache reuse across operators (an L2 hit would lower bytes) and no re-reads
+  inside a kernel (tiling re-reads would raise them). Bytes split by kind: weight, activation read/write,
+  KV-cache read/write.
+* Ignored, with reasons: dropout (inference), the causal mask add and softmax scaling (folded into the softmax by
+  every kernel), router softmax/top-k (T x E elements, < 0.1% of the MoE block), Gemma-2 logit soft-capping and
+  embedding scaling (element-wise on tensors already counted), bias-add FLOPs (see above), the quantization and
+  dequantization arithmetic of int8/int4/fp8 tensors (hidden under the memory time of the ops that need it).
+* Every formula accepts Python numbers or NumPy arrays for the shape symbols, so one call can evaluate a whole
+  sweep; hence `np.minimum` rather than `min` and no branching on shape values.
+
+Symbols: B batch, S sequence (query) length, Skv keys attended, T tokens processed (B*S in prefill, B in decode),
+D hidden, H query heads, Hkv KV heads, d head dim, F MLP width, V vocab, W sliding window, E experts, k top-k.
+Byte widths: w weights, a activations, c KV cache.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+NORM_FLOPS_PER_ELEMENT = 7
+SOFTMAX_FLOPS_PER_ELEMENT = 5
+ROPE_FLOPS_PER_ELEMENT = 3
+ADD_FLOPS_PER_ELEMENT = 1
+
+
+class Cost(NamedTuple):
+    """FLOPs and bytes of one operator instance, bytes split by kind (all in FLOP and byte)."""
+
+    flops: float
+    weight: float = 0.0
+    act_read: float = 0.0
+    act_write: float = 0.0
+    kv_read: float = 0.0
+    kv_write: float = 0.0
+
+    @property
+    def bytes(self):
+        return self.weight + self.act_read + self.act_write + self.kv_read + self.kv_write
+
+
+FORMULAS: dict[str, Callable[..., Cost]] = {}
+
+
+def formula(name: str):
+    """Register an operator formula under `name`; registering a name twice is an error."""
+
+    def register(func: Callable[..., Cost]) -> Callable[..., Cost]:
+        if name in FORMULAS:
+            raise ValueError(f"formula '{name}' registered twice")
+        FORMULAS[name] = func
+        return func
+
+    return register
+
+
+@formula("linear")
+def linear(T, K, N, w, a, bias=False, weight_sets=1, kv_input=False, kv_output=False) -> Cost:
+    """y[T,N] = x[T,K] @ W[K,N] (+ b[N]); `weight_sets` matrices are streamed (MoE: distinct experts touched).
+
+    `kv_input`/`kv_output` book the input/output bytes as KV-cache traffic (MLA decompression reads the cache).
+    """
+    weight = weight_sets * (K * N + (N if bias else 0)) * w
+    x, y = T * K * a, T * N * a
+    return Cost(2 * T * K * N, weight,
+                0.0 if kv_input else x, 0.0 if kv_output else y,
+                x if kv_input else 0.0, y if kv_output else 0.0)
+
+
+@formula("qk_matmul")
+def qk_matmul(B, H, Hkv, S, Skv, d, a, c) -> Cost:
+    """scores[B,H,S,Skv] = Q[B,H,S,d] @ K[B,Hkv,Skv,d]^T; the full S x Skv block, as eager kernels compute it."""
+    return Cost(2 * B * H * S * Skv * d, 0.0, B * H * S * d * a, B * H * S * Skv * a, B * Hkv * Skv * d * c, 0.0)
+
+
+@formula("softmax")
+def softmax(B, H, S, Skv, a) -> Cost:
+    """probs[B,H,S,Skv] = softmax(scores) over Skv: read and write the score matrix."""
+    elements = B * H * S * Skv
+    return Cost(SOFTMAX_FLOPS_PER_ELEMENT * elements, 0.0, elements * a, elements * a)
+
+
+@formula("sv_matmul")
+def sv_matmul(B, H, Hkv, S, Skv, dv, a, c) -> Cost:
+    """out[B,H,S,dv] = probs[B,H,S,Skv] @ V[B,Hkv,Skv,dv]."""
+    return Cost(2 * B * H * S * Skv * dv, 0.0, B * H * S * Skv * a, B * H * S * dv * a, B * Hkv * Skv * dv * c, 0.0)
+
+
+@formula("fused_attention")
+def fused_attention(B, H, Hkv, S, pairs, Skv, d, dv, a, c, kv_width=None) -> Cost:
+    """FlashAttention: QK^T, softmax and PV in one kernel over `pairs` (query, key) pairs per head; the scores
+    never reach DRAM. Reads Q [B,S,H,d] and the cache rows [B,Hkv,Skv,kv_width] once, writes O [B,S,H,dv].
+    kv_width defaults to d + dv (separate K and V); MLA's latent cache shares one row for K and V.
+
+    NB: K/V re-reads across query tiles (S/Br passes in FlashAttention-2) are ignored: they hit L2 for the sizes
+    here and are not compulsory.
+    """
+    kv_width = d + dv if kv_width is None else kv_width
+    flops = B * H * pairs * (2 * d + 2 * dv + SOFTMAX_FLOPS_PER_ELEMENT)
+    return Cost(flops, 0.0, B * H * S * d * a, B * H * S * dv * a, B * Hkv * Skv * kv_width * c, 0.0)
+
+
+@formula("norm")
+def norm(T, D, a, params_per_channel=1) -> Cost:
+    """RMSNorm/LayerNorm over D channels of T tokens: read x, write y, read the scale (and shift) vectors."""
+    return Cost(NORM_FLOPS_PER_ELEMENT * T * D, params_per_channel * D * a, T * D * a, T * D * a)
+
+
+@formula("residual_add")
+def residual_add(T, D, a, inputs=2) -> Cost:
+    """y = x + r: reads `inputs` tensors [T,D] and writes one."""
+    return Cost(ADD_FLOPS_PER_ELEMENT * (inputs - 1) * T * D, 0.0, inputs * T * D * a, T * D * a)
+
+
+@formula("activation")
+def activation(T, F, a, act_flops, gated) -> Cost:
+    """Plain: y = act(x) on [T,F]. Gated (SwiGLU/GeGLU): y = act(gate) * up, reading two [T,F] tensors."""
+    if gated:
+        return Cost((act_flops + 1) * T * F, 0.0, 2 * T * F * a, T * F * a)
+    return Cost(act_flops * T * F, 0.0, T * F * a, T * F * a)
+
+
+@formula("rope")
+def rope(T, heads, rot_dim, a) -> Cost:
+    """Rotary embedding on `heads` heads of `rot_dim` rotated channels: x*cos + rotate(x)*sin (3 FLOPs/element)."""
+    elements = T * heads * rot_dim
+    return Cost(ROPE_FLOPS_PER_ELEMENT * elements, 0.0, elements * a, elements * a)
+
+
+@formula("embedding")
+def embedding(T, D, V, w, a, position_rows=0) -> Cost:
+    """Gather T rows of the [V,D] table (at most V distinct rows are read); add learned positions if present."""
+    rows = np.minimum(T, V)
+    weight = rows * D * w + np.minimum(T, position_rows) * D * w
+    flops = T * D * ADD_FLOPS_PER_ELEMENT if position_rows else 0.0 * T
+    return Cost(flops, weight, 0.0, T * D * a)
+
+
+@formula("kv_cache_write")
+def kv_cache_write(T, elements_per_token, a, c) -> Cost:
+    """Copy the new tokens' K and V (or MLA latent) into the cache: read at dtype a, write at dtype c."""
+    elements = T * elements_per_token
+    return Cost(0.0 * T, 0.0, elements * a, 0.0, 0.0, elements * c)
+
+
+@formula("moe_combine")
+def moe_combine(T, D, k, a, shared=False) -> Cost:
+    """Weighted sum of the k expert outputs per token (+ the shared-expert output): 2 FLOPs per product."""
+    reads = k + (1 if shared else 0)
+    return Cost(2 * T * k * D + (T * D if shared else 0), 0.0, reads * T * D * a, T * D * a)
+
+
+def causal_pairs(S, window=None):
+    """(query, key) pairs a causal kernel visits for S queries: S(S+1)/2, or sum_i min(i, W) with a window."""
+    if window is None:
+        return S * (S + 1) / 2
+    m = np.minimum(S, window)
+    return m * (m + 1) / 2 + (S - m) * window
+
+
+def distinct_experts(tokens, E, k, routing="uniform"):
+    """Expected number of distinct experts a layer loads for `tokens` routed tokens.
+
+    uniform: each token picks k of E experts uniformly and independently, so an expert stays idle with
+    probability (1 - k/E)^T and E * (1 - (1 - k/E)^T) are touched (batch 1 decode ~k; batch 64 ~E).
+    balanced: a load balancer spreads the T*k picks over as many experts as possible, min(E, T*k).
+    all: kernels that stream every expert regardless of routing (the worst case).
+    """
+    if routing == "uniform":
+        return E * (1 - (1 - k / E) ** tokens)
+    if routing == "balanced":
+        return np.minimum(E, tokens * k)
+    if routing == "all":
+        return E + 0 * tokens
+    raise ValueError(routing)

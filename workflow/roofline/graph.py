@@ -1,0 +1,199 @@
+"""The operator graph of one forward pass: which operators run, each with its instance count and cost.
+
+Operator names follow the Hugging Face module names where one exists (q_proj, o_proj, gate_proj, kv_b_proj, ...).
+One row per distinct operator; `count` = instances per forward pass (usually the number of layers that have it).
+Attention-core rows of the sliding-window layers of a model that mixes local and global layers (Gemma-2) carry the
+suffix `_swa`.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from . import formulas as f
+from .dtypes import DTYPE_BYTES, matmul_dtype
+from .models import ACTIVATION_FLOPS, ModelSpec, kv_elements_per_token
+from .scenario import Scenario
+
+OP_CLASSES = ("gemm", "attention", "norm", "elementwise", "embedding")
+
+
+class Op(NamedTuple):
+    """One operator of the forward pass: name, class, instances per pass, cost of one instance, compute dtype."""
+
+    name: str
+    op_class: str
+    count: int
+    cost: f.Cost
+    compute_dtype: str
+
+
+class _Builder:
+    """Collects Op rows; holds the scenario's byte widths and compute dtypes so each call site stays one line."""
+
+    def __init__(self, m: ModelSpec, sc: Scenario):
+        self.m, self.sc = m, sc
+        self.w, self.a, self.c = (DTYPE_BYTES[sc.weight_dtype], DTYPE_BYTES[sc.act_dtype], DTYPE_BYTES[sc.kv_dtype])
+        self.gemm_dtype = matmul_dtype(sc.weight_dtype, sc.act_dtype)
+        self.attn_dtype = matmul_dtype(sc.kv_dtype, sc.act_dtype)
+        self.ops: list[Op] = []
+
+    def add(self, name, op_class, count, cost, dtype=None):
+        if count:
+            self.ops.append(Op(name, op_class, count, cost, dtype or self.sc.act_dtype))
+
+    def linear(self, name, count, T, K, N, bias=False, **kw):
+        self.add(name, "gemm", count, f.linear(T, K, N, self.w, self.a, bias=bias, **kw), self.gemm_dtype)
+
+    def norm(self, name, count, T, D):
+        per_channel = 2 if self.m.norm == "layernorm" else 1
+        self.add(name, "norm", count, f.norm(T, D, self.a, per_channel))
+
+    def mlp(self, prefix, count, T, width, k=1, weight_sets=1):
+        """A dense (gated or plain) MLP of `width` on T tokens, each token visiting k copies (MoE experts)."""
+        m, gated = self.m, self.m.mlp_type == "gated"
+        bias = m.linear_bias
+        rows = T * k
+        if gated:
+            self.linear(f"{prefix}gate_proj", count, rows, m.hidden, width, bias, weight_sets=weight_sets)
+            self.linear(f"{prefix}up_proj", count, rows, m.hidden, width, bias, weight_sets=weight_sets)
+        else:
+            self.linear(f"{prefix}fc1" if not prefix else f"{prefix}up_proj", count, rows, m.hidden, width, bias,
+                        weight_sets=weight_sets)
+        act_name = f"{prefix}act" if prefix else "mlp_act"
+        self.add(act_name, "elementwise", count, f.activation(rows, width, self.a, ACTIVATION_FLOPS[m.activation],
+                                                               gated))
+        down = "down_proj" if gated or prefix else "fc2"
+        self.linear(f"{prefix}{down}", count, rows, width, m.hidden, bias, weight_sets=weight_sets)
+
+
+def attention_groups(m: ModelSpec) -> list[tuple[str, int | None, int]]:
+    """(row-name suffix, window or None, layer count) for the layers' attention cores."""
+    if not m.sliding_window or not m.sliding_layers:
+        return [("", None, m.n_layers)]
+    if m.sliding_layers >= m.n_layers:
+        return [("", m.sliding_window, m.n_layers)]
+    return [("", None, m.n_layers - m.sliding_layers), ("_swa", m.sliding_window, m.sliding_layers)]
+
+
+def build_operators(m: ModelSpec, stage: str, sc: Scenario, batch=None, seq_len=None) -> list[Op]:
+    """All operators of one prefill pass or one decode step. `batch`/`seq_len` may be NumPy arrays (sweeps)."""
+    B = sc.batch if batch is None else batch
+    S = sc.seq_len if seq_len is None else seq_len
+    b = _Builder(m, sc)
+    L, D = m.n_layers, m.hidden
+    prefill = stage == "prefill"
+    T = B * S if prefill else B  # tokens processed by every token-wise operator
+    Sq = S if prefill else 1  # queries per sequence
+
+    b.add("embedding", "embedding", 1,
+          f.embedding(T, D, m.vocab, b.w, b.a, m.learned_positions), b.sc.act_dtype)
+
+    # ---- attention block (every layer)
+    b.norm("attn_norm", L, T, D)
+    if m.is_mla:
+        _mla_attention(b, B, S, T, prefill)
+    else:
+        _standard_attention(b, B, S, T, Sq, prefill)
+    if m.norms_per_layer == 4:
+        b.norm("post_attn_norm", L, T, D)
+    b.add("attn_add", "elementwise", L, f.residual_add(T, D, b.a))
+
+    # ---- MLP block: dense layers and MoE layers
+    if not m.parallel_block:
+        b.norm("mlp_norm", L, T, D)
+    b.mlp("", m.n_dense_layers, T, m.intermediate)
+    if m.is_moe:
+        _moe(b, T)
+    if m.norms_per_layer == 4:
+        b.norm("post_mlp_norm", L, T, D)
+    b.add("mlp_add", "elementwise", L, f.residual_add(T, D, b.a))
+
+    # ---- head
+    b.norm("final_norm", 1, T, D)
+    logits_rows = T if (prefill and sc.logits == "all") else B
+    b.linear("lm_head", 1, logits_rows, D, m.vocab)
+    return b.ops
+
+
+def _keys_attended(S, window, prefill):
+    """Keys per query row the kernel touches: prefill all S (eager computes the full block); decode S+1 capped at W."""
+    if prefill:
+        return S
+    return S + 1 if window is None else np.minimum(S + 1, window)
+
+
+def _attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, shared_latent=False):
+    """QK^T, softmax, PV (eager) or one fused kernel (flash), per attention group (full / sliding window)."""
+    Sq = S if prefill else 1
+    for suffix, window, count in attention_groups(b.m):
+        Skv = _keys_attended(S, window, prefill)
+        if b.sc.attention == "flash":
+            pairs = f.causal_pairs(S, window) if prefill else Skv
+            cost = f.fused_attention(B, H, Hkv, Sq, pairs, Skv, d, dv, b.a, b.c, kv_width)
+            b.add(f"fused_attention{suffix}", "attention", count, cost, b.attn_dtype)
+            continue
+        b.add(f"qk_matmul{suffix}", "attention", count, f.qk_matmul(B, H, Hkv, Sq, Skv, d, b.a, b.c), b.attn_dtype)
+        b.add(f"softmax{suffix}", "attention", count, f.softmax(B, H, Sq, Skv, b.a))
+        sv = f.sv_matmul(B, H, Hkv, Sq, Skv, dv, b.a, b.c)
+        b.add(f"sv_matmul{suffix}", "attention", count, sv, b.attn_dtype)
+
+
+def _standard_attention(b: _Builder, B, S, T, Sq, prefill):
+    m, L = b.m, b.m.n_layers
+    H, Hkv, d, D = m.n_heads, m.n_kv_heads, m.head_dim, m.hidden
+    bias = m.qkv_bias or m.linear_bias
+    b.linear("q_proj", L, T, D, H * d, bias)
+    b.linear("k_proj", L, T, D, Hkv * d, bias)
+    b.linear("v_proj", L, T, D, Hkv * d, bias)
+    if m.qk_norm:
+        b.norm("q_norm", L, T * H, d)
+        b.norm("k_norm", L, T * Hkv, d)
+    if m.positions == "rope":
+        b.add("rope", "elementwise", L, f.rope(T, H + Hkv, d, b.a))
+    b.add("kv_cache_write", "elementwise", L, f.kv_cache_write(T, kv_elements_per_token(m), b.a, b.c))
+    _attention_core(b, B, S, prefill, H, Hkv, d, d)
+    b.linear("o_proj", L, T, H * d, D, m.linear_bias)
+
+
+def _mla_attention(b: _Builder, B, S, T, prefill):
+    """Multi-head latent attention (DeepSeek-V2/V3). Prefill always decompresses K/V (compute-efficient for long
+    prompts, what serving engines do); decode follows scenario.mla_mode."""
+    m, L, mode = b.m, b.m.n_layers, b.sc.mla_mode
+    D, H, C, R = m.hidden, m.n_heads, m.kv_lora_rank, m.qk_rope_head_dim
+    dn, dv, dq = m.qk_nope_head_dim, m.v_head_dim, m.qk_head_dim
+    if m.q_lora_rank:
+        b.linear("q_a_proj", L, T, D, m.q_lora_rank)
+        b.norm("q_a_layernorm", L, T, m.q_lora_rank)
+        b.linear("q_b_proj", L, T, m.q_lora_rank, H * dq)
+    else:
+        b.linear("q_proj", L, T, D, H * dq)
+    b.linear("kv_a_proj_with_mqa", L, T, D, C + R)
+    b.norm("kv_a_layernorm", L, T, C)
+    b.add("rope", "elementwise", L, f.rope(T, H + 1, R, b.a))
+    b.add("kv_cache_write", "elementwise", L, f.kv_cache_write(T, kv_elements_per_token(m, mode), b.a, b.c))
+    if prefill or mode == "decompressed":
+        b.linear("kv_b_proj", L, T, C, H * (dn + dv))
+        _attention_core(b, B, S, prefill, H, H, dq, dv)
+    elif mode == "naive":
+        # every step re-expands the whole cached latent of each sequence into per-head K_nope and V
+        Skv = _keys_attended(S, None, False)
+        b.linear("kv_b_proj", L, B * Skv, C, H * (dn + dv), kv_input=True)
+        _attention_core(b, B, S, prefill, H, H, dq, dv)
+    else:  # absorbed: q_nope @ W_UK gives a query in latent space; attention reads the shared latent (Hkv = 1)
+        b.linear("q_absorb", L, T * H, dn, C, weight_sets=H)
+        _attention_core(b, B, S, prefill, H, 1, C + R, C, kv_width=C + R)
+        b.linear("out_absorb", L, T * H, C, dv, weight_sets=H)
+    b.linear("o_proj", L, T, H * dv, D)
+
+
+def _moe(b: _Builder, T):
+    m, count = b.m, b.m.n_moe_layers
+    E, k = m.n_experts, m.top_k
+    b.linear("router", count, T, m.hidden, E)
+    touched = f.distinct_experts(T, E, k, b.sc.expert_routing)
+    b.mlp("expert_", count, T, m.moe_intermediate, k=k, weight_sets=touched)
+    if m.n_shared_experts:
+        b.mlp("shared_", count, T, m.moe_intermediate * m.n_shared_experts)
+    b.add("moe_combine", "elementwise", count, f.moe_combine(T, m.hidden, k, b.a, bool(m.n_shared_experts)))

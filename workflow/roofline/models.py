@@ -1,0 +1,403 @@
+"""Model architecture specs, the built-in catalog and a loader for Hugging Face `config.json` files.
+
+One `ModelSpec` describes every supported decoder-only family: MHA/GQA/MQA, multi-head latent attention (MLA),
+gated (SwiGLU/GeGLU) or plain MLPs, dense or mixture-of-experts MLPs (with shared experts and leading dense layers),
+RMSNorm or LayerNorm, rotary or learned positions, sliding windows on all or alternating layers.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from .errors import RooflineInputError, unknown
+
+#: FLOPs per element of each activation function (convention: +, *, /, exp, tanh each count 1).
+#: silu x/(1+exp(-x)): neg, exp, add, div = 4. gelu tanh form 0.5x(1+tanh(c(x+0.044715x^3))): 8. relu: 1.
+ACTIVATION_FLOPS = {"silu": 4, "gelu": 8, "gelu_new": 8, "gelu_pytorch_tanh": 8, "relu": 1}
+
+MLP_TYPES = ("gated", "plain")
+NORM_TYPES = ("rmsnorm", "layernorm")
+POSITION_TYPES = ("rope", "learned")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A decoder-only transformer. Symbols used in the formulas are given in brackets."""
+
+    key: str
+    name: str
+    family: str
+    n_layers: int  # [L]
+    hidden: int  # [D]
+    n_heads: int  # [H] query heads
+    n_kv_heads: int  # [Hkv] 1 = MQA, H = MHA, in between = GQA
+    head_dim: int  # [d]
+    intermediate: int  # [F] dense MLP width
+    vocab: int  # [V]
+    max_position: int = 0
+    activation: str = "silu"
+    mlp_type: str = "gated"
+    norm: str = "rmsnorm"
+    tie_embeddings: bool = False
+    positions: str = "rope"
+    learned_positions: int = 0  # rows of a learned position table (GPT-2, OPT)
+    qkv_bias: bool = False
+    linear_bias: bool = False  # bias on every linear (GPT-2, OPT)
+    parallel_block: bool = False  # attention and MLP read one norm output (Falcon)
+    norms_per_layer: int = 2  # Gemma-2 has 4 (pre and post, around attention and MLP)
+    qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3)
+    # sliding-window attention
+    sliding_window: int | None = None  # [W]
+    sliding_layers: int = 0  # how many of the L layers use the window
+    # mixture of experts
+    n_experts: int = 0  # [E] routed experts; 0 = dense model
+    top_k: int = 0  # [k]
+    moe_intermediate: int = 0  # [Fe]
+    n_shared_experts: int = 0
+    first_dense_layers: int = 0  # leading layers with a dense MLP (DeepSeek first_k_dense_replace)
+    # multi-head latent attention (DeepSeek-V2/V3)
+    q_lora_rank: int | None = None  # 0/None = plain q_proj
+    kv_lora_rank: int = 0  # [C] latent width; >0 switches MLA on
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    published_params: float | None = None  # total parameters as published (models.csv)
+    published_active_params: float | None = None
+    source: str = ""
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.first_dense_layers if self.is_moe else 0
+
+    @property
+    def n_dense_layers(self) -> int:
+        return self.n_layers - self.n_moe_layers
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of one query/key head (MLA: nope + rope part)."""
+        return self.qk_nope_head_dim + self.qk_rope_head_dim if self.is_mla else self.head_dim
+
+    @property
+    def attn_v_head_dim(self) -> int:
+        return self.v_head_dim if self.is_mla else self.head_dim
+
+    def validate(self) -> "ModelSpec":
+        """Raise a one-line error for an impossible architecture; return self."""
+        where = f"models.{self.key}"
+        for name in ("n_layers", "hidden", "n_heads", "n_kv_heads", "vocab"):
+            if int(getattr(self, name)) <= 0:
+                raise RooflineInputError(f"{where}.{name}: {getattr(self, name)} is not allowed; must be > 0")
+        if not self.is_mla and self.head_dim <= 0:
+            raise RooflineInputError(f"{where}.head_dim: {self.head_dim} is not allowed; must be > 0")
+        if self.n_heads % self.n_kv_heads:
+            raise RooflineInputError(
+                f"{where}.n_kv_heads: {self.n_kv_heads} does not divide n_heads={self.n_heads}")
+        if self.activation not in ACTIVATION_FLOPS:
+            raise unknown(f"{where}.activation", self.activation, ACTIVATION_FLOPS)
+        if self.mlp_type not in MLP_TYPES:
+            raise unknown(f"{where}.mlp_type", self.mlp_type, MLP_TYPES)
+        if self.norm not in NORM_TYPES:
+            raise unknown(f"{where}.norm", self.norm, NORM_TYPES)
+        if self.is_moe and not (0 < self.top_k <= self.n_experts and self.moe_intermediate > 0):
+            raise RooflineInputError(
+                f"{where}: MoE needs 0 < top_k <= n_experts and moe_intermediate > 0 "
+                f"(got top_k={self.top_k}, n_experts={self.n_experts}, moe_intermediate={self.moe_intermediate})")
+        if self.sliding_window is not None and self.sliding_window <= 0:
+            raise RooflineInputError(f"{where}.sliding_window: {self.sliding_window} is not allowed; must be > 0")
+        return self
+
+
+# --------------------------------------------------------------------------------------------- parameter counts
+def attention_params(m: ModelSpec) -> int:
+    """Weights of one attention block (projections and biases; MLA low-rank factors and their norms)."""
+    D, H, Hkv, d = m.hidden, m.n_heads, m.n_kv_heads, m.head_dim
+    if m.is_mla:
+        dq, dv, C, R = m.qk_head_dim, m.v_head_dim, m.kv_lora_rank, m.qk_rope_head_dim
+        q = (D * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * H * dq) if m.q_lora_rank else D * H * dq
+        kv = D * (C + R) + C + C * H * (m.qk_nope_head_dim + dv)
+        return q + kv + H * dv * D
+    params = D * H * d + 2 * D * Hkv * d + H * d * D
+    if m.qkv_bias or m.linear_bias:
+        params += H * d + 2 * Hkv * d
+    if m.linear_bias:
+        params += D
+    if m.qk_norm:
+        params += 2 * d
+    return params
+
+
+def mlp_params(m: ModelSpec, width: int) -> int:
+    """Weights of one dense MLP of intermediate `width`."""
+    D = m.hidden
+    matrices = 3 if m.mlp_type == "gated" else 2
+    params = matrices * D * width
+    if m.linear_bias:
+        params += width + D
+    return params
+
+
+def norm_params(m: ModelSpec, width: int) -> int:
+    return width * (2 if m.norm == "layernorm" else 1)
+
+
+def parameter_counts(m: ModelSpec) -> tuple[int, int]:
+    """(total, active per token) parameters. Active counts top_k routed experts plus shared ones."""
+    D, V = m.hidden, m.vocab
+    embed = V * D + m.learned_positions * D
+    head = 0 if m.tie_embeddings else V * D
+    per_layer_common = attention_params(m) + m.norms_per_layer * norm_params(m, D)
+    dense_mlp = mlp_params(m, m.intermediate)
+    total = embed + head + norm_params(m, D) + m.n_layers * per_layer_common + m.n_dense_layers * dense_mlp
+    active = total
+    if m.is_moe:
+        expert = mlp_params(m, m.moe_intermediate)
+        router = D * m.n_experts
+        shared = mlp_params(m, m.moe_intermediate * m.n_shared_experts) if m.n_shared_experts else 0
+        total += m.n_moe_layers * (router + m.n_experts * expert + shared)
+        active += m.n_moe_layers * (router + m.top_k * expert + shared)
+    return total, active
+
+
+# ---------------------------------------------------------------------------------------------- the catalog
+#: Traits a family has that models.csv does not list (checked against each family's HF modeling code).
+_FAMILY_TRAITS: dict[str, dict] = {
+    "llama": {},
+    "mistral": {},
+    "mixtral": {},
+    "qwen2": {"qkv_bias": True},
+    "qwen3_moe": {"qk_norm": True},
+    "phi3": {},
+    "gemma2": {"norms_per_layer": 4},
+    "deepseek_v3": {},
+    "gpt2": {"positions": "learned", "linear_bias": True},
+    "opt": {"positions": "learned", "linear_bias": True},
+    "falcon": {"parallel_block": True, "norms_per_layer": 1},
+}
+SUPPORTED_FAMILIES = tuple(_FAMILY_TRAITS)
+
+
+def _int(text: str, default: int = 0) -> int:
+    return int(float(text)) if text and text.strip() else default
+
+
+def _from_models_csv(row: dict[str, str]) -> ModelSpec:
+    family = row["family"]
+    n_layers = _int(row["n_layers"])
+    hidden, n_heads = _int(row["hidden_size"]), _int(row["n_heads"])
+    window = _int(row["sliding_window"]) or None
+    traits = dict(_FAMILY_TRAITS[family])
+    sliding_layers = 0
+    if window:
+        # Gemma-2 alternates local (even layer index) and global layers; the others window every layer
+        sliding_layers = (n_layers + 1) // 2 if family == "gemma2" else n_layers
+    learned = {"gpt2": _int(row["max_position"]), "opt": _int(row["max_position"]) + 2}.get(family, 0)
+    spec = ModelSpec(
+        key=row["key"],
+        name=row["hf_repo_id"],
+        family=family,
+        n_layers=n_layers,
+        hidden=hidden,
+        n_heads=n_heads,
+        n_kv_heads=_int(row["n_kv_heads"]),
+        head_dim=_int(row["head_dim"]) or (0 if row["attention"] == "MLA" else hidden // n_heads),
+        intermediate=_int(row["intermediate_size"]),
+        vocab=_int(row["vocab_size"]),
+        max_position=_int(row["max_position"]),
+        activation={"gpt2": "gelu_new", "gemma2": "gelu_pytorch_tanh"}.get(family, row["activation"]),
+        mlp_type=row["mlp_type"],
+        norm=row["norm"],
+        tie_embeddings=row["tie_embeddings"].strip().lower() == "true",
+        learned_positions=learned,
+        sliding_window=window,
+        sliding_layers=sliding_layers,
+        n_experts=_int(row["moe_experts"]),
+        top_k=_int(row["moe_top_k"]),
+        moe_intermediate=_int(row["moe_intermediate"]),
+        n_shared_experts=_int(row["shared_experts"]),
+        first_dense_layers=3 if family == "deepseek_v3" else 0,
+        q_lora_rank=_int(row["q_lora_rank"]) or None,
+        kv_lora_rank=_int(row["kv_lora_rank"]),
+        qk_nope_head_dim=_int(row["qk_nope_head_dim"]),
+        qk_rope_head_dim=_int(row["qk_rope_head_dim"]),
+        v_head_dim=_int(row["v_head_dim"]),
+        published_params=float(row["total_params_B"]) * 1e9,
+        published_active_params=float(row["active_params_B"]) * 1e9 if row["active_params_B"] else None,
+        source=row["source"],
+        **traits,
+    )
+    return spec.validate()
+
+
+@lru_cache(maxsize=1)
+def catalog() -> dict[str, ModelSpec]:
+    """All built-in models by key."""
+    with resources.files(__package__).joinpath("data/models.csv").open(newline="") as handle:
+        return {row["key"]: _from_models_csv(row) for row in csv.DictReader(handle)}
+
+
+def get_model(key: str) -> ModelSpec:
+    try:
+        return catalog()[key]
+    except KeyError:
+        raise unknown("model", key, catalog()) from None
+
+
+# ----------------------------------------------------------------------------------- Hugging Face config.json
+def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True):
+    for name in names:
+        if cfg.get(name) is not None:
+            return cfg[name]
+    if required and default is None:
+        raise RooflineInputError(
+            f"{path}: model_type '{cfg.get('model_type')}' needs field '{names[0]}', which the file lacks")
+    return default
+
+
+def model_from_hf_config(path: str | Path, key: str | None = None) -> ModelSpec:
+    """Build a ModelSpec from a Hugging Face `config.json` (the families in SUPPORTED_FAMILIES)."""
+    path = Path(path)
+    if not path.is_file():
+        raise RooflineInputError(f"hf_config: file '{path}' does not exist")
+    try:
+        cfg = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise RooflineInputError(f"hf_config: '{path}' is not readable JSON ({error})") from None
+    return model_from_hf_dict(cfg, key or path.stem, str(path))
+
+
+def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> ModelSpec:
+    """Build a ModelSpec from the parsed dict of a Hugging Face `config.json`."""
+    family = cfg.get("model_type")
+    if family not in _FAMILY_TRAITS:
+        raise unknown(f"{where}: model_type", family, SUPPORTED_FAMILIES)
+    need = lambda *names, **kw: _need(cfg, where, *names, **kw)  # noqa: E731
+    traits = dict(_FAMILY_TRAITS[family])
+    if family in ("gpt2",):
+        hidden, n_layers, n_heads = need("n_embd"), need("n_layer"), need("n_head")
+        n_kv = n_heads
+        intermediate = need("n_inner", default=4 * hidden, required=False)
+        activation, norm, mlp_type = need("activation_function"), "layernorm", "plain"
+        max_pos = need("n_positions")
+        traits["learned_positions"] = max_pos
+    else:
+        hidden, n_layers, n_heads = need("hidden_size"), need("num_hidden_layers"), need("num_attention_heads")
+        if family == "falcon":
+            multi_query = cfg.get("multi_query", True)
+            n_kv = 1 if multi_query and not cfg.get("new_decoder_architecture") else need("num_kv_heads")
+            intermediate = cfg.get("ffn_hidden_size") or 4 * hidden
+            activation, norm, mlp_type = "gelu", "layernorm", "plain"
+            traits["parallel_block"] = bool(cfg.get("parallel_attn", True))
+            traits["norms_per_layer"] = 1 if traits["parallel_block"] else 2
+            traits["linear_bias"] = bool(cfg.get("bias", False))
+            max_pos = cfg.get("max_position_embeddings") or 2048
+        elif family == "opt":
+            n_kv = n_heads
+            intermediate = need("ffn_dim")
+            activation, norm, mlp_type = need("activation_function"), "layernorm", "plain"
+            max_pos = need("max_position_embeddings")
+            traits["learned_positions"] = max_pos + 2
+        else:
+            n_kv = need("num_key_value_heads", default=n_heads, required=False)
+            intermediate = need("intermediate_size")
+            activation = need("hidden_act", "hidden_activation")
+            norm, mlp_type = "rmsnorm", "gated"
+            max_pos = need("max_position_embeddings")
+    head_dim = cfg.get("head_dim") or (hidden // n_heads)
+    window = cfg.get("sliding_window")
+    if family == "qwen2" and not cfg.get("use_sliding_window", False):
+        window = None
+    if family == "mistral" or family == "mixtral" or family == "phi3" or family == "qwen2":
+        sliding_layers = n_layers if window else 0
+        if family == "qwen2" and window:
+            sliding_layers = max(0, n_layers - cfg.get("max_window_layers", n_layers))
+            window = window if sliding_layers else None
+    elif family == "gemma2":
+        sliding_layers = (n_layers + 1) // 2 if window else 0
+    else:
+        window, sliding_layers = None, 0
+    spec_kw: dict = dict(
+        key=key, name=cfg.get("_name_or_path") or key, family=family, n_layers=n_layers, hidden=hidden,
+        n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, intermediate=intermediate,
+        vocab=need("vocab_size"), max_position=max_pos, activation=activation, mlp_type=mlp_type, norm=norm,
+        tie_embeddings=bool(cfg.get("tie_word_embeddings", family in ("gpt2", "gemma2", "opt", "falcon"))),
+        sliding_window=window, sliding_layers=sliding_layers, source=where,
+    )
+    spec_kw.update(traits)
+    if family in ("mixtral",):
+        spec_kw.update(n_experts=need("num_local_experts"), top_k=need("num_experts_per_tok"),
+                       moe_intermediate=intermediate)
+    if family == "qwen3_moe":
+        if cfg.get("mlp_only_layers"):
+            raise RooflineInputError(f"{where}: mlp_only_layers is not supported (all layers must be MoE)")
+        spec_kw.update(n_experts=need("num_experts"), top_k=need("num_experts_per_tok"),
+                       moe_intermediate=need("moe_intermediate_size"),
+                       n_shared_experts=0)
+    if family == "deepseek_v3":
+        spec_kw.update(
+            n_experts=need("n_routed_experts"), top_k=need("num_experts_per_tok"),
+            moe_intermediate=need("moe_intermediate_size"), n_shared_experts=need("n_shared_experts", default=0,
+                                                                                   required=False),
+            first_dense_layers=need("first_k_dense_replace", default=0, required=False),
+            q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=need("kv_lora_rank"),
+            qk_nope_head_dim=need("qk_nope_head_dim"), qk_rope_head_dim=need("qk_rope_head_dim"),
+            v_head_dim=need("v_head_dim"), head_dim=0,
+        )
+        if cfg.get("moe_layer_freq", 1) != 1:
+            raise RooflineInputError(f"{where}: moe_layer_freq {cfg['moe_layer_freq']} is not supported (only 1)")
+    return ModelSpec(**spec_kw).validate()
+
+
+def model_from_entry(key: str, entry: dict | None, base_dir: Path | None = None) -> ModelSpec:
+    """Resolve a config `models:` entry: {} = catalog; {hf_config: path}; or catalog fields overridden."""
+    entry = dict(entry or {})
+    if "hf_config" in entry:
+        path = Path(entry.pop("hf_config"))
+        if base_dir is not None and not path.is_absolute():
+            path = base_dir / path
+        spec = model_from_hf_config(path, key)
+    elif key in catalog():
+        spec = catalog()[key]
+    else:
+        raise RooflineInputError(unknown("models", key, catalog()).args[0]
+                                 + "; or give {hf_config: path/to/config.json}")
+    if entry:
+        fields = set(ModelSpec.__dataclass_fields__) - {"key"}
+        for name in entry:
+            if name not in fields:
+                raise unknown(f"models.{key}", name, sorted(fields | {"hf_config"}))
+        spec = replace(spec, **entry).validate()
+    return spec
+
+
+def kv_elements_per_token(m: ModelSpec, mla_mode: str = "absorbed") -> int:
+    """KV-cache elements stored per token per layer: 2 x Hkv x d; MLA latent C + rope dims (per token, not per head)
+    unless the cache holds decompressed per-head K and V (mla_mode 'decompressed', the HF reference code)."""
+    if m.is_mla:
+        if mla_mode == "decompressed":
+            return m.n_heads * (m.qk_head_dim + m.v_head_dim)
+        return m.kv_lora_rank + m.qk_rope_head_dim
+    return 2 * m.n_kv_heads * m.head_dim
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+__all__ = [
+    "ModelSpec", "catalog", "get_model", "model_from_hf_config", "model_from_hf_dict", "model_from_entry",
+    "parameter_counts", "kv_elements_per_token", "ACTIVATION_FLOPS", "SUPPORTED_FAMILIES", "math",
+]

@@ -1,0 +1,69 @@
+"""The scenario: what is run (stage, batch, lengths) and how (dtypes, attention kernel, logits, routing, MLA)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from .dtypes import check_storage_dtype
+from .errors import RooflineInputError, unknown
+
+STAGES = ("prefill", "decode")
+ATTENTION_IMPLS = ("eager", "flash")
+LOGITS_MODES = ("last", "all")
+EXPERT_ROUTINGS = ("uniform", "balanced", "all")
+MLA_MODES = ("absorbed", "naive", "decompressed")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """batch: sequences in flight. seq_len: prefill = prompt tokens per sequence; decode = tokens already in the KV
+    cache per sequence (the step adds one new token each, which attends to seq_len + 1 keys).
+
+    attention: 'eager' materializes the full seq x seq score matrix in DRAM (as unfused kernels do, the causal mask
+    applied after the matmul); 'flash' is one fused kernel: no score traffic, causal (and windowed) pairs only.
+    logits: prefill computes lm_head for the 'last' token of each sequence (serving default) or for 'all'.
+    expert_routing: how many distinct MoE experts a layer loads (see formulas.distinct_experts).
+    mla_mode: MLA decode; 'absorbed' (default: W_UK/W_UV folded into q and the output, attention over the cached
+    latent, as DeepSeek's, vLLM's and SGLang's kernels do), 'naive' (latent cache, re-decompressed with kv_b_proj
+    every step), 'decompressed' (per-head K and V cached, as the Hugging Face reference code does).
+    """
+
+    batch: int = 1
+    seq_len: int = 2048
+    weight_dtype: str = "fp16"
+    act_dtype: str = "fp16"
+    kv_dtype: str = "fp16"
+    attention: str = "eager"
+    logits: str = "last"
+    expert_routing: str = "uniform"
+    mla_mode: str = "absorbed"
+
+    def validate(self) -> "Scenario":
+        for name in ("batch", "seq_len"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise RooflineInputError(f"scenario.{name}: {value!r} is not allowed; expected an integer >= 1")
+        for name in ("weight_dtype", "act_dtype", "kv_dtype"):
+            check_storage_dtype(f"scenario.{name}", getattr(self, name))
+        for name, allowed in (("attention", ATTENTION_IMPLS), ("logits", LOGITS_MODES),
+                              ("expert_routing", EXPERT_ROUTINGS), ("mla_mode", MLA_MODES)):
+            if getattr(self, name) not in allowed:
+                raise unknown(f"scenario.{name}", getattr(self, name), allowed)
+        return self
+
+    def with_(self, **changes) -> "Scenario":
+        return replace(self, **changes).validate()
+
+    @classmethod
+    def from_dict(cls, values: dict | None) -> "Scenario":
+        values = dict(values or {})
+        known = {f.name for f in fields(cls)}
+        for name in values:
+            if name not in known:
+                raise unknown("scenario", name, known)
+        return cls(**values).validate()
+
+
+def check_stage(stage: str) -> str:
+    if stage not in STAGES:
+        raise unknown("stage", stage, STAGES)
+    return stage
