@@ -7,14 +7,16 @@ bound = compute if T_compute > T_memory else memory (the same comparison as AI >
 from __future__ import annotations
 
 import math
+from functools import lru_cache
+
+import numpy as np
 
 from .dtypes import DTYPE_BYTES, matmul_dtype
-from .graph import Op, build_operators
+from .graph import Op, attention_groups, build_operators
 from .hardware import Accelerator
 from .models import ModelSpec, kv_elements_per_token, parameter_counts
 from .columns import OP_COLUMNS, TOTAL_COLUMNS
 from .scenario import Scenario, check_stage
-from .graph import attention_groups
 
 NAN = float("nan")
 
@@ -45,16 +47,18 @@ def operator_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sce
     return [op_row(model.key, gpu, stage, op) for op in build_operators(model, stage, scenario)]
 
 
-def kv_cache_bytes(model: ModelSpec, stage: str, scenario: Scenario) -> float:
+def kv_cache_bytes(model: ModelSpec, stage: str, scenario: Scenario, batch=None, seq_len=None):
     """KV cache of the batch after the stage: prefill S tokens, decode S + 1 tokens per sequence (windowed layers
-    keep at most W)."""
-    tokens = scenario.seq_len if stage == "prefill" else scenario.seq_len + 1
+    keep at most W: a rolling buffer). `batch`/`seq_len` override the scenario's and may be arrays."""
+    B = scenario.batch if batch is None else batch
+    S = scenario.seq_len if seq_len is None else seq_len
+    tokens = S if stage == "prefill" else S + 1
     per_token_layer = kv_elements_per_token(model, scenario.mla_mode) * DTYPE_BYTES[scenario.kv_dtype]
     total = 0.0
     for _suffix, window, count in attention_groups(model):
-        kept = tokens if window is None else min(tokens, window)
-        total += count * kept * per_token_layer
-    return scenario.batch * total
+        kept = tokens if window is None else np.minimum(tokens, window)
+        total = total + count * kept * per_token_layer
+    return B * total
 
 
 def weight_bytes(model: ModelSpec, scenario: Scenario) -> float:
@@ -62,44 +66,70 @@ def weight_bytes(model: ModelSpec, scenario: Scenario) -> float:
     return parameter_counts(model)[0] * DTYPE_BYTES[scenario.weight_dtype]
 
 
-def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, rows: list[dict] | None = None) -> dict:
-    """Totals for one (model, gpu, stage, scenario): sums over operators x count, footprint, fit, ridge."""
-    if rows is None:
-        rows = operator_table(model, gpu, stage, scenario)
-    flops = sum(r["flops"] * r["count"] for r in rows)
-    nbytes = sum(r["bytes"] * r["count"] for r in rows)
-    t_compute = sum(r["t_compute_s"] * r["count"] for r in rows)
-    t_memory = sum(r["t_memory_s"] * r["count"] for r in rows)
-    t = sum(r["t_s"] * r["count"] for r in rows)
-    t_memory_bound = sum(r["t_s"] * r["count"] for r in rows if r["bound"] == "memory")
-    B, S = scenario.batch, scenario.seq_len
-    weights = weight_bytes(model, scenario)
-    kv = kv_cache_bytes(model, stage, scenario)
-    activations = max(r["bytes_act_read"] + r["bytes_act_write"] for r in rows)
-    footprint = weights + kv + activations
-    total_params, active_params = parameter_counts(model)
-    gemm_dtype = matmul_dtype(scenario.weight_dtype, scenario.act_dtype)
+def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: list[Op], B, S) -> dict:
+    """Sums over operators x count, footprint and fit. Works on scalars or NumPy arrays of B/S (sweeps), hence
+    np.maximum/np.where; `ops` must come from build_operators with the same B and S."""
+    bw = gpu.bandwidth_bytes_per_s
+    vector = isinstance(B, np.ndarray) or isinstance(S, np.ndarray)
+    maximum = np.maximum if vector else max  # NumPy on Python floats costs ~1 us a call: keep scalars scalar
+    flops = nbytes = t_compute = t_memory = t = t_memory_bound = 0.0
+    activations = 0.0
+    for op in ops:
+        c, n = op.cost, op.count
+        op_bytes = c.weight + c.act_read + c.act_write + c.kv_read + c.kv_write
+        tc, tm = c.flops / gpu.peak(op.compute_dtype), op_bytes / bw
+        op_t = maximum(tc, tm)
+        flops, nbytes = flops + n * c.flops, nbytes + n * op_bytes
+        t_compute, t_memory, t = t_compute + n * tc, t_memory + n * tm, t + n * op_t
+        t_memory_bound = t_memory_bound + n * (np.where(tc > tm, 0.0, op_t) if vector else (tc <= tm) * op_t)
+        activations = maximum(activations, c.act_read + c.act_write)
     prefill = stage == "prefill"
-    result = {
-        "model": model.key, "gpu": gpu.key, "stage": stage, "flops": flops, "bytes": nbytes,
-        "intensity": flops / nbytes, "t_compute_s": t_compute, "t_memory_s": t_memory, "t_s": t,
-        "ttft_s": t if prefill else NAN, "tpot_s": NAN if prefill else t,
-        "tokens_per_s": (B * S if prefill else B) / t,
+    weights = weight_bytes(model, scenario)
+    kv = kv_cache_bytes(model, stage, scenario, B, S)
+    footprint = weights + kv + activations
+    return {
+        "flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "t_compute_s": t_compute,
+        "t_memory_s": t_memory, "t_s": t, "tokens_per_s": (B * S if prefill else B) / t,
         "memory_bound_share": t_memory_bound / t, "compute_utilization": t_compute / t,
         "weight_bytes": weights, "kv_cache_bytes": kv, "activation_bytes": activations,
-        "footprint_bytes": footprint, "memory_bytes": gpu.memory_bytes, "fits": bool(footprint <= gpu.memory_bytes),
-        "total_params": float(total_params), "active_params": float(active_params),
-        "ridge_flops_per_byte": gpu.ridge(gemm_dtype),
-        "critical_batch": critical_batch(model, gpu, scenario),
+        "footprint_bytes": footprint, "fits": footprint <= gpu.memory_bytes,
     }
+
+
+def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: list[Op] | None = None) -> dict:
+    """Totals for one (model, gpu, stage, scenario) in TOTAL_COLUMNS order (Python scalars)."""
+    check_stage(stage)
+    if ops is None:
+        ops = build_operators(model, stage, scenario)
+    sums = aggregate(model, gpu, stage, scenario, ops, scenario.batch, scenario.seq_len)
+    total_params, active_params = parameter_counts(model)
+    prefill = stage == "prefill"
+    t = float(sums["t_s"])
+    result = {"model": model.key, "gpu": gpu.key, "stage": stage}
+    for name in ("flops", "bytes", "intensity", "t_compute_s", "t_memory_s", "t_s"):
+        result[name] = float(sums[name])
+    result.update({
+        "ttft_s": t if prefill else NAN, "tpot_s": NAN if prefill else t,
+        "tokens_per_s": float(sums["tokens_per_s"]),
+        "memory_bound_share": float(sums["memory_bound_share"]),
+        "compute_utilization": float(sums["compute_utilization"]),
+        "weight_bytes": float(sums["weight_bytes"]), "kv_cache_bytes": float(sums["kv_cache_bytes"]),
+        "activation_bytes": float(sums["activation_bytes"]), "footprint_bytes": float(sums["footprint_bytes"]),
+        "memory_bytes": gpu.memory_bytes, "fits": bool(sums["fits"]),
+        "total_params": float(total_params), "active_params": float(active_params),
+        "ridge_flops_per_byte": gpu.ridge(matmul_dtype(scenario.weight_dtype, scenario.act_dtype)),
+        "critical_batch": critical_batch(model, gpu, scenario),
+    })
     assert tuple(result) == TOTAL_COLUMNS
     return result
 
 
 def analyze(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> tuple[list[dict], dict]:
     """(per-operator rows, totals) for one (model, gpu, stage, scenario)."""
-    rows = operator_table(model, gpu, stage, scenario)
-    return rows, totals(model, gpu, stage, scenario, rows)
+    check_stage(stage)
+    ops = build_operators(model, stage, scenario)
+    rows = [op_row(model.key, gpu, stage, op) for op in ops]
+    return rows, totals(model, gpu, stage, scenario, ops)
 
 
 def _decode_gemm_intensity(model: ModelSpec, scenario: Scenario, batch: int) -> float:
@@ -112,13 +142,23 @@ def _decode_gemm_intensity(model: ModelSpec, scenario: Scenario, batch: int) -> 
     return flops / nbytes
 
 
-def critical_batch(model: ModelSpec, gpu: Accelerator, scenario: Scenario, limit: int = 1 << 20) -> float:
+def critical_batch(model: ModelSpec, gpu: Accelerator, scenario: Scenario) -> float:
     """Smallest decode batch at which the weight GEMMs, taken together, reach the ridge and turn compute-bound.
 
     For a dense model this is ~ ridge x w / 2 (w = bytes per weight): 2*B*K*N FLOPs over ~K*N*w bytes. MoE layers
-    need more, since a bigger batch also touches more experts. NaN when not reached below `limit`.
+    need more, since a bigger batch also touches more experts. NaN when not reached below 2^20.
     """
     ridge = gpu.ridge(matmul_dtype(scenario.weight_dtype, scenario.act_dtype))
+    # the weight GEMMs depend on the dtypes and on MoE routing / MLA mode only: cache on those
+    key = (scenario.weight_dtype, scenario.act_dtype, scenario.expert_routing, scenario.mla_mode)
+    return _critical_batch(model, ridge, key)
+
+
+@lru_cache(maxsize=4096)
+def _critical_batch(model: ModelSpec, ridge: float, key: tuple, limit: int = 1 << 20) -> float:
+    weight_dtype, act_dtype, expert_routing, mla_mode = key
+    scenario = Scenario(batch=1, seq_len=1, weight_dtype=weight_dtype, act_dtype=act_dtype,
+                        expert_routing=expert_routing, mla_mode=mla_mode)
     if _decode_gemm_intensity(model, scenario, limit) < ridge:
         return NAN
     low, high = 1, limit  # invariant: AI(high) >= ridge; AI grows with batch

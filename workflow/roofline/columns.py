@@ -58,3 +58,38 @@ TOTAL_COLUMNS = (
     "ridge_flops_per_byte",  # FLOP/byte, ridge of the GEMM compute dtype
     "critical_batch",  # decode batch at which the weight GEMMs reach the ridge (NaN if never)
 )
+
+#: Treatments: what each optimization buys for one (model, gpu, stage) baseline (roofline.treatments).
+TREATMENT_COLUMNS = (
+    "model", "gpu", "stage",
+    "treatment",  # key: fusion | flash_attention | weight_int8 | weight_int4 | kv_int8 | kv_fp8 | fp8_compute | batching
+    "label",  # human description of the change, e.g. "weights int4 (W4A16)"
+    "helps",  # which bottleneck it attacks: memory (fewer bytes) | compute (more FLOP/s, fewer FLOPs) | both
+    "applicable",  # False when the treatment does not apply (already in place, device lacks the dtype, ...)
+    "note",  # why not applicable, or the condition it needs (e.g. memory for the larger batch)
+    "baseline_t_s",  # s, stage time of the configured scenario
+    "t_s",  # s, stage time with the treatment
+    "speedup",  # baseline_t_s / t_s for latency; for batching: tokens/s ratio
+    "baseline_tokens_per_s", "tokens_per_s",  # token/s
+    "baseline_memory_bound_share", "memory_bound_share",  # fraction of time in memory-bound operators
+    "bound",  # dominant bound after the treatment: memory | compute (by share of time)
+    "footprint_bytes",  # byte, memory footprint after the treatment
+    "fits",  # footprint fits device memory
+    "batch",  # batch used (differs from the scenario only for batching)
+)
+
+#: Sweeps: totals along one axis, the other scenario fields fixed (roofline.sweeps).
+SWEEP_COLUMNS = (
+    "model", "gpu", "stage",
+    "sweep",  # batch | seq_len: which axis varies
+    "batch", "seq_len",
+    "t_s",  # s, stage time (decode: time per output token)
+    "tokens_per_s",  # token/s
+    "memory_bound_share",
+    "gemm_intensity",  # FLOP/byte of the weight GEMMs together
+    "attention_intensity",  # FLOP/byte of the attention operators together
+    "attention_time_share",  # fraction of stage time in attention operators
+    "footprint_bytes",  # byte: weights + KV cache + activations
+    "fits",  # footprint fits device memory
+    "critical_batch",  # decode batch where the weight GEMMs reach the ridge (same for every row of a sweep)
+)

@@ -154,6 +154,7 @@ def norm_params(m: ModelSpec, width: int) -> int:
     return width * (2 if m.norm == "layernorm" else 1)
 
 
+@lru_cache(maxsize=256)
 def parameter_counts(m: ModelSpec) -> tuple[int, int]:
     """(total, active per token) parameters. Active counts top_k routed experts plus shared ones."""
     D, V = m.hidden, m.vocab

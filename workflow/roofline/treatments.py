@@ -1,0 +1,130 @@
+"""Treatments: what each optimization buys, computed by the engine (not prose).
+
+Each treatment is a change of scenario (dtypes, attention kernel, batch) or a transformation of the operator graph
+(fusion), re-evaluated with the same roofline. Memory-bound stages gain from fewer bytes (quantized weights or KV,
+fusion, FlashAttention); compute-bound stages from more FLOP/s (fp8) or fewer FLOPs (FlashAttention's causal
+skipping). Batching raises decode throughput (tokens/s), not latency. The "same workload on a faster GPU" comparison
+needs every configured GPU and is a ratio of totals, done by the report.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from .analysis import aggregate, critical_batch, totals
+from .columns import TREATMENT_COLUMNS
+from .dtypes import DTYPE_BYTES
+from .formulas import Cost
+from .graph import Op, build_operators
+from .hardware import Accelerator
+from .models import ModelSpec
+from .scenario import Scenario
+
+#: operator classes whose activation traffic disappears when fused into the neighbouring kernel
+FUSABLE_CLASSES = ("norm", "elementwise")
+
+
+def fuse(ops: list[Op]) -> list[Op]:
+    """Perfect epilogue/prologue fusion: norms, residual adds, activations, RoPE, the KV-cache copy and the softmax
+    read and write their activations in registers of the neighbouring GEMM or attention kernel, so their activation
+    bytes vanish. FLOPs, weight bytes and the KV-cache write stay. An upper bound on what fusion can buy."""
+    fused = []
+    for op in ops:
+        if op.op_class in FUSABLE_CLASSES or op.name.startswith("softmax"):
+            op = op._replace(cost=op.cost._replace(act_read=0.0 * op.cost.act_read, act_write=0.0 * op.cost.act_write))
+        fused.append(op)
+    return fused
+
+
+def _evaluate(model, gpu, stage, scenario, transform: Callable[[list[Op]], list[Op]] | None = None) -> dict:
+    ops = build_operators(model, stage, scenario)
+    if transform is not None:
+        ops = transform(ops)
+    sums = aggregate(model, gpu, stage, scenario, ops, scenario.batch, scenario.seq_len)
+    return {k: float(v) for k, v in sums.items()}
+
+
+def _largest_fitting_batch(model, gpu, stage, scenario, upper: int) -> int:
+    """Largest batch <= upper whose footprint fits the device (0 if even batch 1 does not)."""
+    low, high = 0, upper
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _evaluate(model, gpu, stage, scenario.with_(batch=mid))["fits"]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> list[dict]:
+    """Rows (TREATMENT_COLUMNS): each treatment's predicted stage time, speed-up and new bound."""
+    base = totals(model, gpu, stage, scenario)
+    rows = []
+
+    def row(key, label, helps, result=None, note="", batch=None, throughput=False):
+        applicable = result is not None
+        t = result["t_s"] if applicable else math.nan
+        tps = result["tokens_per_s"] if applicable else math.nan
+        speedup = (tps / base["tokens_per_s"] if throughput else base["t_s"] / t) if applicable else math.nan
+        share = result["memory_bound_share"] if applicable else math.nan
+        rows.append({
+            "model": model.key, "gpu": gpu.key, "stage": stage, "treatment": key, "label": label, "helps": helps,
+            "applicable": applicable, "note": note, "baseline_t_s": base["t_s"], "t_s": t, "speedup": speedup,
+            "baseline_tokens_per_s": base["tokens_per_s"], "tokens_per_s": tps,
+            "baseline_memory_bound_share": base["memory_bound_share"], "memory_bound_share": share,
+            "bound": ("memory" if share >= 0.5 else "compute") if applicable else "",
+            "footprint_bytes": result["footprint_bytes"] if applicable else math.nan,
+            "fits": bool(result["fits"]) if applicable else False,
+            "batch": batch or scenario.batch,
+        })
+
+    def scenario_change(key, label, helps, skip_reason="", **changes):
+        if skip_reason:
+            return row(key, label, helps, note=skip_reason)
+        changed = scenario.with_(**changes)
+        try:
+            result = _evaluate(model, gpu, stage, changed)
+        except ValueError as error:  # the device lacks a peak for the new compute dtype
+            return row(key, label, helps, note=str(error))
+        row(key, label, helps, result)
+
+    row("fusion", "fuse norms, residual adds, activations, RoPE, KV copy and softmax into neighbouring kernels",
+        "memory", _evaluate(model, gpu, stage, scenario, fuse))
+    scenario_change("flash_attention", "FlashAttention (fused, causal-only attention; no score matrix in DRAM)",
+                    "memory", "already flash" if scenario.attention == "flash" else "", attention="flash")
+    w = DTYPE_BYTES[scenario.weight_dtype]
+    for dtype, bits in (("int8", "W8A16"), ("int4", "W4A16")):
+        scenario_change(f"weight_{dtype}", f"weight-only {dtype} quantization ({bits})", "memory",
+                        "" if DTYPE_BYTES[dtype] < w else f"weights already {scenario.weight_dtype}",
+                        weight_dtype=dtype)
+    c = DTYPE_BYTES[scenario.kv_dtype]
+    for dtype in ("int8", "fp8"):
+        scenario_change(f"kv_{dtype}", f"KV cache in {dtype}", "memory",
+                        "" if DTYPE_BYTES[dtype] < c else f"KV cache already {scenario.kv_dtype}", kv_dtype=dtype)
+    fp8_reason = ""
+    if "fp8" not in gpu.peak_flops_per_s:
+        fp8_reason = f"{gpu.key} has no fp8 peak"
+    elif scenario.weight_dtype == "fp8" and scenario.act_dtype == "fp8":
+        fp8_reason = "already fp8"
+    scenario_change("fp8_compute", "FP8 weights and activations (W8A8-FP8 at the fp8 peak)", "both",
+                    fp8_reason, weight_dtype="fp8", act_dtype="fp8")
+    _batching(model, gpu, stage, scenario, row)
+    assert all(tuple(r) == TREATMENT_COLUMNS for r in rows)
+    return rows
+
+
+def _batching(model, gpu, stage, scenario, row):
+    label = "batch decode up to the critical batch (weights read once per step for every sequence)"
+    if stage != "decode":
+        return row("batching", label, "memory",
+                   note=f"prefill already has {scenario.batch * scenario.seq_len} token rows per GEMM")
+    target = critical_batch(model, gpu, scenario)
+    target = int(target) if math.isfinite(target) else 1 << 12
+    fitting = _largest_fitting_batch(model, gpu, stage, scenario, target)
+    if fitting <= scenario.batch:
+        return row("batching", label, "memory",
+                   note=f"batch {scenario.batch} already at or above the largest batch that fits ({fitting}) "
+                        f"or the critical batch ({target})")
+    result = _evaluate(model, gpu, stage, scenario.with_(batch=fitting))
+    note = (f"critical batch {target}" + ("" if fitting == target else f"; memory caps the batch at {fitting}"))
+    row("batching", f"{label}: batch {fitting}", "memory", result, note=note, batch=fitting, throughput=True)
