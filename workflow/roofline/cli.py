@@ -1,0 +1,215 @@
+"""`roofline`: one-off questions from the command line (per-operator table, totals, ridge points, catalogs).
+
+Every bad input ends in one line on stderr naming the option, the value and what is allowed, and exit status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import sys
+from pathlib import Path
+
+from . import hardware, models
+from .analysis import analyze, critical_batch
+from .columns import OP_COLUMNS, TOTAL_COLUMNS
+from .dtypes import PEAK_DTYPES, matmul_dtype
+from .errors import RooflineInputError, unknown
+from .scenario import (ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario)
+
+FORMATS = ("table", "csv", "json")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not usage + error
+        # argparse prefixes type errors with "argument --x: "; our messages already start with "--x: "
+        message = message.removeprefix("argument ")
+        option, _, rest = message.partition(": ")
+        raise RooflineInputError(rest if rest.startswith(option + ": ") else message)
+
+
+def _positive_int(option):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not an integer; expected an integer >= 1")
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{option}: {value} is not allowed; expected an integer >= 1")
+        return value
+    return parse
+
+
+def _choice(option, allowed):
+    def parse(text):
+        if text not in allowed:
+            raise argparse.ArgumentTypeError(unknown(option, text, allowed).args[0])
+        return text
+    return parse
+
+
+def _scenario_options(parser):
+    defaults = Scenario()
+    parser.add_argument("--model", required=True, help="catalog key (roofline list models) or path to a config.json")
+    parser.add_argument("--gpu", required=True, help="catalog key (roofline list gpus)")
+    parser.add_argument("--stage", required=True, type=_choice("--stage", STAGES), help="prefill | decode")
+    parser.add_argument("--batch", type=_positive_int("--batch"), default=defaults.batch)
+    parser.add_argument("--seq-len", type=_positive_int("--seq-len"), default=defaults.seq_len,
+                        help="prefill: prompt tokens; decode: tokens already in the KV cache")
+    storage = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
+    for name in ("weight", "act", "kv"):
+        parser.add_argument(f"--{name}-dtype", type=_choice(f"--{name}-dtype", storage),
+                            default=getattr(defaults, f"{name}_dtype"))
+    parser.add_argument("--attention", type=_choice("--attention", ATTENTION_IMPLS), default=defaults.attention)
+    parser.add_argument("--logits", type=_choice("--logits", LOGITS_MODES), default=defaults.logits)
+    parser.add_argument("--expert-routing", type=_choice("--expert-routing", EXPERT_ROUTINGS),
+                        default=defaults.expert_routing)
+    parser.add_argument("--mla-mode", type=_choice("--mla-mode", MLA_MODES), default=defaults.mla_mode)
+    parser.add_argument("--format", type=_choice("--format", FORMATS), default="table")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="roofline", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _scenario_options(sub.add_parser("ops", help="per-operator table (values per instance, with count)"))
+    _scenario_options(sub.add_parser("totals", help="totals of one stage: time, TTFT/TPOT, footprint, fit"))
+    ridge = sub.add_parser("ridge", help="ridge point P/BW per dtype and the critical decode batch")
+    ridge.add_argument("--gpu", required=True)
+    ridge.add_argument("--dtype", type=_choice("--dtype", PEAK_DTYPES))
+    listing = sub.add_parser("list", help="catalog keys")
+    listing.add_argument("what", metavar="list", type=_choice("list", ("models", "gpus")))
+    return parser
+
+
+def _model(text: str) -> models.ModelSpec:
+    if text.endswith(".json") or Path(text).is_file():
+        return models.model_from_hf_config(text)
+    if text not in models.catalog():
+        raise unknown("--model", text, models.catalog())
+    return models.catalog()[text]
+
+
+def _gpu(text: str) -> hardware.Accelerator:
+    if text not in hardware.catalog():
+        raise unknown("--gpu", text, hardware.catalog())
+    return hardware.catalog()[text]
+
+
+def _scenario(args) -> Scenario:
+    return Scenario(batch=args.batch, seq_len=args.seq_len, weight_dtype=args.weight_dtype, act_dtype=args.act_dtype,
+                    kv_dtype=args.kv_dtype, attention=args.attention, logits=args.logits,
+                    expert_routing=args.expert_routing, mla_mode=args.mla_mode).validate()
+
+
+def _si(value, unit: str) -> str:
+    """Human units for the table format: 1.23 GFLOP, 67.1 MB, 4.01 ms."""
+    if isinstance(value, float) and math.isnan(value):
+        return "-"
+    if unit == "s":
+        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g} {name}"
+        return "0 s"
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, "")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+_HUMAN_OPS = (("op", None), ("op_class", None), ("count", None), ("flops", "FLOP"), ("bytes", "B"),
+              ("intensity", "FLOP/B"), ("attainable_flops_per_s", "FLOP/s"), ("t_s", "s"), ("bound", None))
+
+
+def _format_table(rows: list[dict], spec) -> str:
+    header = [name for name, _ in spec]
+    body = []
+    for row in rows:
+        cells = []
+        for name, unit in spec:
+            value = row[name]
+            if unit == "FLOP/B":
+                cells.append(f"{value:.4g}")
+            elif unit:
+                cells.append(_si(value, unit))
+            else:
+                cells.append(str(value))
+        body.append(cells)
+    widths = [max(len(h), *(len(r[i]) for r in body)) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in body]
+    return "\n".join(lines)
+
+
+def _csv(rows: list[dict], columns) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue().rstrip("\n")
+
+
+def _json_safe(row: dict) -> dict:
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+
+
+def run(argv: list[str] | None = None) -> str:
+    """Execute one command and return its output text (raises RooflineInputError on bad input)."""
+    args = build_parser().parse_args(argv)
+    if args.command == "list":
+        if args.what == "models":
+            rows = [{"key": k, "name": m.name, "family": m.family,
+                     "params_B": f"{models.parameter_counts(m)[0] / 1e9:.3f}"} for k, m in models.catalog().items()]
+        else:
+            rows = [{"key": k, "name": g.name, "bandwidth_GBps": f"{g.bandwidth_bytes_per_s / 1e9:g}",
+                     "memory_GB": f"{g.memory_bytes / 1e9:g}", "dtypes": " ".join(g.peak_flops_per_s)}
+                    for k, g in hardware.catalog().items()]
+        return _format_table(rows, [(k, None) for k in rows[0]])
+    if args.command == "ridge":
+        gpu = _gpu(args.gpu)
+        dtypes = [args.dtype] if args.dtype else list(gpu.peak_flops_per_s)
+        rows = []
+        for dtype in dtypes:
+            gpu.peak(dtype)  # clear error when the device has no such peak
+            rows.append({"gpu": gpu.key, "dtype": dtype, "peak_tflops": f"{gpu.peak(dtype) / 1e12:g}",
+                         "bandwidth_GBps": f"{gpu.bandwidth_bytes_per_s / 1e9:g}",
+                         "ridge_flop_per_byte": f"{gpu.ridge(dtype):.1f}",
+                         "dense_decode_critical_batch_16bit_weights": f"{gpu.ridge(dtype):.0f}"})
+        return _format_table(rows, [(k, None) for k in rows[0]])
+    model, gpu, scenario = _model(args.model), _gpu(args.gpu), _scenario(args)
+    rows, total = analyze(model, gpu, args.stage, scenario)
+    if args.command == "ops":
+        if args.format == "csv":
+            return _csv(rows, OP_COLUMNS)
+        if args.format == "json":
+            return json.dumps([{k: r[k] for k in OP_COLUMNS} for r in map(_json_safe, rows)], indent=1)
+        return _format_table(rows, _HUMAN_OPS)
+    if args.format == "csv":
+        return _csv([total], TOTAL_COLUMNS)
+    if args.format == "json":
+        return json.dumps(_json_safe(total), indent=1)
+    units = {"flops": "FLOP", "bytes": "B", "t_compute_s": "s", "t_memory_s": "s", "t_s": "s", "ttft_s": "s",
+             "tpot_s": "s", "weight_bytes": "B", "kv_cache_bytes": "B", "activation_bytes": "B",
+             "footprint_bytes": "B", "memory_bytes": "B", "total_params": "", "active_params": "",
+             "tokens_per_s": "token/s"}
+    lines = []
+    for key, value in total.items():
+        text = _si(value, units[key]) if key in units else (f"{value:.4g}" if isinstance(value, float) else str(value))
+        lines.append(f"{key:22s} {text}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        print(run(argv))
+    except RooflineInputError as error:
+        print(f"roofline: error: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
