@@ -1,0 +1,91 @@
+"""The `roofline` command line: formats, columns and one-line errors."""
+import csv
+import io
+import json
+
+import pytest
+
+from roofline import cli
+from roofline.columns import OP_COLUMNS, TOTAL_COLUMNS
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_ops_csv_has_exactly_the_documented_columns(capsys):
+    code, out, _ = run(capsys, "ops", "--model", "llama-2-7b", "--gpu", "rtx-a6000", "--stage", "prefill",
+                       "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert tuple(rows[0]) == OP_COLUMNS
+    q = next(r for r in rows if r["op"] == "q_proj")
+    assert float(q["flops"]) == 68719476736 and q["bound"] == "compute" and q["count"] == "32"
+
+
+def test_totals_csv_one_row(capsys):
+    code, out, _ = run(capsys, "totals", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--stage", "decode",
+                       "--format", "csv", "--batch", "8")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 1 and tuple(rows[0]) == TOTAL_COLUMNS
+    row = rows[0]
+    assert float(row["tokens_per_s"]) == pytest.approx(8 / float(row["tpot_s"]))
+    assert row["fits"] == "True" and row["ttft_s"] == "nan"
+
+
+def test_json_and_table(capsys):
+    code, out, _ = run(capsys, "ops", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--stage", "decode",
+                       "--format", "json")
+    names = {r["op"] for r in json.loads(out)}
+    assert code == 0 and {"router", "expert_gate_proj", "expert_down_proj", "moe_combine"} <= names
+    code, out, _ = run(capsys, "totals", "--model", "deepseek-v3", "--gpu", "h200-sxm", "--stage", "decode",
+                       "--format", "json")
+    total = json.loads(out)
+    assert total["total_params"] == pytest.approx(671.026e9, rel=1e-5)
+    assert total["active_params"] == pytest.approx(37.55e9, rel=1e-3)
+    code, out, _ = run(capsys, "ops", "--model", "llama-2-7b", "--gpu", "rtx-a6000", "--stage", "prefill")
+    assert "68.7 GFLOP" in out and "67.1 MB" in out
+
+
+def test_ridge_and_list(capsys):
+    code, out, _ = run(capsys, "ridge", "--gpu", "h100-sxm", "--dtype", "fp16")
+    assert code == 0 and "295.3" in out
+    code, out, _ = run(capsys, "list", "gpus")
+    assert code == 0 and "rtx-a6000" in out and "mi300x" in out
+    code, out, _ = run(capsys, "list", "models")
+    assert "deepseek-v3" in out
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["ops", "--model", "llama-2-7b", "--gpu", "h100-sxn", "--stage", "decode"],
+     "--gpu: unknown value 'h100-sxn' (did you mean 'h100-sxm'?)"),
+    (["ops", "--model", "lama-2-7b", "--gpu", "h100-sxm", "--stage", "decode"], "did you mean 'llama-2-7b'"),
+    (["ops", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--stage", "decode", "--batch", "-3"],
+     "--batch: -3 is not allowed; expected an integer >= 1"),
+    (["ops", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--stage", "decode", "--kv-dtype", "fp9"],
+     "--kv-dtype: unknown value 'fp9' (did you mean 'fp8'?)"),
+    (["ops", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--stage", "prefil"], "did you mean 'prefill'"),
+    (["ops", "--model", "llama-2-7b", "--gpu", "v100-sxm2-32gb", "--stage", "decode", "--act-dtype", "bf16"],
+     "has no bf16 peak"),
+    (["ridge", "--gpu", "h100-sxm", "--dtype", "int4"], "has no int4 peak"),
+])
+def test_bad_input_is_one_clear_line(capsys, argv, expected):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert expected in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_hf_config_path_as_model(capsys, tmp_path):
+    import shutil
+    from pathlib import Path
+    src = Path(__file__).parent / "data" / "hf_configs" / "llama-3.1-8b.json"
+    if not src.exists():
+        pytest.skip("hf config fixture missing")
+    path = tmp_path / "config.json"
+    shutil.copy(src, path)
+    code, out, _ = run(capsys, "totals", "--model", str(path), "--gpu", "h100-sxm", "--stage", "decode",
+                       "--format", "json")
+    assert code == 0 and json.loads(out)["total_params"] == pytest.approx(8.03e9, rel=1e-3)

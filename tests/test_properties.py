@@ -1,0 +1,84 @@
+"""Invariants of the roofline that must hold for every model, device and scenario (property-based)."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline import analysis, hardware, models, sweeps
+from roofline.scenario import Scenario
+
+MODELS = sorted(models.catalog())
+GPUS = sorted(k for k, g in hardware.catalog().items() if "fp16" in g.peak_flops_per_s)
+
+scenarios = st.builds(
+    Scenario,
+    batch=st.integers(1, 512),
+    seq_len=st.integers(1, 32768),
+    weight_dtype=st.sampled_from(["fp16", "int8", "int4"]),
+    kv_dtype=st.sampled_from(["fp16", "int8", "fp8"]),
+    attention=st.sampled_from(["eager", "flash"]),
+    logits=st.sampled_from(["last", "all"]),
+    expert_routing=st.sampled_from(["uniform", "balanced", "all"]),
+    mla_mode=st.sampled_from(["absorbed", "naive", "decompressed"]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from(GPUS), st.sampled_from(["prefill", "decode"]), scenarios)
+def test_roofline_invariants(model_key, gpu_key, stage, scenario):
+    model, gpu = models.get_model(model_key), hardware.get_accelerator(gpu_key)
+    rows, total = analysis.analyze(model, gpu, stage, scenario)
+    for r in rows:
+        assert r["t_s"] == max(r["t_compute_s"], r["t_memory_s"])
+        assert r["attainable_flops_per_s"] <= r["peak_flops_per_s"] * (1 + 1e-12)
+        assert r["attainable_flops_per_s"] <= r["intensity"] * r["bandwidth_bytes_per_s"] * (1 + 1e-12)
+        assert r["bytes"] == pytest.approx(r["bytes_weight"] + r["bytes_act_read"] + r["bytes_act_write"]
+                                           + r["bytes_kv_read"] + r["bytes_kv_write"])
+        # the bound is the comparison of the same bytes' intensity with the ridge
+        ridge = r["peak_flops_per_s"] / r["bandwidth_bytes_per_s"]
+        assert (r["bound"] == "compute") == (r["intensity"] > ridge)
+        assert r["count"] >= 1 and r["bytes"] > 0 and r["flops"] >= 0
+    assert total["t_s"] == pytest.approx(sum(r["t_s"] * r["count"] for r in rows))
+    assert 0 <= total["memory_bound_share"] <= 1
+    assert total["t_s"] >= max(total["t_compute_s"], total["t_memory_s"]) * (1 - 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(MODELS), st.sampled_from(["prefill", "decode"]), scenarios)
+def test_flash_never_moves_more_bytes_than_eager(model_key, stage, scenario):
+    model, gpu = models.get_model(model_key), hardware.get_accelerator("h100-sxm")
+    eager = analysis.totals(model, gpu, stage, scenario.with_(attention="eager"))
+    flash = analysis.totals(model, gpu, stage, scenario.with_(attention="flash"))
+    assert flash["bytes"] <= eager["bytes"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(MODELS), st.integers(1, 255))
+def test_decode_gemm_intensity_grows_with_batch(model_key, batch):
+    model = models.get_model(model_key)
+    low = analysis._decode_gemm_intensity(model, Scenario(), batch)
+    high = analysis._decode_gemm_intensity(model, Scenario(), batch + 1)
+    assert high > low
+    # dense fp16 decode GEMM: 2*B*K*N FLOPs over 2*K*N weight bytes + 2*B*(K+N) activation bytes, so AI < B,
+    # and ~B while B is small against the GEMM sides (here: 7B-class models, B <= 32)
+    if not model.is_moe:
+        assert low < batch
+        if model.hidden >= 4096 and batch <= 32:
+            assert low == pytest.approx(batch, rel=0.03)
+
+
+@pytest.mark.parametrize("model_key", ["llama-2-7b", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b"])
+@pytest.mark.parametrize("stage", ["prefill", "decode"])
+def test_vectorized_sweep_equals_scalar_totals(model_key, stage):
+    model, gpu = models.get_model(model_key), hardware.get_accelerator("a100-sxm-80gb")
+    base = Scenario(seq_len=4096)
+    batches = np.array([1, 3, 64, 500])
+    many = sweeps.evaluate_many(model, gpu, stage, base, batch=batches)
+    for i, b in enumerate(batches):
+        one = analysis.totals(model, gpu, stage, base.with_(batch=int(b)))
+        for key in ("flops", "bytes", "t_s", "memory_bound_share", "footprint_bytes"):
+            assert float(many[key][i]) == pytest.approx(one[key], rel=1e-12), key
+        assert bool(many["fits"][i]) == one["fits"]
+    assert all(math.isfinite(x) for x in many["attention_intensity"])
