@@ -15,7 +15,7 @@ from pathlib import Path
 from . import hardware, models
 from .analysis import analyze, critical_batch
 from .columns import OP_COLUMNS, TOTAL_COLUMNS
-from .dtypes import PEAK_DTYPES, matmul_dtype
+from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES
 from .errors import RooflineInputError, unknown
 from .scenario import (ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario)
 
@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     ridge = sub.add_parser("ridge", help="ridge point P/BW per dtype and the critical decode batch")
     ridge.add_argument("--gpu", required=True)
     ridge.add_argument("--dtype", type=_choice("--dtype", PEAK_DTYPES))
+    ridge.add_argument("--model", help="also give this model's exact critical decode batch (weights and activations "
+                                       "in --dtype)")
     listing = sub.add_parser("list", help="catalog keys")
     listing.add_argument("what", metavar="list", type=_choice("list", ("models", "gpus")))
     return parser
@@ -169,13 +171,20 @@ def run(argv: list[str] | None = None) -> str:
     if args.command == "ridge":
         gpu = _gpu(args.gpu)
         dtypes = [args.dtype] if args.dtype else list(gpu.peak_flops_per_s)
+        model = _model(args.model) if args.model else None
         rows = []
         for dtype in dtypes:
             gpu.peak(dtype)  # clear error when the device has no such peak
+            exact = {}
+            if model is not None:  # tf32 is a compute mode, not a storage dtype: no model figure
+                storage = Scenario(weight_dtype=dtype, act_dtype=dtype) if dtype in STORAGE_DTYPES else None
+                exact = {"model": model.key,
+                         "model_critical_batch": f"{critical_batch(model, gpu, storage):.0f}" if storage else "-"}
             rows.append({"gpu": gpu.key, "dtype": dtype, "peak_tflops": f"{gpu.peak(dtype) / 1e12:g}",
                          "bandwidth_GBps": f"{gpu.bandwidth_bytes_per_s / 1e9:g}",
                          "ridge_flop_per_byte": f"{gpu.ridge(dtype):.1f}",
-                         "dense_decode_critical_batch_16bit_weights": f"{gpu.ridge(dtype):.0f}"})
+                         # dense decode GEMM: 2*B*K*N FLOPs over K*N*w weight bytes -> ridge at B ~ ridge * w / 2
+                         "approx_critical_batch": f"{gpu.ridge(dtype) * DTYPE_BYTES[dtype] / 2:.0f}", **exact})
         return _format_table(rows, [(k, None) for k in rows[0]])
     model, gpu, scenario = _model(args.model), _gpu(args.gpu), _scenario(args)
     rows, total = analyze(model, gpu, args.stage, scenario)
