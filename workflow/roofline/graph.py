@@ -101,7 +101,7 @@ def build_operators(m: ModelSpec, stage: str, sc: Scenario, batch=None, seq_len=
     b.add("attn_add", "elementwise", L, f.residual_add(T, D, b.a))
 
     # ---- MLP block: dense layers and MoE layers
-    if not m.parallel_block:
+    if m.norms_per_layer >= 2:  # a parallel block with one shared input norm (Falcon-7B) has none
         b.norm("mlp_norm", L, T, D)
     b.mlp("", m.n_dense_layers, T, m.intermediate)
     if m.is_moe:
@@ -191,7 +191,7 @@ def _mla_attention(b: _Builder, B, S, T, prefill):
 def _moe(b: _Builder, T):
     m, count = b.m, b.m.n_moe_layers
     E, k = m.n_experts, m.top_k
-    b.linear("router", count, T, m.hidden, E)
+    b.linear("router", count, T, m.hidden, E, m.router_bias)
     touched = f.distinct_experts(T, E, k, b.sc.expert_routing)
     b.mlp("expert_", count, T, m.moe_intermediate, k=k, weight_sets=touched)
     if m.n_shared_experts:

@@ -48,7 +48,7 @@ class ModelSpec:
     learned_positions: int = 0  # rows of a learned position table (GPT-2, OPT)
     qkv_bias: bool = False
     linear_bias: bool = False  # bias on every linear (GPT-2, OPT)
-    parallel_block: bool = False  # attention and MLP read one norm output (Falcon)
+    parallel_block: bool = False  # attention and MLP both read the layer input, outputs summed (Falcon)
     norms_per_layer: int = 2  # Gemma-2 has 4 (pre and post, around attention and MLP)
     qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3)
     # sliding-window attention
@@ -59,7 +59,9 @@ class ModelSpec:
     top_k: int = 0  # [k]
     moe_intermediate: int = 0  # [Fe]
     n_shared_experts: int = 0
-    first_dense_layers: int = 0  # leading layers with a dense MLP (DeepSeek first_k_dense_replace)
+    router_bias: bool = False  # a per-expert router bias (DeepSeek-V3 e_score_correction_bias, E values per layer)
+    first_dense_layers: int = 0  # layers with a dense MLP instead of MoE: DeepSeek's leading first_k_dense_replace,
+    # Qwen3-MoE's mlp_only_layers / decoder_sparse_step (only the count enters the costs)
     # multi-head latent attention (DeepSeek-V2/V3)
     q_lora_rank: int | None = None  # 0/None = plain q_proj
     kv_lora_rank: int = 0  # [C] latent width; >0 switches MLA on
@@ -166,7 +168,7 @@ def parameter_counts(m: ModelSpec) -> tuple[int, int]:
     active = total
     if m.is_moe:
         expert = mlp_params(m, m.moe_intermediate)
-        router = D * m.n_experts
+        router = D * m.n_experts + (m.n_experts if m.router_bias else 0)
         shared = mlp_params(m, m.moe_intermediate * m.n_shared_experts) if m.n_shared_experts else 0
         total += m.n_moe_layers * (router + m.n_experts * expert + shared)
         active += m.n_moe_layers * (router + m.top_k * expert + shared)
@@ -183,7 +185,7 @@ _FAMILY_TRAITS: dict[str, dict] = {
     "qwen3_moe": {"qk_norm": True},
     "phi3": {},
     "gemma2": {"norms_per_layer": 4},
-    "deepseek_v3": {},
+    "deepseek_v3": {"router_bias": True},
     "gpt2": {"positions": "learned", "linear_bias": True},
     "opt": {"positions": "learned", "linear_bias": True},
     "falcon": {"parallel_block": True, "norms_per_layer": 1},
@@ -263,8 +265,9 @@ def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True
         if cfg.get(name) is not None:
             return cfg[name]
     if required and default is None:
+        aliases = "".join(f" (or '{name}')" for name in names[1:])
         raise RooflineInputError(
-            f"{path}: model_type '{cfg.get('model_type')}' needs field '{names[0]}', which the file lacks")
+            f"{path}: model_type '{cfg.get('model_type')}' needs field '{names[0]}'{aliases}, which the file lacks")
     return default
 
 
@@ -298,11 +301,17 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
         hidden, n_layers, n_heads = need("hidden_size"), need("num_hidden_layers"), need("num_attention_heads")
         if family == "falcon":
             multi_query = cfg.get("multi_query", True)
-            n_kv = 1 if multi_query and not cfg.get("new_decoder_architecture") else need("num_kv_heads")
+            n_kv = (1 if multi_query and not cfg.get("new_decoder_architecture")
+                    else need("num_kv_heads", default=n_heads, required=False))
             intermediate = cfg.get("ffn_hidden_size") or 4 * hidden
             activation, norm, mlp_type = "gelu", "layernorm", "plain"
+            # HF FalconDecoderLayer: sequential blocks have input_ + post_attention_layernorm; parallel blocks share
+            # one input_layernorm (Falcon-7B) or have ln_attn + ln_mlp (num_ln_in_parallel_attn 2, the default of
+            # new_decoder_architecture, Falcon-40B/180B).
+            new_arch = bool(cfg.get("new_decoder_architecture"))
             traits["parallel_block"] = bool(cfg.get("parallel_attn", True))
-            traits["norms_per_layer"] = 1 if traits["parallel_block"] else 2
+            n_ln = cfg.get("num_ln_in_parallel_attn") or (2 if new_arch else 1)
+            traits["norms_per_layer"] = 2 if (not traits["parallel_block"] or n_ln == 2) else 1
             traits["linear_bias"] = bool(cfg.get("bias", False))
             max_pos = cfg.get("max_position_embeddings") or 2048
         elif family == "opt":
@@ -328,8 +337,14 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
             window = window if sliding_layers else None
     elif family == "gemma2":
         sliding_layers = (n_layers + 1) // 2 if window else 0
+    elif family == "qwen3_moe" and cfg.get("use_sliding_window", False) and window:
+        sliding_layers = n_layers
     else:
         window, sliding_layers = None, 0
+    layer_types = cfg.get("layer_types")  # written by transformers >= 4.53 (Gemma-2, Qwen2, ...): authoritative
+    if window and isinstance(layer_types, list) and len(layer_types) == n_layers:
+        sliding_layers = sum(1 for kind in layer_types if kind == "sliding_attention")
+        window = window if sliding_layers else None
     spec_kw: dict = dict(
         key=key, name=cfg.get("_name_or_path") or key, family=family, n_layers=n_layers, hidden=hidden,
         n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, intermediate=intermediate,
@@ -338,21 +353,30 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
         sliding_window=window, sliding_layers=sliding_layers, source=where,
     )
     spec_kw.update(traits)
+    # expert counts: the hub files' names first, then the aliases transformers >= 5 writes (attribute_map)
     if family in ("mixtral",):
-        spec_kw.update(n_experts=need("num_local_experts"), top_k=need("num_experts_per_tok"),
+        spec_kw.update(n_experts=need("num_local_experts", "num_experts"), top_k=need("num_experts_per_tok"),
                        moe_intermediate=intermediate)
     if family == "qwen3_moe":
-        if cfg.get("mlp_only_layers"):
-            raise RooflineInputError(f"{where}: mlp_only_layers is not supported (all layers must be MoE)")
-        spec_kw.update(n_experts=need("num_experts"), top_k=need("num_experts_per_tok"),
+        # layer i is MoE iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0 (HF
+        # Qwen3MoeDecoderLayer); the others have a dense MLP of intermediate_size. Only the count enters the costs.
+        step = need("decoder_sparse_step", default=1, required=False)
+        dense_only = set(cfg.get("mlp_only_layers") or ())
+        n_moe = sum(1 for i in range(n_layers) if i not in dense_only and (i + 1) % step == 0)
+        spec_kw.update(n_experts=need("num_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
                        moe_intermediate=need("moe_intermediate_size"),
-                       n_shared_experts=0)
+                       n_shared_experts=0, first_dense_layers=n_layers - n_moe)
     if family == "deepseek_v3":
+        # q_lora_rank null means a plain q_proj (DeepSeek-V2-Lite); a missing key is an error because the reference
+        # implementations disagree on its default (transformers 1536). Same for first_k_dense_replace (transformers
+        # default 3, DeepSeek's own code 0) and n_shared_experts (transformers 1, DeepSeek's code None = none).
+        for name in ("q_lora_rank", "n_shared_experts"):
+            if name not in cfg:
+                need(name)
         spec_kw.update(
-            n_experts=need("n_routed_experts"), top_k=need("num_experts_per_tok"),
-            moe_intermediate=need("moe_intermediate_size"), n_shared_experts=need("n_shared_experts", default=0,
-                                                                                   required=False),
-            first_dense_layers=need("first_k_dense_replace", default=0, required=False),
+            n_experts=need("n_routed_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
+            moe_intermediate=need("moe_intermediate_size"), n_shared_experts=cfg["n_shared_experts"] or 0,
+            first_dense_layers=need("first_k_dense_replace"),
             q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=need("kv_lora_rank"),
             qk_nope_head_dim=need("qk_nope_head_dim"), qk_rope_head_dim=need("qk_rope_head_dim"),
             v_head_dim=need("v_head_dim"), head_dim=0,
