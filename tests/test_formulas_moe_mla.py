@@ -250,3 +250,11 @@ def test_falcon_norms_follow_the_decoder_layer_variant():
     assert _ops(forty, "decode", batch=1, seq_len=4)["mlp_norm"].count == 2
     sequential = models.model_from_hf_dict(_tiny_falcon(parallel_attn=False), "fs")
     assert (sequential.norms_per_layer, sequential.parallel_block) == (2, False)
+
+
+def test_opt_word_embedding_projection_is_refused_by_name():
+    opt = dict(model_type="opt", hidden_size=16, num_hidden_layers=2, num_attention_heads=2, ffn_dim=32,
+               vocab_size=32, max_position_embeddings=64, activation_function="relu", word_embed_proj_dim=8)
+    with pytest.raises(RooflineInputError, match="word_embed_proj_dim 8 != hidden_size 16"):
+        models.model_from_hf_dict(opt, "opt-350m-like")
+    assert models.model_from_hf_dict(dict(opt, word_embed_proj_dim=16), "o").hidden == 16

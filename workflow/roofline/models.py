@@ -315,6 +315,11 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
             traits["linear_bias"] = bool(cfg.get("bias", False))
             max_pos = cfg.get("max_position_embeddings") or 2048
         elif family == "opt":
+            projection = cfg.get("word_embed_proj_dim")
+            if projection is not None and projection != hidden:
+                raise RooflineInputError(
+                    f"{where}: word_embed_proj_dim {projection} != hidden_size {hidden} (OPT-350m's project_in/"
+                    f"project_out) is not supported; supported: word_embed_proj_dim = hidden_size")
             n_kv = n_heads
             intermediate = need("ffn_dim")
             activation, norm, mlp_type = need("activation_function"), "layernorm", "plain"
@@ -410,7 +415,8 @@ def model_from_entry(key: str, entry: dict | None, base_dir: Path | None = None)
 
 def kv_elements_per_token(m: ModelSpec, mla_mode: str = "absorbed") -> int:
     """KV-cache elements stored per token per layer: 2 x Hkv x d; MLA latent C + rope dims (per token, not per head)
-    unless the cache holds decompressed per-head K and V (mla_mode 'decompressed', the HF reference code)."""
+    unless the cache holds decompressed per-head K and V (mla_mode 'decompressed', as transformers 4.x does;
+    transformers 5 caches the latent and re-expands it every step, mla_mode 'naive')."""
     if m.is_mla:
         if mla_mode == "decompressed":
             return m.n_heads * (m.qk_head_dim + m.v_head_dim)
