@@ -74,10 +74,11 @@ def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario
     maximum = np.maximum if vector else max  # NumPy on Python floats costs ~1 us a call: keep scalars scalar
     flops = nbytes = t_compute = t_memory = t = t_memory_bound = 0.0
     activations = 0.0
+    peaks = {dtype: gpu.peak(dtype) for dtype in {op.compute_dtype for op in ops}}  # one lookup per dtype
     for op in ops:
         c, n = op.cost, op.count
         op_bytes = c.weight + c.act_read + c.act_write + c.kv_read + c.kv_write
-        tc, tm = c.flops / gpu.peak(op.compute_dtype), op_bytes / bw
+        tc, tm = c.flops / peaks[op.compute_dtype], op_bytes / bw
         op_t = maximum(tc, tm)
         flops, nbytes = flops + n * c.flops, nbytes + n * op_bytes
         t_compute, t_memory, t = t_compute + n * tc, t_memory + n * tm, t + n * op_t
