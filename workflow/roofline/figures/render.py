@@ -1,0 +1,71 @@
+"""Write all figures of one model (SVG for the report, PNG for wikis) and a manifest the report reads.
+
+The manifest `figures.json` lists each figure's kind, GPU, stage and file names, so the report finds its figures
+without importing this package (figures and report depend on the engine only, not on each other).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from ..hardware import Accelerator
+from ..scenario import STAGES
+from .charts import (batch_sweep_figure, cross_gpu_figure, drawable, roofline_figure, seq_sweep_figure,
+                     time_breakdown_figure)
+from .style import style
+
+MANIFEST = "figures.json"
+
+
+def save(fig, directory: Path, stem: str) -> dict[str, str]:
+    """Save `fig` as stem.svg (text as text, no date) and stem.png, close it, return the file names."""
+    with style():
+        fig.savefig(directory / f"{stem}.svg", metadata={"Date": None})
+        fig.savefig(directory / f"{stem}.png")
+    plt.close(fig)
+    return {"svg": f"{stem}.svg", "png": f"{stem}.png"}
+
+
+def specs_objects(specs: dict) -> tuple[dict[str, Accelerator], dict]:
+    """Accelerators (config order) and the scenario dict from results/specs.json content."""
+    return {key: Accelerator(**entry) for key, entry in specs["gpus"].items()}, specs["scenario"]
+
+
+def render_model_figures(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict,
+                         directory: str | Path) -> list[dict]:
+    """All figures of `model` into `directory`; returns (and writes) the manifest."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    gpus, scenario = specs_objects(specs)
+    name = specs["models"][model]["name"]
+    ops = ops[ops["model"] == model]
+    sweeps = sweeps[sweeps["model"] == model]
+    stages = [s for s in STAGES if s in set(ops["stage"])]
+    gpus = {k: g for k, g in gpus.items() if k in set(ops["gpu"])}
+    manifest = []
+    left_out = sorted(set(ops["op"]) - set(drawable(ops)["op"]))
+    note = (f"Not drawn (no FLOPs, so no place on a log axis): {', '.join(left_out)}." if left_out else "")
+    for key, gpu in gpus.items():
+        fig, _ = roofline_figure(ops[ops["gpu"] == key], gpu, scenario, name)
+        manifest.append({"kind": "roofline", "gpu": key, "stage": None, "note": note,
+                         **save(fig, directory, f"roofline_{key}")})
+        if "decode" in stages and len(sweeps[(sweeps["gpu"] == key) & (sweeps["stage"] == "decode")]):
+            fig = batch_sweep_figure(sweeps[sweeps["gpu"] == key], gpu, name)
+            manifest.append({"kind": "batch_sweep", "gpu": key, "stage": "decode", "note": "",
+                             **save(fig, directory, f"batch_sweep_{key}")})
+    for stage in stages:
+        fig, _ = cross_gpu_figure(ops, gpus, scenario, name, stage)
+        manifest.append({"kind": "cross_gpu", "gpu": None, "stage": stage, "note": note,
+                         **save(fig, directory, f"cross_gpu_{stage}")})
+    fig = time_breakdown_figure(ops, gpus, name, stages)
+    manifest.append({"kind": "time_breakdown", "gpu": None, "stage": None, "note": "",
+                     **save(fig, directory, "time_breakdown")})
+    if len(sweeps[sweeps["sweep"] == "seq_len"]):
+        fig = seq_sweep_figure(sweeps, gpus, scenario, name)
+        manifest.append({"kind": "seq_sweep", "gpu": None, "stage": None, "note": "",
+                         **save(fig, directory, "seq_sweep")})
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest

@@ -1,0 +1,71 @@
+"""Colours, markers and matplotlib settings shared by every figure (applied per figure, never globally)."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from functools import wraps
+
+import matplotlib
+
+#: Settings applied inside `styled` only: text stays text in SVG (selectable in the PDF), one font family that
+#: WeasyPrint also has (DejaVu Sans ships with matplotlib and Debian), small print sizes, deterministic SVG ids.
+RC = {
+    "svg.fonttype": "none",
+    "svg.hashsalt": "roofline",
+    "font.family": "DejaVu Sans",
+    "font.size": 8,
+    "axes.titlesize": 9,
+    "axes.labelsize": 8,
+    "legend.fontsize": 7,
+    "legend.title_fontsize": 7,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "axes.linewidth": 0.6,
+    "lines.linewidth": 1.0,
+    "figure.dpi": 100,
+    "savefig.dpi": 150,
+    "path.simplify": True,
+}
+
+#: colour = stage in the per-GPU roofline (Okabe-Ito blue / vermillion: distinguishable by colour-blind readers)
+STAGE_COLORS = {"prefill": "#0072B2", "decode": "#D55E00"}
+STAGE_LINESTYLES = {"prefill": "-", "decode": "--"}
+#: marker = operator class in every roofline
+CLASS_MARKERS = {"gemm": "o", "attention": "s", "norm": "^", "elementwise": "D", "embedding": "v"}
+#: colour = operator class in the time breakdown (bars carry no stage colour: stages are separate panels)
+CLASS_COLORS = {"gemm": "#56B4E9", "attention": "#E69F00", "norm": "#009E73", "elementwise": "#CC79A7",
+                "embedding": "#999999"}
+#: colour = GPU in cross-GPU figures, assigned in config order
+GPU_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#882255",
+               "#44AA99", "#999933", "#AA4499", "#332288")
+#: light shading of the memory-bound and compute-bound regions
+REGION_COLORS = {"memory": "#eef3f8", "compute": "#fbf4ea"}
+ROOF_COLOR = "#444444"
+
+
+def gpu_colors(keys) -> dict[str, str]:
+    """A stable colour per GPU key, in the given (config) order."""
+    return {key: GPU_PALETTE[i % len(GPU_PALETTE)] for i, key in enumerate(keys)}
+
+
+def class_marker(op_class: str) -> str:
+    return CLASS_MARKERS.get(op_class, "X")
+
+
+def class_color(op_class: str) -> str:
+    return CLASS_COLORS.get(op_class, "#777777")
+
+
+@contextmanager
+def style():
+    """matplotlib settings for one figure's lifetime (creation and saving)."""
+    with matplotlib.rc_context(RC):
+        yield
+
+
+def styled(function):
+    """Decorator: build the figure inside `style()` so fonts and sizes apply to every text it creates."""
+    @wraps(function)
+    def wrapper(*args, **kwargs):
+        with style():
+            return function(*args, **kwargs)
+    return wrapper

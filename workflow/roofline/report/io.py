@@ -1,0 +1,25 @@
+"""Reading the report's inputs: aggregate parquet tables, results/specs.json, a figure directory's manifest."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+#: the manifest file the figures package writes into each reports/figures/{model}/ directory
+MANIFEST = "figures.json"
+
+
+def load_tables(paths: dict[str, str | Path]) -> dict[str, pd.DataFrame]:
+    """{name: DataFrame} from {name: parquet path} (ops, totals, treatments, sweeps)."""
+    return {name: pd.read_parquet(path) for name, path in paths.items()}
+
+
+def load_specs(path: str | Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def load_manifest(directory: str | Path) -> list[dict]:
+    """The figure list of one model's figure directory ([] when the directory has none)."""
+    path = Path(directory) / MANIFEST
+    return json.loads(path.read_text()) if path.is_file() else []

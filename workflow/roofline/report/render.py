@@ -1,0 +1,80 @@
+"""Render a context to HTML (Jinja2, autoescaped, strict) and the same HTML to PDF (WeasyPrint).
+
+The PDF renderer resolves relative URLs against the report folder and fetches through `ReportFetcher`, which
+serves only files inside that folder (and data: URLs): no network, no file elsewhere on disk, no redirects.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+import jinja2
+
+TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
+PAGES = {"model": "model.html.j2", "summary": "summary.html.j2", "index": "index.html.j2"}
+
+
+def environment(templates: str | Path = TEMPLATES) -> jinja2.Environment:
+    """Autoescape everything (names from config.yaml are untrusted), fail on any undefined name."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True,
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                              keep_trailing_newline=True)
+
+
+def render_html(context: dict, templates: str | Path = TEMPLATES) -> str:
+    return environment(templates).get_template(PAGES[context["page"]]).render(**context)
+
+
+def _fetcher_class():
+    from weasyprint.urls import URLFetcher
+
+    class ReportFetcher(URLFetcher):
+        """Serves file: URLs inside `root` and data: URLs; refuses everything else."""
+
+        def __init__(self, root: str | Path, **kwargs):
+            super().__init__(allowed_protocols=("file", "data"), allow_redirects=False, fail_on_errors=True,
+                             **kwargs)
+            self.root = Path(root).resolve()
+
+        def fetch(self, url, headers=None):
+            parts = urlsplit(url)
+            scheme = parts.scheme.lower()
+            if scheme == "file":
+                if parts.netloc not in ("", "localhost"):
+                    raise ValueError(f"refused {url}: remote file URL")
+                path = Path(url2pathname(parts.path)).resolve()
+                if not path.is_relative_to(self.root):
+                    raise ValueError(f"refused {url}: outside the report folder {self.root}")
+            elif scheme != "data":
+                raise ValueError(f"refused {url}: only files inside the report folder are fetched")
+            return super().fetch(url, headers)
+
+    return ReportFetcher
+
+
+def report_fetcher(root: str | Path):
+    """A WeasyPrint URL fetcher confined to `root` (the report folder)."""
+    return _fetcher_class()(root)
+
+
+def write_pdf(html: str, target: str | Path, root: str | Path) -> None:
+    """Render `html` to `target`; relative URLs resolve against `root`, the only folder the renderer may read."""
+    import weasyprint
+
+    logging.getLogger("fontTools").setLevel(logging.WARNING)
+    root = Path(root).resolve()
+    document = weasyprint.HTML(string=html, base_url=root.as_uri() + "/", url_fetcher=report_fetcher(root))
+    document.write_pdf(str(target))
+
+
+def write_report(context: dict, html_path: str | Path, pdf_path: str | Path | None = None,
+                 templates: str | Path = TEMPLATES) -> str:
+    """HTML (and PDF, when a path is given) of one context; both resolve links against the HTML's folder."""
+    html = render_html(context, templates)
+    html_path = Path(html_path)
+    html_path.write_text(html, encoding="utf-8")
+    if pdf_path is not None:
+        write_pdf(html, pdf_path, html_path.parent)
+    return html
