@@ -31,7 +31,7 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from roofline import formulas as f  # noqa: E402
 from roofline.graph import attention_groups, build_operators  # noqa: E402
-from roofline.models import model_from_hf_config, parameter_counts  # noqa: E402
+from roofline.models import kv_elements_per_token, model_from_hf_config, parameter_counts  # noqa: E402
 from roofline.scenario import Scenario  # noqa: E402
 
 B, S = 2, 12  # batch and prompt length (S > the sliding window below, so the window bites)
@@ -174,6 +174,15 @@ def _cache_of(output):
     raise AssertionError("the model returned no KV cache")
 
 
+def _cached_elements(cache) -> int:
+    """Elements held in the cache (keys + values of every layer), whatever the Cache API of this release."""
+    if hasattr(cache, "layers"):
+        return sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+    if hasattr(cache, "key_cache"):
+        return sum(k.numel() + v.numel() for k, v in zip(cache.key_cache, cache.value_cache))
+    return sum(k.numel() + v.numel() for k, v in cache)
+
+
 def _first_cached_key(cache):
     """The first layer's cached key tensor, whatever the Cache API of this transformers release."""
     if hasattr(cache, "layers"):
@@ -187,7 +196,7 @@ def _first_cached_key(cache):
 def _build(arch: str):
     """The tiny HF model of `arch` (random weights, seed 0), eager attention and eager experts."""
     model_type, fields = ARCHS[arch]
-    config = transformers.AutoConfig.for_model(model_type, **fields)
+    config = transformers.AutoConfig.for_model(model_type, **dict(dict(bos_token_id=0, eos_token_id=1), **fields))
     # transformers 5 defaults to experts_implementation="grouped_mm", whose aten._grouped_mm FlopCounterMode
     # (torch 2.13) does not count; the eager loop runs the same top-k products as mm calls.
     kwargs = dict(attn_implementation="eager", experts_implementation="eager")
@@ -218,13 +227,14 @@ def run_hf(arch: str, tmp_dir: str, batch: int = B, seq_len: int = S):
     prefill_counts, output = _count(model, input_ids=prompt)
     cache = _cache_of(output)
     cached_key_width = _first_cached_key(cache).shape[-1]
+    cached_elements = _cached_elements(cache)
     cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     new_token = torch.randint(0, VOCAB, (batch, 1), generator=generator)
     decode_counts, _ = _count(model, input_ids=new_token, **{cache_kw: cache})
     hf_params = sum(p.numel() for p in model.parameters())
     hf_params += sum(b.numel() for name, b in model.named_buffers() if name.endswith("e_score_correction_bias"))
     return dict(path=path, prefill=hf_groups(prefill_counts), decode=hf_groups(decode_counts),
-                cached_key_width=int(cached_key_width), params=hf_params)
+                cached_key_width=int(cached_key_width), cached_elements=int(cached_elements), params=hf_params)
 
 
 @pytest.fixture(scope="module")
@@ -299,6 +309,24 @@ def test_sliding_window_decode_keys_match_the_hf_cache(arch, seq_len, tmp_dir):
         engine = engine_groups(spec, "decode", matching_scenario(spec, run, batch, seq_len),
                                FUSED_ARCHS.get(arch, ()))
         _compare(engine, run["decode"], f"{arch} decode S={seq_len} B={batch}", spec, "decode", batch, seq_len)
+
+
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_kv_cache_elements_match_the_hf_cache(arch, tmp_dir):
+    """models.kv_elements_per_token (in the cache layout HF keeps) x layers x tokens = what the HF cache holds after
+    the prefill. Windowed layers: HF keeps the last W-1 tokens between steps (the new one makes W); the engine's
+    footprint (analysis.kv_cache_bytes) books the W slots a step needs, one token more, deliberately.
+    Falcon new_decoder_architecture: HF broadcasts K/V to all H query heads before caching (FalconAttention.
+    _split_heads), an H/Hkv times larger cache than the model needs; the engine books the Hkv heads, as serving
+    engines store them."""
+    run = run_hf(arch, tmp_dir)
+    spec = model_from_hf_config(run["path"])
+    per_token = kv_elements_per_token(spec, matching_scenario(spec, run).mla_mode)
+    expected = sum(layers * B * (S if window is None else min(S, window - 1)) * per_token
+                   for _, window, layers in attention_groups(spec))
+    if arch == "falcon-new-arch":
+        expected *= spec.n_heads // spec.n_kv_heads  # 4 query heads / 2 KV heads
+    assert run["cached_elements"] == expected
 
 
 # ------------------------------------------------------------------------- deliberate differences, asserted
