@@ -24,7 +24,7 @@ class Scenario:
     expert_routing: how many distinct MoE experts a layer loads (see formulas.distinct_experts).
     mla_mode: MLA decode; 'absorbed' (default: W_UK/W_UV folded into q and the output, attention over the cached
     latent, as DeepSeek's, vLLM's and SGLang's kernels do), 'naive' (latent cache, re-decompressed with kv_b_proj
-    every step), 'decompressed' (per-head K and V cached, as the Hugging Face reference code does).
+    every step, as transformers 5 does), 'decompressed' (per-head K and V cached, as transformers 4.x does).
     """
 
     batch: int = 1
