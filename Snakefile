@@ -1,0 +1,29 @@
+# Roofline analysis of LLM inference: models x GPUs x stages -> parquet tables -> figures -> HTML/PDF reports.
+# Edit config.yaml, then run `snakemake --cores 4`. The default profile (profiles/default) is loaded automatically.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/analyze.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    """Every table in results/ and every figure and report in reports/."""
+    default_target: True
+    input:
+        expand(rules.aggregate.output[0], table=TABLES),
+        expand(rules.csv.output[0], table=("ops", "totals")),
+        rules.specs.output[0],
+        expand(rules.figures.output[0], model=MODELS),
+        expand(rules.report.output.html, model=MODELS),
+        expand(rules.report.output.pdf, model=MODELS),
+        rules.summary.output,
+        rules.index.output,
