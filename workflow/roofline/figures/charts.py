@@ -10,13 +10,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.patches import Patch
-from matplotlib.ticker import FixedLocator, NullLocator
+from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocator
 
 from ..dtypes import matmul_dtype
 from ..hardware import Accelerator
 from ..scenario import STAGES
 from .labels import PointLabel, wrap
-from .roofline import Series, bandwidth_label, draw_roofline, legend_handles, roof_for
+from .roofline import Series, bandwidth_label, fmt_value, draw_roofline, legend_handles, roof_for
 from .style import (CLASS_MARKERS, STAGE_COLORS, STAGE_LINESTYLES, class_color, class_marker, gpu_colors, styled)
 
 ROOFLINE_SIZE = (7.0, 4.3)
@@ -56,13 +56,17 @@ def _marker_size(share):
 
 
 def _legends(fig, color_entries: dict[str, dict], color_title: str, classes) -> None:
+    """Two legends right of the axes: colour (stage or GPU) on top, marker (operator class) right below it."""
     first = fig.legend(handles=legend_handles(color_entries), title=color_title, loc="upper left",
-                       bbox_to_anchor=(LEGEND_X, ROOFLINE_MARGINS["top"]), frameon=False, alignment="left")
+                       bbox_to_anchor=(LEGEND_X, ROOFLINE_MARGINS["top"]), frameon=False, alignment="left",
+                       handlelength=1.5, borderaxespad=0.2, fontsize=6.5)
+    renderer = fig.canvas.get_renderer()
+    bottom = fig.transFigure.inverted().transform(first.get_window_extent(renderer))[0][1]
     marker_entries = {c: {"marker": class_marker(c), "ls": "none", "color": "#555555", "markersize": 5}
                       for c in CLASS_MARKERS if c in set(classes)}
     fig.legend(handles=legend_handles(marker_entries), title="Operator class", loc="upper left",
-               bbox_to_anchor=(LEGEND_X, ROOFLINE_MARGINS["top"] - 0.04 - 0.045 * (len(color_entries) + 1)),
-               frameon=False, alignment="left")
+               bbox_to_anchor=(LEGEND_X, bottom - 0.02), frameon=False, alignment="left", handlelength=1.5,
+               borderaxespad=0.2, fontsize=6.5)
     fig.add_artist(first)
 
 
@@ -120,13 +124,24 @@ def cross_gpu_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], scenario: 
     result = draw_roofline(ax, roofs, series, labels=labels, shade=False, per_group=4,
                            label_format=lambda names, weight: wrap(names))
     _title(fig, f"{plain(model_name)}, {stage}, on every configured GPU", scenario_caption(scenario))
-    _legends(fig, {plain(g.name): {"color": colors[k], "lw": 1.5} for k, g in gpus.items()}, "GPU",
-             points["op_class"])
+    dtype = gemm_dtype(scenario)
+    entries = {f"{plain(g.name)}\n{fmt_value(g.peak(dtype) / 1e12)} {'TOP/s' if dtype.startswith('int') else 'TFLOP/s'}, "
+               f"{bandwidth_label(g.bandwidth_bytes_per_s)}": {"color": colors[k], "lw": 1.5}
+               for k, g in gpus.items()}
+    _legends(fig, entries, f"GPU: {dtype} peak, bandwidth", points["op_class"])
     return fig, result
 
 
 def _time_unit(seconds: float) -> tuple[float, str]:
+    """Scale and unit so the largest bar reads between 1 and 1000."""
+    if seconds >= 1.0:
+        return 1.0, "s"
     return (1e3, "ms") if seconds >= 1e-3 else (1e6, "µs")
+
+
+def _short(value: float) -> str:
+    """3 significant digits, never an exponent: 2620 -> '2,620', 18.6 -> '18.6'."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 @styled
@@ -155,7 +170,7 @@ def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model
                        lw=0.4)
                 bottom += values
         for xi, total in zip(x, bottom):
-            ax.annotate(f"{total:.3g}", (xi, total), xytext=(0, 2), textcoords="offset points", ha="center",
+            ax.annotate(_short(total), (xi, total), xytext=(0, 2), textcoords="offset points", ha="center",
                         va="bottom", fontsize=6.5)
         ax.set_xticks(x, [plain(k) for k in keys], rotation=30, ha="right", rotation_mode="anchor")
         ax.set_ylabel(f"{'time to first token' if stage == 'prefill' else 'time per output token'} [{unit}]")
@@ -190,6 +205,8 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str):
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(lambda value, _pos: f"{value:g}")
         ax.yaxis.set_major_formatter(lambda value, _pos: f"{value:g}")
+        ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
         ax.grid(True, which="major", color="#e4e4e4", lw=0.5)
         ax.spines[["top", "right"]].set_visible(False)
     for ax, column in ((top, rows["t_s"] * 1e3), (bottom, rows["tokens_per_s"])):
@@ -264,6 +281,8 @@ def seq_sweep_figure(sweeps: pd.DataFrame, gpus: dict[str, Accelerator], scenari
         ax.set_xlim(seq.min() / 1.3, seq.max() * 1.3)
     left.set_yscale("log")
     left.yaxis.set_major_formatter(lambda value, _pos: f"{value:g}")
+    left.yaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
+    left.yaxis.set_minor_formatter(NullFormatter())
     entries = {plain(g.name): {"color": colors[k], "lw": 1.2} for k, g in gpus.items()}
     entries.update({stage: {"color": "#555555", "ls": STAGE_LINESTYLES[stage], "lw": 1.0} for stage in stages})
     fig.legend(handles=legend_handles(entries), loc="upper left", bbox_to_anchor=(0.81, 0.87), frameon=False,

@@ -153,8 +153,10 @@ def hits_paths(box: Bbox, paths, pad: float = 1.0) -> bool:
     return False
 
 
-def _members(cluster: dict, min_member: float) -> str:
-    names = [n for n, w in zip(cluster["names"], cluster["weights"]) if w >= min_member] or cluster["names"][:1]
+def _members(cluster: dict, min_member: float, max_names: int = 4) -> str:
+    """The heaviest members' names (at most `max_names`, each at least `min_member`), '+n' for the rest."""
+    names = [n for n, w in zip(cluster["names"], cluster["weights"]) if w >= min_member][:max_names]
+    names = names or cluster["names"][:1]
     rest = len(set(cluster["names"]) - set(names))
     return compact_names(names) + (f", +{rest}" if rest else "")
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from matplotlib.lines import Line2D
+from matplotlib.ticker import LogLocator, NullFormatter
 
 from ..hardware import Accelerator
 from .labels import PointLabel, cluster_requests, hits_paths, marker_boxes, overlaps_any, place_labels
@@ -76,7 +77,7 @@ class RooflineResult:
     skipped: list = field(default_factory=list)
 
 
-def _fmt(value: float) -> str:
+def fmt_value(value: float) -> str:
     """3 significant digits without exponent noise: 154.8 -> '155', 3.35 -> '3.35', 19.5 -> '19.5'."""
     if value >= 100:
         return f"{value:.0f}"
@@ -85,11 +86,11 @@ def _fmt(value: float) -> str:
 
 def peak_label(dtype_label: str, flops: float) -> str:
     unit = "TOP/s" if all(d in INT_DTYPES for d in dtype_label.split("/")) else "TFLOP/s"
-    return f"{dtype_label} {_fmt(flops / 1e12)} {unit}"
+    return f"{dtype_label} {fmt_value(flops / 1e12)} {unit}"
 
 
 def bandwidth_label(bandwidth: float) -> str:
-    return f"{_fmt(bandwidth / 1e12)} TB/s" if bandwidth >= 1e12 else f"{_fmt(bandwidth / 1e9)} GB/s"
+    return f"{fmt_value(bandwidth / 1e12)} TB/s" if bandwidth >= 1e12 else f"{fmt_value(bandwidth / 1e9)} GB/s"
 
 
 def limits(roofs, series) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -154,6 +155,10 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
     ax.set_ylabel("Attainable performance [TFLOP/s]")
     ax.yaxis.set_major_formatter(lambda value, _pos: f"{value / 1e12:g}")
     ax.xaxis.set_major_formatter(lambda value, _pos: f"{value:g}")
+    for axis in (ax.xaxis, ax.yaxis):  # minor ticks at 2x and 5x only: readable, and cheap to draw
+        axis.set_major_locator(LogLocator(base=10, numticks=20))
+        axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0), numticks=20))
+        axis.set_minor_formatter(NullFormatter())
     ax.grid(True, which="major", color="#e4e4e4", lw=0.5, zorder=0)
     renderer = fig.canvas.get_renderer()
     multi = len(roofs) > 1
@@ -191,8 +196,10 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
             taken.append(best[2])
             texts.append(best[1])
 
-    # compute ceilings: value and unit at the right end, above or below the line, sliding left toward the ridge
-    for roof in roofs:
+    # compute ceilings: value and unit at the right end, above or below the line, sliding left toward the ridge.
+    # Several roofs: the legend carries each GPU's peak and bandwidth (in-plot labels of many parallel roofs
+    # would crowd each other); only the ridge values stay on the axes.
+    for roof in ([] if multi else roofs):
         for j, (dtype, value) in enumerate(roof.peaks):
             ridge = value / roof.bandwidth
 
@@ -208,7 +215,7 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
             keep(_best(ax, renderer, make, candidates, taken=taken, markers=markers,
                        paths=[path_of[line] for line in strong + weak if line.get_ydata()[0] != value]))
     # bandwidths: along the memory roof, rotated to its on-screen slope, sliding up the line until free
-    for i, roof in enumerate(roofs):
+    for i, roof in enumerate([] if multi else roofs):
         x_start = max(x_low, ylim[0] / roof.bandwidth)
         angle = _screen_angle(ax, (x_start, roof.bandwidth * x_start), (roof.ridge, roof.main_peak))
 
@@ -223,14 +230,14 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
     if show_ridges:
         for roof in roofs:
             if not multi:  # along the dotted line
-                artist = ax.annotate(f"ridge {_fmt(roof.ridge)} FLOP/byte", (roof.ridge, ylim[0]), xytext=(-2, 4),
+                artist = ax.annotate(f"ridge {fmt_value(roof.ridge)} FLOP/byte", (roof.ridge, ylim[0]), xytext=(-2, 4),
                                      textcoords="offset points", rotation=90, ha="right", va="bottom", fontsize=6,
                                      color=roof.color, zorder=3)
                 keep((0, artist, artist.get_window_extent(renderer)))
                 continue
 
             def make(dy, roof=roof):  # several roofs: short values stacked upward
-                return ax.annotate(_fmt(roof.ridge), (roof.ridge, ylim[0]), xytext=(0, dy),
+                return ax.annotate(fmt_value(roof.ridge), (roof.ridge, ylim[0]), xytext=(0, dy),
                                    textcoords="offset points", ha="center", va="bottom", fontsize=6,
                                    color=roof.color, zorder=3,
                                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none"})

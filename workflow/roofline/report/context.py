@@ -40,6 +40,10 @@ def generated_at() -> datetime:
     return datetime.now(tz=timezone.utc)
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def accelerators(specs: dict) -> dict[str, Accelerator]:
     return {key: Accelerator(**entry) for key, entry in specs["gpus"].items()}
 
@@ -257,7 +261,7 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
     context = {
         "page": "model", "model": model, "model_name": spec["name"],
         "header": title_block(specs, f"Roofline report: {spec['name']}",
-                              f"{len(gpus)} GPU{'s' if len(gpus) > 1 else ''}, {', '.join(stages)}"),
+                              f"{plural(len(gpus), 'GPU')}, {', '.join(stages)}"),
         "facts": facts,
         "summary": text.executive_summary(spec["name"], totals, treatments, gpus, scenario),
         "hardware": hardware_table(gpus),
@@ -298,7 +302,7 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
                            "href": f"{model}.html"})
     context = {
         "page": "summary",
-        "header": title_block(specs, "Roofline summary", f"{len(groups)} models × {len(gpus)} GPUs"),
+        "header": title_block(specs, "Roofline summary", f"{plural(len(groups), 'model')} × {plural(len(gpus), 'GPU')}"),
         "groups": groups,
         "caveats": [CAVEATS[0], CAVEATS[1]],
     }
@@ -319,7 +323,7 @@ def index_context(specs: dict, manifests: dict[str, list[dict]]) -> dict:
     gpus = accelerators(specs)
     context = {
         "page": "index",
-        "header": title_block(specs, "Roofline reports", f"{len(models)} models × {len(gpus)} GPUs"),
+        "header": title_block(specs, "Roofline reports", f"{plural(len(models), 'model')} × {plural(len(gpus), 'GPU')}"),
         "models": models,
         "gpus": [{"key": k, "name": g.name} for k, g in gpus.items()],
     }

@@ -207,14 +207,17 @@ def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.Data
         if rows is None:
             continue
         shares = rows["memory_bound_share"].to_dict()
-        phrases = {bound_phrase(s) for s in shares.values()}
-        where = "on every configured GPU" if len(rows) > 1 else f"on {names[rows.index[0]]}"
-        if len(phrases) == 1:
-            text = (f"{stage.capitalize()} is {phrases.pop()} {where} ({_range(shares, units.percent)} of its time in "
-                    f"memory-bound operators)")
+        groups: dict[str, list[str]] = {}
+        for key, share in shares.items():
+            groups.setdefault(bound_phrase(share), []).append(key)
+        if len(groups) == 1:
+            where = "on every configured GPU" if len(rows) > 1 else f"on {names[rows.index[0]]}"
+            text = (f"{stage.capitalize()} is {next(iter(groups))} {where} ({_range(shares, units.percent)} of its "
+                    "time in memory-bound operators)")
         else:
-            parts = [f"{bound_phrase(s)} on {names[k]} ({units.percent(s)})" for k, s in shares.items()]
-            text = f"{stage.capitalize()} is " + ", ".join(parts)
+            parts = [f"{phrase} on {', '.join(names[k] for k in keys)} "
+                     f"({_range({k: shares[k] for k in keys}, units.percent)})" for phrase, keys in groups.items()]
+            text = f"{stage.capitalize()} is " + "; ".join(parts) + " (share of time in memory-bound operators)"
         if len(rows) > 1:
             fast, slow = rows["t_s"].idxmin(), rows["t_s"].idxmax()
             ratio = float(rows["t_s"][slow] / rows["t_s"][fast])
@@ -237,9 +240,15 @@ def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.Data
             best_rows = latency[latency["treatment"] == best]
             label = best_rows["label"].iloc[0]
             speedups = dict(zip(best_rows["gpu"], best_rows["speedup"]))
+            if len(speedups) == len(names) > 1:
+                where = " on every configured GPU"
+            elif len(speedups) < len(names):
+                where = " on " + ", ".join(names[k] for k in speedups) + " (the only GPU" + \
+                        ("s" if len(speedups) > 1 else "") + " where it applies)"
+            else:
+                where = ""
             sentences.append(f"The largest single latency lever for {stage} is {label}: "
-                             f"{_range(speedups, units.times)} faster"
-                             f"{' across the GPUs' if len(speedups) > 1 else ''}.")
+                             f"{_range(speedups, units.times)} faster{where}.")
         batching = mine[mine["treatment"] == "batching"]
         if len(batching):
             speedups = dict(zip(batching["gpu"], batching["speedup"]))

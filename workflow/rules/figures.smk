@@ -1,0 +1,20 @@
+# Figures: one job per model, drawn from the aggregate tables (matplotlib is not thread-safe: script:, not run:).
+from pathlib import Path
+
+FIGURE_CODE = sorted(str(p) for p in (Path(workflow.basedir) / "workflow/roofline/figures").glob("*.py"))
+
+
+rule figures:
+    """reports/figures/{model}/: roofline per GPU, cross-GPU roofline per stage, time breakdown, batch and
+    sequence-length sweeps, each as SVG (report) and PNG, plus figures.json (the list the report reads)."""
+    input:
+        ops=expand(rules.aggregate.output[0], table="ops"),
+        sweeps=expand(rules.aggregate.output[0], table="sweeps"),
+        specs=rules.specs.output[0],
+        code=ENGINE_SOURCES + FIGURE_CODE,
+    output:
+        directory("reports/figures/{model}"),
+    log:
+        "logs/figures/{model}.log",
+    script:
+        "../scripts/figures.py"

@@ -1,0 +1,66 @@
+# Reports: HTML and PDF rendered from one context per page (WeasyPrint is not thread-safe: script:, not run:).
+from pathlib import Path
+
+REPORT_CODE = sorted(
+    str(p)
+    for p in [
+        *(Path(workflow.basedir) / "workflow/roofline/report").glob("*.py"),
+        *(Path(workflow.basedir) / "templates").glob("*"),
+    ]
+)
+
+
+rule report:
+    """reports/{model}.html and .pdf: the deep dive of one model on every configured GPU and stage."""
+    input:
+        ops=expand(rules.aggregate.output[0], table="ops"),
+        totals=expand(rules.aggregate.output[0], table="totals"),
+        treatments=expand(rules.aggregate.output[0], table="treatments"),
+        sweeps=expand(rules.aggregate.output[0], table="sweeps"),
+        specs=rules.specs.output[0],
+        figures=rules.figures.output[0],
+        code=ENGINE_SOURCES + REPORT_CODE,
+    output:
+        html="reports/{model}.html",
+        pdf="reports/{model}.pdf",
+    params:
+        page="model",
+    log:
+        "logs/report/{model}.log",
+    script:
+        "../scripts/report.py"
+
+
+rule summary:
+    """reports/summary.html and .pdf: one page, model x GPU."""
+    input:
+        totals=expand(rules.aggregate.output[0], table="totals"),
+        specs=rules.specs.output[0],
+        code=ENGINE_SOURCES + REPORT_CODE,
+    output:
+        html="reports/summary.html",
+        pdf="reports/summary.pdf",
+    params:
+        page="summary",
+    log:
+        "logs/report/summary.log",
+    script:
+        "../scripts/report.py"
+
+
+rule index:
+    """reports/index.html: links to the summary, every model report and every figure."""
+    input:
+        specs=rules.specs.output[0],
+        figures=expand(rules.figures.output[0], model=MODELS),
+        reports=expand(rules.report.output.html, model=MODELS),
+        summary=rules.summary.output.html,
+        code=REPORT_CODE,
+    output:
+        html="reports/index.html",
+    params:
+        page="index",
+    log:
+        "logs/report/index.log",
+    script:
+        "../scripts/report.py"

@@ -1,0 +1,30 @@
+"""Rules report, summary and index: build the page's context from the tables and render HTML (+ PDF).
+
+stderr (WeasyPrint's warnings included) goes to the rule's log.
+"""
+import logging
+import os
+import sys
+from pathlib import Path
+
+sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (snakemake is injected)
+sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the roofline package of this checkout
+logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+
+from roofline import report  # noqa: E402
+
+inputs, outputs, page = snakemake.input, snakemake.output, snakemake.params.page  # noqa: F821
+html = Path(outputs.html)
+specs = report.load_specs(inputs.specs)
+tables = report.load_tables({name: inputs[name][0] for name in ("ops", "totals", "treatments", "sweeps")
+                             if name in inputs.keys()})
+if page == "model":
+    figures = Path(inputs.figures)
+    context = report.model_context(snakemake.wildcards.model, tables, specs,  # noqa: F821
+                                   report.load_manifest(figures), os.path.relpath(figures, html.parent))
+elif page == "summary":
+    context = report.summary_context(tables, specs)
+else:
+    context = report.index_context(specs, {Path(d).name: report.load_manifest(d) for d in inputs.figures})
+report.write_report(context, html, outputs.get("pdf"))
+print(f"{page}: wrote {', '.join(outputs)}", file=sys.stderr)
