@@ -1,0 +1,243 @@
+"""roofline.config: the config.yaml -> specs resolution and its one-line errors, and the JSON schema."""
+import copy
+import json
+from dataclasses import asdict, fields
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from roofline import config as rc
+from roofline.dtypes import STORAGE_DTYPES
+from roofline.errors import RooflineInputError
+from roofline.graph import build_operators
+from roofline.hardware import Accelerator, get_accelerator
+from roofline.models import ModelSpec, get_model
+from roofline.scenario import STAGES, Scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = rc.load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+DEFAULT = yaml.safe_load((ROOT / "config.yaml").read_text())
+HF_LLAMA = ROOT / "tests" / "data" / "hf_configs" / "llama-2-7b.json"
+
+
+def small(**sections) -> dict:
+    """A valid config with sections replaced."""
+    cfg = {"models": {"llama-2-7b": {}}, "gpus": {"h100-sxm": {}, "rtx-a6000": {}}, "stages": ["prefill", "decode"],
+           "scenario": {}}
+    cfg.update(sections)
+    return cfg
+
+
+def schema_errors(cfg: dict) -> list[str]:
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    return [rc.describe_schema_error(error) for error in validator.iter_errors(cfg)]
+
+
+# ------------------------------------------------------------------------------------------- the default config
+def test_default_config_is_valid_and_resolves_the_issue_grid():
+    assert schema_errors(DEFAULT) == []
+    resolved = rc.resolve_config(DEFAULT, ROOT)
+    assert list(resolved.models) == ["llama-2-7b", "llama-3.1-8b", "qwen2.5-7b", "llama-3.1-70b", "mixtral-8x7b",
+                                     "deepseek-v3"]
+    assert list(resolved.gpus) == ["rtx-a6000", "a100-sxm-80gb", "h100-sxm", "h200-sxm", "mi300x", "l40s"]
+    assert resolved.stages == ("prefill", "decode")
+    assert resolved.scenario == Scenario()  # the default scenario of config.yaml is the engine's default
+    assert resolved.models["mixtral-8x7b"] == get_model("mixtral-8x7b")
+    assert resolved.gpus["h100-sxm"] == get_accelerator("h100-sxm")
+
+
+def test_test_config_is_a_tiny_grid():
+    cfg = yaml.safe_load((ROOT / ".test" / "config.yaml").read_text())
+    assert schema_errors(cfg) == []
+    resolved = rc.resolve_config(cfg, ROOT)
+    assert len(resolved.models) * len(resolved.gpus) * len(resolved.stages) <= 4
+
+
+def test_specs_are_json_and_rebuild_the_dataclasses():
+    resolved = rc.resolve_config(small(gpus={"a100-sxm-80gb": {"bandwidth_gbps": 1935}}), ROOT)
+    specs = json.loads(json.dumps(resolved.specs()))
+    assert set(specs) == {"models", "gpus", "scenario", "stages", "config_sha256"}
+    assert ModelSpec(**specs["models"]["llama-2-7b"]) == resolved.models["llama-2-7b"]
+    assert Accelerator(**specs["gpus"]["a100-sxm-80gb"]) == resolved.gpus["a100-sxm-80gb"]
+    assert Scenario(**specs["scenario"]) == resolved.scenario
+    assert specs["stages"] == ["prefill", "decode"]
+    assert resolved.model_params("llama-2-7b") == asdict(resolved.models["llama-2-7b"])
+
+
+def test_config_sha256_follows_the_resolved_values_only():
+    a = rc.resolve_config(small(), ROOT).config_sha256
+    assert a == rc.resolve_config(small(), ROOT).config_sha256 and len(a) == 64
+    # spelling the catalog value out changes the YAML, not the resolved spec
+    same = small(gpus={"h100-sxm": {"bandwidth_gbps": 3350}, "rtx-a6000": {}})
+    assert rc.resolve_config(same, ROOT).gpus["h100-sxm"].bandwidth_bytes_per_s == 3.35e12
+    other = small(gpus={"h100-sxm": {"bandwidth_gbps": 3000}, "rtx-a6000": {}})
+    assert rc.resolve_config(other, ROOT).config_sha256 != a
+    assert rc.resolve_config(small(scenario={"batch": 2}), ROOT).config_sha256 != a
+
+
+def test_catalog_override_changes_only_that_field():
+    resolved = rc.resolve_config(small(gpus={"a100-sxm-80gb": {"bandwidth_gbps": 1935}}), ROOT)
+    gpu, base = resolved.gpus["a100-sxm-80gb"], get_accelerator("a100-sxm-80gb")
+    assert gpu.bandwidth_bytes_per_s == 1935e9  # decimal GB/s -> byte/s
+    assert (gpu.memory_bytes, gpu.peak_flops_per_s, gpu.name) == (base.memory_bytes, base.peak_flops_per_s, base.name)
+
+
+def test_new_accelerator_from_a_few_lines():
+    entry = {"name": "ACME X1", "memory_gb": 96, "bandwidth_gbps": 4000,
+             "peak_tflops": {"bf16": 1200, "fp16": 1200, "fp8": 2400, "int8": 2400}}
+    assert schema_errors(small(gpus={"acme-x1": entry})) == []
+    gpu = rc.resolve_config(small(gpus={"acme-x1": entry}), ROOT).gpus["acme-x1"]
+    assert (gpu.name, gpu.memory_bytes, gpu.bandwidth_bytes_per_s) == ("ACME X1", 96e9, 4e12)
+    assert gpu.peak_flops_per_s == {"bf16": 1.2e15, "fp16": 1.2e15, "fp8": 2.4e15, "int8": 2.4e15}
+
+
+def test_hf_config_path_is_relative_to_the_working_directory(tmp_path):
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.json").write_text(HF_LLAMA.read_text())
+    cfg = small(models={"my-model": {"hf_config": "cfg/config.json", "max_position": 8192}})
+    assert schema_errors(cfg) == []
+    model = rc.resolve_config(cfg, tmp_path).models["my-model"]
+    assert model.key == "my-model" and model.max_position == 8192
+    assert (model.n_layers, model.hidden, model.n_kv_heads) == (32, 4096, 32)
+
+
+# ------------------------------------------------------------------------------------------------ rejections
+BAD = {
+    "unknown gpu": (small(gpus={"h100-sxn": {}}), ["gpus", "'h100-sxn'", "did you mean 'h100-sxm'"]),
+    "unknown gpu with a field": (small(gpus={"h100-sxn": {"bandwidth_gbps": 3000}}), ["did you mean 'h100-sxm'"]),
+    "unknown model": (small(models={"llama-2-7bb": {}}), ["models", "did you mean 'llama-2-7b'", "hf_config"]),
+    "new gpu without peaks": (small(gpus={"acme-x1": {"memory_gb": 96, "bandwidth_gbps": 4000}}),
+                              ["gpus.acme-x1", "peak_tflops"]),
+    "negative bandwidth": (small(gpus={"h100-sxm": {"bandwidth_gbps": -1}}),
+                           ["gpus.h100-sxm.bandwidth_gbps", "-1", "positive"]),
+    "zero peak": (small(gpus={"h100-sxm": {"peak_tflops": {"fp16": 0}}}), ["peak_tflops.fp16", "positive"]),
+    "zero memory": (small(gpus={"h100-sxm": {"memory_gb": 0}}), ["memory_gb", "positive"]),
+    "device without the dtype": (small(scenario={"weight_dtype": "fp8", "act_dtype": "fp8"}),
+                                 ["gpus.rtx-a6000", "no fp8 peak", "publishes"]),
+    "unknown dtype": (small(scenario={"kv_dtype": "fp9"}), ["scenario.kv_dtype", "'fp9'", "did you mean"]),
+    "missing hf_config": (small(models={"mine": {"hf_config": "nope/config.json"}}),
+                          ["models.mine.hf_config", "nope/config.json", "does not exist"]),
+    "parent path key": (small(models={"../evil": {}}), ["models", "'../evil'", "not allowed"]),
+    "slash in a gpu key": (small(gpus={"a/b": {}}), ["gpus", "'a/b'"]),
+    "markup key": (small(gpus={"<script>": {}}), ["gpus", "'<script>'"]),
+    "hidden-file key": (small(models={".hidden": {}}), ["'.hidden'"]),
+    "uppercase key": (small(models={"Llama-2-7b": {}}), ["'Llama-2-7b'"]),
+    "reserved model key": (small(models={"summary": {}}), ["'summary' is reserved"]),
+    "unknown stage": (small(stages=["prefil"]), ["stage", "did you mean 'prefill'"]),
+    "stage twice": (small(stages=["decode", "decode"]), ["stages", "twice"]),
+    "no models": (small(models={}), ["models", "empty"]),
+    "unknown section": ({**small(), "gpu": {}}, ["config", "'gpu'", "did you mean 'gpus'"]),
+    "unknown scenario field": (small(scenario={"bach": 2}), ["scenario", "did you mean 'batch'"]),
+}
+
+
+@pytest.mark.parametrize("name", BAD)
+def test_resolve_config_rejects_with_one_line(name):
+    cfg, fragments = BAD[name]
+    with pytest.raises(RooflineInputError) as info:
+        rc.resolve_config(copy.deepcopy(cfg), ROOT)
+    message = str(info.value)
+    assert "\n" not in message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+@pytest.mark.parametrize("key", ["../evil", "a/b", "<script>", ".hidden", "-rf", "UPPER", "a b", "", "x\n"])
+def test_unsafe_keys_are_refused(key):
+    with pytest.raises(RooflineInputError):
+        rc.check_key("models", key)
+
+
+@pytest.mark.parametrize("key", ["llama-2-7b", "qwen2.5-7b", "my_model", "a100-sxm-80gb", "x1"])
+def test_safe_keys_pass(key):
+    assert rc.check_key("gpus", key) == key
+
+
+@pytest.mark.parametrize("weight, act, kv", [("fp16", "fp16", "fp16"), ("int4", "fp16", "fp16"),
+                                             ("int8", "int8", "int8"), ("fp8", "fp8", "fp16"),
+                                             ("fp16", "fp16", "fp8"), ("fp32", "bf16", "bf16")])
+def test_required_peaks_are_the_dtypes_the_engine_computes_at(weight, act, kv):
+    scenario = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv)
+    used = set()
+    for model in ("llama-2-7b", "deepseek-v3"):
+        for stage in STAGES:
+            used |= {op.compute_dtype for op in build_operators(get_model(model), stage, scenario)}
+    assert set(rc.required_peak_dtypes(scenario)) == used
+
+
+# ----------------------------------------------------------------------------------------------------- schema
+def _walk(schema, path="config"):
+    """Yield (path, subschema) for every property the schema declares."""
+    for name, sub in schema.get("properties", {}).items():
+        yield f"{path}.{name}", sub
+        yield from _walk(sub, f"{path}.{name}")
+    for name, sub in schema.get("$defs", {}).items():
+        yield from _walk(sub, f"$defs.{name}")
+
+
+@pytest.mark.parametrize("path, sub", list(_walk(SCHEMA)), ids=lambda value: value if isinstance(value, str) else "")
+def test_every_schema_key_has_a_type_and_a_description(path, sub):
+    assert "description" in sub, path
+    assert "type" in sub or "$ref" in sub or "enum" in sub, path
+
+
+def test_schema_defaults_are_the_engine_defaults():
+    props = SCHEMA["properties"]
+    assert {k: v["default"] for k, v in props["scenario"]["properties"].items()} == asdict(Scenario())
+    assert props["stages"]["default"] == list(STAGES)
+    assert props["stages"]["items"]["enum"] == list(STAGES)
+    assert SCHEMA["$defs"]["dtype"]["enum"] == list(STORAGE_DTYPES)
+    assert set(SCHEMA["required"]) == {"models", "gpus"}
+
+
+def test_schema_model_entry_lists_every_modelspec_field():
+    declared = set(SCHEMA["$defs"]["model_entry"]["properties"])
+    assert declared == {f.name for f in fields(ModelSpec)} - {"key"} | {"hf_config"}
+    # no default inside an entry: validate() would write it over the catalog value
+    assert not any("default" in sub for sub in SCHEMA["$defs"]["model_entry"]["properties"].values())
+    assert not any("default" in sub for sub in SCHEMA["$defs"]["gpu_entry"]["properties"].values())
+
+
+def test_schema_gpu_entry_fields_are_the_ones_the_engine_reads():
+    entry = {"name": "X", "vendor": "V", "source": "s", "memory_gb": 1, "bandwidth_gbps": 1, "l2_mb": 1,
+             "peak_tflops": {"fp16": 1}}
+    assert set(entry) == set(SCHEMA["$defs"]["gpu_entry"]["properties"])
+    assert rc.resolve_gpu("x", entry).l2_bytes == 1e6
+
+
+SCHEMA_BAD = {
+    "enum with a suggestion": (small(scenario={"weight_dtype": "fp9"}),
+                               "scenario.weight_dtype: unknown value 'fp9' (did you mean 'fp8'?)"),
+    "unknown gpu field": (small(gpus={"h100-sxm": {"bandwith_gbps": 1}}),
+                          "gpus.h100-sxm: unknown key 'bandwith_gbps' (did you mean 'bandwidth_gbps'?)"),
+    "negative bandwidth": (small(gpus={"h100-sxm": {"bandwidth_gbps": -5}}),
+                           "gpus.h100-sxm.bandwidth_gbps: -5 is not allowed; must be > 0"),
+    "batch zero": (small(scenario={"batch": 0}), "scenario.batch: 0 is not allowed; must be >= 1"),
+    "batch text": (small(scenario={"batch": "x"}), "scenario.batch: 'x' is not allowed; expected integer"),
+    "hostile key": (small(models={"../evil": {}}), "models: key '../evil' is not allowed"),
+    "peak dtype": (small(gpus={"x": {"peak_tflops": {"fp9": 1}}}), "gpus.x.peak_tflops: unknown value 'fp9'"),
+    "missing gpus": ({"models": {"llama-2-7b": {}}}, "config: 'gpus' is a required property"),
+}
+
+
+@pytest.mark.parametrize("name", SCHEMA_BAD)
+def test_schema_errors_read_as_one_line(name):
+    cfg, expected = SCHEMA_BAD[name]
+    messages = schema_errors(cfg)
+    assert messages and all("\n" not in m for m in messages)
+    assert any(m.startswith(expected) for m in messages), messages
+
+
+def test_coerce_strings_restores_types_of_config_overrides():
+    # what `snakemake --config 'scenario={batch: 8}' 'gpus={h100-sxm: {bandwidth_gbps: 3000}}'` hands over
+    raw = small(scenario={"batch": "8", "weight_dtype": "int8", "attention": "flash"},
+                gpus={"h100-sxm": {"bandwidth_gbps": "3000", "name": "123"}},
+                models={"llama-2-7b": {"tie_embeddings": "true", "sliding_window": "null"}})
+    fixed = rc.coerce_strings(raw, SCHEMA)
+    assert fixed["scenario"] == {"batch": 8, "weight_dtype": "int8", "attention": "flash"}
+    assert fixed["gpus"]["h100-sxm"] == {"bandwidth_gbps": 3000, "name": "123"}  # name stays a string
+    assert fixed["models"]["llama-2-7b"] == {"tie_embeddings": True, "sliding_window": None}
+    assert rc.coerce_strings(small(scenario={"batch": "x"}), SCHEMA)["scenario"]["batch"] == "x"  # left to the schema
+    assert schema_errors(fixed) == []

@@ -1,0 +1,257 @@
+"""End to end: the Snakemake workflow on the tiny grid of .test/config.yaml, in a temporary copy of the workflow.
+
+One build (module fixture, ~15 s), then dry runs that count what Snakemake would rerun after an edit, and rejected
+configs that must stop before any job with one message and leave the built results untouched.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+import yaml
+
+from roofline import columns
+from roofline.hardware import Accelerator
+from roofline.models import ModelSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW_FILES = ("Snakefile", "workflow", "profiles", "templates")  # what a copy of the workflow needs
+TEST_CONFIG = yaml.safe_load((ROOT / ".test" / "config.yaml").read_text())
+MODELS, GPUS, STAGES = list(TEST_CONFIG["models"]), list(TEST_CONFIG["gpus"]), TEST_CONFIG["stages"]
+JOB_TABLES = {
+    "ops": columns.OP_COLUMNS + columns.OP_EXTRA_COLUMNS + columns.SCENARIO_COLUMNS,
+    "totals": columns.TOTAL_COLUMNS + columns.SCENARIO_COLUMNS,
+    "treatments": columns.TREATMENT_COLUMNS,
+    "sweeps": columns.SWEEP_COLUMNS,
+}
+
+
+def snakemake(wf, *args: str, configfile: str = "config.yaml") -> subprocess.CompletedProcess:
+    """Run Snakemake on the copied workflow `wf.repo` in `wf.work` (config replaced, not merged)."""
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(wf.repo / "Snakefile"), "--directory",
+               str(wf.work), "--configfile", configfile, "--replace-workflow-config", *args]
+    return subprocess.run(command, cwd=wf.work, capture_output=True, text=True, timeout=900)
+
+
+def planned(wf, *args: str, configfile: str = "config.yaml") -> list[tuple[str, dict]]:
+    """(rule, wildcards) of every job a dry run plans."""
+    run = snakemake(wf, "--dry-run", *args, configfile=configfile)
+    assert run.returncode == 0, run.stdout + run.stderr
+    jobs: list[tuple[str, dict]] = []
+    for line in run.stdout.splitlines():
+        line = line.strip()
+        if match := re.fullmatch(r"(?:local)?rule (\w+):", line):
+            jobs.append((match.group(1), {}))
+        elif line.startswith("wildcards: ") and jobs:
+            jobs[-1][1].update(item.split("=", 1) for item in line.removeprefix("wildcards: ").split(", "))
+    return jobs
+
+
+def snapshot(work: Path) -> dict:
+    """{path: (size, mtime_ns)} of everything under results/ and reports/."""
+    return {str(p.relative_to(work)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for top in ("results", "reports") for p in sorted((work / top).rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def wf(tmp_path_factory):
+    root = tmp_path_factory.mktemp("e2e")
+    repo, work = root / "workflow-copy", root / "work"
+    for name in WORKFLOW_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            repo.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, repo / name)
+    work.mkdir()
+    shutil.copy(ROOT / ".test" / "config.yaml", work / "config.yaml")
+    wf = SimpleNamespace(repo=repo, work=work)
+    run = snakemake(wf, "--cores", "2")
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    return wf
+
+
+def expected_outputs() -> list[str]:
+    per_job = [f"results/{table}/{m}/{g}/{s}.parquet" for table in JOB_TABLES for m in MODELS for g in GPUS
+               for s in STAGES]
+    aggregates = [f"results/{table}.parquet" for table in JOB_TABLES] + ["results/ops.csv", "results/totals.csv",
+                                                                          "results/specs.json"]
+    reports = [f"reports/{m}.{ext}" for m in MODELS for ext in ("html", "pdf")] + [
+        "reports/summary.html", "reports/summary.pdf", "reports/index.html"]
+    return per_job + aggregates + reports
+
+
+@pytest.mark.parametrize("path", expected_outputs())
+def test_every_output_exists_and_is_not_empty(wf, path):
+    assert (wf.work / path).is_file(), path
+    assert (wf.work / path).stat().st_size > 0, path
+
+
+def test_figures_are_written_per_model(wf):
+    for model in MODELS:
+        figures = wf.work / "reports" / "figures" / model
+        assert sorted(p.suffix for p in figures.glob("*.svg"))  # at least one SVG
+        assert {p.stem for p in figures.glob("*.svg")} == {p.stem for p in figures.glob("*.png")}
+
+
+def test_no_temporary_files_are_left(wf):
+    assert not [p for p in (wf.work / "results").rglob("*") if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("table", JOB_TABLES)
+def test_parquet_schemas_are_the_documented_columns(wf, table):
+    for path in [wf.work / "results" / f"{table}.parquet",
+                 *[(wf.work / "results" / table / m / g / f"{s}.parquet") for m in MODELS for g in GPUS
+                   for s in STAGES]]:
+        assert tuple(pd.read_parquet(path).columns) == JOB_TABLES[table], path
+
+
+def test_aggregates_hold_every_job_once(wf):
+    totals = pd.read_parquet(wf.work / "results" / "totals.parquet")
+    keys = sorted(zip(totals["model"], totals["gpu"], totals["stage"]))
+    assert keys == sorted((m, g, s) for m in MODELS for g in GPUS for s in STAGES)
+    ops = pd.read_parquet(wf.work / "results" / "ops.parquet")
+    per_job = sum(len(pd.read_parquet(wf.work / "results" / "ops" / m / g / f"{s}.parquet"))
+                  for m in MODELS for g in GPUS for s in STAGES)
+    assert len(ops) == per_job
+    assert (ops["batch"] == TEST_CONFIG["scenario"]["batch"]).all()
+
+
+@pytest.mark.parametrize("table", ["ops", "totals"])
+def test_csv_copies_match_the_parquet(wf, table):
+    csv = pd.read_csv(wf.work / "results" / f"{table}.csv")
+    parquet = pd.read_parquet(wf.work / "results" / f"{table}.parquet")
+    assert tuple(csv.columns) == tuple(parquet.columns) and len(csv) == len(parquet)
+    pd.testing.assert_series_equal(csv["t_s"], parquet["t_s"], check_dtype=False)
+
+
+def test_specs_json_is_the_resolved_config(wf):
+    import json
+
+    specs = json.loads((wf.work / "results" / "specs.json").read_text())
+    assert set(specs) == {"models", "gpus", "scenario", "stages", "config_sha256"}
+    assert list(specs["models"]) == MODELS and list(specs["gpus"]) == GPUS and specs["stages"] == STAGES
+    h100 = Accelerator(**specs["gpus"]["h100-sxm"])
+    totals = pd.read_parquet(wf.work / "results" / "totals.parquet")
+    assert ModelSpec(**specs["models"]["llama-2-7b"]).n_layers == 32
+    assert h100.bandwidth_bytes_per_s == 3.35e12
+    ops = pd.read_parquet(wf.work / "results" / "ops.parquet")
+    assert set(ops.loc[ops["gpu"] == "h100-sxm", "bandwidth_bytes_per_s"]) == {h100.bandwidth_bytes_per_s}
+    assert len(specs["config_sha256"]) == 64 and len(totals) == len(MODELS) * len(GPUS) * len(STAGES)
+
+
+def test_second_run_has_nothing_to_do(wf):
+    run = snakemake(wf, "--dry-run")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Nothing to be done" in run.stdout + run.stderr
+
+
+def test_editing_one_gpu_reruns_its_jobs_the_aggregates_and_the_reports_only(wf):
+    edited = dict(TEST_CONFIG, gpus={**TEST_CONFIG["gpus"], "h100-sxm": {"bandwidth_gbps": 3000}})
+    (wf.work / "edited.yaml").write_text(yaml.safe_dump(edited))
+    jobs = planned(wf, configfile="edited.yaml")
+    assert sorted(tuple(sorted(w.items())) for rule, w in jobs if rule == "analyze") == sorted(
+        (("gpu", "h100-sxm"), ("model", m), ("stage", s)) for m in MODELS for s in STAGES)
+    assert Counter(rule for rule, _ in jobs) == Counter(
+        analyze=len(MODELS) * len(STAGES), specs=1, aggregate=4, csv=2, figures=len(MODELS), report=len(MODELS),
+        summary=1, index=1, all=1)
+
+
+def test_config_overrides_on_the_command_line_are_typed_and_rerun_everything(wf):
+    jobs = planned(wf, "--config", "scenario={batch: 4, seq_len: 1024}")
+    assert Counter(rule for rule, _ in jobs)["analyze"] == len(MODELS) * len(GPUS) * len(STAGES)
+
+
+def _edit(path: Path):
+    """Append a comment line to a source file; return a function that restores its content and mtime."""
+    text, stat = path.read_bytes(), path.stat()
+    path.write_bytes(text + b"\n# an edit\n")
+    os.utime(path, ns=(stat.st_atime_ns, time.time_ns() + 60 * 10**9))  # newer than every output
+
+    def restore():
+        path.write_bytes(text)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return restore
+
+
+def test_engine_code_edit_reruns_the_compute_jobs(wf):
+    restore = _edit(wf.repo / "workflow" / "roofline" / "formulas.py")
+    try:
+        rules = Counter(rule for rule, _ in planned(wf))
+    finally:
+        restore()
+    assert rules["engine"] == 1 and rules["analyze"] == len(MODELS) * len(GPUS) * len(STAGES)
+    assert rules["aggregate"] == 4 and rules["report"] == len(MODELS)
+
+
+def test_touching_engine_code_without_a_change_reruns_no_compute_job(wf):
+    # Snakemake compares checksums of small inputs, so a checkout that only bumps mtimes costs nothing here
+    path = wf.repo / "workflow" / "roofline" / "formulas.py"
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, time.time_ns() + 60 * 10**9))
+    try:
+        rules = Counter(rule for rule, _ in planned(wf))
+    finally:
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert rules["engine"] == rules["analyze"] == rules["aggregate"] == 0
+
+
+def test_figure_code_edit_reruns_figures_and_reports_only(wf):
+    restore = _edit(sorted((wf.repo / "workflow" / "roofline" / "figures").glob("*.py"))[0])
+    try:
+        rules = Counter(rule for rule, _ in planned(wf))
+    finally:
+        restore()
+    assert rules["figures"] == len(MODELS) and rules["report"] == len(MODELS)
+    assert rules["analyze"] == rules["aggregate"] == rules["engine"] == 0
+
+
+def test_cli_edit_reruns_nothing(wf):
+    restore = _edit(wf.repo / "workflow" / "roofline" / "cli.py")
+    try:
+        run = snakemake(wf, "--dry-run")
+    finally:
+        restore()
+    assert "Nothing to be done" in run.stdout + run.stderr
+
+
+REJECTED = {
+    "unknown gpu": ({"gpus": {"h100-sxn": {}}}, "did you mean 'h100-sxm'"),
+    "negative bandwidth": ({"gpus": {"h100-sxm": {"bandwidth_gbps": -100}}}, "gpus.h100-sxm.bandwidth_gbps: -100"),
+    "unknown dtype": ({"scenario": {"weight_dtype": "fp9"}}, "scenario.weight_dtype: unknown value 'fp9'"),
+    "no peak for the dtype": ({"scenario": {"weight_dtype": "fp8", "act_dtype": "fp8"}},
+                              "gpus.rtx-a6000: no fp8 peak"),
+    "missing hf_config": ({"models": {"mine": {"hf_config": "missing/config.json"}}},
+                          "models.mine.hf_config: file 'missing/config.json' does not exist"),
+    "hostile key": ({"models": {"../evil": {}}}, "models: key '../evil' is not allowed"),
+}
+
+
+@pytest.mark.parametrize("name", REJECTED)
+def test_rejected_config_stops_before_any_job_with_one_message(wf, name):
+    change, expected = REJECTED[name]
+    bad = {**TEST_CONFIG, **{section: {**TEST_CONFIG[section], **entries} for section, entries in change.items()}}
+    (wf.work / "bad.yaml").write_text(yaml.safe_dump(bad))
+    before = snapshot(wf.work)
+    run = snakemake(wf, "--cores", "1", configfile="bad.yaml")
+    output = run.stdout + run.stderr
+    assert run.returncode != 0
+    messages = [line for line in output.splitlines() if line.startswith("Invalid configuration: ")]
+    assert len(messages) == 1 and expected in messages[0], output
+    assert "Traceback" not in output and "Error" not in output.replace(messages[0], "")
+    assert snapshot(wf.work) == before
+    assert not (wf.work / "evil").exists() and not (wf.work.parent / "evil").exists()
+
+
+def test_lint_has_no_advice_beyond_conda_or_container(wf):
+    run = snakemake(wf, "--lint")
+    findings = [line.strip() for line in run.stdout.splitlines() if line.strip().startswith("* ")]
+    assert all("conda environment or container" in finding for finding in findings), findings
