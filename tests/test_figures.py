@@ -191,7 +191,7 @@ def test_sweep_and_breakdown_axes_contain_their_data(data):
     assert len(all_points(top)) == len(decode) == 10  # batch 1..512
     texts = " ".join(t for t, _ in text_boxes(fig))
     assert f"critical batch {decode['critical_batch'].iloc[0]:g}" in texts
-    assert "does not fit in 48 GB" in texts  # llama-2-7b at 2048 tokens: batch 64 exceeds the A6000's 48 GB
+    assert "from batch 64 weights + KV cache\nexceed 48 GB" in texts  # llama-2-7b, 2048 tokens: 32 sequences fit
     plt.close(fig)
     fig = seq_sweep_figure(sweeps, gpus, scenario, HOSTILE)
     for ax in fig.axes:

@@ -125,9 +125,9 @@ def cross_gpu_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], scenario: 
                            label_format=lambda names, weight: wrap(names))
     _title(fig, f"{plain(model_name)}, {stage}, on every configured GPU", scenario_caption(scenario))
     dtype = gemm_dtype(scenario)
-    entries = {f"{plain(g.name)}\n{fmt_value(g.peak(dtype) / 1e12)} {'TOP/s' if dtype.startswith('int') else 'TFLOP/s'}, "
-               f"{bandwidth_label(g.bandwidth_bytes_per_s)}": {"color": colors[k], "lw": 1.5}
-               for k, g in gpus.items()}
+    unit = "TOP/s" if dtype.startswith("int") else "TFLOP/s"
+    entries = {f"{plain(g.name)}\n{fmt_value(g.peak(dtype) / 1e12)} {unit}, {bandwidth_label(g.bandwidth_bytes_per_s)}":
+               {"color": colors[k], "lw": 1.5} for k, g in gpus.items()}
     _legends(fig, entries, f"GPU: {dtype} peak, bandwidth", points["op_class"])
     return fig, result
 
@@ -213,12 +213,16 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str):
         low, high = float(column.min()), float(column.max())
         ax.set_ylim(low / 1.6, high * 1.6)
     crit = float(rows["critical_batch"].iloc[0]) if len(rows) else math.nan
+    x_low, x_high = top.get_xlim()
     if math.isfinite(crit) and b.min() <= crit <= b.max():
         for ax in (top, bottom):
             ax.axvline(crit, color="#0072B2", ls=(0, (4, 2)), lw=0.9)
-        top.annotate(f"critical batch {crit:g}\n(GEMMs reach the ridge)", (crit, 1), xycoords=("data", "axes fraction"),
-                     xytext=(-4, -3), textcoords="offset points", ha="right", va="top", fontsize=6.5,
-                     color="#0072B2")
+        right_side = math.log(crit / x_low) / math.log(x_high / x_low) < 0.5  # label on the roomier side
+        # at the foot of the line: the time curve rises with the batch, so the bottom of the panel is free
+        top.annotate(f"critical batch {crit:g}\n(GEMMs reach the ridge)", (crit, 0),
+                     xycoords=("data", "axes fraction"), xytext=(4 if right_side else -4, 3),
+                     textcoords="offset points", ha="left" if right_side else "right", va="bottom", fontsize=6.5,
+                     color="#0072B2", bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7})
     else:
         text = (f"critical batch {crit:g}: beyond the sweep" if math.isfinite(crit)
                 else "GEMMs never reach the ridge in this sweep")
@@ -228,12 +232,12 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str):
     if len(misfit):
         first = float(misfit["batch"].min())
         fitting = rows[rows["batch"] < first]
-        edge = math.sqrt(first * float(fitting["batch"].max())) if len(fitting) else b.min() / 1.3
+        edge = math.sqrt(first * float(fitting["batch"].max())) if len(fitting) else x_low
         for ax in (top, bottom):
-            ax.axvspan(edge, b.max() * 1.3, color="#f3dede", lw=0, zorder=0)
-        bottom.annotate(f"does not fit in {gpu.memory_bytes / 1e9:.0f} GB\n(weights + KV cache)", (1, 0),
-                        xycoords="axes fraction", xytext=(-4, 4), textcoords="offset points", ha="right",
-                        va="bottom", fontsize=6.5, color="#a33")
+            ax.axvspan(edge, x_high, color="#f3dede", lw=0, zorder=0)
+        bottom.annotate(f"from batch {first:g} weights + KV cache\nexceed {gpu.memory_bytes / 1e9:.0f} GB",
+                        (edge, 0), xycoords=("data", "axes fraction"), xytext=(4, 4), textcoords="offset points",
+                        ha="left", va="bottom", fontsize=6.5, color="#a33")
     fig.suptitle(f"{plain(model_name)} on {plain(gpu.name)}: decode batch sweep", x=0.1, ha="left", fontsize=9)
     return fig
 

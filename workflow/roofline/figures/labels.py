@@ -89,7 +89,8 @@ def cluster_requests(ax, points, *, radius_px: float = 9.0, per_group: int = 5, 
                 break
         else:
             clusters.append({"group": point.group, "px": px, "py": py, "x": point.x, "y": point.y,
-                             "names": [point.name], "weights": [point.weight], "weight": point.weight, "color": point.color})
+                             "names": [point.name], "weights": [point.weight], "weight": point.weight,
+                             "color": point.color})
     requests = []
     for group in dict.fromkeys(c["group"] for c in clusters):
         heavy = sorted((c for c in clusters if c["group"] == group and c["weight"] >= min_weight),
@@ -153,10 +154,13 @@ def hits_paths(box: Bbox, paths, pad: float = 1.0) -> bool:
     return False
 
 
-def _members(cluster: dict, min_member: float, max_names: int = 4) -> str:
-    """The heaviest members' names (at most `max_names`, each at least `min_member`), '+n' for the rest."""
-    names = [n for n, w in zip(cluster["names"], cluster["weights"]) if w >= min_member][:max_names]
-    names = names or cluster["names"][:1]
+def _members(cluster: dict, min_member: float, max_chars: int = 30) -> str:
+    """The heaviest members' names (each at least `min_member`), as many as fit `max_chars` once compacted, and
+    '+n' for the rest."""
+    names = [cluster["names"][0]]
+    for name, weight in zip(cluster["names"][1:], cluster["weights"][1:]):
+        if weight >= min_member and len(compact_names([*names, name])) <= max_chars:
+            names.append(name)
     rest = len(set(cluster["names"]) - set(names))
     return compact_names(names) + (f", +{rest}" if rest else "")
 
@@ -181,8 +185,8 @@ def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(
                     ha = "left" if dx > 0 else "right" if dx < 0 else "center"
                     va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
                     offset = ScaledTranslation(ox / 72.0, oy / 72.0, fig.dpi_scale_trans)
-                    text = ax.text(request.x, request.y, request.text, fontsize=fontsize, color=request.color, ha=ha, va=va,
-                                   transform=ax.transData + offset, zorder=6)
+                    text = ax.text(request.x, request.y, request.text, fontsize=fontsize, color=request.color,
+                                   ha=ha, va=va, transform=ax.transData + offset, zorder=6)
                     box = text.get_window_extent(renderer)
                     ok = (axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0
                           and box.y1 <= axes_box.y1 and not overlaps_any(box, taken)

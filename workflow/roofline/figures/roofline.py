@@ -19,6 +19,8 @@ from .labels import PointLabel, cluster_requests, hits_paths, marker_boxes, over
 from .style import REGION_COLORS, ROOF_COLOR
 
 INT_DTYPES = ("int8", "int4")
+#: a faint white ground under ceiling labels, so a line they must cross does not cut through the text
+LABEL_BOX = {"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none", "alpha": 0.6}
 #: data padding of the axes limits (factor on a log axis) so no point or label sits on the frame
 PAD_X_LOW, PAD_X_HIGH, PAD_Y_LOW, PAD_Y_HIGH = 3.0, 4.0, 3.0, 3.5
 
@@ -206,7 +208,7 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
             def make(x, dy, va, ha, text=peak_label(dtype, value), value=value, bold=(j == 0)):
                 return ax.annotate(text, (x, value), xytext=(-3 if ha == "right" else 3, dy),
                                    textcoords="offset points", ha=ha, va=va, fontsize=6.5, color=roof.color,
-                                   zorder=3, fontweight="bold" if bold else "normal")
+                                   zorder=3, fontweight="bold" if bold else "normal", bbox=LABEL_BOX)
 
             candidates = [(x_high / (x_high / ridge) ** f, dy, va, "right")
                           for f in np.linspace(0.0, 0.8, 9) for dy, va in ((1.5, "bottom"), (-1.5, "top"),

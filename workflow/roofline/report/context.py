@@ -32,6 +32,16 @@ CAVEATS = (
 )
 
 
+#: the pipeline's result files (paths fixed by the file contract), linked from the index relative to reports/
+RESULT_FILES = (
+    ("ops.csv", "per-operator rows (also ops.parquet)"),
+    ("totals.csv", "one row per model, GPU and stage (also totals.parquet)"),
+    ("treatments.parquet", "what each treatment buys"),
+    ("sweeps.parquet", "batch and sequence-length sweeps"),
+    ("specs.json", "the resolved configuration and its hash"),
+)
+
+
 def generated_at() -> datetime:
     """Now, or SOURCE_DATE_EPOCH when set (reproducible builds)."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
@@ -302,7 +312,8 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
                            "href": f"{model}.html"})
     context = {
         "page": "summary",
-        "header": title_block(specs, "Roofline summary", f"{plural(len(groups), 'model')} × {plural(len(gpus), 'GPU')}"),
+        "header": title_block(specs, "Roofline summary",
+                              f"{plural(len(groups), 'model')} × {plural(len(gpus), 'GPU')}"),
         "groups": groups,
         "caveats": [CAVEATS[0], CAVEATS[1]],
     }
@@ -321,9 +332,12 @@ def index_context(specs: dict, manifests: dict[str, list[dict]]) -> dict:
         models.append({"model": model, "name": spec["name"], "html": f"{model}.html", "pdf": f"{model}.pdf",
                        "figures": figures})
     gpus = accelerators(specs)
+    tables = [{"href": f"../results/{name}", "label": name, "what": what} for name, what in RESULT_FILES]
     context = {
         "page": "index",
-        "header": title_block(specs, "Roofline reports", f"{plural(len(models), 'model')} × {plural(len(gpus), 'GPU')}"),
+        "tables": tables,
+        "header": title_block(specs, "Roofline reports",
+                              f"{plural(len(models), 'model')} × {plural(len(gpus), 'GPU')}"),
         "models": models,
         "gpus": [{"key": k, "name": g.name} for k, g in gpus.items()],
     }
