@@ -237,3 +237,15 @@ def test_fetcher_serves_only_the_report_folder(built, tmp_path):
 ])
 def test_units(value, fmt, expected):
     assert fmt(value) == expected
+
+
+def test_executive_summary_is_written_from_the_numbers(built, data):
+    tables, _ = data
+    summary = " ".join(built["context"]["summary"])
+    decode = tables["totals"][tables["totals"]["stage"] == "decode"].set_index("gpu")["t_s"]
+    ratio = units.times(decode["rtx-a6000"] / decode["h100-sxm"])
+    assert f"{HOSTILE_GPU} (3.35 TB/s) is {ratio} faster than RTX A6000 (768 GB/s)" in summary
+    assert "Decode is memory-bound on every configured GPU" in summary
+    # the A6000 has no fp8 peak: a lever that exists on the H100 only must say so
+    assert f"faster on {HOSTILE_GPU} (the only GPU where it applies)" in summary
+    assert "fits every configured GPU" in summary

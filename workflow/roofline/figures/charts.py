@@ -204,9 +204,9 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str):
         ax.xaxis.set_major_locator(FixedLocator(b))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(lambda value, _pos: f"{value:g}")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))  # short ranges keep 2+ labels
         ax.yaxis.set_major_formatter(lambda value, _pos: f"{value:g}")
-        ax.yaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
-        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_minor_locator(NullLocator())
         ax.grid(True, which="major", color="#e4e4e4", lw=0.5)
         ax.spines[["top", "right"]].set_visible(False)
     for ax, column in ((top, rows["t_s"] * 1e3), (bottom, rows["tokens_per_s"])):

@@ -246,9 +246,13 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
 
             keep(_best(ax, renderer, make, [(dy,) for dy in range(3, 200, 9)], taken=[b.padded(2) for b in taken],
                        markers=markers, paths=[]))
-        if multi:
-            artist = ax.annotate("ridges [FLOP/byte]:", (min(r.ridge for r in roofs), ylim[0]), xytext=(-6, 3),
-                                 textcoords="offset points", ha="right", va="bottom", fontsize=6, color="#555555")
+        if multi:  # caption left of the lowest row of ridge values, a few points clear of the leftmost one
+            ridge_boxes = taken[-len(roofs):]
+            low = min(box.y0 for box in ridge_boxes)
+            left = min(box.x0 for box in ridge_boxes if box.y0 - low < 2)
+            x_frac, y_frac = fig.transFigure.inverted().transform((left - 4 * fig.dpi / 72, low))
+            artist = ax.annotate("ridges [FLOP/byte]:", (x_frac, y_frac), xycoords="figure fraction", ha="right",
+                                 va="bottom", fontsize=6, color="#555555")
             keep((0, artist, artist.get_window_extent(renderer)))
     if shade and not multi:
         for x, text in ((x_low, "memory-bound"), (roofs[0].ridge, "compute-bound")):

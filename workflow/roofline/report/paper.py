@@ -110,7 +110,7 @@ def comparison(ops: pd.DataFrame) -> list[dict]:
                     "bound": mine.bound, "matches": False, "explained": True,
                     "why": EXTRA_REASON,
                 })
-        sections.append({"stage": stage, "rows": rows,
+        sections.append({"stage": stage, "title": stage.capitalize(), "rows": rows,
                          "n_match": sum(r["matches"] for r in rows),
                          "n_unexplained": sum(not r["explained"] for r in rows)})
     return sections

@@ -171,6 +171,14 @@ def treatment_sentence(stage: str, total: pd.Series, rows: pd.DataFrame) -> str:
     return text
 
 
+def _where(applies: dict, names: dict[str, str]) -> str:
+    """' on every configured GPU', or ' on A, B (the only GPUs where it applies)', or '' for a single GPU."""
+    if len(applies) == len(names):
+        return " on every configured GPU" if len(names) > 1 else ""
+    plural = "s" if len(applies) > 1 else ""
+    return f" on {', '.join(names[k] for k in applies)} (the only GPU{plural} where it applies)"
+
+
 def _range(values: dict[str, float], fmt) -> str:
     low, high = min(values.values()), max(values.values())
     return fmt(low) if math.isclose(low, high, rel_tol=5e-3) else f"{fmt(low)}–{fmt(high)}"
@@ -240,20 +248,13 @@ def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.Data
             best_rows = latency[latency["treatment"] == best]
             label = best_rows["label"].iloc[0]
             speedups = dict(zip(best_rows["gpu"], best_rows["speedup"]))
-            if len(speedups) == len(names) > 1:
-                where = " on every configured GPU"
-            elif len(speedups) < len(names):
-                where = " on " + ", ".join(names[k] for k in speedups) + " (the only GPU" + \
-                        ("s" if len(speedups) > 1 else "") + " where it applies)"
-            else:
-                where = ""
             sentences.append(f"The largest single latency lever for {stage} is {label}: "
-                             f"{_range(speedups, units.times)} faster{where}.")
+                             f"{_range(speedups, units.times)} faster{_where(speedups, names)}.")
         batching = mine[mine["treatment"] == "batching"]
         if len(batching):
             speedups = dict(zip(batching["gpu"], batching["speedup"]))
             sentences.append(f"Batching decode up to the critical batch (or as many sequences as fit) raises "
-                             f"throughput {_range(speedups, units.times)}.")
+                             f"throughput {_range(speedups, units.times)}{_where(speedups, names)}.")
     fits = totals.groupby("gpu")["fits"].all()
     weights = float(totals["weight_bytes"].iloc[0])
     if fits.all():
