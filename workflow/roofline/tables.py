@@ -15,12 +15,32 @@ from .sweeps import sweep_table
 from .treatments import treatment_table
 
 
-def job_tables(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> dict[str, pd.DataFrame]:
-    """{"ops", "totals", "treatments", "sweeps"}: the tidy tables of one (model, gpu, stage, scenario)."""
+#: Columns of each per-job table, in order.
+JOB_COLUMNS: dict[str, tuple[str, ...]] = {
+    "ops": (*OP_COLUMNS, *OP_EXTRA_COLUMNS, *SCENARIO_COLUMNS),
+    "totals": (*TOTAL_COLUMNS, *SCENARIO_COLUMNS),
+    "treatments": TREATMENT_COLUMNS,
+    "sweeps": SWEEP_COLUMNS,
+}
+
+
+def job_records(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> dict[str, list[dict]]:
+    """{"ops", "totals", "treatments", "sweeps"}: the rows of one job as dicts with the keys of JOB_COLUMNS.
+
+    The pipeline writes these to parquet through pyarrow directly: building four DataFrames per job cost more
+    than computing them.
+    """
     rows, total = analyze(model, gpu, stage, scenario)
     scenario_values = {k: v for k, v in asdict(scenario).items() if k in SCENARIO_COLUMNS}
-    ops = pd.DataFrame(rows, columns=[*OP_COLUMNS, *OP_EXTRA_COLUMNS]).assign(**scenario_values)
-    totals = pd.DataFrame([total], columns=list(TOTAL_COLUMNS)).assign(**scenario_values)
-    treatments = pd.DataFrame(treatment_table(model, gpu, stage, scenario), columns=list(TREATMENT_COLUMNS))
-    sweeps = pd.DataFrame(sweep_table(model, gpu, stage, scenario), columns=list(SWEEP_COLUMNS))
-    return {"ops": ops, "totals": totals, "treatments": treatments, "sweeps": sweeps}
+    return {
+        "ops": [{**row, **scenario_values} for row in rows],
+        "totals": [{**total, **scenario_values}],
+        "treatments": treatment_table(model, gpu, stage, scenario),
+        "sweeps": sweep_table(model, gpu, stage, scenario),
+    }
+
+
+def job_tables(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> dict[str, pd.DataFrame]:
+    """{"ops", "totals", "treatments", "sweeps"}: the tidy tables of one (model, gpu, stage, scenario)."""
+    return {name: pd.DataFrame(records, columns=list(JOB_COLUMNS[name]))
+            for name, records in job_records(model, gpu, stage, scenario).items()}
