@@ -67,35 +67,38 @@ def _atomic(paths: Iterable[str | Path]):
 
 def write_job_tables(model: dict, gpu: dict, stage: str, scenario: dict, outputs: Mapping[str, str],
                      log: str | None = None) -> None:
-    """One compute job: rebuild the specs from their params dicts, run roofline.tables.job_tables and write each
-    table ("ops", "totals", "treatments", "sweeps") to outputs[name] as parquet."""
+    """One compute job: rebuild the specs from their params dicts and write each table of
+    roofline.tables.job_records ("ops", "totals", "treatments", "sweeps") to outputs[name] as parquet, with the
+    columns of tables.JOB_COLUMNS (the same tables as tables.job_tables, without building DataFrames)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from .hardware import Accelerator
     from .models import ModelSpec
     from .scenario import Scenario
-    from .tables import job_tables
+    from .tables import JOB_COLUMNS, job_records
 
     with _log_to(log) as say:
-        tables = job_tables(ModelSpec(**model), Accelerator(**gpu), stage, Scenario(**scenario))
-        with _atomic(outputs[name] for name in tables) as temps:
-            for name, frame in tables.items():
-                pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), temps[str(outputs[name])])
-                say(f"{outputs[name]}: {len(frame)} rows")
+        records = job_records(ModelSpec(**model), Accelerator(**gpu), stage, Scenario(**scenario))
+        with _atomic(outputs[name] for name in records) as temps:
+            for name, rows in records.items():
+                table = pa.table({column: [row[column] for row in rows] for column in JOB_COLUMNS[name]})
+                pq.write_table(table, temps[str(outputs[name])])
+                say(f"{outputs[name]}: {len(rows)} rows")
 
 
 def concat_tables(inputs: Iterable[str], parquet: str, log: str | None = None) -> None:
-    """Concatenate per-job parquet tables (same columns) into one parquet file."""
-    import pandas as pd
+    """Concatenate per-job parquet tables (same columns) into one parquet file, in input order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
     inputs = list(inputs)
     with _log_to(log) as say:
-        frames = [pd.read_parquet(path) for path in inputs]
-        table = pd.concat([frame for frame in frames if len(frame)] or frames[:1], ignore_index=True)
+        # permissive: a column that is all null in one job (e.g. a note) takes its type from the others
+        table = pa.concat_tables([pq.read_table(path) for path in inputs], promote_options="permissive")
         with _atomic([parquet]) as temps:
-            table.to_parquet(temps[str(parquet)], index=False)
-        say(f"{parquet}: {len(table)} rows from {len(inputs)} files")
+            pq.write_table(table, temps[str(parquet)])
+        say(f"{parquet}: {table.num_rows} rows from {len(inputs)} files")
 
 
 def parquet_to_csv(parquet: str, csv: str, log: str | None = None) -> None:
