@@ -32,6 +32,8 @@ def test_tpu_capacity_is_gib_not_gb_and_estimates_are_marked():
     assert hardware.get_accelerator("tpu-v4").memory_bytes == 32 * 2**30
     assert hardware.get_accelerator("h100-nvl").estimate and hardware.get_accelerator("b200").estimate
     assert not hardware.get_accelerator("h100-sxm").estimate
+    # an estimated L2 size alone (H200: "L2 50 MB assumed") does not make the device's roofline an estimate
+    assert not hardware.get_accelerator("h200-sxm").estimate and not hardware.get_accelerator("m4-max").estimate
 
 
 def test_entry_override_and_new_device():

@@ -89,3 +89,38 @@ def test_hf_config_path_as_model(capsys, tmp_path):
     code, out, _ = run(capsys, "totals", "--model", str(path), "--gpu", "h100-sxm", "--stage", "decode",
                        "--format", "json")
     assert code == 0 and json.loads(out)["total_params"] == pytest.approx(8.03e9, rel=1e-3)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["ops", "--model", "llama-2-7b", "--gpu", "gaudi2", "--stage", "decode"],
+     "gpu 'gaudi2' has no fp16 peak, which the weight GEMMs (--weight-dtype x --act-dtype) need"),
+    (["totals", "--model", "gpt2", "--gpu", "t4", "--stage", "decode", "--seq-len", "1024"],
+     "--seq-len: 1024 is not allowed for gpt2 decode: it needs 1025 positions and the model has 1024"),
+    (["ops", "--model", "gpt2", "--gpu", "t4", "--stage", "prefill", "--bach", "3"],
+     "unrecognized option '--bach' (did you mean '--batch'?)"),
+    (["ridge", "--gpu", "m3-max"], "--gpu: 'm3-max' publishes no peak FLOP/s"),
+    (["totals", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--stage", "decode", "--batch", "9" * 20],
+     "expected an integer from 1 to 1048576"),
+])
+def test_more_bad_input(capsys, argv, expected):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and expected in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("[1, 2]", "expected a JSON object"),
+    ('{"hidden_size": 8}', "has no 'model_type' field"),
+    ('{"model_type": "llama", "hidden_size": "4096"}', "field 'hidden_size' is '4096'; expected an integer"),
+    ('{"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, '
+     '"intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64, "hidden_act": "silu", '
+     '"num_local_experts": 4, "num_experts_per_tok": 2}', "needs field 'num_key_value_heads'"),
+    ('{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, '
+     '"intermediate_size": -5, "vocab_size": 100, "max_position_embeddings": 64, "hidden_act": "silu"}',
+     "intermediate: -5 is not allowed"),
+])
+def test_bad_hf_config(capsys, tmp_path, content, expected):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    code, out, err = run(capsys, "totals", "--model", str(path), "--gpu", "h100-sxm", "--stage", "prefill",
+                         "--seq-len", "8")
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1

@@ -16,9 +16,38 @@ from .graph import Op, attention_groups, build_operators
 from .hardware import Accelerator
 from .models import ModelSpec, kv_elements_per_token, parameter_counts
 from .columns import OP_COLUMNS, TOTAL_COLUMNS
-from .scenario import Scenario, check_stage
+from .errors import RooflineInputError
+from .scenario import Scenario, check_context, check_stage
 
 NAN = float("nan")
+
+
+def required_peak_dtypes(scenario: Scenario) -> dict[str, str]:
+    """{dtype: why} for every dtype whose peak the scenario computes at (rule in roofline.dtypes): the weight
+    GEMMs', attention's (KV x activation) and the activation dtype of the non-matmul operators."""
+    needs = {matmul_dtype(scenario.weight_dtype, scenario.act_dtype): "weight GEMMs (weight_dtype x act_dtype)"}
+    needs.setdefault(matmul_dtype(scenario.kv_dtype, scenario.act_dtype), "attention (kv_dtype x act_dtype)")
+    needs.setdefault(scenario.act_dtype, "norms and element-wise operators (act_dtype)")
+    return needs
+
+
+def check_device_dtypes(gpu: Accelerator, scenario: Scenario) -> None:
+    """Refuse a device that publishes no peak for a dtype the scenario computes at, naming the scenario fields."""
+    for dtype, why in required_peak_dtypes(scenario).items():
+        if dtype not in gpu.peak_flops_per_s:
+            have = ", ".join(gpu.peak_flops_per_s) or "none"
+            hint = (f"try weight_dtype/act_dtype/kv_dtype {next(iter(gpu.peak_flops_per_s))}"
+                    if gpu.peak_flops_per_s else "add its peak_tflops")
+            raise RooflineInputError(
+                f"gpu '{gpu.key}' has no {dtype} peak, which the {why} need (weight_dtype={scenario.weight_dtype}, "
+                f"act_dtype={scenario.act_dtype}, kv_dtype={scenario.kv_dtype}); it publishes: {have}; {hint}")
+
+
+def check_inputs(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> None:
+    """All checks that need model, device, stage and scenario together (one-line errors)."""
+    check_stage(stage)
+    check_context(model, stage, scenario)
+    check_device_dtypes(gpu, scenario)
 
 
 def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
@@ -43,7 +72,7 @@ def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
 
 def operator_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> list[dict]:
     """Per-operator rows (one per operator, values per single instance, with its count)."""
-    check_stage(stage)
+    check_inputs(model, gpu, stage, scenario)
     return [op_row(model.key, gpu, stage, op) for op in build_operators(model, stage, scenario)]
 
 
@@ -98,9 +127,10 @@ def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario
 
 
 def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: list[Op] | None = None) -> dict:
-    """Totals for one (model, gpu, stage, scenario) in TOTAL_COLUMNS order (Python scalars)."""
-    check_stage(stage)
+    """Totals for one (model, gpu, stage, scenario) in TOTAL_COLUMNS order (Python scalars). `ops` (from
+    build_operators, already checked by the caller) saves rebuilding the graph."""
     if ops is None:
+        check_inputs(model, gpu, stage, scenario)
         ops = build_operators(model, stage, scenario)
     sums = aggregate(model, gpu, stage, scenario, ops, scenario.batch, scenario.seq_len)
     total_params, active_params = parameter_counts(model)
@@ -127,7 +157,7 @@ def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, o
 
 def analyze(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> tuple[list[dict], dict]:
     """(per-operator rows, totals) for one (model, gpu, stage, scenario)."""
-    check_stage(stage)
+    check_inputs(model, gpu, stage, scenario)
     ops = build_operators(model, stage, scenario)
     rows = [op_row(model.key, gpu, stage, op) for op in ops]
     return rows, totals(model, gpu, stage, scenario, ops)

@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from . import hardware, models
 from .analysis import analyze, critical_batch
 from .columns import OP_COLUMNS, TOTAL_COLUMNS
 from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES
-from .errors import RooflineInputError, unknown
+from .errors import RooflineInputError, did_you_mean, unknown
 from .scenario import (ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario)
 
 FORMATS = ("table", "csv", "json")
@@ -27,7 +28,21 @@ class _Parser(argparse.ArgumentParser):
         # argparse prefixes type errors with "argument --x: "; our messages already start with "--x: "
         message = message.removeprefix("argument ")
         option, _, rest = message.partition(": ")
+        if message.startswith("unrecognized arguments: "):
+            word = message.removeprefix("unrecognized arguments: ").split()[0]
+            options = sorted({o for action in self._all_options() for o in action.option_strings if o != "-h"})
+            raise RooflineInputError(f"unrecognized option '{word}'{did_you_mean(word, options)}; "
+                                     f"allowed: {', '.join(options)}")
         raise RooflineInputError(rest if rest.startswith(option + ": ") else message)
+
+    def _all_options(self):
+        """Options of this parser and of its sub-commands (argparse reports unknown ones on the top parser)."""
+        actions = list(self._actions)
+        for action in self._actions:
+            for sub in getattr(action, "choices", None) or ():
+                if isinstance(action.choices, dict):
+                    actions += action.choices[sub]._actions
+        return actions
 
 
 def _positive_int(option):
@@ -86,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _model(text: str) -> models.ModelSpec:
-    if text.endswith(".json") or Path(text).is_file():
+    if text.endswith(".json") or "/" in text or Path(text).exists():
         return models.model_from_hf_config(text)
     if text not in models.catalog():
         raise unknown("--model", text, models.catalog())
@@ -105,12 +120,19 @@ def _scenario(args) -> Scenario:
                     expert_routing=args.expert_routing, mla_mode=args.mla_mode).validate()
 
 
+def _as_options(message: str) -> str:
+    """Name scenario fields as the command-line options that set them ('scenario.seq_len=4' -> '--seq-len 4')."""
+    fields = "weight_dtype|act_dtype|kv_dtype|seq_len|batch|expert_routing|mla_mode"
+    return re.sub(rf"(?:scenario\.)?(?<![-\w])({fields})\b(=?)",
+                  lambda m: "--" + m.group(1).replace("_", "-") + (" " if m.group(2) else ""), message)
+
+
 def _si(value, unit: str) -> str:
     """Human units for the table format: 1.23 GFLOP, 67.1 MB, 4.01 ms."""
     if isinstance(value, float) and math.isnan(value):
         return "-"
     if unit == "s":
-        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"), (1e-12, "ps")):
             if abs(value) >= scale:
                 return f"{value / scale:.3g} {name}"
         return "0 s"
@@ -165,11 +187,15 @@ def run(argv: list[str] | None = None) -> str:
                      "params_B": f"{models.parameter_counts(m)[0] / 1e9:.3f}"} for k, m in models.catalog().items()]
         else:
             rows = [{"key": k, "name": g.name, "bandwidth_GBps": f"{g.bandwidth_bytes_per_s / 1e9:g}",
-                     "memory_GB": f"{g.memory_bytes / 1e9:g}", "dtypes": " ".join(g.peak_flops_per_s)}
+                     "memory_GB": f"{g.memory_bytes / 1e9:.4g}",
+                     "dtypes": " ".join(g.peak_flops_per_s) or "- (no published peaks)"}
                     for k, g in hardware.catalog().items()]
         return _format_table(rows, [(k, None) for k in rows[0]])
     if args.command == "ridge":
         gpu = _gpu(args.gpu)
+        if not gpu.peak_flops_per_s:
+            raise RooflineInputError(f"--gpu: '{gpu.key}' publishes no peak FLOP/s, so it has no ridge point "
+                                     f"({gpu.notes or 'no vendor figure'})")
         dtypes = [args.dtype] if args.dtype else list(gpu.peak_flops_per_s)
         model = _model(args.model) if args.model else None
         rows = []
@@ -213,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(run(argv))
     except RooflineInputError as error:
-        print(f"roofline: error: {error}", file=sys.stderr)
+        print(f"roofline: error: {_as_options(str(error))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

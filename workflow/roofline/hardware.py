@@ -19,8 +19,20 @@ from .errors import RooflineInputError, unknown
 TERA = 1e12
 GIGA = 1e9
 
-#: Words in a catalog row's notes that mark a figure as an estimate rather than a vendor-printed value.
-_ESTIMATE_MARKERS = ("medium", "low", "derived", "assumed", "recalled", "estimate")
+#: Devices whose PEAKS OR BANDWIDTH are not all vendor-printed dense figures, with the reason (from each row's notes
+#: in data/accelerators.csv). An L2 size or TDP that is only estimated does not make a device an estimate.
+ESTIMATED = {
+    "rtx-a6000": "tensor splits recalled from the GA102 whitepaper appendix (medium-high)",
+    "l40s": "int8 dense peak not on every datasheet copy (medium)",
+    "rtx-6000-ada": "tensor peaks derived from the FP8-sparse headline with Ada ratios (medium)",
+    "h100-nvl": "dense = half of the datasheet's sparse figures (medium)",
+    "b200": "NVIDIA revised the Blackwell figures; dense = half of sparse (low-medium)",
+    "gb200-gpu": "per-GPU share of the NVL72 superchip figures (low-medium)",
+    "gaudi2": "MME peaks from a comparison column; fp8 differs between sources (medium)",
+    "tpu-v5p": "int8 peak from the announcement (medium)",
+    "m1-max": "fp16 assumed equal to fp32 on Apple GPUs (medium)",
+    "m2-ultra": "fp16 assumed equal to fp32 on Apple GPUs (medium)",
+}
 
 #: Corrections to the shipped CSV after re-checking each row against its source note.
 #: Google's TPU pages print HBM capacity in GiB; the CSV copied the number as GB ("GB read as GiB").
@@ -84,7 +96,7 @@ def _from_csv_row(row: dict[str, str]) -> Accelerator:
         l2_bytes=l2 * 1e6 if l2 else None,
         source=row.get("source", ""),
         notes=notes,
-        estimate=any(marker in notes.lower() for marker in _ESTIMATE_MARKERS),
+        estimate=key in ESTIMATED,
     )
 
 

@@ -100,9 +100,19 @@ class ModelSpec:
     def validate(self) -> "ModelSpec":
         """Raise a one-line error for an impossible architecture; return self."""
         where = f"models.{self.key}"
-        for name in ("n_layers", "hidden", "n_heads", "n_kv_heads", "vocab"):
-            if int(getattr(self, name)) <= 0:
+        for name in _INT_FIELDS:
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise RooflineInputError(f"{where}.{name}: {value!r} is not allowed; expected an integer >= 0")
+        positive = ["n_layers", "hidden", "n_heads", "n_kv_heads", "vocab"]
+        positive += ["intermediate"] if self.n_dense_layers else []
+        positive += ["kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"] if self.is_mla else []
+        for name in positive:
+            if getattr(self, name) <= 0:
                 raise RooflineInputError(f"{where}.{name}: {getattr(self, name)} is not allowed; must be > 0")
+        if not 0 <= self.first_dense_layers <= self.n_layers or not 0 <= self.sliding_layers <= self.n_layers:
+            raise RooflineInputError(f"{where}: first_dense_layers ({self.first_dense_layers}) and sliding_layers "
+                                     f"({self.sliding_layers}) must lie between 0 and n_layers ({self.n_layers})")
         if not self.is_mla and self.head_dim <= 0:
             raise RooflineInputError(f"{where}.head_dim: {self.head_dim} is not allowed; must be > 0")
         if self.n_heads % self.n_kv_heads:
@@ -121,6 +131,13 @@ class ModelSpec:
         if self.sliding_window is not None and self.sliding_window <= 0:
             raise RooflineInputError(f"{where}.sliding_window: {self.sliding_window} is not allowed; must be > 0")
         return self
+
+
+#: ModelSpec fields that must hold non-negative integers (None allowed where the type says so)
+_INT_FIELDS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "head_dim", "intermediate", "vocab", "max_position",
+               "learned_positions", "norms_per_layer", "sliding_window", "sliding_layers", "n_experts", "top_k",
+               "moe_intermediate", "n_shared_experts", "first_dense_layers", "q_lora_rank", "kv_lora_rank",
+               "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 
 
 # --------------------------------------------------------------------------------------------- parameter counts
@@ -260,10 +277,19 @@ def get_model(key: str) -> ModelSpec:
 
 
 # ----------------------------------------------------------------------------------- Hugging Face config.json
+#: config.json fields holding names; every other field _need reads must be an integer
+_NAME_FIELDS = ("hidden_act", "hidden_activation", "activation_function")
+
+
 def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True):
     for name in names:
-        if cfg.get(name) is not None:
-            return cfg[name]
+        value = cfg.get(name)
+        if value is not None:
+            wanted = str if name in _NAME_FIELDS else int
+            if isinstance(value, bool) or not isinstance(value, wanted):
+                raise RooflineInputError(f"{path}: field '{name}' is {value!r}; expected "
+                                         f"{'a name' if wanted is str else 'an integer'}")
+            return value
     if required and default is None:
         aliases = "".join(f" (or '{name}')" for name in names[1:])
         raise RooflineInputError(
@@ -275,7 +301,8 @@ def model_from_hf_config(path: str | Path, key: str | None = None) -> ModelSpec:
     """Build a ModelSpec from a Hugging Face `config.json` (the families in SUPPORTED_FAMILIES)."""
     path = Path(path)
     if not path.is_file():
-        raise RooflineInputError(f"hf_config: file '{path}' does not exist")
+        what = "is a directory, not a config.json file" if path.is_dir() else "does not exist"
+        raise RooflineInputError(f"hf_config: '{path}' {what}")
     try:
         cfg = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as error:
@@ -285,7 +312,13 @@ def model_from_hf_config(path: str | Path, key: str | None = None) -> ModelSpec:
 
 def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> ModelSpec:
     """Build a ModelSpec from the parsed dict of a Hugging Face `config.json`."""
+    if not isinstance(cfg, dict):
+        raise RooflineInputError(f"{where}: expected a JSON object with the model's fields, got a "
+                                 f"{type(cfg).__name__}")
     family = cfg.get("model_type")
+    if family is None:
+        raise RooflineInputError(f"{where}: the file has no 'model_type' field; supported: "
+                                 f"{', '.join(SUPPORTED_FAMILIES)}")
     if family not in _FAMILY_TRAITS:
         raise unknown(f"{where}: model_type", family, SUPPORTED_FAMILIES)
     need = lambda *names, **kw: _need(cfg, where, *names, **kw)  # noqa: E731
@@ -326,7 +359,10 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
             max_pos = need("max_position_embeddings")
             traits["learned_positions"] = max_pos + 2
         else:
-            n_kv = need("num_key_value_heads", default=n_heads, required=False)
+            # transformers' defaults differ by family (Mistral/Mixtral 8, Qwen2 32, ...): only Llama, Phi-3 and
+            # DeepSeek fall back to the query-head count, the others must say it
+            falls_back = family in ("llama", "phi3", "deepseek_v3")
+            n_kv = need("num_key_value_heads", default=n_heads if falls_back else None, required=not falls_back)
             intermediate = need("intermediate_size")
             activation = need("hidden_act", "hidden_activation")
             norm, mlp_type = "rmsnorm", "gated"

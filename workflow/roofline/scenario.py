@@ -11,6 +11,9 @@ ATTENTION_IMPLS = ("eager", "flash")
 LOGITS_MODES = ("last", "all")
 EXPERT_ROUTINGS = ("uniform", "balanced", "all")
 MLA_MODES = ("absorbed", "naive", "decompressed")
+#: upper bounds that keep every count exact in float64 (B * S * widths < 2^53) and far beyond any real deployment
+MAX_BATCH = 1 << 20
+MAX_SEQ_LEN = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -38,10 +41,11 @@ class Scenario:
     mla_mode: str = "absorbed"
 
     def validate(self) -> "Scenario":
-        for name in ("batch", "seq_len"):
+        for name, upper in (("batch", MAX_BATCH), ("seq_len", MAX_SEQ_LEN)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise RooflineInputError(f"scenario.{name}: {value!r} is not allowed; expected an integer >= 1")
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= upper:
+                raise RooflineInputError(
+                    f"scenario.{name}: {value!r} is not allowed; expected an integer from 1 to {upper}")
         for name in ("weight_dtype", "act_dtype", "kv_dtype"):
             check_storage_dtype(f"scenario.{name}", getattr(self, name))
         for name, allowed in (("attention", ATTENTION_IMPLS), ("logits", LOGITS_MODES),
@@ -61,6 +65,18 @@ class Scenario:
             if name not in known:
                 raise unknown("scenario", name, known)
         return cls(**values).validate()
+
+
+def check_context(model, stage: str, scenario: Scenario) -> None:
+    """Refuse a scenario longer than the model's context: prefill needs seq_len positions, decode seq_len + 1.
+
+    A model with a longer usable context (RoPE scaling) can raise `max_position` in its config entry."""
+    needed = scenario.seq_len + (1 if stage == "decode" else 0)
+    if model.max_position and needed > model.max_position:
+        raise RooflineInputError(
+            f"scenario.seq_len: {scenario.seq_len} is not allowed for {model.key} {stage}: it needs {needed} "
+            f"positions and the model has {model.max_position} (max_position); use seq_len <= "
+            f"{model.max_position - (1 if stage == 'decode' else 0)} or override max_position")
 
 
 def check_stage(stage: str) -> str:

@@ -48,7 +48,8 @@ def evaluate_many(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scen
 def sweep_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> list[dict]:
     """Rows (SWEEP_COLUMNS) of the batch sweep and the sequence-length sweep for one (model, gpu, stage)."""
     rows: list[dict] = []
-    seq_points = [s for s in SEQ_POINTS if not model.max_position or s <= model.max_position] or [scenario.seq_len]
+    longest = model.max_position - (1 if stage == "decode" else 0) if model.max_position else SEQ_POINTS[-1]
+    seq_points = [s for s in SEQ_POINTS if s <= longest] or [scenario.seq_len]
     crit = critical_batch(model, gpu, scenario)
     for axis, points in (("batch", BATCH_POINTS), ("seq_len", seq_points)):
         values = np.array(points, dtype=float)
