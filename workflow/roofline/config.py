@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import yaml
@@ -39,18 +39,17 @@ class ResolvedConfig:
     gpus: dict[str, Accelerator]
     scenario: Scenario
     stages: tuple[str, ...]
-    _params: dict = field(default_factory=dict, repr=False, compare=False)
 
     def model_params(self, key: str) -> dict:
         """JSON-able spec of one model (ModelSpec(**params) rebuilds it): a job's `params`."""
-        return self._cached(("models", key), lambda: asdict(self.models[key]))
+        return asdict(self.models[key])
 
     def gpu_params(self, key: str) -> dict:
         """JSON-able spec of one accelerator (Accelerator(**params) rebuilds it)."""
-        return self._cached(("gpus", key), lambda: asdict(self.gpus[key]))
+        return asdict(self.gpus[key])
 
     def scenario_params(self) -> dict:
-        return self._cached(("scenario",), lambda: asdict(self.scenario))
+        return asdict(self.scenario)
 
     def specs(self) -> dict:
         """{"models", "gpus", "scenario", "stages", "config_sha256"}: the resolved config, JSON-able."""
@@ -67,11 +66,6 @@ class ResolvedConfig:
     def config_sha256(self) -> str:
         """SHA-256 of the canonical JSON of the resolved specs (catalog values included, not the YAML text)."""
         return self.specs()["config_sha256"]
-
-    def _cached(self, key: tuple, build):
-        if key not in self._params:
-            self._params[key] = build()
-        return self._params[key]
 
 
 def check_key(section: str, key: object) -> str:
@@ -211,17 +205,18 @@ def describe_schema_error(error) -> str:
         op = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
         return f"{where}: {value!r} is not allowed; must be {op} {expected}"
     if kind == "type":
-        return f"{where}: {value!r} is not allowed; expected {expected if isinstance(expected, str) else ' or '.join(expected)}"
+        wanted = expected if isinstance(expected, str) else " or ".join(expected)
+        return f"{where}: {value!r} is not allowed; expected {wanted}"
     if kind == "required":
         return f"{where}: {error.message}"
     if kind == "pattern" and error.parent is None and "propertyNames" in error.schema_path:
-        return check_key_message(where, value)
+        return _key_message(where, value)
     if kind in ("minProperties", "minItems"):
         return f"{where}: must not be empty"
     return f"{where}: {error.message}"
 
 
-def check_key_message(section: str, key: object) -> str:
+def _key_message(section: str, key: object) -> str:
     try:
         check_key(section, key)
     except RooflineInputError as error:

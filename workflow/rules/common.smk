@@ -26,13 +26,13 @@ def _resolved_config():
         message = describe_schema_error(error.__context__)
     except RooflineInputError as error:
         message = str(error)
-    sys.exit(f"Invalid configuration: {message}")
+    sys.exit("Invalid configuration: " + " ".join(message.splitlines()))
 
 
 RESOLVED = _resolved_config()
 MODELS, GPUS, STAGES = list(RESOLVED.models), list(RESOLVED.gpus), list(RESOLVED.stages)
 TABLES = ("ops", "totals", "treatments", "sweeps")  # one parquet file each per (model, gpu, stage) job
-ENGINE_SOURCES = engine_sources()  # input of the compute rule: library edits rerun its jobs
+ENGINE_SOURCES = engine_sources()  # the engine modules: library edits rerun the jobs that import them
 
 
 def _alternation(names):
