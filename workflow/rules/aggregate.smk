@@ -1,5 +1,6 @@
 # Aggregates over all (model, gpu, stage) jobs, a CSV copy for people without parquet tools, and the resolved specs.
 
+
 localrules:
     aggregate,
     csv,
@@ -38,10 +39,10 @@ rule specs:
     """results/specs.json: the resolved config (every model and gpu as the engine saw it) and its SHA-256."""
     output:
         "results/specs.json",
-    params:
-        specs=RESOLVED.specs(),
     log:
         "logs/specs.log",
+    params:
+        specs=RESOLVED.specs(),
     run:
         from roofline.pipeline_io import write_json
 

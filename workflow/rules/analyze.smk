@@ -1,5 +1,6 @@
 # One job per (model, gpu, stage): per-operator table, totals, treatments and sweeps.
 
+
 localrules:
     engine,
 
@@ -29,12 +30,12 @@ rule analyze:
         totals="results/totals/{model}/{gpu}/{stage}.parquet",
         treatments="results/treatments/{model}/{gpu}/{stage}.parquet",
         sweeps="results/sweeps/{model}/{gpu}/{stage}.parquet",
+    log:
+        "logs/analyze/{model}/{gpu}/{stage}.log",
     params:
         model=lambda wildcards: RESOLVED.model_params(wildcards.model),
         gpu=lambda wildcards: RESOLVED.gpu_params(wildcards.gpu),
         scenario=RESOLVED.scenario_params(),
-    log:
-        "logs/analyze/{model}/{gpu}/{stage}.log",
     run:
         from roofline.pipeline_io import write_job_tables
 

@@ -10,7 +10,6 @@ from roofline.config import coerce_strings, describe_schema_error, load_schema, 
 from roofline.errors import RooflineInputError
 from roofline.pipeline_io import engine_sources
 
-
 SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
 
 
@@ -49,4 +48,3 @@ wildcard_constraints:
 def job_outputs(table):
     """Per-job files of one table, every (model, gpu, stage) of the config."""
     return expand(f"results/{table}/{{model}}/{{gpu}}/{{stage}}.parquet", model=MODELS, gpu=GPUS, stage=STAGES)
-
