@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from roofline import config as rc
+from roofline.analysis import required_peak_dtypes
 from roofline.dtypes import STORAGE_DTYPES
 from roofline.errors import RooflineInputError
 from roofline.graph import build_operators
@@ -116,6 +117,8 @@ BAD = {
     "zero memory": (small(gpus={"h100-sxm": {"memory_gb": 0}}), ["memory_gb", "positive"]),
     "device without the dtype": (small(scenario={"weight_dtype": "fp8", "act_dtype": "fp8"}),
                                  ["gpus.rtx-a6000", "no fp8 peak", "publishes"]),
+    "longer than the context": (small(scenario={"seq_len": 4096}),
+                                ["models.llama-2-7b", "seq_len: 4096 is not allowed", "decode", "4097 positions"]),
     "unknown dtype": (small(scenario={"kv_dtype": "fp9"}), ["scenario.kv_dtype", "'fp9'", "did you mean"]),
     "missing hf_config": (small(models={"mine": {"hf_config": "nope/config.json"}}),
                           ["models.mine.hf_config", "nope/config.json", "does not exist"]),
@@ -164,7 +167,7 @@ def test_required_peaks_are_the_dtypes_the_engine_computes_at(weight, act, kv):
     for model in ("llama-2-7b", "deepseek-v3"):
         for stage in STAGES:
             used |= {op.compute_dtype for op in build_operators(get_model(model), stage, scenario)}
-    assert set(rc.required_peak_dtypes(scenario)) == used
+    assert set(required_peak_dtypes(scenario)) == used
 
 
 # ----------------------------------------------------------------------------------------------------- schema

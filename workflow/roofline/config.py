@@ -17,11 +17,11 @@ from pathlib import Path
 
 import yaml
 
-from .dtypes import matmul_dtype
+from .analysis import check_device_dtypes
 from .errors import RooflineInputError, did_you_mean, unknown
 from .hardware import Accelerator, accelerator_from_entry, catalog as accelerator_catalog
 from .models import ModelSpec, model_from_entry
-from .scenario import STAGES, Scenario
+from .scenario import STAGES, Scenario, check_context
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
 SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -77,14 +77,6 @@ def check_key(section: str, key: object) -> str:
     return key
 
 
-def required_peak_dtypes(scenario: Scenario) -> tuple[str, ...]:
-    """Dtypes every device must publish a peak for: the weight GEMMs', attention's (KV x activation) and the
-    activation dtype of the non-matmul operators (rule in roofline.dtypes)."""
-    wanted = (matmul_dtype(scenario.weight_dtype, scenario.act_dtype),
-              matmul_dtype(scenario.kv_dtype, scenario.act_dtype), scenario.act_dtype)
-    return tuple(dict.fromkeys(wanted))
-
-
 def resolve_model(key: str, entry: dict | None, base_dir: Path) -> ModelSpec:
     check_key("models", key)
     if key in RESERVED_MODEL_KEYS:
@@ -115,17 +107,6 @@ def resolve_gpu(key: str, entry: dict | None) -> Accelerator:
     return accelerator_from_entry(key, entry)
 
 
-def check_peaks(gpu: Accelerator, scenario: Scenario) -> None:
-    """Raise if `gpu` publishes no peak for a dtype the scenario computes at."""
-    for dtype in required_peak_dtypes(scenario):
-        if dtype not in gpu.peak_flops_per_s:
-            have = ", ".join(gpu.peak_flops_per_s) or "none"
-            raise RooflineInputError(
-                f"gpus.{gpu.key}: no {dtype} peak, but the scenario computes at {dtype} (weight_dtype="
-                f"{scenario.weight_dtype}, act_dtype={scenario.act_dtype}, kv_dtype={scenario.kv_dtype}); it "
-                f"publishes {have}: add peak_tflops: {{{dtype}: ...}} or change the scenario")
-
-
 def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
     """Check and resolve a (schema-validated) config dict; `base_dir` anchors relative hf_config paths."""
     base_dir = Path(base_dir)
@@ -146,8 +127,17 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
     scenario = Scenario.from_dict(config.get("scenario"))
     models = {key: resolve_model(key, entry, base_dir) for key, entry in models_cfg.items()}
     gpus = {key: resolve_gpu(key, entry) for key, entry in gpus_cfg.items()}
-    for gpu in gpus.values():
-        check_peaks(gpu, scenario)
+    for key, gpu in gpus.items():
+        try:
+            check_device_dtypes(gpu, scenario)
+        except RooflineInputError as error:
+            raise RooflineInputError(f"gpus.{key}: {error}") from None
+    for key, model in models.items():
+        for stage in stages:
+            try:
+                check_context(model, stage, scenario)
+            except RooflineInputError as error:
+                raise RooflineInputError(f"models.{key}: {error}") from None
     return ResolvedConfig(models=models, gpus=gpus, scenario=scenario, stages=stages)
 
 
