@@ -228,7 +228,7 @@ REJECTED = {
     "negative bandwidth": ({"gpus": {"h100-sxm": {"bandwidth_gbps": -100}}}, "gpus.h100-sxm.bandwidth_gbps: -100"),
     "unknown dtype": ({"scenario": {"weight_dtype": "fp9"}}, "scenario.weight_dtype: unknown value 'fp9'"),
     "no peak for the dtype": ({"scenario": {"weight_dtype": "fp8", "act_dtype": "fp8"}},
-                              "gpus.rtx-a6000: no fp8 peak"),
+                              "gpus.rtx-a6000: gpu 'rtx-a6000' has no fp8 peak"),
     "missing hf_config": ({"models": {"mine": {"hf_config": "missing/config.json"}}},
                           "models.mine.hf_config: file 'missing/config.json' does not exist"),
     "hostile key": ({"models": {"../evil": {}}}, "models: key '../evil' is not allowed"),
