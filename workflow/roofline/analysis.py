@@ -7,6 +7,7 @@ bound = compute if T_compute > T_memory else memory (the same comparison as AI >
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -95,7 +96,7 @@ def weight_bytes(model: ModelSpec, scenario: Scenario) -> float:
     return parameter_counts(model)[0] * DTYPE_BYTES[scenario.weight_dtype]
 
 
-def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: list[Op], B, S) -> dict:
+def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: Sequence[Op], B, S) -> dict:
     """Sums over operators x count, footprint and fit. Works on scalars or NumPy arrays of B/S (sweeps), hence
     np.maximum/np.where; `ops` must come from build_operators with the same B and S."""
     bw = gpu.bandwidth_bytes_per_s
@@ -104,15 +105,15 @@ def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario
     flops = nbytes = t_compute = t_memory = t = t_memory_bound = 0.0
     activations = 0.0
     peaks = {dtype: gpu.peak(dtype) for dtype in {op.compute_dtype for op in ops}}  # one lookup per dtype
-    for op in ops:
-        c, n = op.cost, op.count
-        op_bytes = c.weight + c.act_read + c.act_write + c.kv_read + c.kv_write
-        tc, tm = c.flops / peaks[op.compute_dtype], op_bytes / bw
+    for _name, _cls, n, (op_flops, *op_bytes_by_kind), dtype in ops:
+        op_bytes = sum(op_bytes_by_kind)
+        tc, tm = op_flops / peaks[dtype], op_bytes / bw
         op_t = maximum(tc, tm)
-        flops, nbytes = flops + n * c.flops, nbytes + n * op_bytes
+        flops, nbytes = flops + n * op_flops, nbytes + n * op_bytes
         t_compute, t_memory, t = t_compute + n * tc, t_memory + n * tm, t + n * op_t
         t_memory_bound = t_memory_bound + n * (np.where(tc > tm, 0.0, op_t) if vector else (tc <= tm) * op_t)
-        activations = maximum(activations, c.act_read + c.act_write)
+        _weight, act_read, act_write, _kv_read, _kv_write = op_bytes_by_kind
+        activations = maximum(activations, act_read + act_write)
     prefill = stage == "prefill"
     weights = weight_bytes(model, scenario)
     kv = kv_cache_bytes(model, stage, scenario, B, S)
@@ -126,7 +127,7 @@ def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario
     }
 
 
-def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: list[Op] | None = None) -> dict:
+def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: Sequence[Op] | None = None) -> dict:
     """Totals for one (model, gpu, stage, scenario) in TOTAL_COLUMNS order (Python scalars). `ops` (from
     build_operators, already checked by the caller) saves rebuilding the graph."""
     if ops is None:

@@ -144,8 +144,9 @@ def rope(T, heads, rot_dim, a) -> Cost:
 @formula("embedding")
 def embedding(T, D, V, w, a, position_rows=0) -> Cost:
     """Gather T rows of the [V,D] table (at most V distinct rows are read); add learned positions if present."""
-    rows = np.minimum(T, V)
-    weight = rows * D * w + np.minimum(T, position_rows) * D * w
+    rows = np.minimum(T, V) if isinstance(T, np.ndarray) else min(T, V)  # NumPy on scalars costs ~1 us a call
+    positions = np.minimum(T, position_rows) if isinstance(T, np.ndarray) else min(T, position_rows)
+    weight = rows * D * w + positions * D * w
     flops = T * D * ADD_FLOPS_PER_ELEMENT if position_rows else 0.0 * T
     return Cost(flops, weight, 0.0, T * D * a)
 

@@ -7,6 +7,7 @@ suffix `_swa`.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -77,8 +78,22 @@ def attention_groups(m: ModelSpec) -> list[tuple[str, int | None, int]]:
     return [("", None, m.n_layers - m.sliding_layers), ("_swa", m.sliding_window, m.sliding_layers)]
 
 
-def build_operators(m: ModelSpec, stage: str, sc: Scenario, batch=None, seq_len=None) -> list[Op]:
-    """All operators of one prefill pass or one decode step. `batch`/`seq_len` may be NumPy arrays (sweeps)."""
+def build_operators(m: ModelSpec, stage: str, sc: Scenario, batch=None, seq_len=None) -> tuple[Op, ...]:
+    """All operators of one prefill pass or one decode step. `batch`/`seq_len` may be NumPy arrays (sweeps).
+
+    The graph depends on model, stage and scenario only, never on the device: evaluating one scenario on many
+    devices reuses it (cached; Ops are immutable)."""
+    if batch is None and seq_len is None:
+        return _cached_operators(m, stage, sc)
+    return tuple(_build(m, stage, sc, batch, seq_len))
+
+
+@lru_cache(maxsize=4096)
+def _cached_operators(m: ModelSpec, stage: str, sc: Scenario) -> tuple[Op, ...]:
+    return tuple(_build(m, stage, sc, None, None))
+
+
+def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
     B = sc.batch if batch is None else batch
     S = sc.seq_len if seq_len is None else seq_len
     b = _Builder(m, sc)

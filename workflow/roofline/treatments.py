@@ -9,7 +9,7 @@ needs every configured GPU and is a ratio of totals, done by the report.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from .analysis import aggregate, critical_batch, totals
 from .columns import TREATMENT_COLUMNS
@@ -24,7 +24,7 @@ from .scenario import Scenario
 FUSABLE_CLASSES = ("norm", "elementwise")
 
 
-def fuse(ops: list[Op]) -> list[Op]:
+def fuse(ops: Sequence[Op]) -> list[Op]:
     """Perfect epilogue/prologue fusion: norms, residual adds, activations, RoPE, the KV-cache copy and the softmax
     read and write their activations in registers of the neighbouring GEMM or attention kernel, so their activation
     bytes vanish. FLOPs, weight bytes and the KV-cache write stay. An upper bound on what fusion can buy."""
@@ -36,7 +36,7 @@ def fuse(ops: list[Op]) -> list[Op]:
     return fused
 
 
-def _evaluate(model, gpu, stage, scenario, transform: Callable[[list[Op]], list[Op]] | None = None) -> dict:
+def _evaluate(model, gpu, stage, scenario, transform: Callable[[Sequence[Op]], list[Op]] | None = None) -> dict:
     ops = build_operators(model, stage, scenario)
     if transform is not None:
         ops = transform(ops)
