@@ -13,7 +13,9 @@ from roofline.figures import render_model_figures
 from roofline.report import (check_context, index_context, load_manifest, model_context, render_html,
                              report_fetcher, summary_context, write_pdf, write_report)
 from roofline.report import units
-from roofline.report.context import appendix
+from roofline.report import text
+from roofline.report.context import accelerators, appendix, batch_sweep_caption
+from roofline.report.text import treatment_sentence
 from roofline.tables import job_tables
 
 HOSTILE_MODEL = "Llama <script>alert(1)</script> & Co"
@@ -91,6 +93,8 @@ def test_model_context_has_every_section_filled(built, data):
             assert [r["treatment"] for r in stage["treatments"]] == list(treatments["treatment"])
             assert len(stage["diagnosis"]) >= 3 and stage["treatment_summary"]
             assert len(stage["other_gpus"]) == 1
+    a6000 = context["gpus"][0]["batch_sweep"]["caption"]  # llama-2-7b, 2048 tokens: critical batch 219 in the sweep
+    assert "the dashed line marks the critical batch (219)" in a6000 and "shaded region" in a6000
     assert context["appendix"]["available"] and len(context["appendix"]["sections"]) == 2
     assert context["caveats"]
 
@@ -119,8 +123,12 @@ def test_prefill_only_config_shows_dashes_not_nan():
 
 def test_html_escapes_hostile_names(built):
     for html in (built["html"], built["summary_html"], built["index_html"]):
-        assert "<script>alert(1)</script>" not in html
+        assert "<script>" not in html and "</script>" not in html
+    for html in (built["html"], built["index_html"]):
         assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; Co" in html
+    # the summary cuts model names after each '/' into no-wrap parts (line breaks only there): escaped part by part
+    assert ('<span class="name-part">Llama &lt;script&gt;alert(1)&lt;/</span>&#8203;'
+            '<span class="name-part">script&gt; &amp; Co</span>') in built["summary_html"]
     assert "<b>bold</b>" not in built["html"]
     assert "H100 &lt;b&gt;bold&lt;/b&gt; &amp; more" in built["html"]
 
@@ -190,7 +198,11 @@ def test_appendix_explains_every_difference_or_says_why_it_is_absent(built, data
     without = {name: frame[frame["gpu"] != "rtx-a6000"] for name, frame in tables.items()}
     absent = appendix(MODEL, without, specs)
     assert not absent["available"] and "rtx-a6000 is not in this configuration" in absent["message"]
-    assert "applies to llama-2-7b" in appendix("other-model", tables, specs)["message"]
+    # another model's report links to the llama-2-7b report only when that report holds the comparison
+    other = appendix("other-model", tables, specs)
+    assert not other["available"] and other["link"]["href"] == "llama-2-7b.html#appendix"
+    other = appendix("other-model", without, specs)
+    assert not other["available"] and other["link"] is None and "no report of this configuration" in other["message"]
 
 
 def test_summary_and_index_link_everything(built):
@@ -248,4 +260,155 @@ def test_executive_summary_is_written_from_the_numbers(built, data):
     assert "Decode is memory-bound on every configured GPU" in summary
     # the A6000 has no fp8 peak: a lever that exists on the H100 only must say so
     assert f"faster on {HOSTILE_GPU} (the only GPU where it applies)" in summary
-    assert "fits every configured GPU" in summary
+    totals = tables["totals"].set_index(["gpu", "stage"])
+    prefill = totals.loc[("h100-sxm", "prefill")]
+    assert (f"Memory: the largest footprint, prefill's {units.nbytes(prefill['footprint_bytes'])} (weights "
+            f"{units.nbytes(prefill['weight_bytes'])}, KV cache {units.nbytes(prefill['kv_cache_bytes'])}, activations "
+            f"{units.nbytes(prefill['activation_bytes'])}), fits every configured GPU in both stages.") in summary
+
+
+@pytest.fixture(scope="module")
+def long_context():
+    """Two models on two GPUs at batch 4 x 32k tokens with int4 weights: llama-3.1-8b's prefill (eager scores) does
+    not fit the A6000 while its decode does; fp8 compute is slower than int4 weights in decode (fp8 weights are
+    wider); DeepSeek-V3 brings MLA and MoE. HTML only (no PDF): fast."""
+    tables, specs = grid({"models": {"llama-3.1-8b": {}, "deepseek-v3": {}}, "gpus": {"rtx-a6000": {}, "h100-sxm": {}},
+                          "scenario": {"batch": 4, "seq_len": 32768, "weight_dtype": "int4"}})
+    contexts = {model: model_context(model, tables, specs, [], "figures") for model in specs["models"]}
+    return tables, specs, contexts
+
+
+def _rows(**speedups):
+    """Treatment rows of one (gpu, stage) with the given latency speed-ups (helps as in the engine's table)."""
+    helps = {"fp8_compute": "both"}
+    return pd.DataFrame([{"treatment": t, "label": t, "helps": helps.get(t, "memory"), "applicable": True,
+                          "speedup": v, "batch": 1, "t_s": 1.0, "tokens_per_s": 1.0} for t, v in speedups.items()])
+
+
+def test_treatment_sentence_names_each_treatment_once_and_slowdowns_apart():
+    # the reviewer's case: decode with int4 weights; int8 KV 1.04x used to appear among both gains and non-gains,
+    # and fp8 compute at 0.586x was offered as a gain
+    rows = _rows(weight_int4=3.25, weight_int8=1.86, kv_int8=1.04, kv_fp8=1.04, flash_attention=1.001,
+                 fusion=1.001, fp8_compute=0.586)
+    sentence = treatment_sentence("decode", pd.Series({"memory_bound_share": 1.0}), rows, {"weight_dtype": "int4"})
+    assert sentence == (
+        "Decode is memory-bound (100% of its time in memory-bound operators): what shortens it is fewer bytes. "
+        "Latency gains of 5% or more: int4 weights 3.25× and int8 weights 1.86× (for memory-bound operators). "
+        "Little or no gain (< 1.05×): int8 KV cache, fp8 KV cache, FlashAttention, fusion. "
+        "Slower: fp8 compute (0.586×, 1.71× the time: its fp8 weights are wider than the configured int4 weights).")
+    # a mostly compute-bound prefill whose gains cut bytes: the words say which operators each gain helps
+    rows = _rows(flash_attention=1.2, fusion=1.19, fp8_compute=1.9, kv_int8=1.01)
+    sentence = treatment_sentence("prefill", pd.Series({"memory_bound_share": 0.28}), rows)
+    assert sentence.startswith("Prefill is mostly compute-bound: 28% of its time is in memory-bound operators, which "
+                               "fewer bytes shorten, and 72% in compute-bound ones, which more FLOP/s or fewer FLOPs "
+                               "shorten. Latency gains of 5% or more: fp8 compute 1.90× (for both); FlashAttention "
+                               "1.20× and fusion 1.19× (for memory-bound operators).")
+    assert "what helps is more FLOP/s" not in sentence
+    assert treatment_sentence("prefill", pd.Series({"memory_bound_share": 0.5}), _rows(fusion=1.01)).endswith(
+        "No latency treatment gains 5% or more. Little or no gain (< 1.05×): fusion.")
+
+
+def test_treatment_sentences_of_a_real_grid_agree_with_their_tables(long_context):
+    tables, _specs, contexts = long_context
+    slowdowns = 0
+    for model, context in contexts.items():
+        for gpu in context["gpus"]:
+            for stage in gpu["stages"]:
+                sentence = stage["treatment_summary"]
+                rows = tables["treatments"]
+                rows = rows[(rows["model"] == model) & (rows["gpu"] == gpu["key"]) & (rows["stage"] == stage["stage"])
+                            & rows["applicable"].astype(bool) & (rows["treatment"] != "batching")]
+                gains = sentence.split("Latency gains of 5% or more: ")[-1].split(". ")[0] \
+                    if "Latency gains" in sentence else ""
+                flat = sentence.split("Little or no gain")[-1].split(". ")[0] if "Little or no gain" in sentence else ""
+                slower = sentence.split("Slower: ")[-1] if "Slower: " in sentence else ""
+                for r in rows.itertuples():
+                    name = text.short(r.treatment)
+                    where = [part for part in (gains, flat, slower) if re.search(rf"(^|[ (:]){name}\b", part)]
+                    assert len(where) == 1, (model, gpu["key"], stage["stage"], name, sentence)
+                    expected = gains if r.speedup >= 1.05 else slower if r.speedup < 0.995 else flat
+                    assert where[0] is expected, (name, r.speedup, sentence)
+                    if r.speedup >= 1.05:  # grouped under the bottleneck the table's Helps column names
+                        group = next(g for g in gains.split("; ") if re.search(rf"(^| ){name} ", g))
+                        assert group.rstrip(".").endswith(f"({text.GAIN_GROUP[r.helps]})"), (name, group)
+                slowdowns += "Slower: fp8 compute (0." in sentence and "wider than the configured int4" in sentence
+    assert slowdowns  # fp8 compute slows the int4 decode down on the H100, and the report says so
+
+
+def test_footprint_names_each_stage_in_model_report_and_summary(long_context):
+    tables, specs, contexts = long_context
+    totals = tables["totals"].set_index(["model", "gpu", "stage"])
+    prefill, decode = totals.loc[("llama-3.1-8b", "rtx-a6000", "prefill")], totals.loc[("llama-3.1-8b", "rtx-a6000",
+                                                                                        "decode")]
+    assert not prefill["fits"] and decode["fits"]  # the stages disagree: the report must not pick one silently
+    a6000 = next(g for g in contexts["llama-3.1-8b"]["gpus"] if g["key"] == "rtx-a6000")
+    assert [(r["stage"], r["footprint"], r["fits"]) for r in a6000["footprint"]["rows"]] == [
+        ("prefill", units.nbytes(prefill["footprint_bytes"]), False),
+        ("decode", units.nbytes(decode["footprint_bytes"]), True)]
+    assert not a6000["fits"]
+    assert a6000["footprint_note"].startswith("Prefill does not fit in 48.0 GB; its times assume it did")
+    assert "Prefill's activations (" in a6000["footprint_note"]
+    assert "are the inputs and outputs of its largest operator, softmax" in a6000["footprint_note"]
+    assert "With FlashAttention (no score matrix in DRAM) prefill needs" in a6000["footprint_note"]
+    deepseek = next(g for g in contexts["deepseek-v3"]["gpus"] if g["key"] == "rtx-a6000")
+    assert deepseek["footprint_note"].startswith("Prefill and decode do not fit in 48.0 GB; their times assume they "
+                                                 "did")
+    summary_text = " ".join(contexts["llama-3.1-8b"]["summary"])
+    assert (f"prefill needs {units.nbytes(prefill['footprint_bytes'])} (weights "
+            f"{units.nbytes(prefill['weight_bytes'])}") in summary_text
+    assert f"decode needs {units.nbytes(decode['footprint_bytes'])}" in summary_text
+    html = render_html(contexts["llama-3.1-8b"])
+    assert "<th>Fits in 48.0 GB</th>" in html
+    summary = summary_context(tables, specs)
+    row = next(r for g in summary["groups"] if g["model"] == "llama-3.1-8b" for r in g["rows"]
+               if r["gpu_key"] == "rtx-a6000")
+    assert (row["footprint"], row["footprint_stage"], row["fits"], row["fits_text"]) == (
+        units.nbytes(prefill["footprint_bytes"]), "prefill", False, "no (prefill)")
+    assert "no (prefill)" in render_html(summary)
+
+
+def test_mla_and_moe_model_facts(long_context):
+    tables, specs, contexts = long_context
+    sweeps = tables["sweeps"][tables["sweeps"]["model"] == "deepseek-v3"]
+    for key, gpu in accelerators(specs).items():  # sweeps stop at batch 512: no dashed line to point at
+        caption = batch_sweep_caption(sweeps[sweeps["gpu"] == key], gpu)
+        assert "the critical batch (" in caption and "lies beyond the sweep" in caption and "dashed" not in caption
+    facts = dict(contexts["deepseek-v3"]["facts"])
+    assert "head dim 0" not in " ".join(facts.values())
+    assert facts["attention"] == ("multi-head latent attention (MLA), 128 heads; q/k head dim 192 (128 without RoPE "
+                                  "+ 64 RoPE), v head dim 128; query latent 1,536")
+    # absorbed MLA caches the 512-wide latent and the 64-wide RoPE key: 576 elements x 61 layers x 2 bytes
+    assert facts["KV cache"] == ("latent 512 + RoPE key 64 = 576 elements per token per layer (MLA absorbed); "
+                                 "70.3 kB per token over 61 layers at fp16")
+    assert facts["layers"] == "61 (3 dense, 58 MoE)"
+    assert facts["experts"].startswith("256 routed (top-8 per token) + 1 shared, expert width 2,048")
+    assert facts["parameters"].endswith("active per token")
+    llama = dict(contexts["llama-3.1-8b"]["facts"])
+    assert llama["attention"] == "32 query heads, 8 KV heads (GQA), head dim 128"
+    assert llama["KV cache"].startswith("2 × 8 KV heads × 128 = 2,048 elements per token per layer; 131 kB per token")
+    assert "experts" not in llama and "active" not in llama["parameters"]
+
+
+def test_other_gpus_say_faster_or_slower_and_no_empty_appendix(long_context):
+    tables, _specs, contexts = long_context
+    decode = tables["totals"][(tables["totals"]["model"] == "llama-3.1-8b") & (tables["totals"]["stage"] == "decode")]
+    t = decode.set_index("gpu")["t_s"]
+    h100 = next(g for g in contexts["llama-3.1-8b"]["gpus"] if g["key"] == "h100-sxm")
+    other = next(s for s in h100["stages"] if s["stage"] == "decode")["other_gpus"][0]
+    assert other["versus"] == f"{units.times(t['rtx-a6000'] / t['h100-sxm'])} slower"
+    a6000 = next(g for g in contexts["llama-3.1-8b"]["gpus"] if g["key"] == "rtx-a6000")
+    other = next(s for s in a6000["stages"] if s["stage"] == "decode")["other_gpus"][0]
+    assert other["versus"] == f"{units.times(t['rtx-a6000'] / t['h100-sxm'])} faster"
+    # llama-2-7b is not configured: one sentence, no appendix section or table of contents entry, no link
+    html = render_html(contexts["deepseek-v3"])
+    assert 'id="appendix"' not in html and 'href="#appendix"' not in html and 'class="paper"' not in html
+    assert "no report of this configuration compares with it" in html and "llama-2-7b.html" not in html
+
+
+def test_other_models_link_to_the_table1_comparison_when_it_exists():
+    tables, specs = grid({"models": {MODEL: {}, "qwen2.5-7b": {}}, "gpus": {"rtx-a6000": {}}})
+    html = render_html(model_context("qwen2.5-7b", tables, specs, [], "figures"))
+    assert ('is in the appendix of the <a href="llama-2-7b.html#appendix">llama-2-7b report</a> '
+            '(<a href="llama-2-7b.pdf">PDF</a>).') in html
+    assert 'id="appendix"' not in html
+    assert 'id="appendix"' in render_html(model_context(MODEL, tables, specs, [], "figures"))

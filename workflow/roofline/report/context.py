@@ -5,14 +5,16 @@ Every value a template shows is a ready string (units applied here); the templat
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from datetime import datetime, timezone
 
 import pandas as pd
 
-from ..dtypes import PEAK_DTYPES
+from ..dtypes import DTYPE_BYTES, PEAK_DTYPES
 from ..hardware import Accelerator
+from ..models import ModelSpec, kv_elements_per_token
 from ..scenario import STAGES
 from . import paper, text, units
 
@@ -113,7 +115,8 @@ def treatment_rows(rows: pd.DataFrame) -> list[dict]:
             "helps_class": r.helps if r.helps in ("memory", "compute") else "",
             "applicable": applicable,
             "speedup": units.times(r.speedup) if applicable else units.DASH,
-            "metric": "throughput" if r.treatment == "batching" else "latency",
+            "metric": "throughput" if r.treatment == "batching" else (
+                "latency, slower" if applicable and r.speedup < text.SLOWER else "latency"),
             "time": units.seconds(r.t_s) if applicable else units.DASH,
             "tokens_per_s": units.sig(r.tokens_per_s) if applicable else units.DASH,
             "bound": r.bound if applicable else units.DASH,
@@ -124,8 +127,16 @@ def treatment_rows(rows: pd.DataFrame) -> list[dict]:
     return out
 
 
+def compared(mine: float, other: float) -> str:
+    """Another GPU's stage time against this GPU's, in words: '4.37× faster', '1.37× slower', 'as fast'."""
+    ratio = mine / other
+    if units.times(ratio) == units.times(1.0):
+        return "as fast"
+    return f"{units.times(ratio)} faster" if ratio > 1 else f"{units.times(1 / ratio)} slower"
+
+
 def other_gpu_rows(stage_totals: pd.DataFrame, key: str, gpus: dict[str, Accelerator]) -> list[dict]:
-    """The same workload on each other GPU: its time and the ratio of totals (speed-up over `key`)."""
+    """The same workload on each other GPU: its time and how much faster or slower it is than on `key`."""
     indexed = stage_totals.set_index("gpu")
     mine = float(indexed.loc[key, "t_s"])
     rows = []
@@ -133,12 +144,40 @@ def other_gpu_rows(stage_totals: pd.DataFrame, key: str, gpus: dict[str, Acceler
         if other == key:
             continue
         rows.append({"name": gpus[other].name, "key": other, "time": units.seconds(row["t_s"]),
-                     "speedup": units.times(mine / float(row["t_s"])),
+                     "versus": compared(mine, float(row["t_s"])),
                      "faster": bool(mine > float(row["t_s"])),
                      "bound": text.bound_phrase(float(row["memory_bound_share"])),
                      "memory_bound_share": units.percent(row["memory_bound_share"]),
                      "fits": units.yes_no(row["fits"])})
     return sorted(rows, key=lambda r: gpus[r["key"]].name)
+
+
+def footprint_table(stage_totals: pd.DataFrame, gpu: Accelerator) -> dict:
+    """Memory footprint of each stage on one GPU (rows indexed by stage): prefill holds the prompt's activations
+    (the score matrix with eager attention), decode the whole KV cache, so the two can disagree on the fit."""
+    rows = [{"stage": stage, "weights": units.nbytes(r["weight_bytes"]), "kv_cache": units.nbytes(r["kv_cache_bytes"]),
+             "activations": units.nbytes(r["activation_bytes"]), "footprint": units.nbytes(r["footprint_bytes"]),
+             "fits": bool(r["fits"])} for stage, r in stage_totals.iterrows()]
+    return {"capacity": units.nbytes(gpu.memory_bytes), "rows": rows}
+
+
+def batch_sweep_caption(sweeps: pd.DataFrame, gpu: Accelerator) -> str:
+    """The batch-sweep caption, saying only what that figure shows (the dashed line exists only when the critical
+    batch falls inside the sweep; the shading only when some batch does not fit)."""
+    rows = sweeps[(sweeps["sweep"] == "batch") & (sweeps["stage"] == "decode")]
+    caption = f"Decode on {gpu.name} versus batch size: time per output token and throughput"
+    if rows.empty:
+        return caption + "."
+    crit = float(rows["critical_batch"].iloc[0])
+    if not math.isfinite(crit):
+        caption += "; the weight GEMMs never reach the ridge"
+    elif rows["batch"].min() <= crit <= rows["batch"].max():
+        caption += f"; the dashed line marks the critical batch ({units.integer(crit)})"
+    else:
+        caption += f"; the critical batch ({units.integer(crit)}) lies beyond the sweep"
+    if not rows["fits"].astype(bool).all():
+        caption += "; the shaded region holds the batches whose weights and KV cache do not fit"
+    return caption + "."
 
 
 def figure_entry(manifest: list[dict], href: str, kind: str, caption: str, gpu: str | None = None,
@@ -170,7 +209,7 @@ def stage_section(stage: str, total: pd.Series, ops: pd.DataFrame, treatments: p
     return {
         "stage": stage, "title": stage.capitalize(), "headline": headline, "diagnosis": diagnosis,
         "operators": operator_rows(ops), "treatments": treatment_rows(treatments),
-        "treatment_summary": text.treatment_sentence(stage, total, treatments),
+        "treatment_summary": text.treatment_sentence(stage, total, treatments, scenario),
         "other_gpus": other_gpu_rows(stage_totals, gpu.key, gpus),
     }
 
@@ -179,11 +218,18 @@ def appendix(model: str, tables: dict[str, pd.DataFrame], specs: dict) -> dict:
     """The Table 1 comparison, when llama-2-7b on rtx-a6000 is configured; otherwise why it is absent."""
     ops = tables["ops"]
     pair = ops[(ops["model"] == paper.MODEL) & (ops["gpu"] == paper.GPU)]
-    base = {"model": paper.MODEL, "gpu": paper.GPU, "sections": [], "note": ""}
+    base = {"model": paper.MODEL, "gpu": paper.GPU, "sections": [], "note": "", "link": None}
     if model != paper.MODEL:
+        if paper.MODEL in specs["models"] and appendix(paper.MODEL, tables, specs)["available"]:
+            return {**base, "available": False,
+                    "message": f"The comparison with the paper's Table 1 ({paper.MODEL} on {paper.GPU}) is in the "
+                               "appendix of the",
+                    "link": {"href": f"{paper.MODEL}.html#appendix", "pdf": f"{paper.MODEL}.pdf",
+                             "text": f"{paper.MODEL} report"}}
         return {**base, "available": False,
-                "message": f"The comparison with the paper's Table 1 applies to {paper.MODEL} on {paper.GPU} only; "
-                           f"see the {paper.MODEL} report."}
+                "message": f"The paper's Table 1 describes {paper.MODEL} on {paper.GPU}; no report of this "
+                           "configuration compares with it (it needs that model on that GPU, both stages and the "
+                           "paper's scenario)."}
     if pair.empty:
         return {**base, "available": False,
                 "message": f"The paper's Table 1 describes {paper.MODEL} on {paper.GPU}; {paper.GPU} is not in this "
@@ -208,6 +254,62 @@ def appendix(model: str, tables: dict[str, pd.DataFrame], specs: dict) -> dict:
     return {**base, "available": True, "message": "", "sections": sections, "note": note + "."}
 
 
+def model_spec(entry: dict) -> ModelSpec:
+    """The ModelSpec of a results/specs.json entry (keys the dataclass does not know are ignored)."""
+    known = {f.name for f in dataclasses.fields(ModelSpec)}
+    return ModelSpec(**{k: v for k, v in entry.items() if k in known})
+
+
+def attention_facts(m: ModelSpec, scenario: dict) -> list[tuple[str, str]]:
+    """Attention shape and the KV cache it stores per token (MLA: the latent, or decompressed per-head K and V)."""
+    per_layer = kv_elements_per_token(m, scenario["mla_mode"])
+    per_token = units.nbytes(per_layer * m.n_layers * DTYPE_BYTES[scenario["kv_dtype"]])
+    over = f"{per_token} per token over {m.n_layers} layers at {scenario['kv_dtype']}"
+    if m.is_mla:
+        q = f"; query latent {m.q_lora_rank:,}" if m.q_lora_rank else ""
+        attention = (f"multi-head latent attention (MLA), {m.n_heads} heads; q/k head dim {m.qk_head_dim} "
+                     f"({m.qk_nope_head_dim} without RoPE + {m.qk_rope_head_dim} RoPE), v head dim {m.v_head_dim}{q}")
+        if scenario["mla_mode"] == "decompressed":
+            kv = (f"{m.n_heads} heads × ({m.qk_head_dim} + {m.v_head_dim}) = {per_layer:,} elements per token per "
+                  f"layer (MLA {scenario['mla_mode']}: per-head K and V); {over}")
+        else:
+            kv = (f"latent {m.kv_lora_rank} + RoPE key {m.qk_rope_head_dim} = {per_layer:,} elements per token per "
+                  f"layer (MLA {scenario['mla_mode']}); {over}")
+        return [("attention", attention), ("KV cache", kv)]
+    kind = "MHA" if m.n_kv_heads == m.n_heads else "MQA" if m.n_kv_heads == 1 else "GQA"
+    attention = f"{m.n_heads} query heads, {m.n_kv_heads} KV heads ({kind}), head dim {m.head_dim}"
+    if m.sliding_window and m.sliding_layers:
+        attention += f"; sliding window of {m.sliding_window:,} tokens on {m.sliding_layers} of {m.n_layers} layers"
+    kv = f"2 × {m.n_kv_heads} KV heads × {m.head_dim} = {per_layer:,} elements per token per layer; {over}"
+    if m.sliding_window and m.sliding_layers:
+        kv += f" (windowed layers keep at most {m.sliding_window:,} tokens)"
+    return [("attention", attention), ("KV cache", kv)]
+
+
+def model_facts(m: ModelSpec, scenario: dict, total: pd.Series) -> list[tuple[str, str]]:
+    """The model facts table: size, shape, attention and KV cache, and (MoE) the experts."""
+    if m.is_moe:
+        params = (f"{units.count(total['total_params'])} total, {units.count(total['active_params'])} active per "
+                  "token")
+        layers = f"{m.n_layers} ({m.n_dense_layers} dense, {m.n_moe_layers} MoE)" if m.n_dense_layers else \
+            f"{m.n_layers} (all MoE)"
+    else:
+        params, layers = units.count(total["total_params"]), str(m.n_layers)
+    facts = [("parameters", params),
+             ("weights", f"{units.nbytes(total['weight_bytes'])} at {scenario['weight_dtype']}"),
+             ("layers", layers), ("hidden size", f"{m.hidden:,}"), *attention_facts(m, scenario)]
+    if m.is_moe:
+        shared = f" + {m.n_shared_experts} shared" if m.n_shared_experts else ""
+        dense = f"; dense MLP width {m.intermediate:,} in the {m.n_dense_layers} dense layers" if m.n_dense_layers \
+            else ""
+        facts.append(("experts", f"{m.n_experts} routed (top-{m.top_k} per token){shared}, expert width "
+                                 f"{m.moe_intermediate:,}{dense}; routing {scenario['expert_routing']}"))
+    else:
+        facts.append(("MLP", f"width {m.intermediate:,} ({m.mlp_type}, {m.activation})"))
+    facts.append(("vocabulary", f"{m.vocab:,}"))
+    return facts
+
+
 def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, manifest: list[dict],
                   figures_href: str) -> dict:
     """Everything the model report shows, for one model across the configured GPUs and stages."""
@@ -220,18 +322,7 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
     sweeps = tables["sweeps"][tables["sweeps"]["model"] == model]
     gpus = {k: g for k, g in gpus_all.items() if k in set(totals["gpu"])}
     stages = [s for s in STAGES if s in set(totals["stage"])]
-    any_total = totals.iloc[0]
-    facts = [
-        ("parameters", f"{units.count(any_total['total_params'])} total, {units.count(any_total['active_params'])} "
-                       "active per token"),
-        ("weights", f"{units.nbytes(any_total['weight_bytes'])} at {scenario['weight_dtype']}"),
-        ("layers", str(spec["n_layers"])), ("hidden size", str(spec["hidden"])),
-        ("attention heads", f"{spec['n_heads']} query, {spec['n_kv_heads']} KV, head dim {spec['head_dim']}"),
-        ("vocabulary", str(spec["vocab"])),
-    ]
-    if spec.get("n_experts"):
-        facts.append(("experts", f"{spec['n_experts']} routed, top-{spec['top_k']}, "
-                                 f"{spec.get('n_shared_experts', 0)} shared"))
+    facts = model_facts(model_spec(spec), scenario, totals.iloc[0])
     gpu_sections = []
     for key, gpu in gpus.items():
         stage_sections = []
@@ -241,7 +332,7 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
             stage_sections.append(stage_section(
                 stage, total, select(ops), select(treatments), select(sweeps),
                 totals[totals["stage"] == stage], gpu, gpus, scenario))
-        footprint_row = totals[(totals["gpu"] == key)].set_index("stage").loc[stages[-1]]
+        mine = totals[totals["gpu"] == key].set_index("stage").loc[stages]
         gpu_sections.append({
             "key": key, "name": gpu.name, "anchor": f"gpu-{key}",
             "roofline": figure_entry(manifest, figures_href, "roofline", (
@@ -249,12 +340,13 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
                 f"{' and '.join(stages)} at its arithmetic intensity and attainable performance; solid lines: "
                 f"memory bandwidth and the {text.gemm_peak(gpu, scenario)[0]} peak, dashed: other dtypes' peaks, "
                 "dotted: the ridge."), gpu=key),
-            "batch_sweep": figure_entry(manifest, figures_href, "batch_sweep", (
-                f"Decode on {gpu.name} versus batch size: time per output token and throughput; the dashed line "
-                "marks the critical batch, the shaded region the batches whose weights and KV cache do not fit."),
-                gpu=key, stage="decode"),
-            "footprint": text.footprint_sentence(footprint_row, gpu),
-            "fits": bool(footprint_row["fits"]),
+            "batch_sweep": figure_entry(manifest, figures_href, "batch_sweep",
+                                        batch_sweep_caption(sweeps[sweeps["gpu"] == key], gpu), gpu=key,
+                                        stage="decode"),
+            "footprint": footprint_table(mine, gpu),
+            "footprint_note": text.footprint_note(mine, ops[ops["gpu"] == key],
+                                                  treatments[treatments["gpu"] == key], gpu),
+            "fits": bool(mine["fits"].astype(bool).all()),
             "stages": stage_sections,
         })
     figures = [f for f in (
@@ -284,6 +376,26 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
     return context
 
 
+def name_parts(name: str) -> list[str]:
+    """A model name cut after each '/' ('meta-llama/', 'Llama-2-7b-hf'): the summary lets a line break only there,
+    never at a hyphen inside a part."""
+    parts = name.split("/")
+    return [part + "/" for part in parts[:-1]] + [parts[-1]]
+
+
+def largest_footprint(stage_totals: pd.DataFrame) -> dict:
+    """The summary's footprint cells of one (model, GPU): the largest stage footprint with its stage named, and
+    the fit: 'yes' (every stage fits), 'no' (none does) or 'no (prefill)' naming the stages that do not fit (rows
+    indexed by stage)."""
+    largest = stage_totals["footprint_bytes"].idxmax()
+    misfit = [stage for stage, ok in stage_totals["fits"].astype(bool).items() if not ok]
+    return {"footprint": units.nbytes(stage_totals.loc[largest, "footprint_bytes"]),
+            "footprint_stage": str(largest) if len(stage_totals) > 1 else "",
+            "fits": not misfit,
+            "fits_text": "yes" if not misfit else "no" if len(misfit) == len(stage_totals)
+            else f"no ({', '.join(misfit)})"}
+
+
 def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
     """The one-page matrix model × GPU: TTFT, TPOT, tokens/s, memory-bound share per stage, fit."""
     totals = tables["totals"]
@@ -304,11 +416,11 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
                 "tokens_per_s": units.sig(get("decode", "tokens_per_s")),
                 "prefill_memory": units.percent(get("prefill", "memory_bound_share")),
                 "decode_memory": units.percent(get("decode", "memory_bound_share")),
-                "footprint": units.nbytes(here["footprint_bytes"].max()),
-                "fits": bool(here["fits"].all()),
+                **largest_footprint(here),
             })
         if rows:
-            groups.append({"model": model, "name": spec["name"], "rows": rows, "span": len(rows),
+            groups.append({"model": model, "name": spec["name"], "name_parts": name_parts(spec["name"]),
+                           "rows": rows, "span": len(rows),
                            "href": f"{model}.html"})
     context = {
         "page": "summary",

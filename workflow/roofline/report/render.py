@@ -18,6 +18,9 @@ PAGES = {"model": "model.html.j2", "summary": "summary.html.j2", "index": "index
 
 def environment(templates: str | Path = TEMPLATES) -> jinja2.Environment:
     """Autoescape everything (names from config.yaml are untrusted), fail on any undefined name."""
+    if not Path(templates).is_dir():
+        raise FileNotFoundError(f"report templates not found at {templates}: the report reads the templates/ folder "
+                                "of a source checkout (pip install -e .), or pass templates=<folder>")
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True,
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                               keep_trailing_newline=True)

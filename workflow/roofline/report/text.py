@@ -9,7 +9,7 @@ import math
 
 import pandas as pd
 
-from ..dtypes import matmul_dtype
+from ..dtypes import DTYPE_BYTES, matmul_dtype
 from ..hardware import Accelerator
 from . import units
 
@@ -139,30 +139,104 @@ def diagnose_prefill(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scen
     return sentences
 
 
-def footprint_sentence(total: pd.Series, gpu: Accelerator) -> str:
-    text = (f"Memory footprint on {gpu.name}: {units.nbytes(total['footprint_bytes'])} (weights "
-            f"{units.nbytes(total['weight_bytes'])}, KV cache {units.nbytes(total['kv_cache_bytes'])}, activations "
-            f"{units.nbytes(total['activation_bytes'])}) ")
-    if bool(total["fits"]):
-        return text + f"fits in its {units.nbytes(gpu.memory_bytes)}."
-    return (text + f"does not fit in its {units.nbytes(gpu.memory_bytes)}; the times above assume it did (no "
-            "tensor parallelism or offloading is modelled).")
+def largest_activation_op(ops: pd.DataFrame) -> tuple[str, float]:
+    """The operator whose inputs and outputs set the activation footprint, and those bytes [byte]."""
+    act = ops["bytes_act_read"] + ops["bytes_act_write"]
+    i = act.idxmax()
+    return str(ops.loc[i, "op"]), float(act[i])
 
 
-def treatment_sentence(stage: str, total: pd.Series, rows: pd.DataFrame) -> str:
-    """Which treatments help this stage's bottleneck most, with their numbers."""
+def footprint_note(stage_totals: pd.DataFrame, ops: pd.DataFrame, treatments: pd.DataFrame,
+                   gpu: Accelerator) -> str:
+    """Which stages do not fit, what fills the memory when activations dominate, and whether FlashAttention would
+    make it fit. '' when every stage fits. `stage_totals` is indexed by stage; all three tables hold one GPU."""
+    misfit = stage_totals[~stage_totals["fits"].astype(bool)]
+    if misfit.empty:
+        return ""
+    names = [stage for stage in misfit.index]
+    both = len(names) > 1
+    sentences = [f"{' and '.join(names).capitalize()} {'do' if both else 'does'} not fit in "
+                 f"{units.nbytes(gpu.memory_bytes)}; {'their' if both else 'its'} times assume "
+                 f"{'they' if both else 'it'} did (no tensor parallelism or offloading is modelled)."]
+    for stage, row in misfit.iterrows():
+        if row["activation_bytes"] <= row["weight_bytes"] + row["kv_cache_bytes"]:
+            continue
+        op, nbytes = largest_activation_op(ops[ops["stage"] == stage])
+        text = (f"{stage.capitalize()}'s activations ({units.nbytes(nbytes)}) are the inputs and outputs of its "
+                f"largest operator, {op}.")
+        flash = treatments[(treatments["stage"] == stage) & (treatments["treatment"] == "flash_attention")
+                           & treatments["applicable"].astype(bool)]
+        if len(flash) and flash["footprint_bytes"].iloc[0] < row["footprint_bytes"]:
+            after = flash.iloc[0]
+            text += (f" With FlashAttention (no score matrix in DRAM) {stage} needs "
+                     f"{units.nbytes(after['footprint_bytes'])} and "
+                     f"{'fits' if bool(after['fits']) else 'still does not fit'}.")
+        sentences.append(text)
+    return " ".join(sentences)
+
+
+#: a latency treatment counts as a gain from this speed-up on; below 1 / SLOWER it makes the stage slower
+GAIN = 1.05
+SLOWER = 0.995
+#: what shortens each kind of operator (the words of the treatments table's Helps column, HELPS)
+SHORTENS = {"memory": "fewer bytes", "compute": "more FLOP/s or fewer FLOPs"}
+GAIN_GROUP = {"memory": "for memory-bound operators", "compute": "for compute-bound operators", "both": "for both"}
+
+
+def balance_sentence(stage: str, share: float) -> str:
+    """How the stage's time splits between memory- and compute-bound operators, and what shortens each part."""
+    name = stage.capitalize()
+    if share >= 0.9:
+        return (f"{name} is memory-bound ({units.percent(share)} of its time in memory-bound operators): what "
+                f"shortens it is {SHORTENS['memory']}.")
+    if share <= 0.1:
+        return (f"{name} is compute-bound ({units.percent(1 - share)} of its time in compute-bound operators): what "
+                f"shortens it is {SHORTENS['compute']}.")
+    return (f"{name} is {bound_phrase(share)}: {units.percent(share)} of its time is in memory-bound operators, which "
+            f"{SHORTENS['memory']} shorten, and {units.percent(1 - share)} in compute-bound ones, which "
+            f"{SHORTENS['compute']} shorten.")
+
+
+def slower_reason(treatment: str, scenario: dict | None) -> str:
+    """Why a treatment makes the stage slower, when the scenario explains it ('' otherwise)."""
+    if treatment == "fp8_compute" and scenario and DTYPE_BYTES[scenario["weight_dtype"]] < DTYPE_BYTES["fp8"]:
+        return f"its fp8 weights are wider than the configured {scenario['weight_dtype']} weights"
+    return ""
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def treatment_sentence(stage: str, total: pd.Series, rows: pd.DataFrame, scenario: dict | None = None) -> str:
+    """What bounds the stage, which treatments gain at least 5% (grouped by the bottleneck they attack, as in the
+    table's Helps column), which gain little, which make it slower, and what batching buys in throughput."""
     latency = rows[rows["applicable"].astype(bool) & (rows["treatment"] != "batching")]
     latency = latency.sort_values("speedup", ascending=False)
-    share = float(total["memory_bound_share"])
-    need = "fewer bytes" if share >= 0.5 else "more FLOP/s or fewer FLOPs"
+    text = balance_sentence(stage, float(total["memory_bound_share"]))
     if not len(latency):
-        return f"No latency treatment applies to {stage} in this scenario."
-    best = [f"{short(r.treatment)} {units.times(r.speedup)}" for r in latency.head(3).itertuples()]
-    text = (f"{stage.capitalize()} is {bound_phrase(share)}, so what helps is {need}: the largest latency gains "
-            f"are {'; '.join(best)}.")
-    weak = latency[latency["speedup"] < 1.05]
-    if len(weak):
-        text += " Little or no gain (< 1.05×): " + ", ".join(short(t) for t in weak["treatment"]) + "."
+        text += f" No latency treatment applies to {stage} in this scenario."
+    gains = latency[latency["speedup"] >= GAIN]
+    slower = latency[latency["speedup"] < SLOWER].sort_values("speedup")
+    flat = latency[(latency["speedup"] >= SLOWER) & (latency["speedup"] < GAIN)]
+    if len(gains):
+        groups: dict[str, list[str]] = {}  # helps -> "name speed-up", largest gain first (dicts keep order)
+        for r in gains.itertuples():
+            groups.setdefault(r.helps, []).append(f"{short(r.treatment)} {units.times(r.speedup)}")
+        parts = [f"{_and(items)} ({GAIN_GROUP.get(helps, helps)})" for helps, items in groups.items()]
+        text += f" Latency gains of 5% or more: {'; '.join(parts)}."
+    elif len(latency):
+        text += " No latency treatment gains 5% or more."
+    if len(flat):
+        text += (f" Little or no gain (< {units.times(GAIN)}): "
+                 + ", ".join(short(t) for t in flat["treatment"]) + ".")
+    if len(slower):
+        parts = []
+        for r in slower.itertuples():
+            reason = slower_reason(r.treatment, scenario)
+            parts.append(f"{short(r.treatment)} ({units.times(r.speedup)}, {units.times(1 / r.speedup)} the time"
+                         + (f": {reason})" if reason else ")"))
+        text += " Slower: " + "; ".join(parts) + "."
     batching = rows[(rows["treatment"] == "batching") & rows["applicable"].astype(bool)]
     if len(batching):
         b = batching.iloc[0]
@@ -182,6 +256,66 @@ def _where(applies: dict, names: dict[str, str]) -> str:
 def _range(values: dict[str, float], fmt) -> str:
     low, high = min(values.values()), max(values.values())
     return fmt(low) if math.isclose(low, high, rel_tol=5e-3) else f"{fmt(low)}–{fmt(high)}"
+
+
+def lever_sentence(stage: str, latency: pd.DataFrame, names: dict[str, str]) -> str:
+    """The latency treatment with the largest median speed-up over the GPUs, where it gains, and where it does not
+    (not applicable, under 5%, or slower)."""
+    median = latency.groupby("treatment")["speedup"].median().sort_values(ascending=False)
+    if median.iloc[0] < GAIN:
+        return (f"No single latency treatment gains 5% or more for {stage}"
+                f"{' (median over the GPUs)' if len(names) > 1 else ''}.")
+    rows = latency[latency["treatment"] == median.index[0]]
+    speedups = dict(zip(rows["gpu"], rows["speedup"]))
+    good = {k: v for k, v in speedups.items() if v >= GAIN}
+    text = (f"The largest single latency lever for {stage} is {rows['label'].iloc[0]}: "
+            f"{_range(good, units.times)} faster")
+    if len(good) == len(names):
+        return text + (" on every configured GPU." if len(names) > 1 else ".")
+    text += f" on {', '.join(names[k] for k in good)}"
+    absent = [names[k] for k in names if k not in speedups]
+    flat = [names[k] for k, v in speedups.items() if SLOWER <= v < GAIN]
+    slow = [f"{names[k]} ({units.times(v)})" for k, v in speedups.items() if v < SLOWER]
+    if not flat and not slow:
+        return text + f" (the only GPU{'s' if len(good) > 1 else ''} where it applies)."
+    notes = []
+    if absent:
+        notes.append(f"it does not apply on {', '.join(absent)}")
+    if flat:
+        notes.append(f"it gains less than 5% on {', '.join(flat)}")
+    if slow:
+        notes.append(f"it is slower on {', '.join(slow)}")
+    return text + "; " + "; ".join(notes) + "."
+
+
+def footprint_parts(row: pd.Series) -> str:
+    """'571 GB (weights 4.02 GB, KV cache 17.2 GB, activations 550 GB)'."""
+    return (f"{units.nbytes(row['footprint_bytes'])} (weights {units.nbytes(row['weight_bytes'])}, KV cache "
+            f"{units.nbytes(row['kv_cache_bytes'])}, activations {units.nbytes(row['activation_bytes'])})")
+
+
+def fit_sentence(totals: pd.DataFrame, names: dict[str, str]) -> str:
+    """Whether each stage's footprint fits each GPU, naming the stage (prefill's activations and decode's KV cache
+    differ, so the stages can disagree)."""
+    stages = [s for s in ("prefill", "decode") if s in set(totals["stage"])]
+    largest = {s: totals[totals["stage"] == s].sort_values("footprint_bytes").iloc[-1] for s in stages}
+    if totals["fits"].astype(bool).all():
+        stage = max(stages, key=lambda s: largest[s]["footprint_bytes"])
+        where = "every configured GPU" if len(names) > 1 else "the GPU"
+        return (f"Memory: the largest footprint, {stage}'s {footprint_parts(largest[stage])}, fits {where}"
+                f"{' in both stages' if len(stages) > 1 else ''}.")
+    parts = []
+    for stage in stages:
+        fits = totals[totals["stage"] == stage].set_index("gpu")["fits"].astype(bool)
+        if fits.all():
+            verdict = "fits every configured GPU" if len(fits) > 1 else "fits"
+        elif not fits.any():
+            verdict = "fits no configured GPU" if len(fits) > 1 else f"does not fit on {names[fits.index[0]]}"
+        else:
+            verdict = f"does not fit on {', '.join(names[k] for k, ok in fits.items() if not ok)}"
+        parts.append(f"{stage} needs {footprint_parts(largest[stage])} and {verdict}")
+    return ("Memory: " + "; ".join(parts) + ". Where it does not fit, the times assume it did (no tensor "
+            "parallelism or offloading is modelled).")
 
 
 def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.DataFrame,
@@ -243,29 +377,11 @@ def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.Data
         mine = treatments[(treatments["stage"] == stage) & treatments["applicable"].astype(bool)]
         latency = mine[mine["treatment"] != "batching"]
         if len(latency):
-            median = latency.groupby("treatment")["speedup"].median().sort_values(ascending=False)
-            best = median.index[0]
-            best_rows = latency[latency["treatment"] == best]
-            label = best_rows["label"].iloc[0]
-            speedups = dict(zip(best_rows["gpu"], best_rows["speedup"]))
-            sentences.append(f"The largest single latency lever for {stage} is {label}: "
-                             f"{_range(speedups, units.times)} faster{_where(speedups, names)}.")
+            sentences.append(lever_sentence(stage, latency, names))
         batching = mine[mine["treatment"] == "batching"]
         if len(batching):
             speedups = dict(zip(batching["gpu"], batching["speedup"]))
             sentences.append(f"Batching decode up to the critical batch (or as many sequences as fit) raises "
                              f"throughput {_range(speedups, units.times)}{_where(speedups, names)}.")
-    fits = totals.groupby("gpu")["fits"].all()
-    weights = float(totals["weight_bytes"].iloc[0])
-    if fits.all():
-        sentences.append(f"The model ({units.nbytes(weights)} of weights at {scenario['weight_dtype']}) fits "
-                         f"{'every configured GPU' if len(fits) > 1 else 'the GPU'} with its KV cache.")
-    elif not fits.any():
-        sentences.append(f"The model ({units.nbytes(weights)} of weights at {scenario['weight_dtype']}) with its KV "
-                         f"cache fits no single configured GPU; the times assume it did (no tensor parallelism or "
-                         f"offloading is modelled).")
-    else:
-        misfit = [names[k] for k, ok in fits.items() if not ok]
-        sentences.append(f"The model ({units.nbytes(weights)} of weights at {scenario['weight_dtype']}) with its KV "
-                         f"cache does not fit on {', '.join(misfit)}; those times assume it did.")
+    sentences.append(fit_sentence(totals, names))
     return sentences
