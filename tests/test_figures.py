@@ -1,4 +1,5 @@
 """Figures: files exist, axes contain every point, labels do not collide, ceilings come from the spec."""
+import dataclasses
 import json
 import math
 
@@ -15,7 +16,7 @@ from roofline.figures import (batch_sweep_figure, cross_gpu_figure, render_model
 from roofline.figures.charts import drawable  # noqa: E402
 from roofline.figures.labels import compact_names, wrap  # noqa: E402
 from roofline.figures.render import specs_objects  # noqa: E402
-from roofline.figures.roofline import Series, draw_roofline  # noqa: E402
+from roofline.figures.roofline import Series, draw_roofline, peak_label  # noqa: E402
 from roofline.hardware import get_accelerator  # noqa: E402
 from roofline.tables import job_tables  # noqa: E402
 
@@ -191,7 +192,16 @@ def test_sweep_and_breakdown_axes_contain_their_data(data):
     assert len(all_points(top)) == len(decode) == 10  # batch 1..512
     texts = " ".join(t for t, _ in text_boxes(fig))
     assert f"critical batch {decode['critical_batch'].iloc[0]:g}" in texts
-    assert "from batch 64 weights + KV cache\nexceed 48 GB" in texts  # llama-2-7b, 2048 tokens: 32 sequences fit
+    # llama-2-7b, 2048 tokens: 32 sequences fit in 48 GB
+    note = next(t for t in bottom.texts if t.get_text().startswith("from batch 64"))
+    assert note.get_text().endswith("exceed 48 GB")
+    # the note sits inside the panel and clear of the dashed critical-batch line (batch 219 lies in the shading)
+    renderer = fig.canvas.get_renderer()
+    box, frame = note.get_window_extent(renderer), bottom.get_window_extent(renderer)
+    crit_x = bottom.transData.transform((decode["critical_batch"].iloc[0], 1.0))[0]
+    assert frame.x0 <= box.x0 and box.x1 <= frame.x1
+    assert not box.x0 - 2 <= crit_x <= box.x1 + 2, (box, crit_x)
+    assert box.x0 >= bottom.transData.transform((math.sqrt(32 * 64), 1.0))[0] - 1  # inside the shaded region
     plt.close(fig)
     fig = seq_sweep_figure(sweeps, gpus, scenario, HOSTILE)
     for ax in fig.axes:
@@ -208,3 +218,62 @@ def test_sweep_and_breakdown_axes_contain_their_data(data):
 def test_label_text_helpers():
     assert compact_names(["q_proj", "k_proj", "lm_head", "softmax"]) == "q/k_proj, lm_head, softmax"
     assert wrap("gate/up/down/q/k/v/o_proj", 14) == "gate/up/down/\nq/k/v/o_proj"
+
+
+def test_integer_peaks_are_labelled_in_top_per_second():
+    assert peak_label("fp8/int8", 1979e12) == "fp8 1979 TFLOP/s, int8 1979 TOP/s"
+    assert peak_label("int8", 310e12) == "int8 310 TOP/s"
+    assert peak_label("fp16/bf16", 989.4e12) == "fp16/bf16 989 TFLOP/s"
+    fig, ax = plt.subplots(figsize=(7, 4.3))
+    draw_roofline(ax, [roof_for(get_accelerator("h100-sxm"), "fp16")], [Series(np.array([1.0]), np.array([1e12]),
+                                                                               "k", "o")])
+    texts = [t.get_text() for t in ax.texts]
+    assert "fp8 1979 TFLOP/s, int8 1979 TOP/s" in texts
+    assert not any("int8" in t and t.endswith("TFLOP/s") for t in texts)
+    plt.close(fig)
+
+
+@pytest.fixture(scope="module")
+def crowded():
+    """llama-3.1-8b with int4 weights at batch 4 x 32k tokens on the A6000: five ceilings (int4, int8, fp16, tf32,
+    fp32) close together above the prefill GEMMs, whose labels must find room between them."""
+    return grid({"models": {"llama-3.1-8b": {}}, "gpus": {"rtx-a6000": {}, "mi325x": {}},
+                 "scenario": {"batch": 4, "seq_len": 32768, "weight_dtype": "int4"}})
+
+
+def test_operator_labels_keep_off_every_ceiling(crowded):
+    tables, specs = crowded
+    gpus, scenario = specs_objects(specs)
+    for key in gpus:
+        fig, result = roofline_figure(tables["ops"][tables["ops"]["gpu"] == key], gpus[key], scenario, "m")
+        ax = fig.axes[0]
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        ceilings = [line for line in ax.get_lines() if len(set(line.get_ydata())) == 1]  # horizontal compute roofs
+        assert len(ceilings) == len(set(gpus[key].peak_flops_per_s.values()))
+        placed = [t for t in result.labels if t.get_bbox_patch() is not None and t.get_bbox_patch().get_boxstyle()
+                  .__class__.__name__ == "Round"]  # operator labels (ceiling labels have square grounds)
+        assert len(placed) >= 4
+        for text in placed:
+            box = text.get_bbox_patch().get_window_extent(renderer)
+            for line in ceilings:
+                (x0, y), (x1, _) = ax.transData.transform(line.get_xydata()[[0, -1]])
+                assert not (box.y0 - 1 <= y <= box.y1 + 1 and box.x1 >= x0 and box.x0 <= x1), (
+                    key, text.get_text(), line.get_ydata()[0] / 1e12)
+        plt.close(fig)
+
+
+def test_long_gpu_names_are_wrapped_inside_the_figure(data):
+    tables, specs = data
+    gpus, scenario = specs_objects(specs)
+    gpus = {k: dataclasses.replace(g, name=f"{g.name} Extra Long Marketing Name Edition 2026") for k, g in gpus.items()}
+    figures = [cross_gpu_figure(tables["ops"], gpus, scenario, "m", "decode")[0],
+               seq_sweep_figure(tables["sweeps"], gpus, scenario, "m")]
+    for fig in figures:
+        boxes = text_boxes(fig)
+        for gpu in gpus.values():
+            entry = next(t for t, _ in boxes if t.startswith(gpu.name.split()[0]) and "Edition" in t)
+            assert "\n" in entry
+        for text, box in boxes:
+            assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 - 1, text
+        plt.close(fig)

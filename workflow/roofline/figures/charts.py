@@ -5,6 +5,7 @@ fixed margins (no layout engine: label placement measures display coordinates, w
 from __future__ import annotations
 
 import math
+import textwrap
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,13 +16,15 @@ from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocat
 from ..dtypes import matmul_dtype
 from ..hardware import Accelerator
 from ..scenario import STAGES
-from .labels import PointLabel, wrap
+from .labels import PointLabel, hits_paths, wrap
 from .roofline import Series, bandwidth_label, fmt_value, draw_roofline, legend_handles, roof_for
 from .style import (CLASS_MARKERS, STAGE_COLORS, STAGE_LINESTYLES, class_color, class_marker, gpu_colors, styled)
 
 ROOFLINE_SIZE = (7.0, 4.3)
 ROOFLINE_MARGINS = {"left": 0.085, "right": 0.775, "bottom": 0.105, "top": 0.9}
 LEGEND_X = 0.79
+#: legend font sizes tried in order until both legends fit right of the axes
+LEGEND_FONT_SIZES = (6.5, 6.0, 5.5, 5.0)
 
 
 def plain(text: str) -> str:
@@ -55,19 +58,42 @@ def _marker_size(share):
     return 14.0 + 120.0 * np.asarray(share, dtype=float)
 
 
-def _legends(fig, color_entries: dict[str, dict], color_title: str, classes) -> None:
-    """Two legends right of the axes: colour (stage or GPU) on top, marker (operator class) right below it."""
-    first = fig.legend(handles=legend_handles(color_entries), title=color_title, loc="upper left",
-                       bbox_to_anchor=(LEGEND_X, ROOFLINE_MARGINS["top"]), frameon=False, alignment="left",
-                       handlelength=1.5, borderaxespad=0.2, fontsize=6.5)
+def _fitting(fig, build) -> list:
+    """Legends from `build(fontsize)` (a list), in the largest of LEGEND_FONT_SIZES whose legends end inside the
+    figure's right edge (measured: no entry is clipped), else in the smallest."""
     renderer = fig.canvas.get_renderer()
-    bottom = fig.transFigure.inverted().transform(first.get_window_extent(renderer))[0][1]
+    for size in LEGEND_FONT_SIZES:
+        legends = build(size)
+        if max(legend.get_window_extent(renderer).x1 for legend in legends) <= fig.bbox.x1 - 2 \
+                or size == LEGEND_FONT_SIZES[-1]:
+            return legends
+        for legend in legends:
+            legend.remove()
+
+
+def _legends(fig, color_entries: dict[str, dict], color_title: str, classes) -> None:
+    """Two legends right of the axes: colour (stage or GPU) on top, marker (operator class) right below it.
+    Long entries are wrapped by the caller; `_fitting` picks a font size that keeps both inside the figure."""
+    renderer = fig.canvas.get_renderer()
     marker_entries = {c: {"marker": class_marker(c), "ls": "none", "color": "#555555", "markersize": 5}
                       for c in CLASS_MARKERS if c in set(classes)}
-    fig.legend(handles=legend_handles(marker_entries), title="Operator class", loc="upper left",
-               bbox_to_anchor=(LEGEND_X, bottom - 0.02), frameon=False, alignment="left", handlelength=1.5,
-               borderaxespad=0.2, fontsize=6.5)
-    fig.add_artist(first)
+
+    def build(size):
+        first = fig.legend(handles=legend_handles(color_entries), title=color_title, loc="upper left",
+                           bbox_to_anchor=(LEGEND_X, ROOFLINE_MARGINS["top"]), frameon=False, alignment="left",
+                           handlelength=1.5, borderaxespad=0.2, fontsize=size, title_fontsize=size + 0.5)
+        bottom = fig.transFigure.inverted().transform(first.get_window_extent(renderer))[0][1]
+        second = fig.legend(handles=legend_handles(marker_entries), title="Operator class", loc="upper left",
+                            bbox_to_anchor=(LEGEND_X, bottom - 0.02), frameon=False, alignment="left",
+                            handlelength=1.5, borderaxespad=0.2, fontsize=size, title_fontsize=size + 0.5)
+        return [first, second]
+
+    fig.add_artist(_fitting(fig, build)[0])
+
+
+def legend_name(name: str, width: int = 20) -> str:
+    """A GPU or model name broken at spaces into lines of at most about `width` characters (legend entries)."""
+    return "\n".join(textwrap.wrap(plain(name), width, break_long_words=False, break_on_hyphens=False)) or plain(name)
 
 
 def _title(fig, title: str, subtitle: str) -> None:
@@ -126,9 +152,9 @@ def cross_gpu_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], scenario: 
     _title(fig, f"{plain(model_name)}, {stage}, on every configured GPU", scenario_caption(scenario))
     dtype = gemm_dtype(scenario)
     unit = "TOP/s" if dtype.startswith("int") else "TFLOP/s"
-    entries = {f"{plain(g.name)}\n{fmt_value(g.peak(dtype) / 1e12)} {unit}, {bandwidth_label(g.bandwidth_bytes_per_s)}":
-               {"color": colors[k], "lw": 1.5} for k, g in gpus.items()}
-    _legends(fig, entries, f"GPU: {dtype} peak, bandwidth", points["op_class"])
+    entries = {f"{legend_name(g.name)}\n{fmt_value(g.peak(dtype) / 1e12)} {unit}, "
+               f"{bandwidth_label(g.bandwidth_bytes_per_s)}": {"color": colors[k], "lw": 1.5} for k, g in gpus.items()}
+    _legends(fig, entries, f"GPU: {dtype} peak,\nbandwidth", points["op_class"])
     return fig, result
 
 
@@ -235,11 +261,41 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str):
         edge = math.sqrt(first * float(fitting["batch"].max())) if len(fitting) else x_low
         for ax in (top, bottom):
             ax.axvspan(edge, x_high, color="#f3dede", lw=0, zorder=0)
-        bottom.annotate(f"from batch {first:g} weights + KV cache\nexceed {gpu.memory_bytes / 1e9:.0f} GB",
-                        (edge, 0), xycoords=("data", "axes fraction"), xytext=(4, 4), textcoords="offset points",
-                        ha="left", va="bottom", fontsize=6.5, color="#a33")
+        memory = f"{gpu.memory_bytes / 1e9:.0f} GB"
+        _misfit_note(bottom, (f"from batch {first:g}, weights + KV cache\nexceed {memory}",
+                              f"from batch {first:g}:\nweights + KV cache\nexceed {memory}"), edge, crit)
     fig.suptitle(f"{plain(model_name)} on {plain(gpu.name)}: decode batch sweep", x=0.1, ha="left", fontsize=9)
     return fig
+
+
+def _misfit_note(ax, texts: tuple[str, ...], edge: float, crit: float) -> None:
+    """The memory-limit note inside the shaded region (x >= edge) of `ax`, at the first place where it crosses
+    neither the dashed critical-batch line nor the curve: at the region's left edge, right of the critical line,
+    at the right end, left of the critical line; at the foot of the panel, else at its top; in the first of
+    `texts` (the same words, wrapped ever narrower) that finds such a place."""
+    renderer = ax.figure.canvas.get_renderer()
+    x_high = ax.get_xlim()[1]
+    frame = ax.get_window_extent(renderer)
+    crit_px = ax.transData.transform((crit, 1.0))[0] if math.isfinite(crit) else None
+    curves = [ax.transData.transform(line.get_xydata()) for line in ax.get_lines() if line.get_marker() != "None"]
+    edge_px = ax.transData.transform((edge, 1.0))[0]
+    spots = [(edge, 4, "left"), (crit, 4, "left"), (x_high, -4, "right"), (crit, -4, "right")]
+    spots = [spot for spot in spots if math.isfinite(spot[0]) and edge <= spot[0] <= x_high]
+    candidates = [(text, y, dy, va, x, dx, ha) for text in texts for y, dy, va in ((0, 4, "bottom"), (1, -4, "top"))
+                  for x, dx, ha in spots]
+    for strict in (True, False):  # then let the note reach left of the shading, if the region is too narrow
+        for text, y, dy, va, x, dx, ha in candidates:
+            note = ax.annotate(text, (x, y), xycoords=("data", "axes fraction"), xytext=(dx, dy),
+                               textcoords="offset points", ha=ha, va=va, fontsize=6.5, color="#a33")
+            box = note.get_window_extent(renderer)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and (box.x0 >= edge_px - 1 or not strict)
+            crosses = crit_px is not None and box.x0 - 2 <= crit_px <= box.x1 + 2
+            if inside and not crosses and not hits_paths(box, curves, 2.0):
+                return
+            note.remove()
+    text, y, dy, va, x, dx, ha = candidates[0]  # nowhere clear (a very narrow region): the first place
+    ax.annotate(text, (x, y), xycoords=("data", "axes fraction"), xytext=(dx, dy), textcoords="offset points",
+                ha=ha, va=va, fontsize=6.5, color="#a33")
 
 
 @styled
@@ -287,10 +343,11 @@ def seq_sweep_figure(sweeps: pd.DataFrame, gpus: dict[str, Accelerator], scenari
     left.yaxis.set_major_formatter(lambda value, _pos: f"{value:g}")
     left.yaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
     left.yaxis.set_minor_formatter(NullFormatter())
-    entries = {plain(g.name): {"color": colors[k], "lw": 1.2} for k, g in gpus.items()}
+    entries = {legend_name(g.name, 18): {"color": colors[k], "lw": 1.2} for k, g in gpus.items()}
     entries.update({stage: {"color": "#555555", "ls": STAGE_LINESTYLES[stage], "lw": 1.0} for stage in stages})
-    fig.legend(handles=legend_handles(entries), loc="upper left", bbox_to_anchor=(0.81, 0.87), frameon=False,
-               title="GPU / stage")
+    _fitting(fig, lambda size: [fig.legend(handles=legend_handles(entries), loc="upper left",
+                                           bbox_to_anchor=(0.81, 0.87), frameon=False, title="GPU / stage",
+                                           alignment="left", fontsize=size, title_fontsize=size + 0.5)])
     fig.suptitle(f"{plain(model_name)}: attention versus sequence length ({scenario['attention']} attention)",
                  x=0.09, ha="left", fontsize=9)
     return fig

@@ -14,9 +14,13 @@ from matplotlib.transforms import Bbox, ScaledTranslation
 #: candidate directions (dx, dy), in order of preference: below-right first (under the roof is where the
 #: attainable region is empty of other labels), then the other diagonals and sides
 DIRECTIONS = ((1, -1), (1, 0), (-1, -1), (0, -1), (-1, 0), (1, 1), (0, 1), (-1, 1))
+#: then straight below or above the point with the label hanging to its left or right (room near the frame)
+SIDE_HUNG = ((0, -1, "right"), (0, -1, "left"), (0, 1, "right"), (0, 1, "left"))
 #: distances from the anchor [points]; beyond the first a thin leader line joins label and point
-DISTANCES = (6, 13, 22, 34, 48, 64)
+DISTANCES = (6, 13, 22, 34, 48, 64, 84)
 PAD_PX = 2.0
+#: display pixels a label's box keeps from any line (its white ground reaches ~1.4 px beyond the text)
+LINE_CLEARANCE = 3.5
 
 
 @dataclass(frozen=True)
@@ -165,44 +169,82 @@ def _members(cluster: dict, min_member: float, max_chars: int = 30) -> str:
     return compact_names(names) + (f", +{rest}" if rest else "")
 
 
-def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(), fontsize=6.5):
+def _segments_cross(p0, p1, q0, q1) -> bool:
+    """Do the segments p0-p1 and q0-q1 intersect (proper crossing or touching)?"""
+    def orient(a, b, c):
+        return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+    d1, d2 = orient(q0, q1, p0), orient(q0, q1, p1)
+    d3, d4 = orient(p0, p1, q0), orient(p0, p1, q1)
+    if abs(d1) < 1e-9 and abs(d2) < 1e-9:  # collinear: they meet if their extents overlap (a leader along a line)
+        return all(max(min(p0[i], p1[i]), min(q0[i], q1[i])) <= min(max(p0[i], p1[i]), max(q0[i], q1[i]))
+                   for i in (0, 1))
+    return (d1 * d2 <= 0) and (d3 * d4 <= 0)
+
+
+def crosses_paths(p0, p1, paths) -> bool:
+    """Does the segment p0-p1 cross any of the display-coordinate polylines `paths`?"""
+    return any(_segments_cross(p0, p1, a, b) for path in paths for a, b in zip(path[:-1], path[1:]))
+
+
+def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(), guides=(), fontsize=6.5):
     """Place each request's text near its anchor without collisions; returns (placed artists, skipped requests).
 
-    Three passes per label: clear of every line, then clear of `lines` only (may cross `weak_lines`, e.g.
-    dashed secondary ceilings), then anywhere free of text and markers."""
+    Every candidate must stay inside the axes and clear of placed text and markers; among those the first of the
+    best level wins: 0 = the box keeps LINE_CLEARANCE from every line and its leader crosses none, 1 = the box
+    keeps clear of every line and its leader crosses only dashed or dotted ones, 2 = the box crosses only `guides`
+    (the dotted ridge) and its leader no solid line, 3 = the leader crosses (or runs along) a solid line, 4 = the
+    box crosses `weak_lines` too (dashed secondary ceilings), 5 = it crosses a solid line (`lines`)."""
     axes_box = ax.get_window_extent(renderer).padded(-3)
     taken = list(obstacles)
-    tiers = (list(lines) + list(weak_lines), list(lines), [])
+    every = list(lines) + list(weak_lines) + list(guides)
+    roofs = list(lines) + list(weak_lines)
     placed, skipped = [], []
     fig = ax.figure
+    px_per_pt = fig.dpi / 72.0
     for request in sorted(requests, key=lambda r: -r.priority):
-        chosen = None
-        for paths in tiers:
-            for distance in DISTANCES:
-                for dx, dy in DIRECTIONS:
-                    norm = math.hypot(dx, dy)
-                    ox, oy = dx / norm * distance, dy / norm * distance
-                    ha = "left" if dx > 0 else "right" if dx < 0 else "center"
-                    va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
-                    offset = ScaledTranslation(ox / 72.0, oy / 72.0, fig.dpi_scale_trans)
-                    text = ax.text(request.x, request.y, request.text, fontsize=fontsize, color=request.color,
-                                   ha=ha, va=va, transform=ax.transData + offset, zorder=6)
-                    box = text.get_window_extent(renderer)
-                    ok = (axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0
-                          and box.y1 <= axes_box.y1 and not overlaps_any(box, taken)
-                          and not hits_paths(box, paths))
-                    if ok:
-                        chosen = (text, box, ox, oy, distance)
-                        break
+        anchor = ax.transData.transform((request.x, request.y))
+        best = None  # (level, text, box, ox, oy, distance)
+        for distance in DISTANCES:
+            for dx, dy, ha in [(dx, dy, None) for dx, dy in DIRECTIONS] + list(SIDE_HUNG):
+                norm = math.hypot(dx, dy)
+                ox, oy = dx / norm * distance, dy / norm * distance
+                ha = ha or ("left" if dx > 0 else "right" if dx < 0 else "center")
+                va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
+                offset = ScaledTranslation(ox / 72.0, oy / 72.0, fig.dpi_scale_trans)
+                text = ax.text(request.x, request.y, request.text, fontsize=fontsize, color=request.color,
+                               ha=ha, va=va, transform=ax.transData + offset, zorder=6)
+                box = text.get_window_extent(renderer)
+                if not (axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0
+                        and box.y1 <= axes_box.y1) or overlaps_any(box, taken):
                     text.remove()
-                if chosen:
+                    continue
+                # the leader (beyond the nearest distance) runs from just off the point to the label's corner
+                start = (anchor[0] + ox / distance * 4 * px_per_pt, anchor[1] + oy / distance * 4 * px_per_pt)
+                end = (anchor[0] + ox * px_per_pt, anchor[1] + oy * px_per_pt)
+                leader = distance > DISTANCES[0]
+                solid_leader = leader and crosses_paths(start, end, lines)
+                if not hits_paths(box, every, LINE_CLEARANCE):
+                    level = 3 if solid_leader else 1 if leader and crosses_paths(start, end, every) else 0
+                elif not hits_paths(box, roofs, LINE_CLEARANCE):
+                    level = 3 if solid_leader else 2
+                elif not hits_paths(box, lines, LINE_CLEARANCE):
+                    level = 4
+                else:
+                    level = 5
+                if best is None or level < best[0]:
+                    if best is not None:
+                        best[1].remove()
+                    best = (level, text, box, ox, oy, distance)
+                else:
+                    text.remove()
+                if best[0] == 0:
                     break
-            if chosen:
+            if best is not None and best[0] == 0:
                 break
-        if not chosen:
+        if best is None:
             skipped.append(request)
             continue
-        text, box, ox, oy, distance = chosen
+        _level, text, box, ox, oy, distance = best
         text.set_bbox({"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
         taken.append(box)
         if distance > DISTANCES[0]:

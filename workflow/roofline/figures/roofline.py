@@ -87,8 +87,15 @@ def fmt_value(value: float) -> str:
 
 
 def peak_label(dtype_label: str, flops: float) -> str:
-    unit = "TOP/s" if all(d in INT_DTYPES for d in dtype_label.split("/")) else "TFLOP/s"
-    return f"{dtype_label} {fmt_value(flops / 1e12)} {unit}"
+    """'fp16/bf16 989 TFLOP/s', 'int8 310 TOP/s'; floating and integer dtypes sharing one peak are named apart,
+    since integer peaks are operations, not floating-point operations: 'fp8 1979 TFLOP/s, int8 1979 TOP/s'."""
+    value = fmt_value(flops / 1e12)
+    dtypes = dtype_label.split("/")
+    floats = [d for d in dtypes if d not in INT_DTYPES]
+    ints = [d for d in dtypes if d in INT_DTYPES]
+    parts = ([f"{'/'.join(floats)} {value} TFLOP/s"] if floats else []) + (
+        [f"{'/'.join(ints)} {value} TOP/s"] if ints else [])
+    return ", ".join(parts)
 
 
 def bandwidth_label(bandwidth: float) -> str:
@@ -167,7 +174,7 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
     x_low, x_high = xlim
     dashed = (0, (4, 3))
 
-    strong, weak = [], []  # Line2D: solid ceilings (labels avoid them first) and dashed/dotted ones
+    strong, weak, guides = [], [], []  # Line2D: solid ceilings, dashed ceilings, dotted ridge lines
     memory_lines = {}  # roof index -> its memory-roof lines (its bandwidth label sits on them)
     for i, roof in enumerate(roofs):
         if shade and not multi:
@@ -186,9 +193,9 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
             (strong if j == 0 else weak).extend(
                 ax.plot([value / roof.bandwidth, x_high], [value, value], color=roof.color, zorder=2, **style))
         if show_ridges:
-            weak += ax.plot([roof.ridge, roof.ridge], [ylim[0], roof.main_peak], color=roof.color, lw=0.8,
-                            ls=(0, (1, 2)), zorder=2)
-    path_of = {line: ax.transData.transform(line.get_xydata()) for line in strong + weak}
+            guides += ax.plot([roof.ridge, roof.ridge], [ylim[0], roof.main_peak], color=roof.color, lw=0.8,
+                              ls=(0, (1, 2)), zorder=2)
+    path_of = {line: ax.transData.transform(line.get_xydata()) for line in strong + weak + guides}
 
     markers = [box for s in series for box in marker_boxes(ax, s.x, s.y, s.sizes, renderer)]
     taken, texts = [], []
@@ -215,7 +222,7 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
                                                                            (5.0, "bottom"), (-5.0, "top"))]
             candidates += [(ridge, dy, va, "left") for dy, va in ((1.5, "bottom"), (-1.5, "top"))]
             keep(_best(ax, renderer, make, candidates, taken=taken, markers=markers,
-                       paths=[path_of[line] for line in strong + weak if line.get_ydata()[0] != value]))
+                       paths=[path_of[line] for line in strong + weak + guides if line.get_ydata()[0] != value]))
     # bandwidths: along the memory roof, rotated to its on-screen slope, sliding up the line until free
     for i, roof in enumerate([] if multi else roofs):
         x_start = max(x_low, ylim[0] / roof.bandwidth)
@@ -228,7 +235,7 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
 
         candidates = [(x_start * (roof.ridge / x_start) ** f,) for f in np.linspace(0.03, 0.7, 15)]
         keep(_best(ax, renderer, make, candidates, taken=taken, markers=markers,
-                   paths=[path_of[line] for line in strong + weak if line not in memory_lines[i]]))
+                   paths=[path_of[line] for line in strong + weak + guides if line not in memory_lines[i]]))
     if show_ridges:
         for roof in roofs:
             if not multi:  # along the dotted line
@@ -269,7 +276,8 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
     requests = cluster_requests(ax, list(labels), per_group=per_group, **kwargs)
     placed, skipped = place_labels(ax, requests, renderer, obstacles=taken + markers,
                                    lines=[path_of[line] for line in strong],
-                                   weak_lines=[path_of[line] for line in weak])
+                                   weak_lines=[path_of[line] for line in weak],
+                                   guides=[path_of[line] for line in guides])
     return RooflineResult(xlim=xlim, ylim=ylim, points=points, labels=texts + placed, skipped=skipped)
 
 
