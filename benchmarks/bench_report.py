@@ -1,7 +1,7 @@
 """Time to render every figure and every PDF of the default grid (config.yaml), in one process.
 
 Run: python benchmarks/bench_report.py [config.yaml]   (prints a small table; not a test, timings vary by machine)
-Tables come from the engine (roofline.tables.job_tables), as the pipeline's analyze jobs make them; the timed
+Tables come from the engine (roofline.tables.grid_tables), as the pipeline's analyze jobs make them; the timed
 parts are exactly what the figures, report and summary rules run. One process does everything serially, so the
 sum is the CPU cost; Snakemake runs the per-model jobs in parallel (plus ~1 s of imports per job).
 """
@@ -12,7 +12,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,20 +20,14 @@ sys.path.insert(0, str(ROOT / "workflow"))
 from roofline.config import resolve_config  # noqa: E402
 from roofline.figures import render_model_figures  # noqa: E402
 from roofline.report import load_manifest, model_context, summary_context, write_report  # noqa: E402
-from roofline.tables import job_tables  # noqa: E402
+from roofline.tables import grid_tables  # noqa: E402
 
 
 def main(config_path: Path) -> None:
     resolved = resolve_config(yaml.safe_load(config_path.read_text()), base_dir=ROOT)
     specs = resolved.specs()
     start = time.perf_counter()
-    parts: dict[str, list] = {}
-    for model in resolved.models.values():
-        for gpu in resolved.gpus.values():
-            for stage in resolved.stages:
-                for name, frame in job_tables(model, gpu, stage, resolved.scenario).items():
-                    parts.setdefault(name, []).append(frame)
-    tables = {name: pd.concat(frames, ignore_index=True) for name, frames in parts.items()}
+    tables = grid_tables(resolved.models.values(), resolved.gpus.values(), resolved.stages, resolved.scenario)
     t_tables = time.perf_counter() - start
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

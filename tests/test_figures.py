@@ -5,7 +5,6 @@ import math
 
 import matplotlib
 import numpy as np
-import pandas as pd
 import pytest
 
 matplotlib.use("Agg")
@@ -18,7 +17,7 @@ from roofline.figures.labels import compact_names, wrap  # noqa: E402
 from roofline.figures.render import specs_objects  # noqa: E402
 from roofline.figures.roofline import Series, draw_roofline, peak_label  # noqa: E402
 from roofline.hardware import get_accelerator  # noqa: E402
-from roofline.tables import job_tables  # noqa: E402
+from roofline.tables import grid_tables  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -27,13 +26,8 @@ HOSTILE = "Llama <script>alert(1)</script> & $x$ Co"
 
 def grid(config):
     resolved = resolve_config(config)
-    parts = {}
-    for model in resolved.models.values():
-        for gpu in resolved.gpus.values():
-            for stage in resolved.stages:
-                for name, frame in job_tables(model, gpu, stage, resolved.scenario).items():
-                    parts.setdefault(name, []).append(frame)
-    return {name: pd.concat(frames, ignore_index=True) for name, frames in parts.items()}, resolved.specs()
+    tables = grid_tables(resolved.models.values(), resolved.gpus.values(), resolved.stages, resolved.scenario)
+    return tables, resolved.specs()
 
 
 @pytest.fixture(scope="module")

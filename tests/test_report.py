@@ -16,7 +16,7 @@ from roofline.report import units
 from roofline.report import text
 from roofline.report.context import accelerators, appendix, batch_sweep_caption
 from roofline.report.text import treatment_sentence
-from roofline.tables import job_tables
+from roofline.tables import grid_tables
 
 HOSTILE_MODEL = "Llama <script>alert(1)</script> & Co"
 HOSTILE_GPU = "H100 <b>bold</b> & more"
@@ -25,13 +25,8 @@ MODEL = "llama-2-7b"
 
 def grid(config):
     resolved = resolve_config(config)
-    parts = {}
-    for model in resolved.models.values():
-        for gpu in resolved.gpus.values():
-            for stage in resolved.stages:
-                for name, frame in job_tables(model, gpu, stage, resolved.scenario).items():
-                    parts.setdefault(name, []).append(frame)
-    return {name: pd.concat(frames, ignore_index=True) for name, frames in parts.items()}, resolved.specs()
+    tables = grid_tables(resolved.models.values(), resolved.gpus.values(), resolved.stages, resolved.scenario)
+    return tables, resolved.specs()
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """The pipeline's tables for one (model, gpu, stage) job as pandas DataFrames."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict
 
 import pandas as pd
@@ -44,3 +45,17 @@ def job_tables(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenari
     """{"ops", "totals", "treatments", "sweeps"}: the tidy tables of one (model, gpu, stage, scenario)."""
     return {name: pd.DataFrame(records, columns=list(JOB_COLUMNS[name]))
             for name, records in job_records(model, gpu, stage, scenario).items()}
+
+
+def grid_tables(models: Iterable[ModelSpec], gpus: Iterable[Accelerator], stages: Iterable[str],
+                scenario: Scenario) -> dict[str, pd.DataFrame]:
+    """The four tables of a whole grid in one process (what the pipeline's aggregates hold), for tests and
+    benchmarks that need them without running Snakemake."""
+    gpus, stages = list(gpus), list(stages)
+    records: dict[str, list[dict]] = {name: [] for name in JOB_COLUMNS}
+    for model in models:
+        for gpu in gpus:
+            for stage in stages:
+                for name, rows in job_records(model, gpu, stage, scenario).items():
+                    records[name] += rows
+    return {name: pd.DataFrame(rows, columns=list(JOB_COLUMNS[name])) for name, rows in records.items()}

@@ -90,8 +90,9 @@ def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sc
 
     row("fusion", "fuse norms, residual adds, activations, RoPE, KV copy and softmax into neighbouring kernels",
         "memory", _evaluate(model, gpu, stage, scenario, fuse))
+    # FlashAttention helps both: no score traffic (bytes) and causal pairs only (FLOPs)
     scenario_change("flash_attention", "FlashAttention (fused, causal-only attention; no score matrix in DRAM)",
-                    "memory", "already flash" if scenario.attention == "flash" else "", attention="flash")
+                    "both", "already flash" if scenario.attention == "flash" else "", attention="flash")
     w = DTYPE_BYTES[scenario.weight_dtype]
     for dtype, bits in (("int8", "W8A16"), ("int4", "W4A16")):
         scenario_change(f"weight_{dtype}", f"weight-only {dtype} quantization ({bits})", "memory",

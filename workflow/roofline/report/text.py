@@ -216,9 +216,10 @@ def treatment_sentence(stage: str, total: pd.Series, rows: pd.DataFrame, scenari
     text = balance_sentence(stage, float(total["memory_bound_share"]))
     if not len(latency):
         text += f" No latency treatment applies to {stage} in this scenario."
-    gains = latency[latency["speedup"] >= GAIN]
+    shown = latency["speedup"].round(2)  # compare what the reader sees: 1.0496 prints as 1.05x, a gain
+    gains = latency[shown >= GAIN]
     slower = latency[latency["speedup"] < SLOWER].sort_values("speedup")
-    flat = latency[(latency["speedup"] >= SLOWER) & (latency["speedup"] < GAIN)]
+    flat = latency[(latency["speedup"] >= SLOWER) & (shown < GAIN)]
     if len(gains):
         groups: dict[str, list[str]] = {}  # helps -> "name speed-up", largest gain first (dicts keep order)
         for r in gains.itertuples():
@@ -262,19 +263,19 @@ def lever_sentence(stage: str, latency: pd.DataFrame, names: dict[str, str]) -> 
     """The latency treatment with the largest median speed-up over the GPUs, where it gains, and where it does not
     (not applicable, under 5%, or slower)."""
     median = latency.groupby("treatment")["speedup"].median().sort_values(ascending=False)
-    if median.iloc[0] < GAIN:
+    if round(median.iloc[0], 2) < GAIN:
         return (f"No single latency treatment gains 5% or more for {stage}"
                 f"{' (median over the GPUs)' if len(names) > 1 else ''}.")
     rows = latency[latency["treatment"] == median.index[0]]
     speedups = dict(zip(rows["gpu"], rows["speedup"]))
-    good = {k: v for k, v in speedups.items() if v >= GAIN}
+    good = {k: v for k, v in speedups.items() if round(v, 2) >= GAIN}
     text = (f"The largest single latency lever for {stage} is {rows['label'].iloc[0]}: "
             f"{_range(good, units.times)} faster")
     if len(good) == len(names):
         return text + (" on every configured GPU." if len(names) > 1 else ".")
     text += f" on {', '.join(names[k] for k in good)}"
     absent = [names[k] for k in names if k not in speedups]
-    flat = [names[k] for k, v in speedups.items() if SLOWER <= v < GAIN]
+    flat = [names[k] for k, v in speedups.items() if v >= SLOWER and round(v, 2) < GAIN]
     slow = [f"{names[k]} ({units.times(v)})" for k, v in speedups.items() if v < SLOWER]
     if not flat and not slow:
         return text + f" (the only GPU{'s' if len(good) > 1 else ''} where it applies)."
