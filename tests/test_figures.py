@@ -9,7 +9,6 @@ import pytest
 
 matplotlib.use("Agg")
 
-from roofline.config import resolve_config  # noqa: E402
 from roofline.figures import (batch_sweep_figure, cross_gpu_figure, render_model_figures, roof_for,  # noqa: E402
                               roofline_figure, seq_sweep_figure, time_breakdown_figure)
 from roofline.figures.charts import drawable  # noqa: E402
@@ -17,17 +16,11 @@ from roofline.figures.labels import compact_names, wrap  # noqa: E402
 from roofline.figures.render import specs_objects  # noqa: E402
 from roofline.figures.roofline import Series, draw_roofline, peak_label  # noqa: E402
 from roofline.hardware import get_accelerator  # noqa: E402
-from roofline.tables import grid_tables  # noqa: E402
+from grids import grid  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 
 HOSTILE = "Llama <script>alert(1)</script> & $x$ Co"
-
-
-def grid(config):
-    resolved = resolve_config(config)
-    tables = grid_tables(resolved.models.values(), resolved.gpus.values(), resolved.stages, resolved.scenario)
-    return tables, resolved.specs()
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 from weasyprint.urls import FatalURLFetchingError
 
-from roofline.config import resolve_config
 from roofline.figures import render_model_figures
 from roofline.report import (check_context, index_context, load_manifest, model_context, render_html,
                              report_fetcher, summary_context, write_pdf, write_report)
@@ -16,17 +15,11 @@ from roofline.report import units
 from roofline.report import text
 from roofline.report.context import accelerators, appendix, batch_sweep_caption
 from roofline.report.text import treatment_sentence
-from roofline.tables import grid_tables
+from grids import grid
 
 HOSTILE_MODEL = "Llama <script>alert(1)</script> & Co"
 HOSTILE_GPU = "H100 <b>bold</b> & more"
 MODEL = "llama-2-7b"
-
-
-def grid(config):
-    resolved = resolve_config(config)
-    tables = grid_tables(resolved.models.values(), resolved.gpus.values(), resolved.stages, resolved.scenario)
-    return tables, resolved.specs()
 
 
 @pytest.fixture(scope="session")
