@@ -16,7 +16,7 @@ from .dtypes import DTYPE_BYTES, matmul_dtype
 from .graph import Op, attention_groups, build_operators
 from .hardware import Accelerator
 from .models import ModelSpec, kv_elements_per_token, parameter_counts
-from .columns import OP_COLUMNS, TOTAL_COLUMNS
+from .columns import TOTAL_COLUMNS
 from .errors import RooflineInputError
 from .scenario import Scenario, check_context, check_stage
 

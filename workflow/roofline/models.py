@@ -7,8 +7,6 @@ RMSNorm or LayerNorm, rotary or learned positions, sliding windows on all or alt
 from __future__ import annotations
 
 import csv
-import json
-import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
@@ -276,157 +274,6 @@ def get_model(key: str) -> ModelSpec:
         raise unknown("model", key, catalog()) from None
 
 
-# ----------------------------------------------------------------------------------- Hugging Face config.json
-#: config.json fields holding names; every other field _need reads must be an integer
-_NAME_FIELDS = ("hidden_act", "hidden_activation", "activation_function")
-
-
-def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True):
-    for name in names:
-        value = cfg.get(name)
-        if value is not None:
-            wanted = str if name in _NAME_FIELDS else int
-            if isinstance(value, bool) or not isinstance(value, wanted):
-                raise RooflineInputError(f"{path}: field '{name}' is {value!r}; expected "
-                                         f"{'a name' if wanted is str else 'an integer'}")
-            return value
-    if required and default is None:
-        aliases = "".join(f" (or '{name}')" for name in names[1:])
-        raise RooflineInputError(
-            f"{path}: model_type '{cfg.get('model_type')}' needs field '{names[0]}'{aliases}, which the file lacks")
-    return default
-
-
-def model_from_hf_config(path: str | Path, key: str | None = None) -> ModelSpec:
-    """Build a ModelSpec from a Hugging Face `config.json` (the families in SUPPORTED_FAMILIES)."""
-    path = Path(path)
-    if not path.is_file():
-        what = "is a directory, not a config.json file" if path.is_dir() else "does not exist"
-        raise RooflineInputError(f"hf_config: '{path}' {what}")
-    try:
-        cfg = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise RooflineInputError(f"hf_config: '{path}' is not readable JSON ({error})") from None
-    return model_from_hf_dict(cfg, key or path.stem, str(path))
-
-
-def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> ModelSpec:
-    """Build a ModelSpec from the parsed dict of a Hugging Face `config.json`."""
-    if not isinstance(cfg, dict):
-        raise RooflineInputError(f"{where}: expected a JSON object with the model's fields, got a "
-                                 f"{type(cfg).__name__}")
-    family = cfg.get("model_type")
-    if family is None:
-        raise RooflineInputError(f"{where}: the file has no 'model_type' field; supported: "
-                                 f"{', '.join(SUPPORTED_FAMILIES)}")
-    if family not in _FAMILY_TRAITS:
-        raise unknown(f"{where}: model_type", family, SUPPORTED_FAMILIES)
-    need = lambda *names, **kw: _need(cfg, where, *names, **kw)  # noqa: E731
-    traits = dict(_FAMILY_TRAITS[family])
-    if family in ("gpt2",):
-        hidden, n_layers, n_heads = need("n_embd"), need("n_layer"), need("n_head")
-        n_kv = n_heads
-        intermediate = need("n_inner", default=4 * hidden, required=False)
-        activation, norm, mlp_type = need("activation_function"), "layernorm", "plain"
-        max_pos = need("n_positions")
-        traits["learned_positions"] = max_pos
-    else:
-        hidden, n_layers, n_heads = need("hidden_size"), need("num_hidden_layers"), need("num_attention_heads")
-        if family == "falcon":
-            multi_query = cfg.get("multi_query", True)
-            n_kv = (1 if multi_query and not cfg.get("new_decoder_architecture")
-                    else need("num_kv_heads", default=n_heads, required=False))
-            intermediate = cfg.get("ffn_hidden_size") or 4 * hidden
-            activation, norm, mlp_type = "gelu", "layernorm", "plain"
-            # HF FalconDecoderLayer: sequential blocks have input_ + post_attention_layernorm; parallel blocks share
-            # one input_layernorm (Falcon-7B) or have ln_attn + ln_mlp (num_ln_in_parallel_attn 2, the default of
-            # new_decoder_architecture, Falcon-40B/180B).
-            new_arch = bool(cfg.get("new_decoder_architecture"))
-            traits["parallel_block"] = bool(cfg.get("parallel_attn", True))
-            n_ln = cfg.get("num_ln_in_parallel_attn") or (2 if new_arch else 1)
-            traits["norms_per_layer"] = 2 if (not traits["parallel_block"] or n_ln == 2) else 1
-            traits["linear_bias"] = bool(cfg.get("bias", False))
-            max_pos = cfg.get("max_position_embeddings") or 2048
-        elif family == "opt":
-            projection = cfg.get("word_embed_proj_dim")
-            if projection is not None and projection != hidden:
-                raise RooflineInputError(
-                    f"{where}: word_embed_proj_dim {projection} != hidden_size {hidden} (OPT-350m's project_in/"
-                    f"project_out) is not supported; supported: word_embed_proj_dim = hidden_size")
-            n_kv = n_heads
-            intermediate = need("ffn_dim")
-            activation, norm, mlp_type = need("activation_function"), "layernorm", "plain"
-            max_pos = need("max_position_embeddings")
-            traits["learned_positions"] = max_pos + 2
-        else:
-            # transformers' defaults differ by family (Mistral/Mixtral 8, Qwen2 32, ...): only Llama, Phi-3 and
-            # DeepSeek fall back to the query-head count, the others must say it
-            falls_back = family in ("llama", "phi3", "deepseek_v3")
-            n_kv = need("num_key_value_heads", default=n_heads if falls_back else None, required=not falls_back)
-            intermediate = need("intermediate_size")
-            activation = need("hidden_act", "hidden_activation")
-            norm, mlp_type = "rmsnorm", "gated"
-            max_pos = need("max_position_embeddings")
-    head_dim = cfg.get("head_dim") or (hidden // n_heads)
-    window = cfg.get("sliding_window")
-    if family == "qwen2" and not cfg.get("use_sliding_window", False):
-        window = None
-    if family == "mistral" or family == "mixtral" or family == "phi3" or family == "qwen2":
-        sliding_layers = n_layers if window else 0
-        if family == "qwen2" and window:
-            sliding_layers = max(0, n_layers - cfg.get("max_window_layers", n_layers))
-            window = window if sliding_layers else None
-    elif family == "gemma2":
-        sliding_layers = (n_layers + 1) // 2 if window else 0
-    elif family == "qwen3_moe" and cfg.get("use_sliding_window", False) and window:
-        sliding_layers = n_layers
-    else:
-        window, sliding_layers = None, 0
-    layer_types = cfg.get("layer_types")  # written by transformers >= 4.53 (Gemma-2, Qwen2, ...): authoritative
-    if window and isinstance(layer_types, list) and len(layer_types) == n_layers:
-        sliding_layers = sum(1 for kind in layer_types if kind == "sliding_attention")
-        window = window if sliding_layers else None
-    spec_kw: dict = dict(
-        key=key, name=cfg.get("_name_or_path") or key, family=family, n_layers=n_layers, hidden=hidden,
-        n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, intermediate=intermediate,
-        vocab=need("vocab_size"), max_position=max_pos, activation=activation, mlp_type=mlp_type, norm=norm,
-        tie_embeddings=bool(cfg.get("tie_word_embeddings", family in ("gpt2", "gemma2", "opt", "falcon"))),
-        sliding_window=window, sliding_layers=sliding_layers, source=where,
-    )
-    spec_kw.update(traits)
-    # expert counts: the hub files' names first, then the aliases transformers >= 5 writes (attribute_map)
-    if family in ("mixtral",):
-        spec_kw.update(n_experts=need("num_local_experts", "num_experts"), top_k=need("num_experts_per_tok"),
-                       moe_intermediate=intermediate)
-    if family == "qwen3_moe":
-        # layer i is MoE iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0 (HF
-        # Qwen3MoeDecoderLayer); the others have a dense MLP of intermediate_size. Only the count enters the costs.
-        step = need("decoder_sparse_step", default=1, required=False)
-        dense_only = set(cfg.get("mlp_only_layers") or ())
-        n_moe = sum(1 for i in range(n_layers) if i not in dense_only and (i + 1) % step == 0)
-        spec_kw.update(n_experts=need("num_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
-                       moe_intermediate=need("moe_intermediate_size"),
-                       n_shared_experts=0, first_dense_layers=n_layers - n_moe)
-    if family == "deepseek_v3":
-        # q_lora_rank null means a plain q_proj (DeepSeek-V2-Lite); a missing key is an error because the reference
-        # implementations disagree on its default (transformers 1536). Same for first_k_dense_replace (transformers
-        # default 3, DeepSeek's own code 0) and n_shared_experts (transformers 1, DeepSeek's code None = none).
-        for name in ("q_lora_rank", "n_shared_experts"):
-            if name not in cfg:
-                need(name)
-        spec_kw.update(
-            n_experts=need("n_routed_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
-            moe_intermediate=need("moe_intermediate_size"), n_shared_experts=cfg["n_shared_experts"] or 0,
-            first_dense_layers=need("first_k_dense_replace"),
-            q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=need("kv_lora_rank"),
-            qk_nope_head_dim=need("qk_nope_head_dim"), qk_rope_head_dim=need("qk_rope_head_dim"),
-            v_head_dim=need("v_head_dim"), head_dim=0,
-        )
-        if cfg.get("moe_layer_freq", 1) != 1:
-            raise RooflineInputError(f"{where}: moe_layer_freq {cfg['moe_layer_freq']} is not supported (only 1)")
-    return ModelSpec(**spec_kw).validate()
-
-
 def model_from_entry(key: str, entry: dict | None, base_dir: Path | None = None) -> ModelSpec:
     """Resolve a config `models:` entry: {} = catalog; {hf_config: path}; or catalog fields overridden."""
     entry = dict(entry or {})
@@ -460,11 +307,5 @@ def kv_elements_per_token(m: ModelSpec, mla_mode: str = "absorbed") -> int:
     return 2 * m.n_kv_heads * m.head_dim
 
 
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-__all__ = [
-    "ModelSpec", "catalog", "get_model", "model_from_hf_config", "model_from_hf_dict", "model_from_entry",
-    "parameter_counts", "kv_elements_per_token", "ACTIVATION_FLOPS", "SUPPORTED_FAMILIES", "math",
-]
+# the loader builds on ModelSpec and the family traits above; re-exported so `models` is the one entry point
+from .hf_config import model_from_hf_config, model_from_hf_dict  # noqa: E402, F401

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from .analysis import aggregate, critical_batch, totals
 from .columns import TREATMENT_COLUMNS
 from .dtypes import DTYPE_BYTES
-from .formulas import Cost
 from .graph import Op, build_operators
 from .hardware import Accelerator
 from .models import ModelSpec
