@@ -20,7 +20,8 @@ def test_linear():
     # int4 weights (0.5 byte): 20 * 0.5 = 10; 3 expert matrices streamed: 30
     assert f.linear(3, 4, 5, 0.5, 2, weight_sets=3).weight == 30
     # reading the input from the KV cache books it as kv_read
-    assert f.linear(3, 4, 5, 2, 2, kv_input=True) == Cost(120, 40, 0, 30, 24, 0)
+    # input read from the KV cache at 1 byte per element: 3*4*1 = 12 booked as kv_read
+    assert f.linear(3, 4, 5, 2, 2, cached_input_width=1) == Cost(120, 40, 0, 30, 12, 0)
 
 
 def test_qk_softmax_sv():

@@ -20,8 +20,13 @@ def test_tiny_prefill_rows(tiny):
     assert ops["q_proj"].count == 2 and ops["final_norm"].count == 1
     # q_proj: 2*4*8*8 = 512 FLOPs; k_proj 2*4*8*4 = 256
     assert ops["q_proj"].cost.flops == 512 and ops["k_proj"].cost.flops == 256
-    # eager qk: full 4x4 block: 2*1*2*4*4*4 = 256; K read once per KV head: 1*1*4*4*2 = 32 bytes
-    assert ops["qk_matmul"].cost.flops == 256 and ops["qk_matmul"].cost.kv_read == 32
+    # eager qk: full 4x4 block: 2*1*2*4*4*4 = 256 FLOPs. Prefill reads the fresh K (activations), once per KV
+    # head: 1*1*4*4*2 = 32 bytes, plus Q 1*2*4*4*2 = 64 -> act_read 96; nothing from the KV cache
+    qk = ops["qk_matmul"].cost
+    assert qk.flops == 256 and qk.act_read == 96 and qk.kv_read == 0
+    # with an int8 cache, prefill attention still reads K at the activation width and computes at fp16
+    int8 = _ops(tiny, "prefill", batch=1, seq_len=4, kv_dtype="int8")["qk_matmul"]
+    assert int8.cost == qk and int8.compute_dtype == "fp16"
     # SwiGLU acts on F=16: 5*4*16 = 320 FLOPs
     assert ops["mlp_act"].cost.flops == 320
     # lm_head for the last token only: 2*1*8*32 = 512
@@ -37,6 +42,9 @@ def test_tiny_decode_attends_cache_plus_new_token(tiny):
     assert ops["qk_matmul"].cost.flops == 80
     # K cache read once: 5 keys * 1 head * 4 * 2 bytes = 40, and not again in sv_matmul's K (only V: 40)
     assert ops["qk_matmul"].cost.kv_read == 40 and ops["sv_matmul"].cost.kv_read == 40
+    # an int8 cache halves them: 5 * 4 * 1 = 20
+    int8 = _ops(tiny, "decode", batch=1, seq_len=4, kv_dtype="int8")
+    assert int8["qk_matmul"].cost.kv_read == 20 and int8["sv_matmul"].cost.kv_read == 20
 
 
 def test_flash_is_causal_and_never_moves_more_bytes(tiny):
@@ -103,6 +111,14 @@ def test_mla_cache_holds_latent_per_token():
     assert {"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "q_absorb", "out_absorb", "router", "expert_up_proj",
             "shared_up_proj"} <= names
     assert "kv_b_proj" in set(_ops(m, "decode", mla_mode="naive"))
+    # naive decode expands the cached latent rows (512 + 64 rope, at the cache width) every step; the expanded
+    # per-head K/V are activations: an int8 cache halves the cache read and leaves attention's reads alone
+    S = 4096
+    for kv_dtype, c in (("fp16", 2), ("int8", 1)):
+        naive = _ops(m, "decode", seq_len=S, mla_mode="naive", kv_dtype=kv_dtype)
+        assert naive["kv_b_proj"].cost.kv_read == (S + 1) * (512 + 64) * c
+        assert naive["qk_matmul"].cost.kv_read == 0
+        assert naive["qk_matmul"].cost.act_read == (128 * 192 + 128 * (S + 1) * 192) * 2  # Q and the expanded K
     assert "kv_b_proj" in set(_ops(m, "prefill"))
 
 

@@ -14,6 +14,9 @@ Conventions (stated once, used everywhere):
   read once per forward pass. No cache reuse across operators (an L2 hit would lower bytes) and no re-reads
   inside a kernel (tiling re-reads would raise them). Bytes split by kind: weight, activation read/write,
   KV-cache read/write.
+* Attention in prefill reads the K and V its projections just produced (activation dtype, booked as activation
+  traffic); decode reads them from the KV cache (cache dtype, booked as KV traffic). A quantized cache therefore
+  speeds up decode attention, and prefill only through the cache write.
 * Ignored, with reasons: dropout (inference), the causal mask add and softmax scaling (folded into the softmax by
   every kernel), router softmax/top-k (T x E elements, < 0.1% of the MoE block), Gemma-2 logit soft-capping and
   embedding scaling (element-wise on tensors already counted), bias-add FLOPs (see above), the quantization and
@@ -69,16 +72,22 @@ def formula(name: str):
 
 
 @formula("linear")
-def linear(T, K, N, w, a, bias=False, weight_sets=1, kv_input=False, kv_output=False) -> Cost:
+def linear(T, K, N, w, a, bias=False, weight_sets=1, cached_input_width=None) -> Cost:
     """y[T,N] = x[T,K] @ W[K,N] (+ b[N]); `weight_sets` matrices are streamed (MoE: distinct experts touched).
 
-    `kv_input`/`kv_output` book the input/output bytes as KV-cache traffic (MLA decompression reads the cache).
+    `cached_input_width`: x is read from the KV cache at that many bytes per element (MLA's naive decode expands
+    the cached latent every step) and is booked as KV-cache traffic.
     """
     weight = weight_sets * (K * N + (N if bias else 0)) * w
-    x, y = T * K * a, T * N * a
-    return Cost(2 * T * K * N, weight,
-                0.0 if kv_input else x, 0.0 if kv_output else y,
-                x if kv_input else 0.0, y if kv_output else 0.0)
+    if cached_input_width is None:
+        return Cost(2 * T * K * N, weight, T * K * a, T * N * a, 0.0, 0.0)
+    return Cost(2 * T * K * N, weight, 0.0, T * N * a, T * K * cached_input_width, 0.0)
+
+
+def from_activations(cost: Cost) -> Cost:
+    """The same kernel reading its K/V from freshly computed activations instead of the KV cache: the bytes
+    booked as KV reads move to activation reads (the caller sized them at the activation width)."""
+    return cost._replace(act_read=cost.act_read + cost.kv_read, kv_read=0.0 * cost.kv_read)
 
 
 @formula("qk_matmul")

@@ -139,20 +139,30 @@ def _keys_attended(S, window, prefill):
     return S + 1 if window is None else np.minimum(S + 1, window)
 
 
-def _attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, shared_latent=False):
-    """QK^T, softmax, PV (eager) or one fused kernel (flash), per attention group (full / sliding window)."""
+def _attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, from_cache=None):
+    """QK^T, softmax, PV (eager) or one fused kernel (flash), per attention group (full / sliding window).
+
+    Decode reads K and V from the KV cache (at the cache dtype, booked as KV traffic); prefill reads the K and V
+    its projections just produced (at the activation dtype, booked as activation traffic), as do MLA's naive
+    decode steps, which re-expand the latent into fresh per-head K and V. `from_cache` overrides the default.
+    """
+    from_cache = (not prefill) if from_cache is None else from_cache
+    width = b.c if from_cache else b.a
+    rebook = (lambda cost: cost) if from_cache else f.from_activations
+    dtype = b.attn_dtype if from_cache else b.sc.act_dtype
     Sq = S if prefill else 1
     for suffix, window, count in attention_groups(b.m):
         Skv = _keys_attended(S, window, prefill)
         if b.sc.attention == "flash":
             pairs = f.causal_pairs(S, window) if prefill else Skv
-            cost = f.fused_attention(B, H, Hkv, Sq, pairs, Skv, d, dv, b.a, b.c, kv_width)
-            b.add(f"fused_attention{suffix}", "attention", count, cost, b.attn_dtype)
+            cost = f.fused_attention(B, H, Hkv, Sq, pairs, Skv, d, dv, b.a, width, kv_width)
+            b.add(f"fused_attention{suffix}", "attention", count, rebook(cost), dtype)
             continue
-        b.add(f"qk_matmul{suffix}", "attention", count, f.qk_matmul(B, H, Hkv, Sq, Skv, d, b.a, b.c), b.attn_dtype)
+        qk = f.qk_matmul(B, H, Hkv, Sq, Skv, d, b.a, width)
+        b.add(f"qk_matmul{suffix}", "attention", count, rebook(qk), dtype)
         b.add(f"softmax{suffix}", "attention", count, f.softmax(B, H, Sq, Skv, b.a))
-        sv = f.sv_matmul(B, H, Hkv, Sq, Skv, dv, b.a, b.c)
-        b.add(f"sv_matmul{suffix}", "attention", count, sv, b.attn_dtype)
+        sv = f.sv_matmul(B, H, Hkv, Sq, Skv, dv, b.a, width)
+        b.add(f"sv_matmul{suffix}", "attention", count, rebook(sv), dtype)
 
 
 def _standard_attention(b: _Builder, B, S, T, Sq, prefill):
@@ -193,9 +203,11 @@ def _mla_attention(b: _Builder, B, S, T, prefill):
         _attention_core(b, B, S, prefill, H, H, dq, dv)
     elif mode == "naive":
         # every step re-expands the whole cached latent of each sequence into per-head K_nope and V
+        # (the rope key R of each cached row is read with it; the expanded K/V are fresh activations)
         Skv = _keys_attended(S, None, False)
-        b.linear("kv_b_proj", L, B * Skv, C, H * (dn + dv), kv_input=True)
-        _attention_core(b, B, S, prefill, H, H, dq, dv)
+        expand = f.linear(B * Skv, C, H * (dn + dv), b.w, b.a, cached_input_width=b.c)
+        b.add("kv_b_proj", "gemm", L, expand._replace(kv_read=expand.kv_read * (C + R) / C), b.gemm_dtype)
+        _attention_core(b, B, S, prefill, H, H, dq, dv, from_cache=False)
     else:  # absorbed: q_nope @ W_UK gives a query in latent space; attention reads the shared latent (Hkv = 1)
         b.linear("q_absorb", L, T * H, dn, C, weight_sets=H)
         _attention_core(b, B, S, prefill, H, 1, C + R, C, kv_width=C + R)
