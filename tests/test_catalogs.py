@@ -28,8 +28,10 @@ def test_datasheet_values(key, dtype, tflops, gbps):
     assert gpu.peak(dtype) == tflops * 1e12 and gpu.bandwidth_bytes_per_s == gbps * 1e9
 
 
-def test_tpu_capacity_is_gib_not_gb_and_estimates_are_marked():
-    assert hardware.get_accelerator("tpu-v4").memory_bytes == 32 * 2**30
+def test_capacity_is_the_printed_number_for_every_vendor_and_estimates_are_marked():
+    # NVIDIA prints "80 GB", Google "32 GiB": both are binary sizes; both are read as printed x 1e9 bytes
+    assert hardware.get_accelerator("tpu-v4").memory_bytes == 32e9
+    assert hardware.get_accelerator("h100-sxm").memory_bytes == 80e9
     assert hardware.get_accelerator("h100-nvl").estimate and hardware.get_accelerator("b200").estimate
     assert not hardware.get_accelerator("h100-sxm").estimate
     # an estimated L2 size alone (H200: "L2 50 MB assumed") does not make the device's roofline an estimate

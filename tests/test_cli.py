@@ -124,3 +124,29 @@ def test_bad_hf_config(capsys, tmp_path, content, expected):
     code, out, err = run(capsys, "totals", "--model", str(path), "--gpu", "h100-sxm", "--stage", "prefill",
                          "--seq-len", "8")
     assert code == 2 and expected in err and len(err.strip().splitlines()) == 1
+
+
+def test_catalog_key_wins_over_a_same_named_folder(capsys, tmp_path, monkeypatch):
+    (tmp_path / "gpt2").mkdir()
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "totals", "--model", "gpt2", "--gpu", "t4", "--stage", "prefill", "--seq-len", "64",
+                       "--format", "json")
+    assert code == 0 and json.loads(out)["model"] == "gpt2"
+
+
+@pytest.mark.parametrize("fields, expected", [
+    ({"decoder_sparse_step": 0}, "'decoder_sparse_step' is 0; it must be >= 1"),
+    ({"mlp_only_layers": 3}, "'mlp_only_layers' is 3; expected a list"),
+    ({"num_attention_heads": 0}, "the head count is 0"),
+    ({"tie_word_embeddings": "false"}, "'tie_word_embeddings' is 'false'; expected true or false"),
+    ({"num_hidden_layers": 2**63}, "the layer count is 9223372036854775808; expected an integer from 1 to"),
+])
+def test_bad_qwen3_moe_fields(capsys, tmp_path, fields, expected):
+    cfg = {"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "intermediate_size": 128, "moe_intermediate_size": 32, "num_experts": 4,
+           "num_experts_per_tok": 2, "vocab_size": 100, "max_position_embeddings": 64, "hidden_act": "silu"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**cfg, **fields}))
+    code, out, err = run(capsys, "totals", "--model", str(path), "--gpu", "h100-sxm", "--stage", "prefill",
+                         "--seq-len", "8")
+    assert code == 2 and expected in err and len(err.strip().splitlines()) == 1

@@ -101,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _model(text: str) -> models.ModelSpec:
+    if text in models.catalog() and not text.endswith(".json"):  # a catalog key wins over a same-named folder
+        return models.catalog()[text]
     if text.endswith(".json") or "/" in text or Path(text).exists():
         return models.model_from_hf_config(text)
     if text not in models.catalog():

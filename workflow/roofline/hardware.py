@@ -1,9 +1,10 @@
 """Accelerator specs and the built-in catalog (`data/accelerators.csv`, one row per device, sources per row).
 
 Units: peaks in FLOP/s (or OP/s for integer types) and bandwidth in byte/s, converted from the vendors' decimal
-TFLOP/s and GB/s (1 TB/s = 1e12 byte/s). Memory capacity is taken as decimal GB (1e9 bytes) as printed on the
-datasheet; the device physically holds binary GiB, so the few percent of difference is left as headroom for the
-runtime's reserved memory. Peaks are dense (2:4 sparsity figures halved) tensor-core rates with FP32 accumulate.
+TFLOP/s and GB/s (1 TB/s = 1e12 byte/s). Memory capacity: the number the vendor prints, times 1e9 bytes, for every
+vendor alike (NVIDIA's "80 GB" and Google's "16 GiB" are both binary sizes in fact): the ~7% the device holds
+beyond that is left as headroom for the runtime's reserved memory, and fit verdicts compare devices on one scale.
+Peaks are dense (2:4 sparsity figures halved) tensor-core rates with FP32 accumulate.
 """
 from __future__ import annotations
 
@@ -34,9 +35,6 @@ ESTIMATED = {
     "m2-ultra": "fp16 assumed equal to fp32 on Apple GPUs (medium)",
 }
 
-#: Corrections to the shipped CSV after re-checking each row against its source note.
-#: Google's TPU pages print HBM capacity in GiB; the CSV copied the number as GB ("GB read as GiB").
-_CAPACITY_GIB = {"tpu-v4": 32, "tpu-v5e": 16, "tpu-v5p": 95, "tpu-v6e": 32}
 
 
 @dataclass(frozen=True)
@@ -82,8 +80,6 @@ def _from_csv_row(row: dict[str, str]) -> Accelerator:
         if value:
             peaks[dtype] = value * TERA
     memory_gb = float(row["memory_gb"])
-    if key in _CAPACITY_GIB:
-        memory_gb = _CAPACITY_GIB[key] * 2**30 / GIGA
     l2 = _float_or_none(row.get("l2_cache_MB", ""))
     notes = row.get("notes", "")
     return Accelerator(

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from .errors import RooflineInputError, unknown
-from .models import _FAMILY_TRAITS, SUPPORTED_FAMILIES, ModelSpec
+from .models import _FAMILY_TRAITS, MAX_DIMENSION, SUPPORTED_FAMILIES, ModelSpec
 
 #: config.json fields holding names; every other field _need reads must be an integer
 _NAME_FIELDS = ("hidden_act", "hidden_activation", "activation_function")
@@ -102,7 +102,13 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
             activation = need("hidden_act", "hidden_activation")
             norm, mlp_type = "rmsnorm", "gated"
             max_pos = need("max_position_embeddings")
+    for name, value in (("hidden size", hidden), ("layer count", n_layers), ("head count", n_heads)):
+        if not 0 < value <= MAX_DIMENSION:  # checked before any loop over layers
+            raise RooflineInputError(f"{where}: the {name} is {value}; expected an integer from 1 to {MAX_DIMENSION}")
     head_dim = cfg.get("head_dim") or (hidden // n_heads)
+    tied = cfg.get("tie_word_embeddings", family in ("gpt2", "gemma2", "opt", "falcon"))
+    if not isinstance(tied, bool):
+        raise RooflineInputError(f"{where}: field 'tie_word_embeddings' is {tied!r}; expected true or false")
     window = cfg.get("sliding_window")
     if family == "qwen2" and not cfg.get("use_sliding_window", False):
         window = None
@@ -125,7 +131,7 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
         key=key, name=cfg.get("_name_or_path") or key, family=family, n_layers=n_layers, hidden=hidden,
         n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, intermediate=intermediate,
         vocab=need("vocab_size"), max_position=max_pos, activation=activation, mlp_type=mlp_type, norm=norm,
-        tie_embeddings=bool(cfg.get("tie_word_embeddings", family in ("gpt2", "gemma2", "opt", "falcon"))),
+        tie_embeddings=tied,
         sliding_window=window, sliding_layers=sliding_layers, source=where,
     )
     spec_kw.update(traits)
@@ -137,7 +143,13 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
         # layer i is MoE iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0 (HF
         # Qwen3MoeDecoderLayer); the others have a dense MLP of intermediate_size. Only the count enters the costs.
         step = need("decoder_sparse_step", default=1, required=False)
-        dense_only = set(cfg.get("mlp_only_layers") or ())
+        dense_only = cfg.get("mlp_only_layers") or []
+        if step <= 0:
+            raise RooflineInputError(f"{where}: field 'decoder_sparse_step' is {step}; it must be >= 1")
+        if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
+            raise RooflineInputError(f"{where}: field 'mlp_only_layers' is {dense_only!r}; expected a list of "
+                                     "layer indices")
+        dense_only = set(dense_only)
         n_moe = sum(1 for i in range(n_layers) if i not in dense_only and (i + 1) % step == 0)
         spec_kw.update(n_experts=need("num_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
                        moe_intermediate=need("moe_intermediate_size"),

@@ -100,8 +100,13 @@ class ModelSpec:
         where = f"models.{self.key}"
         for name in _INT_FIELDS:
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                raise RooflineInputError(f"{where}.{name}: {value!r} is not allowed; expected an integer >= 0")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or not 0 <= value <= MAX_DIMENSION):
+                raise RooflineInputError(
+                    f"{where}.{name}: {value!r} is not allowed; expected an integer from 0 to {MAX_DIMENSION}")
+        if self.norms_per_layer not in (1, 2, 4):
+            raise RooflineInputError(f"{where}.norms_per_layer: {self.norms_per_layer} is not allowed; expected 1 "
+                                     "(one shared norm, Falcon-7B), 2 (pre-attention and pre-MLP) or 4 (Gemma-2)")
         positive = ["n_layers", "hidden", "n_heads", "n_kv_heads", "vocab"]
         positive += ["intermediate"] if self.n_dense_layers else []
         positive += ["kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"] if self.is_mla else []
@@ -130,6 +135,9 @@ class ModelSpec:
             raise RooflineInputError(f"{where}.sliding_window: {self.sliding_window} is not allowed; must be > 0")
         return self
 
+
+#: Largest value of any size field: far beyond real models, small enough that every count stays exact
+MAX_DIMENSION = 1 << 24
 
 #: ModelSpec fields that must hold non-negative integers (None allowed where the type says so)
 _INT_FIELDS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "head_dim", "intermediate", "vocab", "max_position",

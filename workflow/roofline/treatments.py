@@ -121,10 +121,16 @@ def _batching(model, gpu, stage, scenario, row):
     target = critical_batch(model, gpu, scenario)
     target = int(target) if math.isfinite(target) else 1 << 12
     fitting = _largest_fitting_batch(model, gpu, stage, scenario, target)
+    if fitting == 0:
+        return row("batching", label, "memory",
+                   note=f"even batch 1 does not fit in {gpu.memory_bytes / 1e9:.3g} GB")
+    if scenario.batch >= target:
+        return row("batching", label, "memory",
+                   note=f"batch {scenario.batch} is already at or above the critical batch ({target})")
     if fitting <= scenario.batch:
         return row("batching", label, "memory",
-                   note=f"batch {scenario.batch} already at or above the largest batch that fits ({fitting}) "
-                        f"or the critical batch ({target})")
+                   note=f"batch {scenario.batch} is already the largest that fits ({fitting}); the critical batch "
+                        f"is {target}")
     result = _evaluate(model, gpu, stage, scenario.with_(batch=fitting))
     note = (f"critical batch {target}" + ("" if fitting == target else f"; memory caps the batch at {fitting}"))
     row("batching", f"{label}: batch {fitting}", "memory", result, note=note, batch=fitting, throughput=True)
