@@ -11,16 +11,19 @@ matplotlib.use("Agg")
 
 from roofline.figures import (batch_sweep_figure, cross_gpu_figure, render_model_figures, roof_for,  # noqa: E402
                               roofline_figure, seq_sweep_figure, time_breakdown_figure)
-from roofline.figures.charts import drawable  # noqa: E402
+from roofline.figures import render as render_module  # noqa: E402
+from roofline.figures.charts import drawable, legend_name, plain, shorten  # noqa: E402
 from roofline.figures.labels import compact_names, wrap  # noqa: E402
 from roofline.figures.render import specs_objects  # noqa: E402
 from roofline.figures.roofline import Series, draw_roofline, peak_label  # noqa: E402
+from roofline.figures.style import gpu_styles  # noqa: E402
 from roofline.hardware import get_accelerator  # noqa: E402
+from roofline.report import units  # noqa: E402
 from grids import grid  # noqa: E402
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-HOSTILE = "Llama <script>alert(1)</script> & $x$ Co"
+HOSTILE = r"Llama <script>alert(1)</script> & $\alpha$ Co"
 
 
 @pytest.fixture(scope="module")
@@ -208,14 +211,14 @@ def test_label_text_helpers():
 
 
 def test_integer_peaks_are_labelled_in_top_per_second():
-    assert peak_label("fp8/int8", 1979e12) == "fp8 1979 TFLOP/s, int8 1979 TOP/s"
+    assert peak_label("fp8/int8", 1979e12) == "fp8 1,980 TFLOP/s, int8 1,980 TOP/s"  # as the hardware table
     assert peak_label("int8", 310e12) == "int8 310 TOP/s"
     assert peak_label("fp16/bf16", 989.4e12) == "fp16/bf16 989 TFLOP/s"
     fig, ax = plt.subplots(figsize=(7, 4.3))
     draw_roofline(ax, [roof_for(get_accelerator("h100-sxm"), "fp16")], [Series(np.array([1.0]), np.array([1e12]),
                                                                                "k", "o")])
     texts = [t.get_text() for t in ax.texts]
-    assert "fp8 1979 TFLOP/s, int8 1979 TOP/s" in texts
+    assert "fp8 1,980 TFLOP/s, int8 1,980 TOP/s" in texts
     assert not any("int8" in t and t.endswith("TFLOP/s") for t in texts)
     plt.close(fig)
 
@@ -250,17 +253,195 @@ def test_operator_labels_keep_off_every_ceiling(crowded):
         plt.close(fig)
 
 
-def test_long_gpu_names_are_wrapped_inside_the_figure(data):
+LONG_NAME = ("NVIDIA H100 SXM5 80GB HBM3 Hopper Tensor Core GPU with NVLink 4.0, PCIe Gen5, Confidential Computing, "
+             "Multi-Instance GPU and the Transformer Engine (fp8) - Engineering Sample Rev B")
+
+
+def assert_all_text_inside(fig):
+    """Every drawn text ends inside the figure, at every edge (nothing clipped, no legend entry hidden)."""
+    frame = fig.bbox
+    for text, box in text_boxes(fig):
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 - 1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, text
+
+
+def test_long_names_are_cut_with_an_ellipsis_in_titles_and_legends(data):
     tables, specs = data
     gpus, scenario = specs_objects(specs)
-    gpus = {k: dataclasses.replace(g, name=f"{g.name} Extra Long Marketing Name Edition 2026") for k, g in gpus.items()}
-    figures = [cross_gpu_figure(tables["ops"], gpus, scenario, "m", "decode")[0],
-               seq_sweep_figure(tables["sweeps"], gpus, scenario, "m")]
+    assert len(LONG_NAME) > 170
+    gpus = {**gpus, "h100-sxm": dataclasses.replace(gpus["h100-sxm"], name=LONG_NAME)}
+    model = "A Very Long Model Display Name For An Internal Fine-Tune Of Llama-2-7b With Extra Words"
+    figures = [cross_gpu_figure(tables["ops"], gpus, scenario, model, "decode")[0],
+               seq_sweep_figure(tables["sweeps"], gpus, scenario, model),
+               roofline_figure(tables["ops"][tables["ops"]["gpu"] == "h100-sxm"], gpus["h100-sxm"], scenario,
+                               model)[0],
+               batch_sweep_figure(tables["sweeps"][tables["sweeps"]["gpu"] == "h100-sxm"], gpus["h100-sxm"], model),
+               time_breakdown_figure(tables["ops"], gpus, model, ["prefill", "decode"])]
+    for fig in figures[:-1]:  # (the breakdown names GPUs by key)
+        assert_all_text_inside(fig)
+        texts = [t for t, _ in text_boxes(fig)]
+        named = [t for t in texts if "NVIDIA H100 SXM5" in t]
+        assert named and all("…" in t and len(t) < 140 for t in named), named  # cut, not 180 characters
+        title = next(t for t in texts if t.startswith("A Very Long"))
+        assert "…" in title  # every title holding the long model name is cut to fit the width
+    assert_all_text_inside(figures[-1])
+    legend = [t for t, _ in text_boxes(figures[0]) if t.startswith("NVIDIA")][0].split("\n")
+    assert len(legend) == 3 and legend[1].endswith("…") and legend[2] == "989 TFLOP/s, 3.35 TB/s"  # 2 lines + spec
     for fig in figures:
-        boxes = text_boxes(fig)
-        for gpu in gpus.values():
-            entry = next(t for t, _ in boxes if t.startswith(gpu.name.split()[0]) and "Edition" in t)
-            assert "\n" in entry
-        for text, box in boxes:
-            assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 - 1, text
         plt.close(fig)
+
+
+def test_legend_helpers_cut_and_wrap():
+    assert shorten("RTX A6000", 20) == "RTX A6000"
+    assert shorten("NVIDIA H100 SXM5 80GB HBM3 Hopper", 20) == "NVIDIA H100 SXM5…"
+    assert shorten("x" * 50, 10) == "x" * 9 + "…"
+    assert legend_name("Tesla V100 SXM2 32GB", 20) == "Tesla V100 SXM2 32GB"
+    lines = legend_name(LONG_NAME, 20).split("\n")
+    assert len(lines) == 2 and lines[0] == "NVIDIA H100 SXM5" and lines[1].endswith("…") and len(lines[1]) <= 20
+    assert legend_name("A" * 45, 20).split("\n") == ["A" * 20, "A" * 19 + "…"]  # no space: split, then cut
+
+
+@pytest.fixture(scope="module")
+def many_gpus():
+    """22 synthetic GPUs (more than the 12 colours of the palette) with gpt2 at 512 tokens: small and fast."""
+    gpus = {f"g{i:02d}": {"name": f"Accelerator no. {i:02d}", "memory_gb": 80, "bandwidth_gbps": 500 + 150 * i,
+                          "peak_tflops": {"fp16": 100 + 40 * i}} for i in range(22)}
+    return grid({"models": {"gpt2": {}}, "gpus": gpus, "scenario": {"seq_len": 512}})
+
+
+def test_many_gpus_every_legend_entry_is_shown_and_told_apart(many_gpus):
+    tables, specs = many_gpus
+    gpus, scenario = specs_objects(specs)
+    fig, _ = cross_gpu_figure(tables["ops"], gpus, scenario, "gpt2", "decode")
+    assert_all_text_inside(fig)  # right and bottom edges: the reviewer saw 13 of 22 GPUs and no class legend
+    texts = [t for t, _ in text_boxes(fig)]
+    for gpu in gpus.values():
+        assert any(t.startswith(gpu.name) for t in texts), gpu.name
+    assert "Operator class" in texts and "gemm" in texts
+    legend_boxes = [legend.get_window_extent(fig.canvas.get_renderer()) for legend in fig.legends]
+    assert all(b.y0 >= fig.bbox.y0 and b.x1 <= fig.bbox.x1 for b in legend_boxes)
+    ax = fig.axes[0]
+    assert ax.get_position().y0 * fig.get_size_inches()[1] > 1.0  # the GPU legend sits below the axes
+    # GPU 1 and GPU 13 share a colour: their roofs differ in line style, their points in fill
+    roofs = [line for line in ax.get_lines() if len(set(line.get_ydata())) == 1]  # horizontal compute roofs
+    by_colour = {}
+    for line in roofs:
+        by_colour.setdefault(line.get_color(), set()).add(str(line.get_linestyle()))
+    assert any(len(styles) > 1 for styles in by_colour.values())
+    faces = {tuple(np.round(c.get_facecolor()[0], 3)) for c in ax.collections if len(c.get_offsets())}
+    assert (1.0, 1.0, 1.0, 1.0) in faces  # hollow points of the second round
+    plt.close(fig)
+    fig = seq_sweep_figure(tables["sweeps"], gpus, scenario, "gpt2")
+    assert_all_text_inside(fig)
+    texts = [t for t, _ in text_boxes(fig)]
+    for gpu in gpus.values():
+        assert gpu.name in texts
+    assert "prefill" in texts and "decode" in texts
+    markers = {line.get_marker() for line in fig.axes[1].get_lines()}
+    assert {"None", "o"} <= {str(m) for m in markers}  # the second round of colours carries a marker
+    plt.close(fig)
+    fig = time_breakdown_figure(tables["ops"], gpus, "gpt2", ["prefill", "decode"])
+    assert_all_text_inside(fig)
+    boxes = text_boxes(fig)
+    for i, (a, box_a) in enumerate(boxes):  # 22 bars a panel: names and totals stand vertical, none overlaps
+        for b, box_b in boxes[i + 1:]:
+            assert not box_a.overlaps(box_b), (a, b)
+    plt.close(fig)
+
+
+def test_gpu_styles_repeat_colours_only_with_another_line_style():
+    styles = gpu_styles([f"g{i}" for i in range(30)])
+    seen = {}
+    for style in styles.values():
+        key = (style.color, str(style.linestyle), style.marker, style.filled)
+        assert key not in seen
+        seen[key] = style
+    assert styles["g0"].color == styles["g12"].color and styles["g0"].linestyle != styles["g12"].linestyle
+
+
+def test_extreme_specs_draw_without_crashing():
+    """Two valid but extreme GPUs (0.001 GB/s, 1e9 TFLOP/s: ridge 1e15 FLOP/byte at the right edge) used to crash
+    the figures job on an empty list of ridge-label boxes; their ridge values are now written short."""
+    extreme = {"name": "X", "memory_gb": 80, "bandwidth_gbps": 0.001, "peak_tflops": {"fp16": 1e9}}
+    tables, specs = grid({"models": {"gpt2": {}}, "gpus": {"x1": extreme, "x2": {**extreme, "name": "Y"}},
+                          "scenario": {"seq_len": 512}})
+    gpus, scenario = specs_objects(specs)
+    fig, result = cross_gpu_figure(tables["ops"], gpus, scenario, "gpt2", "decode")
+    assert_all_text_inside(fig)
+    texts = [t for t, _ in text_boxes(fig)]
+    assert "1.00×10¹⁵" in texts  # the ridge, short
+    assert_inside(fig.axes[0], all_points(fig.axes[0]))
+    plt.close(fig)
+
+
+def test_extreme_specs_whole_model_job(tmp_path):
+    extreme = {"name": "X", "memory_gb": 80, "bandwidth_gbps": 0.001, "peak_tflops": {"fp16": 1e9}}
+    tables, specs = grid({"models": {"gpt2": {}}, "gpus": {"x1": extreme, "x2": {**extreme, "name": "Y"}},
+                          "scenario": {"seq_len": 512}})
+    manifest = render_model_figures("gpt2", tables["ops"], tables["sweeps"], specs, tmp_path / "gpt2")
+    assert len(manifest) == 2 * 2 + 2 + 2  # roofline and batch sweep per GPU, 2 cross-GPU, breakdown, seq sweep
+
+
+def test_ridge_caption_moves_off_the_left_edge():
+    """A ridge at the left edge of the axes (a device with tiny peak and huge bandwidth): the caption would be
+    cut at the figure's left edge if it stayed left of the ridge values; it goes where it fits."""
+    slow = roof_for(dataclasses.replace(get_accelerator("h100-sxm"), peak_flops_per_s={"fp16": 2e12},
+                                        bandwidth_bytes_per_s=200e12), "fp16")
+    h100 = roof_for(get_accelerator("h100-sxm"), "fp16", color="#D55E00")
+    points = Series(np.array([50.0, 200.0, 1000.0]), np.array([2e12, 2e12, 2e12]), "k", "o")
+    fig, ax = plt.subplots(figsize=(7, 4.3))
+    fig.subplots_adjust(left=0.085, right=0.775, bottom=0.105, top=0.9)
+    draw_roofline(ax, [slow, h100], [points])
+    captions = [t for t in ax.texts if "ridges [FLOP/byte]" in t.get_text()]
+    assert len(captions) == 1
+    renderer = fig.canvas.get_renderer()
+    box, frame = captions[0].get_window_extent(renderer), ax.get_window_extent(renderer)
+    assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+    plt.close(fig)
+
+
+def test_names_with_dollars_and_backslashes_are_drawn_literally(rendered):
+    out, manifest = rendered
+    svg = (out / "roofline_rtx-a6000.svg").read_text()
+    assert r"&amp; $\alpha$ Co" in svg  # one backslash, dollars shown, no mathtext
+    assert plain(r"$\alpha$") == r"\$\alpha\$"
+
+
+def test_legends_print_numbers_as_the_report_tables():
+    tables, specs = grid({"models": {"llama-2-7b": {}}, "gpus": {"mi300x": {}, "rtx-a6000": {}}, "stages": ["decode"]})
+    gpus, scenario = specs_objects(specs)
+    fig, _ = cross_gpu_figure(tables["ops"], gpus, scenario, "m", "decode")
+    texts = [t for t, _ in text_boxes(fig)]
+    for gpu in gpus.values():
+        spec = f"{units.peak(gpu.peak('fp16'), 'fp16')}, {units.bandwidth(gpu.bandwidth_bytes_per_s)}"
+        assert any(t.endswith(spec) for t in texts), spec
+    assert any(t.endswith("1,310 TFLOP/s, 5.30 TB/s") for t in texts)  # 1307.4 TFLOP/s, as the hardware table
+    plt.close(fig)
+
+
+def test_interrupted_figure_job_leaves_the_previous_folder(tmp_path, monkeypatch):
+    tables, specs = grid({"models": {"gpt2": {}}, "gpus": {"t4": {}}, "stages": ["decode"],
+                          "scenario": {"seq_len": 512}})
+    target = tmp_path / "figures" / "gpt2"
+    target.mkdir(parents=True)
+    (target / "figures.json").write_text("[]\n")
+    (target / "old.svg").write_text("<svg/>")
+    partial = []
+
+    def interrupted(*args, **kwargs):  # Ctrl-C after the roofline, sweep and cross-GPU figures were written
+        partial.extend(p.name for p in tmp_path.glob("figures/.gpt2.*/*"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(render_module, "time_breakdown_figure", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        render_model_figures("gpt2", tables["ops"], tables["sweeps"], specs, target)
+    assert "roofline_t4.svg" in partial and "figures.json" not in partial  # half-written, next to the target
+    assert sorted(p.name for p in target.iterdir()) == ["figures.json", "old.svg"]  # untouched
+    assert sorted(p.name for p in target.parent.iterdir()) == ["gpt2"]  # no temporary folder left
+    monkeypatch.undo()
+    (target.parent / ".gpt2.k1ll3d_9.part").mkdir()  # what a SIGKILL (no clean-up) leaves behind
+    (target.parent / ".gpt2.x.k1ll3d_9.part").mkdir()  # the live temporary folder of model 'gpt2.x': not ours
+    manifest = render_model_figures("gpt2", tables["ops"], tables["sweeps"], specs, target)
+    names = {p.name for p in target.iterdir()}
+    assert "old.svg" not in names and "figures.json" in names  # replaced as a whole
+    assert names == {"figures.json"} | {e[k] for e in manifest for k in ("svg", "png")}
+    assert sorted(p.name for p in target.parent.iterdir()) == [".gpt2.x.k1ll3d_9.part", "gpt2"]

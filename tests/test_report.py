@@ -234,6 +234,8 @@ def test_fetcher_serves_only_the_report_folder(built, tmp_path):
     (0.005, units.percent, "0.5%"), (0.72, units.percent, "72%"), (0.0004, units.percent, "<0.1%"),
     (3.6234, units.times, "3.62×"), (768e9, units.bandwidth, "768 GB/s"), (3.35e12, units.bandwidth, "3.35 TB/s"),
     (32.0, units.integer, "32"), (6.738e9, units.count, "6.74 B"),
+    (0.0996, units.percent, "10%"), (0.0994, units.percent, "9.9%"), (1307.4e12, units.rate, "1,310 TFLOP/s"),
+    (1e21, units.rate, "1.00×10⁹ TFLOP/s"), (1e6, units.bandwidth, "1.00 MB/s"),
 ])
 def test_units(value, fmt, expected):
     assert fmt(value) == expected
@@ -400,3 +402,140 @@ def test_other_models_link_to_the_table1_comparison_when_it_exists():
             '(<a href="llama-2-7b.pdf">PDF</a>).') in html
     assert 'id="appendix"' not in html
     assert 'id="appendix"' in render_html(model_context(MODEL, tables, specs, [], "figures"))
+
+
+LONG_GPU = ("NVIDIA H100 SXM5 80GB HBM3 Hopper Tensor Core GPU with NVLink 4.0, PCIe Gen5, Confidential Computing, "
+            "Multi-Instance GPU and the Transformer Engine (fp8) - Engineering Sample Rev B")
+
+
+def words_past_the_margin(pdf):
+    """(page, word, right edge) of every word of the PDF that runs past the right page margin (14 mm)."""
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) is not installed")
+    xml = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], check=True, capture_output=True, text=True).stdout
+    outside = []
+    for n, (width, body) in enumerate(re.findall(r'<page width="([\d.]+)"[^>]*>(.*?)</page>', xml, re.S), 1):
+        limit = float(width) - 14 / 25.4 * 72 + 1
+        for x_max, word in re.findall(r'<word xMin="[\d.]+" yMin="[\d.]+" xMax="([\d.]+)" yMax="[\d.]+">([^<]*)</word>',
+                                      body):
+            if float(x_max) > limit:
+                outside.append((n, word, float(x_max)))
+    return outside
+
+
+def test_long_names_wrap_and_keep_every_number_on_the_page(tmp_path):
+    """A 180-character GPU name and a 77-character model name without spaces: before, the summary's GPU column
+    (no wrap) and the sources table pushed the numbers past the page edge, where the PDF clipped them."""
+    tables, specs = grid({"models": {"gpt2": {"name": "openai-community/" + "X" * 60}},
+                          "gpus": {"t4": {}, "h100-sxm": {"name": LONG_GPU}}, "stages": ["decode"],
+                          "scenario": {"seq_len": 512}})
+    context = model_context("gpt2", tables, specs, [], "figures")
+    write_report(context, tmp_path / "gpt2.html", tmp_path / "gpt2.pdf")
+    summary = summary_context(tables, specs)
+    write_report(summary, tmp_path / "summary.html", tmp_path / "summary.pdf")
+    assert not words_past_the_margin(tmp_path / "summary.pdf")
+    assert not words_past_the_margin(tmp_path / "gpt2.pdf")
+    flat = " ".join(pdftotext(tmp_path / "summary.pdf").split())
+    for row in summary["groups"][0]["rows"]:
+        assert row["tpot"] in flat and row["tokens_per_s"] in flat and row["footprint"] in flat
+    text = " ".join(pdftotext(tmp_path / "gpt2.pdf").split())
+    for row in context["hardware"]["rows"]:
+        assert row["l2"] in text and row["bandwidth"] in text
+    # the summary breaks a long model-name part anywhere, short parts only after '/'
+    assert [p["nowrap"] for p in summary["groups"][0]["name_parts"]] == [True, False]
+    assert [r["gpu_nowrap"] for r in summary["groups"][0]["rows"]] == [True, False]  # 'T4' stays on one line
+    assert "Compared with this GPU" in render_html(context)  # no 180-character column header
+
+
+def test_interrupted_report_keeps_the_previous_files(built, tmp_path, monkeypatch):
+    import weasyprint
+
+    html, pdf = tmp_path / "m.html", tmp_path / "m.pdf"
+    html.write_text("old html")
+    pdf.write_bytes(b"old pdf")
+
+    def killed(self, target=None, *args, **kwargs):
+        with open(target, "wb") as handle:  # half a PDF on disk, then Ctrl-C
+            handle.write(b"%PDF-1.7 half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(weasyprint.Document, "write_pdf", killed)
+    with pytest.raises(KeyboardInterrupt):
+        write_report(built["summary"], html, pdf)
+    assert html.read_text() == "old html" and pdf.read_bytes() == b"old pdf"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.html", "m.pdf"]  # no temporary file left
+    monkeypatch.undo()
+    (tmp_path / ".m.pdf.k1ll3d_9.part").write_bytes(b"%PDF-1.7 half")  # left by a SIGKILL: removed on the next run
+    write_report(built["summary"], html, pdf)
+    assert "Roofline summary" in html.read_text() and pdf.read_bytes().startswith(b"%PDF")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.html", "m.pdf"]
+    assert oct(pdf.stat().st_mode & 0o777) == oct(0o644)  # readable like any report, not 0600
+
+
+def test_integer_gemms_show_top_per_second():
+    tables, specs = grid({"models": {MODEL: {}}, "gpus": {"h100-sxm": {}}, "stages": ["decode"],
+                          "scenario": {"weight_dtype": "int8", "act_dtype": "int8"}})
+    context = model_context(MODEL, tables, specs, [], "figures")
+    rows = context["gpus"][0]["stages"][0]["operators"]
+    ops = tables["ops"]
+    for row, op in zip(rows, ops.itertuples()):
+        assert row["attainable"].endswith(" TOP/s" if op.compute_dtype == "int8" else " TFLOP/s"), (row, op)
+    q_proj = next(r for r in rows if r["op"] == "q_proj")
+    assert q_proj["attainable"] == units.rate(float(ops.loc[ops["op"] == "q_proj", "attainable_flops_per_s"].iloc[0]),
+                                              "int8")
+    assert units.rate(619e12, "int8") == "619 TOP/s" and units.rate(619e12, "fp16") == "619 TFLOP/s"
+
+
+def test_bound_words_follow_the_printed_share():
+    # the reviewer's pair: 10% (0.1003) read "mostly compute-bound" and 8.6% "compute-bound"
+    assert units.percent(0.1003) == units.percent(0.0996) == "10%"
+    assert text.bound_phrase(0.1003) == text.bound_phrase(0.0996) == text.bound_phrase(0.086) == "compute-bound"
+    assert text.bound_phrase(0.106) == "mostly compute-bound"  # prints 11%
+    assert text.bound_phrase(0.8996) == "memory-bound" and units.percent(0.8996) == "90%"
+    assert text.balance_sentence("prefill", 0.1003).startswith("Prefill is compute-bound (90% of its time")
+
+
+def test_executive_summary_groups_near_identical_shares(data):
+    tables, specs = data
+    totals = tables["totals"].copy()
+    prefill = totals["stage"] == "prefill"
+    totals.loc[prefill & (totals["gpu"] == "rtx-a6000"), "memory_bound_share"] = 0.1003
+    totals.loc[prefill & (totals["gpu"] == "h100-sxm"), "memory_bound_share"] = 0.086
+    sentences = text.executive_summary("m", totals, tables["treatments"], accelerators(specs), specs["scenario"])
+    prefill_sentence = next(s for s in sentences if s.startswith("Prefill is"))
+    assert prefill_sentence.startswith("Prefill is compute-bound on every configured GPU (8.6%–10% of its time in "
+                                       "memory-bound operators)"), prefill_sentence
+    assert "mostly" not in prefill_sentence
+
+
+def test_decode_already_past_the_critical_batch():
+    """Gemma-2-9b on the L4 at batch 512 (critical batch 480): the GEMMs are compute-bound already."""
+    tables, specs = grid({"models": {"gemma-2-9b": {}}, "gpus": {"l4": {}}, "stages": ["decode"],
+                          "scenario": {"batch": 512}})
+    total = tables["totals"].iloc[0]
+    assert total["critical_batch"] <= 512
+    sentences = " ".join(model_context("gemma-2-9b", tables, specs, [], "figures")["gpus"][0]["stages"][0]
+                         ["diagnosis"])
+    assert (f"batch 512 is already past the critical batch ({units.integer(total['critical_batch'])}), so the GEMMs "
+            "are compute-bound") in sentences
+    assert "would turn compute-bound" not in sentences
+    assert f"this batch needs {units.nbytes(total['footprint_bytes'])} and does not fit in 24.0 GB" in sentences
+
+
+def test_kv_cache_traffic_is_told_apart_from_the_cache_size(long_context):
+    """Absorbed MLA with eager attention reads the latent twice: the decode sentence names the traffic and the
+    size, and the size is the memory table's."""
+    tables, _specs, contexts = long_context
+    ops = tables["ops"]
+    for gpu in contexts["deepseek-v3"]["gpus"]:
+        mine = ops[(ops["model"] == "deepseek-v3") & (ops["gpu"] == gpu["key"]) & (ops["stage"] == "decode")]
+        moved = float(((mine["bytes_kv_read"] + mine["bytes_kv_write"]) * mine["count"]).sum())
+        decode = next(s for s in gpu["stages"] if s["stage"] == "decode")
+        cache = next(r for r in gpu["footprint"]["rows"] if r["stage"] == "decode")["kv_cache"]
+        sentence = " ".join(decode["diagnosis"])
+        assert f"KV-cache traffic adds {units.nbytes(moved)}" in sentence
+        assert f"the cache itself holds {cache}: qk_matmul and sv_matmul together read" in sentence
+        assert "the KV cache adds" not in sentence
+    llama = contexts["llama-3.1-8b"]["gpus"][0]
+    decode = " ".join(next(s for s in llama["stages"] if s["stage"] == "decode")["diagnosis"])
+    assert "KV-cache traffic adds" in decode and "the cache itself holds" not in decode  # traffic = size: no note

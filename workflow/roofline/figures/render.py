@@ -2,10 +2,18 @@
 
 The manifest `figures.json` lists each figure's kind, GPU, stage and file names, so the report finds its figures
 without importing this package (figures and report depend on the engine only, not on each other).
+
+A model's figures are drawn into a temporary sibling folder that replaces the target folder only once every file
+and the manifest are written: an interrupted job leaves the previous folder (or none), never a partial one.
 """
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -34,11 +42,51 @@ def specs_objects(specs: dict) -> tuple[dict[str, Accelerator], dict]:
     return {key: Accelerator(**entry) for key, entry in specs["gpus"].items()}, specs["scenario"]
 
 
+def leftovers(target: Path) -> list[Path]:
+    """Temporary siblings of `target` (.NAME.xxxxxxxx.part or .old, as `atomic_directory` names them) that a killed
+    job left behind; the exact pattern never matches another target's (a key may contain dots)."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.(part|old)")
+    return [p for p in target.parent.iterdir() if pattern.fullmatch(p.name)]
+
+
+@contextmanager
+def atomic_directory(target: str | Path):
+    """A fresh temporary folder next to `target` to fill; on success it is renamed to `target` (an older `target`
+    is moved aside first and deleted after), on any failure or interruption it is deleted."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in leftovers(target):  # of a job killed before it could clean up (SIGKILL, power loss)
+        shutil.rmtree(stale, ignore_errors=True)
+    temp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part"))
+    try:
+        yield temp
+        os.chmod(temp, 0o755)  # mkdtemp creates 0700
+        old = None
+        if target.exists() or target.is_symlink():
+            old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".old"))
+            os.replace(target, old / target.name)
+        try:
+            os.replace(temp, target)
+        except BaseException:
+            if old is not None:  # put the previous folder back
+                os.replace(old / target.name, target)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+
+
 def render_model_figures(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict,
                          directory: str | Path) -> list[dict]:
-    """All figures of `model` into `directory`; returns (and writes) the manifest."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    """All figures of `model` into `directory` (replacing it as a whole, see `atomic_directory`); returns (and
+    writes) the manifest."""
+    with atomic_directory(directory) as temp:
+        return _render(model, ops, sweeps, specs, temp)
+
+
+def _render(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict, directory: Path) -> list[dict]:
     gpus, scenario = specs_objects(specs)
     name = specs["models"][model]["name"]
     ops = ops[ops["model"] == model]

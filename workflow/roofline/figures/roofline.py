@@ -14,11 +14,12 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogLocator, NullFormatter
 
+from .. import display
+from ..display import INT_DTYPES
 from ..hardware import Accelerator
 from .labels import PointLabel, cluster_requests, hits_paths, marker_boxes, overlaps_any, place_labels
 from .style import REGION_COLORS, ROOF_COLOR
 
-INT_DTYPES = ("int8", "int4")
 #: a faint white ground under ceiling labels, so a line they must cross does not cut through the text
 LABEL_BOX = {"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none", "alpha": 0.6}
 #: data padding of the axes limits (factor on a log axis) so no point or label sits on the frame
@@ -33,6 +34,7 @@ class Roof:
     bandwidth: float  # byte/s
     peaks: tuple[tuple[str, float], ...]  # (dtype label, FLOP/s), main first; equal values merged ("fp16/bf16")
     color: str = ROOF_COLOR
+    linestyle: object = "-"  # of the solid ceilings (several GPUs: tells apart GPUs that share a colour)
 
     @property
     def main_peak(self) -> float:
@@ -43,7 +45,8 @@ class Roof:
         return self.main_peak / self.bandwidth
 
 
-def roof_for(gpu: Accelerator, compute_dtype: str, *, other_dtypes: bool = True, color: str = ROOF_COLOR) -> Roof:
+def roof_for(gpu: Accelerator, compute_dtype: str, *, other_dtypes: bool = True, color: str = ROOF_COLOR,
+             linestyle: object = "-") -> Roof:
     """A Roof from the accelerator spec: the compute dtype's peak first, then (optionally) every other distinct
     peak the device publishes, dtypes with the same value merged into one label."""
     by_value: dict[float, list[str]] = {}
@@ -55,7 +58,8 @@ def roof_for(gpu: Accelerator, compute_dtype: str, *, other_dtypes: bool = True,
     peaks = [("/".join([compute_dtype, *main_names]), main_value)]
     if other_dtypes:
         peaks += [("/".join(names), value) for value, names in sorted(by_value.items(), reverse=True)]
-    return Roof(name=gpu.name, bandwidth=gpu.bandwidth_bytes_per_s, peaks=tuple(peaks), color=color)
+    return Roof(name=gpu.name, bandwidth=gpu.bandwidth_bytes_per_s, peaks=tuple(peaks), color=color,
+                linestyle=linestyle)
 
 
 @dataclass
@@ -68,6 +72,7 @@ class Series:
     marker: str
     sizes: np.ndarray | float = 24.0
     label: str = ""
+    filled: bool = True  # False: hollow markers (edge in `color`)
 
 
 @dataclass
@@ -80,15 +85,25 @@ class RooflineResult:
 
 
 def fmt_value(value: float) -> str:
-    """3 significant digits without exponent noise: 154.8 -> '155', 3.35 -> '3.35', 19.5 -> '19.5'."""
-    if value >= 100:
-        return f"{value:.0f}"
-    return f"{value:.3g}"
+    """3 significant digits, thousands separated, as in the report's tables (one formatter for both):
+    154.8 -> '155', 3.35 -> '3.35', 1307.4 -> '1,310'."""
+    return display.sig(value)
+
+
+def tick_label(value: float) -> str:
+    """A log-axis tick: '0.1', '1000', and powers of ten beyond (1e6 -> '10⁶'), so far-apart extreme specs
+    keep short, non-overlapping labels."""
+    if value <= 0 or 1e-3 <= value < 1e5:
+        return f"{value:g}"
+    exponent = round(math.log10(value))
+    if math.isclose(value, 10.0 ** exponent, rel_tol=1e-9):
+        return display.power_of_ten(exponent)
+    return display.sig(value, 2)
 
 
 def peak_label(dtype_label: str, flops: float) -> str:
     """'fp16/bf16 989 TFLOP/s', 'int8 310 TOP/s'; floating and integer dtypes sharing one peak are named apart,
-    since integer peaks are operations, not floating-point operations: 'fp8 1979 TFLOP/s, int8 1979 TOP/s'."""
+    since integer peaks are operations, not floating-point operations: 'fp8 1,980 TFLOP/s, int8 1,980 TOP/s'."""
     value = fmt_value(flops / 1e12)
     dtypes = dtype_label.split("/")
     floats = [d for d in dtypes if d not in INT_DTYPES]
@@ -99,7 +114,8 @@ def peak_label(dtype_label: str, flops: float) -> str:
 
 
 def bandwidth_label(bandwidth: float) -> str:
-    return f"{fmt_value(bandwidth / 1e12)} TB/s" if bandwidth >= 1e12 else f"{fmt_value(bandwidth / 1e9)} GB/s"
+    """'768 GB/s', '3.35 TB/s' (the report's format)."""
+    return display.bandwidth(bandwidth)
 
 
 def limits(roofs, series) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -147,6 +163,36 @@ def _best(ax, renderer, make, candidates, *, taken, markers, paths):
     return best
 
 
+def _ridge_caption(ax, renderer, ridge_boxes, taken, keep) -> None:
+    """'ridges [FLOP/byte]:' a few points left of the lowest row of ridge values, else right of it, else above the
+    values; skipped when there is no room inside the axes (never clipped at the figure's edge)."""
+    fig = ax.figure
+    gap = 4 * fig.dpi / 72
+    low = min(box.y0 for box in ridge_boxes)
+    row = [box for box in ridge_boxes if box.y0 - low < 2]
+    top = max(box.y1 for box in ridge_boxes)
+    left, right = min(b.x0 for b in ridge_boxes), max(b.x1 for b in ridge_boxes)
+    spots = [("ridges [FLOP/byte]:", (min(b.x0 for b in row) - gap, low), "right"),
+             ("← ridges [FLOP/byte]", (max(b.x1 for b in row) + gap, low), "left"),
+             ("ridges [FLOP/byte] ↓", (left, top + gap), "left"),
+             ("ridges [FLOP/byte] ↓", (right, top + gap), "right")]
+
+    def make(text, xy, ha):
+        x_frac, y_frac = fig.transFigure.inverted().transform(xy)
+        return ax.annotate(text, (x_frac, y_frac), xycoords="figure fraction", ha=ha, va="bottom", fontsize=6,
+                           color="#555555")
+
+    frame = ax.get_window_extent(renderer).padded(-2)
+    for text, xy, ha in spots:
+        artist = make(text, xy, ha)
+        box = artist.get_window_extent(renderer)
+        if frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1 \
+                and not overlaps_any(box, taken, pad=1.0):
+            keep((0, artist, box))
+            return
+        artist.remove()
+
+
 def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[PointLabel] = (), per_group: int = 5,
                   label_format=None, shade: bool = True, show_ridges: bool = True) -> RooflineResult:
     """Draw ceilings, ridge lines, regions, points and collision-free labels on a log-log `ax`.
@@ -162,11 +208,11 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
     ax.set_ylim(*ylim)
     ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
     ax.set_ylabel("Attainable performance [TFLOP/s]")
-    ax.yaxis.set_major_formatter(lambda value, _pos: f"{value / 1e12:g}")
-    ax.xaxis.set_major_formatter(lambda value, _pos: f"{value:g}")
+    ax.yaxis.set_major_formatter(lambda value, _pos: tick_label(value / 1e12))
+    ax.xaxis.set_major_formatter(lambda value, _pos: tick_label(value))
     for axis in (ax.xaxis, ax.yaxis):  # minor ticks at 2x and 5x only: readable, and cheap to draw
-        axis.set_major_locator(LogLocator(base=10, numticks=20))
-        axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0), numticks=20))
+        axis.set_major_locator(LogLocator(base=10, numticks=12))  # every decade, every 2nd beyond 12 decades
+        axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0), numticks=12))
         axis.set_minor_formatter(NullFormatter())
     ax.grid(True, which="major", color="#e4e4e4", lw=0.5, zorder=0)
     renderer = fig.canvas.get_renderer()
@@ -182,14 +228,14 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
             ax.axvspan(roof.ridge, x_high, color=REGION_COLORS["compute"], zorder=0, lw=0)
         top_ridge = max(value for _, value in roof.peaks) / roof.bandwidth
         xs = np.array([x_low, roof.ridge])  # memory roof: solid to the main ridge, dashed on to the top ceiling
-        memory_lines[i] = ax.plot(xs, roof.bandwidth * xs, color=roof.color, lw=1.1, zorder=2)
+        memory_lines[i] = ax.plot(xs, roof.bandwidth * xs, color=roof.color, lw=1.1, ls=roof.linestyle, zorder=2)
         if top_ridge > roof.ridge:
             xs = np.array([roof.ridge, top_ridge])
             memory_lines[i] += ax.plot(xs, roof.bandwidth * xs, color=roof.color, lw=0.7, ls=dashed, zorder=2)
         strong += memory_lines[i][:1]
         weak += memory_lines[i][1:]
         for j, (_dtype, value) in enumerate(roof.peaks):
-            style = {"lw": 1.1} if j == 0 else {"lw": 0.7, "ls": dashed}
+            style = {"lw": 1.1, "ls": roof.linestyle} if j == 0 else {"lw": 0.7, "ls": dashed}
             (strong if j == 0 else weak).extend(
                 ax.plot([value / roof.bandwidth, x_high], [value, value], color=roof.color, zorder=2, **style))
         if show_ridges:
@@ -237,6 +283,7 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
         keep(_best(ax, renderer, make, candidates, taken=taken, markers=markers,
                    paths=[path_of[line] for line in strong + weak + guides if line not in memory_lines[i]]))
     if show_ridges:
+        ridge_boxes = []
         for roof in roofs:
             if not multi:  # along the dotted line
                 artist = ax.annotate(f"ridge {fmt_value(roof.ridge)} FLOP/byte", (roof.ridge, ylim[0]), xytext=(-2, 4),
@@ -245,22 +292,22 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
                 keep((0, artist, artist.get_window_extent(renderer)))
                 continue
 
-            def make(dy, roof=roof):  # several roofs: short values stacked upward
+            def make(dy, ha, roof=roof):  # several roofs: short values stacked upward
                 return ax.annotate(fmt_value(roof.ridge), (roof.ridge, ylim[0]), xytext=(0, dy),
-                                   textcoords="offset points", ha="center", va="bottom", fontsize=6,
+                                   textcoords="offset points", ha=ha, va="bottom", fontsize=6,
                                    color=roof.color, zorder=3,
                                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none"})
 
-            keep(_best(ax, renderer, make, [(dy,) for dy in range(3, 200, 9)], taken=[b.padded(2) for b in taken],
-                       markers=markers, paths=[]))
-        if multi:  # caption left of the lowest row of ridge values, a few points clear of the leftmost one
-            ridge_boxes = taken[-len(roofs):]
-            low = min(box.y0 for box in ridge_boxes)
-            left = min(box.x0 for box in ridge_boxes if box.y0 - low < 2)
-            x_frac, y_frac = fig.transFigure.inverted().transform((left - 4 * fig.dpi / 72, low))
-            artist = ax.annotate("ridges [FLOP/byte]:", (x_frac, y_frac), xycoords="figure fraction", ha="right",
-                                 va="bottom", fontsize=6, color="#555555")
-            keep((0, artist, artist.get_window_extent(renderer)))
+            # centred on the ridge line; beside it when a ridge sits so close to a frame edge that a centred value
+            # would cross it
+            best = _best(ax, renderer, make, [(dy, ha) for ha in ("center", "right", "left")
+                                              for dy in range(3, 200, 9)],
+                         taken=[b.padded(2) for b in taken], markers=markers, paths=[])
+            keep(best)
+            if best is not None:
+                ridge_boxes.append(best[2])
+        if ridge_boxes:  # several roofs: a caption beside the lowest row of ridge values, wherever it fits
+            _ridge_caption(ax, renderer, ridge_boxes, taken, keep)
     if shade and not multi:
         for x, text in ((x_low, "memory-bound"), (roofs[0].ridge, "compute-bound")):
             artist = ax.annotate(text, (x, ylim[1]), xytext=(4, -4), textcoords="offset points", ha="left", va="top",
@@ -269,8 +316,12 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
 
     points = []
     for s in series:
-        ax.scatter(s.x, s.y, s=s.sizes, c=s.color, marker=s.marker, edgecolors="white", linewidths=0.4,
-                   zorder=4, label=s.label)
+        if s.filled:
+            ax.scatter(s.x, s.y, s=s.sizes, c=s.color, marker=s.marker, edgecolors="white", linewidths=0.4,
+                       zorder=4, label=s.label)
+        else:
+            ax.scatter(s.x, s.y, s=s.sizes, facecolors="white", marker=s.marker, edgecolors=s.color,
+                       linewidths=0.9, zorder=4, label=s.label)
         points += list(zip(map(float, s.x), map(float, s.y)))
     kwargs = {"fmt": label_format} if label_format else {}
     requests = cluster_requests(ax, list(labels), per_group=per_group, **kwargs)
@@ -281,6 +332,7 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
     return RooflineResult(xlim=xlim, ylim=ylim, points=points, labels=texts + placed, skipped=skipped)
 
 
-def legend_handles(entries: dict[str, dict]) -> list[Line2D]:
-    """Proxy artists for a legend: {label: Line2D kwargs}."""
-    return [Line2D([], [], label=label, **kwargs) for label, kwargs in entries.items()]
+def legend_handles(entries) -> list[Line2D]:
+    """Proxy artists for a legend: {label: Line2D kwargs}, or (label, kwargs) pairs (labels may repeat)."""
+    pairs = entries.items() if isinstance(entries, dict) else entries
+    return [Line2D([], [], label=label, **kwargs) for label, kwargs in pairs]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import wraps
 
 import matplotlib
@@ -42,9 +43,32 @@ REGION_COLORS = {"memory": "#eef3f8", "compute": "#fbf4ea"}
 ROOF_COLOR = "#444444"
 
 
-def gpu_colors(keys) -> dict[str, str]:
-    """A stable colour per GPU key, in the given (config) order."""
-    return {key: GPU_PALETTE[i % len(GPU_PALETTE)] for i, key in enumerate(keys)}
+#: after every len(GPU_PALETTE) GPUs the colours repeat; each round of the palette gets its own line style (roofs)
+#: and marker (sweep curves), and odd rounds hollow points, so GPU 13 is not mistaken for GPU 1
+GPU_LINESTYLES = ("-", (0, (5, 2)), (0, (1, 1.3)), (0, (6, 2, 1, 2)))
+GPU_MARKERS = ("", "o", "^", "s")
+
+
+@dataclass(frozen=True)
+class GpuStyle:
+    """How one GPU is drawn in figures where colour = GPU."""
+
+    color: str
+    linestyle: object  # a matplotlib line style
+    marker: str  # sweep curves: "" (none) in the first round of the palette
+    filled: bool  # roofline points: hollow in odd rounds
+    round: int  # 0 for the first len(GPU_PALETTE) GPUs, 1 for the next, ...
+
+
+def gpu_styles(keys) -> dict[str, GpuStyle]:
+    """A stable style per GPU key, in the given (config) order: colour from the palette, and from the second
+    round of the palette on a different line style, marker and fill (distinguishable beyond 12 GPUs)."""
+    styles = {}
+    for i, key in enumerate(keys):
+        n = i // len(GPU_PALETTE)
+        styles[key] = GpuStyle(GPU_PALETTE[i % len(GPU_PALETTE)], GPU_LINESTYLES[n % len(GPU_LINESTYLES)],
+                               GPU_MARKERS[n % len(GPU_MARKERS)], n % 2 == 0, n)
+    return styles
 
 
 def class_marker(op_class: str) -> str:

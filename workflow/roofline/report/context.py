@@ -101,7 +101,8 @@ def operator_rows(ops: pd.DataFrame) -> list[dict]:
     return [{
         "op": r.op, "op_class": r.op_class, "count": str(int(r.count)), "flops": units.flops(r.flops),
         "bytes": units.nbytes(r.bytes), "intensity": units.intensity(r.intensity),
-        "attainable": units.rate(r.attainable_flops_per_s), "bound": r.bound, "time": units.seconds(r.t_s),
+        "attainable": units.rate(r.attainable_flops_per_s, getattr(r, "compute_dtype", None)), "bound": r.bound,
+        "time": units.seconds(r.t_s),
         "time_total": units.seconds(r.t_s * r.count), "share": units.percent(r.t_s * r.count / total),
     } for r in ops.itertuples()]
 
@@ -376,11 +377,19 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
     return context
 
 
-def name_parts(name: str) -> list[str]:
+#: a part of a model name longer than this may break anywhere in the summary (else it would widen the column)
+NAME_PART_MAX = 24
+#: a GPU name up to this long stays on one line in the summary; a longer one wraps (and breaks anywhere)
+NAME_NOWRAP_MAX = 40
+
+
+def name_parts(name: str) -> list[dict]:
     """A model name cut after each '/' ('meta-llama/', 'Llama-2-7b-hf'): the summary lets a line break only there,
-    never at a hyphen inside a part."""
+    never at a hyphen inside a part, unless a part is longer than NAME_PART_MAX characters (it may then break
+    anywhere: {"text": part, "nowrap": False})."""
     parts = name.split("/")
-    return [part + "/" for part in parts[:-1]] + [parts[-1]]
+    parts = [part + "/" for part in parts[:-1]] + [parts[-1]]
+    return [{"text": part, "nowrap": len(part) <= NAME_PART_MAX} for part in parts]
 
 
 def largest_footprint(stage_totals: pd.DataFrame) -> dict:
@@ -410,7 +419,7 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
                 continue
             get = (lambda stage, column: here.loc[stage, column] if stage in here.index else math.nan)
             rows.append({
-                "gpu": gpus[key].name, "gpu_key": key,
+                "gpu": gpus[key].name, "gpu_key": key, "gpu_nowrap": len(gpus[key].name) <= NAME_NOWRAP_MAX,
                 "ttft": units.seconds(get("prefill", "ttft_s")),
                 "tpot": units.seconds(get("decode", "tpot_s")),
                 "tokens_per_s": units.sig(get("decode", "tokens_per_s")),

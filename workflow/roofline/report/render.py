@@ -6,6 +6,10 @@ serves only files inside that folder (and data: URLs): no network, no file elsew
 from __future__ import annotations
 
 import logging
+import os
+import re
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
@@ -62,22 +66,48 @@ def report_fetcher(root: str | Path):
     return _fetcher_class()(root)
 
 
+@contextmanager
+def atomic_path(target: str | Path):
+    """A temporary path in `target`'s folder to write to; on success it replaces `target` in one step
+    (os.replace), on any failure or interruption it is deleted: a killed job never leaves a half-written file."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.part")
+    for stale in target.parent.iterdir():  # left by a job killed before it could clean up (SIGKILL)
+        if pattern.fullmatch(stale.name):
+            stale.unlink(missing_ok=True)
+    handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    os.close(handle)
+    try:
+        yield Path(temp)
+        os.chmod(temp, 0o644)  # mkstemp creates 0600; a report is as readable as any file written normally
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
 def write_pdf(html: str, target: str | Path, root: str | Path) -> None:
-    """Render `html` to `target`; relative URLs resolve against `root`, the only folder the renderer may read."""
+    """Render `html` to `target` (atomically); relative URLs resolve against `root`, the only folder the renderer
+    may read."""
     import weasyprint
 
     logging.getLogger("fontTools").setLevel(logging.WARNING)
     root = Path(root).resolve()
     document = weasyprint.HTML(string=html, base_url=root.as_uri() + "/", url_fetcher=report_fetcher(root))
-    document.write_pdf(str(target))
+    with atomic_path(target) as temp:
+        document.write_pdf(str(temp))
 
 
 def write_report(context: dict, html_path: str | Path, pdf_path: str | Path | None = None,
                  templates: str | Path = TEMPLATES) -> str:
-    """HTML (and PDF, when a path is given) of one context; both resolve links against the HTML's folder."""
+    """HTML (and PDF, when a path is given) of one context; both resolve links against the HTML's folder. Each
+    file is written to a temporary file next to it and renamed into place, the PDF first: an interrupted run
+    leaves the previous files (or none), never a truncated one."""
     html = render_html(context, templates)
     html_path = Path(html_path)
-    html_path.write_text(html, encoding="utf-8")
-    if pdf_path is not None:
-        write_pdf(html, pdf_path, html_path.parent)
+    with atomic_path(html_path) as temp:
+        temp.write_text(html, encoding="utf-8")
+        if pdf_path is not None:
+            write_pdf(html, pdf_path, html_path.parent)
     return html

@@ -29,12 +29,16 @@ def short(treatment: str) -> str:
 
 
 def bound_phrase(memory_share: float) -> str:
-    """Words for a stage's balance, from its share of time in memory-bound operators."""
-    if memory_share >= 0.9:
+    """Words for a stage's balance, from its share of time in memory-bound operators as the report prints it
+    (`units.percent`): memory-bound from 90%, mostly memory-bound from 50%, mostly compute-bound above 10%,
+    compute-bound at 10% or less. Deciding on the printed value gives two GPUs that both show '10%' the same
+    words, wherever the report uses them (executive summary, diagnosis, treatments, other GPUs)."""
+    shown = units.percent_value(memory_share)
+    if shown >= 90:
         return "memory-bound"
-    if memory_share >= 0.5:
+    if shown >= 50:
         return "mostly memory-bound"
-    if memory_share > 0.1:
+    if shown > 10:
         return "mostly compute-bound"
     return "compute-bound"
 
@@ -76,6 +80,21 @@ def largest_fitting_batch(sweeps: pd.DataFrame) -> float:
     return float(rows["batch"].max()) if len(rows) else math.nan
 
 
+def kv_traffic_note(ops: pd.DataFrame, total: pd.Series) -> str:
+    """Tells the KV-cache traffic of a step apart from the cache's size when the two differ as printed: absorbed
+    MLA with eager attention reads the latent twice (once as K, once as V), so a step reads more bytes than the
+    cache holds. Names the operators that read it. '' when traffic and size agree."""
+    cache = float(total["kv_cache_bytes"])
+    read = float((ops["bytes_kv_read"] * ops["count"]).sum())
+    moved = read + float((ops["bytes_kv_write"] * ops["count"]).sum())
+    if cache <= 0 or units.nbytes(moved) == units.nbytes(cache):
+        return ""
+    names = list(dict.fromkeys(ops.loc[ops["bytes_kv_read"] > 0, "op"]))
+    readers = _and(names) if names else "the step"
+    together = " together" if len(names) > 1 else ""
+    return f"; the cache itself holds {units.nbytes(cache)}: {readers}{together} read {units.times(read / cache)} that"
+
+
 def diagnose_decode(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scenario: dict,
                     sweeps: pd.DataFrame) -> list[str]:
     bw = gpu.bandwidth_bytes_per_s
@@ -85,14 +104,25 @@ def diagnose_decode(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scena
         f"Decode on {gpu.name} is {bound_phrase(share)}: {units.percent(share)} of the {units.seconds(t)} per "
         f"token goes to memory-bound operators, and the compute units are {units.percent(util)} busy.",
         f"Each step streams {units.nbytes(moved['weight'])} of weights at {units.bandwidth(bw)}: a floor of "
-        f"{units.seconds(moved['weight'] / bw)} per token from the weights alone; the KV cache adds "
-        f"{units.nbytes(moved['kv'])} ({units.seconds(moved['kv'] / bw)}) and activations "
-        f"{units.nbytes(moved['act'])} ({units.seconds(moved['act'] / bw)}).",
+        f"{units.seconds(moved['weight'] / bw)} per token from the weights alone; KV-cache traffic adds "
+        f"{units.nbytes(moved['kv'])} ({units.seconds(moved['kv'] / bw)}{kv_traffic_note(ops, total)}) and "
+        f"activations {units.nbytes(moved['act'])} ({units.seconds(moved['act'] / bw)}).",
         f"At batch {scenario['batch']} that is {units.tokens_per_s(total['tokens_per_s'])}.",
     ]
     ridge, crit = float(total["ridge_flops_per_byte"]), float(total["critical_batch"])
     ai = class_intensity(ops, "gemm")
-    if math.isfinite(crit):
+    if math.isfinite(crit) and scenario["batch"] >= crit:
+        text = (f"The weight GEMMs run at {units.intensity(ai)} FLOP/byte against a ridge of "
+                f"{units.intensity(ridge)}: batch {units.integer(scenario['batch'])} is already past the critical "
+                f"batch ({units.integer(crit)}), so the GEMMs are compute-bound")
+        if not bool(total["fits"]):
+            fit = largest_fitting_batch(sweeps)
+            text += (f"; this batch needs {units.nbytes(total['footprint_bytes'])} and does not fit in "
+                     f"{units.nbytes(gpu.memory_bytes)}")
+            if math.isfinite(fit):
+                text += f" (of the swept powers of two, batch {units.integer(fit)} is the largest that fits)"
+        sentences.append(text + ".")
+    elif math.isfinite(crit):
         fit = largest_fitting_batch(sweeps)
         if math.isnan(fit):
             fit_text = "but not even the smallest swept batch fits in memory"
@@ -184,15 +214,17 @@ GAIN_GROUP = {"memory": "for memory-bound operators", "compute": "for compute-bo
 
 
 def balance_sentence(stage: str, share: float) -> str:
-    """How the stage's time splits between memory- and compute-bound operators, and what shortens each part."""
+    """How the stage's time splits between memory- and compute-bound operators, and what shortens each part (the
+    words of `bound_phrase`, the same as everywhere in the report)."""
     name = stage.capitalize()
-    if share >= 0.9:
+    phrase = bound_phrase(share)
+    if phrase == "memory-bound":
         return (f"{name} is memory-bound ({units.percent(share)} of its time in memory-bound operators): what "
                 f"shortens it is {SHORTENS['memory']}.")
-    if share <= 0.1:
+    if phrase == "compute-bound":
         return (f"{name} is compute-bound ({units.percent(1 - share)} of its time in compute-bound operators): what "
                 f"shortens it is {SHORTENS['compute']}.")
-    return (f"{name} is {bound_phrase(share)}: {units.percent(share)} of its time is in memory-bound operators, which "
+    return (f"{name} is {phrase}: {units.percent(share)} of its time is in memory-bound operators, which "
             f"{SHORTENS['memory']} shorten, and {units.percent(1 - share)} in compute-bound ones, which "
             f"{SHORTENS['compute']} shorten.")
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 
+from .. import display
+
 DASH = "—"
-_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 
 
 def missing(value) -> bool:
@@ -22,32 +23,14 @@ def missing(value) -> bool:
 
 
 def sig(value: float, digits: int = 3) -> str:
-    """`digits` significant digits, no exponent, thousands separated: 1215.3 -> '1,215', 0.0123 -> '0.0123'."""
-    if missing(value):
-        return DASH
-    value = float(value)
-    if value == 0:
-        return "0"
-    if not math.isfinite(value):
-        return "∞" if value > 0 else "−∞"
-    value = float(f"{value:.{digits}g}")  # round first: 0.9996 -> 1.00, not 1.000
-    magnitude = math.floor(math.log10(abs(value)))
-    decimals = max(digits - 1 - magnitude, 0)
-    text = f"{value:,.{decimals}f}"
-    return text.replace("-", "−")
+    """`digits` significant digits, no exponent, thousands separated: 1215.3 -> '1,215', 0.0123 -> '0.0123'
+    (the formatter the figures use too: `roofline.display.sig`)."""
+    return DASH if missing(value) else display.sig(value, digits)
 
 
 def prefixed(value: float, unit: str, digits: int = 3) -> str:
     """Value with a decimal SI prefix: prefixed(6.87e10, 'FLOP') -> '68.7 GFLOP'."""
-    if missing(value):
-        return DASH
-    value = float(value)
-    if value == 0:
-        return f"0 {unit}"
-    for scale, prefix in _PREFIXES:
-        if abs(value) >= scale * 0.9995:
-            return f"{sig(value / scale, digits)} {prefix}{unit}"
-    return f"{sig(value, digits)} {unit}"
+    return DASH if missing(value) else display.prefixed(value, unit, digits)
 
 
 def flops(value: float) -> str:
@@ -60,20 +43,20 @@ def nbytes(value: float) -> str:
     return prefixed(value, "B")
 
 
-def rate(value: float) -> str:
-    """FLOP/s in TFLOP/s (the unit of the roofline axes): '155 TFLOP/s', '0.768 TFLOP/s'."""
-    return DASH if missing(value) else f"{sig(float(value) / 1e12)} TFLOP/s"
+def rate(value: float, dtype: str | None = None) -> str:
+    """An attainable rate in the unit of the roofline axes: '155 TFLOP/s', '0.768 TFLOP/s'; in TOP/s when the
+    operator computes in an integer dtype ('619 TOP/s' for an int8 GEMM), as the roof it sits under says."""
+    return DASH if missing(value) else display.tera_rate(value, dtype)
 
 
 def peak(value: float, dtype: str) -> str:
     """A dense peak in TFLOP/s, or TOP/s for integer dtypes."""
-    unit = "TOP/s" if dtype.startswith("int") else "TFLOP/s"
-    return DASH if missing(value) else f"{sig(float(value) / 1e12)} {unit}"
+    return DASH if missing(value) else display.tera_rate(value, dtype)
 
 
 def bandwidth(value: float) -> str:
     """byte/s: '768 GB/s', '3.35 TB/s'."""
-    return prefixed(value, "B/s")
+    return DASH if missing(value) else display.bandwidth(value)
 
 
 def seconds(value: float) -> str:
@@ -93,17 +76,23 @@ def intensity(value: float) -> str:
 
 
 def percent(fraction: float) -> str:
-    """'72%', '0.5%', '<0.1%', '100%'."""
+    """'72%', '0.5%', '<0.1%', '100%', '10%' (0.0996 rounds to 10%, not '10.0%')."""
     if missing(fraction):
         return DASH
-    value = float(fraction) * 100
+    value = percent_value(fraction)
     if value == 0:
-        return "0%"
-    if value < 0.1:
-        return "<0.1%"
+        return "0%" if float(fraction) == 0 else "<0.1%"
     if value < 10 and round(value) != value:
         return f"{value:.1f}%"
     return f"{value:.0f}%"
+
+
+def percent_value(fraction: float) -> float:
+    """The percentage `percent` prints, as a number (one decimal below 10%, whole from 10% up): words that
+    classify a share (`text.bound_phrase`) use it, so '10%' always reads the same."""
+    value = float(fraction) * 100
+    value = round(value, 1)
+    return float(round(value)) if value >= 10 else value
 
 
 def times(ratio: float) -> str:
