@@ -309,10 +309,15 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
         if ridge_boxes:  # several roofs: a caption beside the lowest row of ridge values, wherever it fits
             _ridge_caption(ax, renderer, ridge_boxes, taken, keep)
     if shade and not multi:
+        frame = ax.get_window_extent(renderer)
         for x, text in ((x_low, "memory-bound"), (roofs[0].ridge, "compute-bound")):
             artist = ax.annotate(text, (x, ylim[1]), xytext=(4, -4), textcoords="offset points", ha="left", va="top",
                                  fontsize=6.5, color="#777777", style="italic", zorder=3)
-            keep((0, artist, artist.get_window_extent(renderer)))
+            box = artist.get_window_extent(renderer)
+            if box.x1 > frame.x1 - 2 or overlaps_any(box, taken, pad=1.0):
+                artist.remove()  # a region too narrow for its name (a ridge at the right edge): the shading says it
+                continue
+            keep((0, artist, box))
 
     points = []
     for s in series:
