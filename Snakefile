@@ -22,6 +22,8 @@ rule all:
         expand(rules.aggregate.output[0], table=TABLES),
         expand(rules.csv.output[0], table=("ops", "totals")),
         rules.specs.output[0],
+        expand(rules.model_aggregate.output[0], model=MODELS, table=TABLES),
+        expand(rules.model_specs.output[0], model=MODELS),
         expand(rules.figures.output[0], model=MODELS),
         expand(rules.report.output.html, model=MODELS),
         expand(rules.report.output.pdf, model=MODELS),

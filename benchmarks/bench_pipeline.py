@@ -4,11 +4,12 @@ Measures, each `--repeat` times from a clean state (min and median wall time):
   compute    the (model, gpu, stage) jobs and the engine stamp: `snakemake --until analyze`
   floor      the same DAG (1 + N jobs, 4 outputs and a log each) with jobs that only `touch` their outputs:
              Snakemake's own cost per job, the target the compute jobs are held to (within 2x)
-  aggregates the concatenated tables, CSV copies and specs.json (after compute)
+  aggregates the concatenated tables (per model and grid-wide), CSV copies and specs.json (after compute)
   figures    one matplotlib job per model (after aggregates)
   reports    HTML + PDF per model, summary, index (after figures)
   no-op      a second `snakemake` run with nothing to do
-and which jobs a dry run plans after editing one GPU's bandwidth, then the wall time of that rebuild.
+and which jobs a dry run plans after editing one GPU's bandwidth, then the wall time of that rebuild; the same
+after renaming one model (its display name), which must redraw and re-render that model only.
 
     python benchmarks/bench_pipeline.py [--cores 4] [--repeat 3] [--skip-reports]
 """
@@ -134,7 +135,7 @@ def main() -> None:
         rows += [
             (f"compute: {n_jobs} (model, gpu, stage) jobs + engine stamp", summary(compute), f"{ratio:.2f}x floor"),
             (f"floor: the same {n_jobs + 1} jobs, touch only", summary(floor_times), ""),
-            ("aggregates, CSV, specs.json (7 jobs)", summary(aggregates), ""),
+            (f"aggregates, CSV, specs.json ({4 * len(models) + 7} jobs)", summary(aggregates), ""),
         ]
         if not args.skip_reports:
             rows += [(f"figures ({len(models)} jobs)", summary(figures), ""),
@@ -151,6 +152,15 @@ def main() -> None:
         seconds, _ = snakemake(wf, *targets, *cores)
         rows.append((f"rebuild after editing gpus.{gpus[2]}.bandwidth_gbps", f"{seconds:6.2f}      -", ""))
 
+        model = models[2]
+        renamed = dict(edited, models={**edited["models"], model: {"name": f"{model} (renamed)"}})
+        (wf / "config.yaml").write_text(yaml.safe_dump(renamed, sort_keys=False))
+        _, dry = snakemake(wf, "--dry-run", *targets)
+        model_jobs = planned_jobs(dry)
+        rerun_models = Counter(m.group(1) for _, w in model_jobs if (m := re.search(r"model=([^,]+)", w)))
+        seconds, _ = snakemake(wf, *targets, *cores)
+        rows.append((f"rebuild after editing models.{model}.name", f"{seconds:6.2f}      -", ""))
+
     print(f"\nPipeline benchmark: default grid {len(models)} models x {len(gpus)} GPUs x {len(stages)} stages, "
           f"--cores {args.cores}, {args.repeat} repeats (seconds: min median)\n")
     width = max(len(r[0]) for r in rows)
@@ -160,6 +170,9 @@ def main() -> None:
     counts = Counter(rule for rule, _ in jobs)
     print(f"\nJobs planned after editing gpus.{gpus[2]}: " + ", ".join(f"{rule} {n}" for rule, n in counts.items()))
     print(f"analyze jobs by gpu: {dict(rerun_gpus)} (expected only {gpus[2]}: {len(models) * len(stages)} jobs)")
+    counts = Counter(rule for rule, _ in model_jobs)
+    print(f"\nJobs planned after editing models.{model}.name: " + ", ".join(f"{r} {n}" for r, n in counts.items()))
+    print(f"per-model jobs by model: {dict(rerun_models)} (expected only {model})")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """roofline.config: the config.yaml -> specs resolution and its one-line errors, and the JSON schema."""
 import copy
 import json
+import typing
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from roofline.dtypes import STORAGE_DTYPES
 from roofline.errors import RooflineInputError
 from roofline.graph import build_operators
 from roofline.hardware import Accelerator, get_accelerator
-from roofline.models import ModelSpec, get_model
+from roofline.models import MAX_DIMENSION, ModelSpec, get_model
 from roofline.scenario import STAGES, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +54,8 @@ def test_test_config_is_a_tiny_grid():
     cfg = yaml.safe_load((ROOT / ".test" / "config.yaml").read_text())
     assert schema_errors(cfg) == []
     resolved = rc.resolve_config(cfg, ROOT)
-    assert len(resolved.models) * len(resolved.gpus) * len(resolved.stages) <= 4
+    assert len(resolved.models) >= 2  # tests/test_workflow.py edits one model and checks the other is left alone
+    assert len(resolved.models) * len(resolved.gpus) * len(resolved.stages) <= 8
 
 
 def test_specs_are_json_and_rebuild_the_dataclasses():
@@ -65,6 +67,21 @@ def test_specs_are_json_and_rebuild_the_dataclasses():
     assert Scenario(**specs["scenario"]) == resolved.scenario
     assert specs["stages"] == ["prefill", "decode"]
     assert resolved.model_params("llama-2-7b") == asdict(resolved.models["llama-2-7b"])
+
+
+def test_model_specs_hold_one_model_and_change_only_with_what_that_model_depends_on():
+    resolved = rc.resolve_config(small(models={"llama-2-7b": {}, "qwen2.5-7b": {}}), ROOT)
+    specs, one = resolved.specs(), resolved.model_specs("qwen2.5-7b")
+    assert set(one) == set(specs) and list(one["models"]) == ["qwen2.5-7b"]
+    assert one["models"]["qwen2.5-7b"] == specs["models"]["qwen2.5-7b"]
+    assert all(one[k] == specs[k] for k in ("gpus", "scenario", "stages"))
+    assert len(one["config_sha256"]) == 64 and one["config_sha256"] != specs["config_sha256"]
+    renamed = rc.resolve_config(small(models={"llama-2-7b": {"name": "L"}, "qwen2.5-7b": {}}), ROOT)
+    assert renamed.model_specs("qwen2.5-7b") == one and renamed.specs() != specs
+    assert renamed.model_specs("llama-2-7b") != resolved.model_specs("llama-2-7b")
+    faster = rc.resolve_config(small(models={"llama-2-7b": {}, "qwen2.5-7b": {}},
+                                     gpus={"h100-sxm": {"bandwidth_gbps": 3000}, "rtx-a6000": {}}), ROOT)
+    assert faster.model_specs("qwen2.5-7b")["config_sha256"] != one["config_sha256"]
 
 
 def test_config_sha256_follows_the_resolved_values_only():
@@ -153,6 +170,13 @@ def test_unsafe_keys_are_refused(key):
         rc.check_key("models", key)
 
 
+def test_long_keys_are_refused_with_one_line():
+    with pytest.raises(RooflineInputError) as info:
+        rc.check_key("gpus", "a" * (rc.MAX_KEY_LENGTH + 1))
+    assert "\n" not in str(info.value) and f"at most {rc.MAX_KEY_LENGTH} characters" in str(info.value)
+    assert rc.check_key("gpus", "a" * rc.MAX_KEY_LENGTH) == "a" * rc.MAX_KEY_LENGTH
+
+
 @pytest.mark.parametrize("key", ["llama-2-7b", "qwen2.5-7b", "my_model", "a100-sxm-80gb", "x1"])
 def test_safe_keys_pass(key):
     assert rc.check_key("gpus", key) == key
@@ -222,6 +246,26 @@ SCHEMA_BAD = {
     "hostile key": (small(models={"../evil": {}}), "models: key '../evil' is not allowed"),
     "peak dtype": (small(gpus={"x": {"peak_tflops": {"fp9": 1}}}), "gpus.x.peak_tflops: unknown value 'fp9'"),
     "missing gpus": ({"models": {"llama-2-7b": {}}}, "config: 'gpus' is a required property"),
+    # a 250-character key once passed the schema and failed at run time with OSError: File name too long
+    "long model key": (small(models={"m" * 250: {}}), "models: key 'mmmmmmmmmmmmmmmmmmmmmmmm...' (250 characters) "
+                                                       "is too long; keys have at most 64 characters"),
+    "long gpu key": (small(gpus={"g" * 65: {"memory_gb": 1, "bandwidth_gbps": 1, "peak_tflops": {"fp16": 1}}}),
+                     "gpus: key 'gggggggggggggggggggggggg...' (65 characters) is too long"),
+    "long model name": (small(models={"llama-2-7b": {"name": "N" * 121}}),
+                        "models.llama-2-7b.name: 'NNNNNNNNNNNNNNNNNNNNNNNN...' (121 characters) is too long; at most "
+                        "120 characters"),
+    "long gpu name": (small(gpus={"h100-sxm": {"name": "N" * 300}}), "gpus.h100-sxm.name: 'NNNNNNNNNNNNNNNNNNNNNNNN"),
+    "empty gpu name": (small(gpus={"h100-sxm": {"name": ""}}), "gpus.h100-sxm.name: ''"),
+    "norms per layer": (small(models={"llama-2-7b": {"norms_per_layer": 3}}),
+                        "models.llama-2-7b.norms_per_layer: 3 is not allowed; allowed: 1, 2, 4"),
+    "huge n_layers": (small(models={"llama-2-7b": {"n_layers": 2**24 + 1}}),
+                      "models.llama-2-7b.n_layers: 16777217 is not allowed; must be <= 16777216"),
+    "huge vocab": (small(models={"llama-2-7b": {"vocab": 10**9}}), "models.llama-2-7b.vocab: 1000000000 is not"),
+    "huge max_position": (small(models={"llama-2-7b": {"max_position": 2**31}}),
+                          "models.llama-2-7b.max_position: 2147483648 is not allowed; must be <= 16777216"),
+    "huge sliding_window": (small(models={"llama-2-7b": {"sliding_window": 2**25}}),
+                            "models.llama-2-7b.sliding_window: 33554432 is not allowed"),
+    "huge q_lora_rank": (small(models={"llama-2-7b": {"q_lora_rank": 10**8}}), "models.llama-2-7b.q_lora_rank"),
 }
 
 
@@ -231,6 +275,34 @@ def test_schema_errors_read_as_one_line(name):
     messages = schema_errors(cfg)
     assert messages and all("\n" not in m for m in messages)
     assert any(m.startswith(expected) for m in messages), messages
+
+
+def _schema_maximum(sub: dict):
+    """The maximum of a model_entry field, following a $ref."""
+    if "$ref" in sub:
+        sub = {**SCHEMA["$defs"][sub["$ref"].split("/")[-1]], **sub}
+    return sub.get("maximum"), sub.get("type")
+
+
+def test_schema_key_length_is_the_library_limit_and_the_bounds_are_the_engine_ones():
+    assert SCHEMA["$defs"]["key"]["maxLength"] == rc.MAX_KEY_LENGTH
+    longest = {"m" * rc.MAX_KEY_LENGTH: {"hf_config": "x.json", "name": "N" * 120}}
+    assert schema_errors(small(models=longest)) == []
+    assert SCHEMA["$defs"]["model_entry"]["properties"]["norms_per_layer"]["enum"] == [1, 2, 4]
+    for norms in (1, 2, 4):
+        assert schema_errors(small(models={"llama-2-7b": {"norms_per_layer": norms}})) == []
+    # every integer field but norms_per_layer (an enum) is bounded as the engine bounds it
+    bounded = {name: _schema_maximum(sub) for name, sub in SCHEMA["$defs"]["model_entry"]["properties"].items()
+               if "integer" in str(_schema_maximum(sub)[1]) and name != "norms_per_layer"}
+    int_fields = {name for name, kind in typing.get_type_hints(ModelSpec).items() if kind in (int, int | None)}
+    assert set(bounded) == int_fields - {"norms_per_layer"}
+    assert {maximum for maximum, _ in bounded.values()} == {MAX_DIMENSION}
+    # every integer a catalog model has fits (the same fields as overrides)
+    for key, spec in rc.resolve_config(DEFAULT, ROOT).models.items():
+        override = {name: getattr(spec, name) for name in bounded if getattr(spec, name) is not None}
+        assert schema_errors(small(models={key: override})) == [], key
+    # a model with a million-token context (Qwen2.5-7B-Instruct-1M: 1010000) can say so
+    assert schema_errors(small(models={"qwen2.5-7b": {"max_position": 1010000}})) == []
 
 
 def test_coerce_strings_restores_types_of_config_overrides():

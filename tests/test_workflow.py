@@ -84,9 +84,11 @@ def expected_outputs() -> list[str]:
                for s in STAGES]
     aggregates = [f"results/{table}.parquet" for table in JOB_TABLES] + ["results/ops.csv", "results/totals.csv",
                                                                           "results/specs.json"]
+    per_model = [f"results/models/{m}/{name}" for m in MODELS
+                 for name in [f"{table}.parquet" for table in JOB_TABLES] + ["specs.json"]]
     reports = [f"reports/{m}.{ext}" for m in MODELS for ext in ("html", "pdf")] + [
         "reports/summary.html", "reports/summary.pdf", "reports/index.html"]
-    return per_job + aggregates + reports
+    return per_job + aggregates + per_model + reports
 
 
 @pytest.mark.parametrize("path", expected_outputs())
@@ -125,6 +127,46 @@ def test_aggregates_hold_every_job_once(wf):
     assert (ops["batch"] == TEST_CONFIG["scenario"]["batch"]).all()
 
 
+@pytest.mark.parametrize("table", JOB_TABLES)
+def test_per_model_tables_hold_that_model_and_make_up_the_grid_wide_table(wf, table):
+    grid = pd.read_parquet(wf.work / "results" / f"{table}.parquet")
+    parts = [pd.read_parquet(wf.work / "results" / "models" / m / f"{table}.parquet") for m in MODELS]
+    for model, part in zip(MODELS, parts):
+        assert tuple(part.columns) == JOB_TABLES[table] and set(part["model"]) == {model}
+        assert sorted(set(zip(part["gpu"], part["stage"]))) == sorted((g, s) for g in GPUS for s in STAGES)
+    pd.testing.assert_frame_equal(pd.concat(parts, ignore_index=True), grid)
+
+
+def test_per_model_specs_hold_that_model_and_every_gpu(wf):
+    import json
+
+    grid = json.loads((wf.work / "results" / "specs.json").read_text())
+    for model in MODELS:
+        specs = json.loads((wf.work / "results" / "models" / model / "specs.json").read_text())
+        assert list(specs["models"]) == [model] and specs["models"][model] == grid["models"][model]
+        assert {k: specs[k] for k in ("gpus", "scenario", "stages")} == {k: grid[k] for k in ("gpus", "scenario",
+                                                                                                "stages")}
+        assert len(specs["config_sha256"]) == 64 and specs["config_sha256"] != grid["config_sha256"]
+
+
+def test_paper_model_is_the_one_the_report_compares():
+    from roofline.report import paper
+
+    common = (ROOT / "workflow" / "rules" / "common.smk").read_text()
+    assert f'PAPER_MODEL = "{paper.MODEL}"' in common
+
+
+def test_other_reports_link_to_the_paper_comparison(wf):
+    # the model reports read per-model tables; the link needs the paper model's rows, handed over separately
+    assert "llama-2-7b" in MODELS and "rtx-a6000" in GPUS
+    for model in MODELS:
+        html = (wf.work / "reports" / f"{model}.html").read_text()
+        if model == "llama-2-7b":
+            assert 'id="appendix"' in html
+        else:
+            assert 'href="llama-2-7b.html#appendix"' in html, model
+
+
 @pytest.mark.parametrize("table", ["ops", "totals"])
 def test_csv_copies_match_the_parquet(wf, table):
     csv = pd.read_csv(wf.work / "results" / f"{table}.csv")
@@ -161,8 +203,23 @@ def test_editing_one_gpu_reruns_its_jobs_the_aggregates_and_the_reports_only(wf)
     assert sorted(tuple(sorted(w.items())) for rule, w in jobs if rule == "analyze") == sorted(
         (("gpu", "h100-sxm"), ("model", m), ("stage", s)) for m in MODELS for s in STAGES)
     assert Counter(rule for rule, _ in jobs) == Counter(
-        analyze=len(MODELS) * len(STAGES), specs=1, aggregate=4, csv=2, figures=len(MODELS), report=len(MODELS),
-        summary=1, index=1, all=1)
+        analyze=len(MODELS) * len(STAGES), model_specs=len(MODELS), specs=1, model_aggregate=4 * len(MODELS),
+        aggregate=4, csv=2, figures=len(MODELS), report=len(MODELS), summary=1, index=1, all=1)
+
+
+@pytest.mark.parametrize("model", ["qwen2.5-7b", "llama-2-7b"])
+def test_editing_one_model_reruns_its_jobs_figures_and_report_and_the_grid_wide_files_only(wf, model):
+    # llama-2-7b too: the other reports read its ops table (for the link to the paper comparison) but need not
+    # rerun when its entry changes
+    assert set(MODELS) == {"qwen2.5-7b", "llama-2-7b"}
+    edited = dict(TEST_CONFIG, models={**TEST_CONFIG["models"], model: {"name": "Renamed 7B"}})
+    (wf.work / "edited.yaml").write_text(yaml.safe_dump(edited, sort_keys=False))  # gpu order is content too
+    jobs = planned(wf, configfile="edited.yaml")
+    per_model = [(rule, w) for rule, w in jobs if "model" in w]
+    assert {w["model"] for _, w in per_model} == {model}, per_model
+    assert Counter(rule for rule, _ in jobs) == Counter(
+        analyze=len(GPUS) * len(STAGES), model_specs=1, model_aggregate=4, figures=1, report=1,
+        specs=1, aggregate=4, csv=2, summary=1, index=1, all=1)
 
 
 def test_config_overrides_on_the_command_line_are_typed_and_rerun_everything(wf):
@@ -232,6 +289,7 @@ REJECTED = {
     "missing hf_config": ({"models": {"mine": {"hf_config": "missing/config.json"}}},
                           "models.mine.hf_config: file 'missing/config.json' does not exist"),
     "hostile key": ({"models": {"../evil": {}}}, "models: key '../evil' is not allowed"),
+    "key too long for a file name": ({"models": {"m" * 250: {}}}, "(250 characters) is too long"),
 }
 
 

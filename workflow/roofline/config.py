@@ -25,6 +25,9 @@ from .scenario import STAGES, Scenario, check_context
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
 SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9._-]*")
+#: Longest key (the schema's $defs/key maxLength): keys become parts of file names such as
+#: reports/figures/{model}/roofline_{gpu}.svg, which must stay well below the usual 255-byte limit.
+MAX_KEY_LENGTH = 64
 #: Model keys that would collide with the report files reports/summary.* and reports/index.html.
 RESERVED_MODEL_KEYS = ("summary", "index")
 #: Top-level sections of config.yaml.
@@ -33,7 +36,8 @@ SECTIONS = ("models", "gpus", "stages", "scenario")
 
 @dataclass(frozen=True)
 class ResolvedConfig:
-    """The config as specs, in config order. `specs()` is the content of results/specs.json."""
+    """The config as specs, in config order. `specs()` is the content of results/specs.json, `model_specs(key)`
+    that of results/models/{key}/specs.json."""
 
     models: dict[str, ModelSpec]
     gpus: dict[str, Accelerator]
@@ -53,8 +57,18 @@ class ResolvedConfig:
 
     def specs(self) -> dict:
         """{"models", "gpus", "scenario", "stages", "config_sha256"}: the resolved config, JSON-able."""
+        return self._specs(list(self.models))
+
+    def model_specs(self, key: str) -> dict:
+        """The specs of one model: the same shape as specs(), with only model `key` under "models" (every gpu,
+        the scenario and the stages as in specs()). This is all a model's figures and report depend on, so
+        editing another model leaves it unchanged; its "config_sha256" is the digest of this content (it
+        differs from the grid-wide one of specs())."""
+        return self._specs([key])
+
+    def _specs(self, models: list[str]) -> dict:
         body = {
-            "models": {key: self.model_params(key) for key in self.models},
+            "models": {key: self.model_params(key) for key in models},
             "gpus": {key: self.gpu_params(key) for key in self.gpus},
             "scenario": self.scenario_params(),
             "stages": list(self.stages),
@@ -69,11 +83,15 @@ class ResolvedConfig:
 
 
 def check_key(section: str, key: object) -> str:
-    """`key` if it is a safe path component (see SAFE_KEY), else a one-line error."""
+    """`key` if it is a safe path component (see SAFE_KEY, MAX_KEY_LENGTH), else a one-line error."""
     if not isinstance(key, str) or not SAFE_KEY.fullmatch(key):
         raise RooflineInputError(
             f"{section}: key {key!r} is not allowed; keys use lowercase letters, digits, '.', '-' and '_' and start "
             "with a letter or digit (they become file names under results/ and reports/)")
+    if len(key) > MAX_KEY_LENGTH:
+        raise RooflineInputError(
+            f"{section}: key '{key[:24]}...' ({len(key)} characters) is too long; keys have at most "
+            f"{MAX_KEY_LENGTH} characters (they become file names under results/ and reports/)")
     return key
 
 
@@ -184,6 +202,8 @@ def describe_schema_error(error) -> str:
     """One line for a `jsonschema.ValidationError`: where, the bad value, what is allowed."""
     where = ".".join(str(part) for part in error.absolute_path) or "config"
     value, kind, expected = error.instance, error.validator, error.validator_value
+    if kind == "enum" and not isinstance(value, str):
+        return f"{where}: {value!r} is not allowed; allowed: {', '.join(str(v) for v in expected)}"
     if kind == "enum":
         return unknown(where, value, [str(v) for v in expected]).args[0]
     if kind == "additionalProperties" and isinstance(value, dict):
@@ -203,6 +223,10 @@ def describe_schema_error(error) -> str:
         return _key_message(where, value)
     if kind in ("minProperties", "minItems"):
         return f"{where}: must not be empty"
+    if kind == "maxLength" and isinstance(value, str):
+        if "propertyNames" in error.schema_path:
+            return _key_message(where, value)
+        return f"{where}: '{value[:24]}...' ({len(value)} characters) is too long; at most {expected} characters"
     return f"{where}: {error.message}"
 
 

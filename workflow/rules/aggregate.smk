@@ -1,16 +1,36 @@
-# Aggregates over all (model, gpu, stage) jobs, a CSV copy for people without parquet tools, and the resolved specs.
+# Aggregates of every (model, gpu, stage) job: per model (what that model's figures and report read, so that
+# editing one model's entry reruns only that model's figures and report) and grid-wide (results/{table}.parquet,
+# what users and the summary read), a CSV copy for people without parquet tools, and the resolved specs.
 
 
 localrules:
+    model_aggregate,
+    model_specs,
     aggregate,
     csv,
     specs,
 
 
-rule aggregate:
-    """results/{table}.parquet: one table (ops, totals, treatments, sweeps) of every job, concatenated."""
+rule model_aggregate:
+    """results/models/{model}/{table}.parquet: one table (ops, totals, treatments, sweeps) of one model's jobs
+    (every gpu and stage), concatenated."""
     input:
-        lambda wildcards: job_outputs(wildcards.table),
+        lambda wildcards: model_outputs(wildcards.table, wildcards.model),
+    output:
+        "results/models/{model}/{table}.parquet",
+    log:
+        "logs/aggregate/{model}/{table}.log",
+    run:
+        from roofline.pipeline_io import concat_tables
+
+        concat_tables(input, output[0], log=log[0])
+
+
+rule aggregate:
+    """results/{table}.parquet: one table of every job, concatenated from the per-model tables (config order:
+    model, then gpu, then stage)."""
+    input:
+        expand("results/models/{model}/{{table}}.parquet", model=MODELS),
     output:
         "results/{table}.parquet",
     log:
@@ -33,6 +53,22 @@ rule csv:
         from roofline.pipeline_io import parquet_to_csv
 
         parquet_to_csv(input[0], output[0], log=log[0])
+
+
+rule model_specs:
+    """results/models/{model}/specs.json: the specs of this model, every gpu, the scenario and the stages (the
+    shape of results/specs.json; its config_sha256 is the digest of this content). params hold this model's entry
+    only, so editing another model's entry leaves it alone."""
+    output:
+        "results/models/{model}/specs.json",
+    log:
+        "logs/specs/{model}.log",
+    params:
+        specs=lambda wildcards: RESOLVED.model_specs(wildcards.model),
+    run:
+        from roofline.pipeline_io import write_json
+
+        write_json(params.specs, output[0], log=log[0])
 
 
 rule specs:

@@ -45,6 +45,27 @@ wildcard_constraints:
     table=_alternation(TABLES),
 
 
-def job_outputs(table):
-    """Per-job files of one table, every (model, gpu, stage) of the config."""
-    return expand(f"results/{table}/{{model}}/{{gpu}}/{{stage}}.parquet", model=MODELS, gpu=GPUS, stage=STAGES)
+#: The model of the paper's Table 1 (roofline.report.paper.MODEL, not imported here: roofline.report pulls in
+#: pandas at parse time; tests/test_workflow.py checks that both agree). Its report carries the comparison with
+#: the paper; every other model's report links to it, so it reads that model's ops table (see paper_inputs).
+PAPER_MODEL = "llama-2-7b"
+
+
+def model_outputs(table, model):
+    """Per-job files of one table of one model, every (gpu, stage) of the config."""
+    return expand(f"results/{table}/{model}/{{gpu}}/{{stage}}.parquet", gpu=GPUS, stage=STAGES)
+
+
+def paper_inputs(wildcards):
+    """Extra inputs of the report rule: the paper model's ops table and specs, for every other model's report when
+    the paper model is configured. Such a report links to the comparison in the paper model's report when that
+    comparison exists, which the configured gpus, stages and scenario decide (each of them reruns every report
+    anyway), not the paper model's entry. Hence ancient(): the files must exist, but rebuilding them after an
+    edit of the paper model's entry does not rerun the other reports; adding or removing the paper model changes
+    this list of inputs, which does."""
+    if wildcards.model == PAPER_MODEL or PAPER_MODEL not in MODELS:
+        return {}
+    return {
+        "paper_ops": ancient(f"results/models/{PAPER_MODEL}/ops.parquet"),
+        "paper_specs": ancient(f"results/models/{PAPER_MODEL}/specs.json"),
+    }

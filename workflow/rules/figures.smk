@@ -1,4 +1,5 @@
-# Figures: one job per model, drawn from the aggregate tables (matplotlib is not thread-safe: script:, not run:).
+# Figures: one job per model, drawn from that model's aggregate tables and specs (results/models/{model}/), so that
+# editing one model's entry redraws only its figures (matplotlib is not thread-safe: script:, not run:).
 from pathlib import Path
 
 FIGURE_CODE = sorted(str(p) for p in (Path(workflow.basedir) / "workflow/roofline/figures").glob("*.py"))
@@ -8,9 +9,9 @@ rule figures:
     """reports/figures/{model}/: roofline per GPU, cross-GPU roofline per stage, time breakdown, batch and
     sequence-length sweeps, each as SVG (report) and PNG, plus figures.json (the list the report reads)."""
     input:
-        ops=expand(rules.aggregate.output[0], table="ops"),
-        sweeps=expand(rules.aggregate.output[0], table="sweeps"),
-        specs=rules.specs.output[0],
+        ops="results/models/{model}/ops.parquet",
+        sweeps="results/models/{model}/sweeps.parquet",
+        specs="results/models/{model}/specs.json",
         code=ENGINE_SOURCES + FIGURE_CODE,
     output:
         directory("reports/figures/{model}"),

@@ -1,4 +1,6 @@
 # Reports: HTML and PDF rendered from one context per page (WeasyPrint is not thread-safe: script:, not run:).
+# A model's report reads that model's tables and specs (results/models/{model}/) and figures; the summary and the
+# index, which show every model, read the grid-wide results/totals.parquet and results/specs.json.
 from pathlib import Path
 
 REPORT_CODE = sorted(
@@ -13,11 +15,12 @@ REPORT_CODE = sorted(
 rule report:
     """reports/{model}.html and .pdf: the deep dive of one model on every configured GPU and stage."""
     input:
-        ops=expand(rules.aggregate.output[0], table="ops"),
-        totals=expand(rules.aggregate.output[0], table="totals"),
-        treatments=expand(rules.aggregate.output[0], table="treatments"),
-        sweeps=expand(rules.aggregate.output[0], table="sweeps"),
-        specs=rules.specs.output[0],
+        unpack(paper_inputs),
+        ops="results/models/{model}/ops.parquet",
+        totals="results/models/{model}/totals.parquet",
+        treatments="results/models/{model}/treatments.parquet",
+        sweeps="results/models/{model}/sweeps.parquet",
+        specs="results/models/{model}/specs.json",
         figures=rules.figures.output[0],
         code=ENGINE_SOURCES + REPORT_CODE,
     output:
@@ -34,7 +37,7 @@ rule report:
 rule summary:
     """reports/summary.html and .pdf: one page, model x GPU."""
     input:
-        totals=expand(rules.aggregate.output[0], table="totals"),
+        totals="results/totals.parquet",
         specs=rules.specs.output[0],
         code=ENGINE_SOURCES + REPORT_CODE,
     output:

@@ -1,4 +1,5 @@
-"""Rule figures: every figure of one model from the aggregate tables (stderr goes to the rule's log)."""
+"""Rule figures: every figure of one model from its tables and specs in results/models/{model}/ (stderr goes to the
+rule's log)."""
 import sys
 from pathlib import Path
 
@@ -13,6 +14,6 @@ from roofline.figures import render_model_figures  # noqa: E402
 
 model = snakemake.wildcards.model  # noqa: F821
 specs = json.loads(Path(snakemake.input.specs).read_text())  # noqa: F821
-manifest = render_model_figures(model, pd.read_parquet(snakemake.input.ops[0]),  # noqa: F821
-                                pd.read_parquet(snakemake.input.sweeps[0]), specs, snakemake.output[0])  # noqa: F821
+manifest = render_model_figures(model, pd.read_parquet(snakemake.input.ops),  # noqa: F821
+                                pd.read_parquet(snakemake.input.sweeps), specs, snakemake.output[0])  # noqa: F821
 print(f"{model}: {len(manifest)} figures in {snakemake.output[0]}", file=sys.stderr)  # noqa: F821

@@ -1,5 +1,8 @@
 """Rules report, summary and index: build the page's context from the tables and render HTML (+ PDF).
 
+A model's report reads that model's tables and specs (results/models/{model}/); when the rule also hands it the
+paper model's ops table and specs (paper_ops, paper_specs), they are added so that the report can link to the
+paper comparison in that model's report. The summary and the index read the grid-wide tables and specs.
 stderr (WeasyPrint's warnings included) goes to the rule's log.
 """
 import logging
@@ -16,8 +19,14 @@ from roofline import report  # noqa: E402
 inputs, outputs, page = snakemake.input, snakemake.output, snakemake.params.page  # noqa: F821
 html = Path(outputs.html)
 specs = report.load_specs(inputs.specs)
-tables = report.load_tables({name: inputs[name][0] for name in ("ops", "totals", "treatments", "sweeps")
+tables = report.load_tables({name: inputs[name] for name in ("ops", "totals", "treatments", "sweeps")
                              if name in inputs.keys()})
+if "paper_ops" in inputs.keys():
+    import pandas as pd
+
+    tables["ops"] = pd.concat([tables["ops"], report.load_tables({"ops": inputs.paper_ops})["ops"]],
+                              ignore_index=True)
+    specs["models"].update(report.load_specs(inputs.paper_specs)["models"])
 if page == "model":
     figures = Path(inputs.figures)
     context = report.model_context(snakemake.wildcards.model, tables, specs,  # noqa: F821
