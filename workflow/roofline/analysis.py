@@ -54,7 +54,7 @@ def check_inputs(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scena
 def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
     """The per-operator record (OP_COLUMNS + compute_dtype) for one instance of `op` on `gpu`."""
     c = op.cost
-    nbytes = c.weight + c.act_read + c.act_write + c.kv_read + c.kv_write
+    nbytes = c.bytes
     peak = gpu.peak(op.compute_dtype)
     bw = gpu.bandwidth_bytes_per_s
     t_compute, t_memory = c.flops / peak, nbytes / bw

@@ -13,7 +13,7 @@ import re
 import sys
 from pathlib import Path
 
-from . import hardware, models
+from . import display, hardware, models
 from .analysis import analyze, critical_batch
 from .columns import OP_COLUMNS, TOTAL_COLUMNS
 from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES
@@ -130,18 +130,10 @@ def _as_options(message: str) -> str:
 
 
 def _si(value, unit: str) -> str:
-    """Human units for the table format: 1.23 GFLOP, 67.1 MB, 4.01 ms."""
+    """Human units for the table format (the report's formatters): 1.23 GFLOP, 67.1 MB, 4.01 ms."""
     if isinstance(value, float) and math.isnan(value):
         return "-"
-    if unit == "s":
-        for scale, name in ((1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"), (1e-12, "ps")):
-            if abs(value) >= scale:
-                return f"{value / scale:.3g} {name}"
-        return "0 s"
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, "")):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
+    return display.seconds(value) if unit == "s" else display.prefixed(value, unit)
 
 
 _HUMAN_OPS = (("op", None), ("op_class", None), ("count", None), ("flops", "FLOP"), ("bytes", "B"),

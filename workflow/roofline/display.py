@@ -73,3 +73,12 @@ def rate_unit(dtype: str | None = None) -> str:
 def tera_rate(flops_per_s: float, dtype: str | None = None) -> str:
     """A peak or attainable rate in tera-units: '989 TFLOP/s', '1,980 TOP/s' (int8)."""
     return f"{sig(float(flops_per_s) / 1e12)} {rate_unit(dtype)}"
+
+
+def seconds(value: float) -> str:
+    """Time: '444 µs', '18.6 ms', '1.23 s', '85 ns'."""
+    value = float(value)
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if abs(value) >= scale * 0.9995:
+            return f"{sig(value / scale)} {unit}"
+    return "0 s" if value == 0 else f"{sig(value / 1e-9)} ns"

@@ -61,13 +61,7 @@ def bandwidth(value: float) -> str:
 
 def seconds(value: float) -> str:
     """Time: '444 µs', '18.6 ms', '1.23 s', '85 ns'."""
-    if missing(value):
-        return DASH
-    value = float(value)
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-        if abs(value) >= scale * 0.9995:
-            return f"{sig(value / scale)} {unit}"
-    return "0 s" if value == 0 else f"{sig(value / 1e-9)} ns"
+    return DASH if missing(value) else display.seconds(value)
 
 
 def intensity(value: float) -> str:
