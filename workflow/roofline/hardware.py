@@ -15,7 +15,7 @@ from functools import lru_cache
 from importlib import resources
 
 from .dtypes import PEAK_DTYPES
-from .errors import RooflineInputError, unknown
+from .errors import RooflineInputError, did_you_mean, unknown
 
 TERA = 1e12
 GIGA = 1e9
@@ -122,12 +122,11 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     if base is None:
         missing = [k for k in ("memory_gb", "bandwidth_gbps", "peak_tflops") if k not in entry]
         if missing:
-            hint = unknown("gpus", key, catalog()).args[0] if not entry else ""
-            raise RooflineInputError(
-                hint
-                or f"gpus.{key}: not in the catalog, so it needs {', '.join(missing)} (new hardware: memory_gb, "
-                "bandwidth_gbps, peak_tflops)"
-            )
+            # a near miss of a catalog key, or an empty entry, is a misspelt key; otherwise new hardware
+            if did_you_mean(key, catalog()) or not entry:
+                raise unknown("gpus", key, catalog())
+            raise RooflineInputError(f"gpus.{key}: not in the catalog, so it needs {', '.join(missing)} "
+                                     "(new hardware: name, memory_gb, bandwidth_gbps, peak_tflops)")
         base = Accelerator(key=key, name=key, vendor="", memory_bytes=1.0, bandwidth_bytes_per_s=1.0,
                            source="config.yaml")
     changes: dict = {}
