@@ -248,3 +248,22 @@ def test_cli_tp_acceptance():
     assert cli.main(["ops", "--model", "qwen2.5-7b", "--gpu", "h100-sxm", "--stage", "decode", "--tp", "8"]) == 2
     auto = cli.run(["totals", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--stage", "decode", "--format", "json"])
     assert '"deployment": "2 x H100 SXM5 80GB, TP 2"' in auto
+
+
+def test_treatments_price_more_devices_and_overlap():
+    from roofline.treatments import treatment_table
+
+    model = get_model("llama-3.1-70b")
+    rows = {r["treatment"]: r for r in treatment_table(model, H100, "decode", Scenario(parallel=Parallel(tp=2)))}
+    more, overlap = rows["more_devices"], rows["overlap_communication"]
+    assert more["applicable"] and more["label"].startswith("twice the tensor parallelism: 4 devices (TP 4)")
+    four = totals(model, H100, "decode", Scenario(parallel=Parallel(tp=4)))
+    assert more["t_s"] == four["t_s"] and more["speedup"] > 1
+    base = totals(model, H100, "decode", Scenario(parallel=Parallel(tp=2)))
+    # hiding every collective removes exactly the communication rows' time
+    assert overlap["t_s"] == pytest.approx(base["t_s"] * (1 - base["network_share"]), rel=1e-12)
+    single = {r["treatment"]: r for r in treatment_table(get_model("llama-2-7b"), H100, "decode", Scenario())}
+    assert not single["overlap_communication"]["applicable"]
+    odd = {r["treatment"]: r for r in treatment_table(get_model("qwen2.5-7b"), H100, "decode",
+                                                     Scenario(parallel=Parallel(tp=4)))}
+    assert not odd["more_devices"]["applicable"] and "does not divide the 28 attention heads" in odd["more_devices"]["note"]

@@ -14,14 +14,15 @@ from ..hardware import Accelerator
 from . import units
 
 CLASS_NAMES = {"gemm": "GEMMs", "attention": "attention", "norm": "norms", "elementwise": "element-wise ops",
-               "embedding": "the embedding"}
+               "embedding": "the embedding", "communication": "communication"}
 #: which bottleneck a treatment attacks (treatments table `helps`): memory = fewer bytes, compute = more FLOP/s or
 #: fewer FLOPs
-HELPS = {"memory": "memory-bound", "compute": "compute-bound", "both": "both"}
+HELPS = {"memory": "memory-bound", "compute": "compute-bound", "both": "both", "network": "network-bound"}
 #: short names of the engine's treatments for sentences (the table shows the engine's full label)
 SHORT = {"fusion": "fusion", "flash_attention": "FlashAttention", "weight_int8": "int8 weights",
          "weight_int4": "int4 weights", "kv_int8": "int8 KV cache", "kv_fp8": "fp8 KV cache",
-         "fp8_compute": "fp8 compute", "batching": "batching"}
+         "fp8_compute": "fp8 compute", "batching": "batching", "more_devices": "twice the tensor parallelism",
+         "overlap_communication": "overlapped communication"}
 
 
 def short(treatment: str) -> str:
@@ -211,7 +212,8 @@ GAIN = 1.05
 SLOWER = 0.995
 #: what shortens each kind of operator (the words of the treatments table's Helps column, HELPS)
 SHORTENS = {"memory": "fewer bytes", "compute": "more FLOP/s or fewer FLOPs"}
-GAIN_GROUP = {"memory": "for memory-bound operators", "compute": "for compute-bound operators", "both": "for both"}
+GAIN_GROUP = {"memory": "for memory-bound operators", "compute": "for compute-bound operators", "both": "for both",
+              "network": "for the collectives"}
 
 
 def balance_sentence(stage: str, share: float) -> str:
