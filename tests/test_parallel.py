@@ -13,7 +13,7 @@ from roofline.errors import RooflineInputError
 from roofline.graph import build_operators
 from roofline.hardware import accelerator_from_entry, get_accelerator
 from roofline.models import get_model, norm_params, parameter_counts
-from roofline.parallel import Parallel, check_plan
+from roofline.parallel import Parallel, check_plan, weight_params_per_device
 from roofline.scenario import Scenario
 
 H100 = get_accelerator("h100-sxm")
@@ -267,3 +267,22 @@ def test_treatments_price_more_devices_and_overlap():
     odd = {r["treatment"]: r for r in treatment_table(get_model("qwen2.5-7b"), H100, "decode",
                                                      Scenario(parallel=Parallel(tp=4)))}
     assert not odd["more_devices"]["applicable"] and "does not divide the 28 attention heads" in odd["more_devices"]["note"]
+
+
+@pytest.mark.parametrize("model_key", ["llama-2-7b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b",
+                                       "gemma-2-9b", "falcon-7b"])
+def test_sharding_never_loses_weights_and_each_device_holds_less(model_key):
+    model = get_model(model_key)
+    total = parameter_counts(model)[0]
+    for plan in (Parallel(tp=2), Parallel(tp=4), Parallel(tp=2, pp=2), Parallel(pp=4)):
+        try:
+            check_plan(model, H100, plan)
+        except RooflineInputError:
+            continue  # e.g. falcon-7b's 71 heads
+        per_device = weight_params_per_device(model, plan)
+        # replicated pieces (norms, latent projections, KV heads) only add: devices x share >= all weights
+        assert per_device < total <= plan.devices * per_device + 1e-6 * total, plan
+        for stage in ("prefill", "decode"):
+            row = totals(model, H100, stage, Scenario(batch=4, seq_len=1024, parallel=plan))
+            assert row["t_s"] >= row["t_network_s"] >= 0 and 0 <= row["network_share"] <= 1
+            assert row["kv_cache_bytes_per_device"] <= row["kv_cache_bytes"]
