@@ -286,3 +286,22 @@ def test_sharding_never_loses_weights_and_each_device_holds_less(model_key):
             row = totals(model, H100, stage, Scenario(batch=4, seq_len=1024, parallel=plan))
             assert row["t_s"] >= row["t_network_s"] >= 0 and 0 <= row["network_share"] <= 1
             assert row["kv_cache_bytes_per_device"] <= row["kv_cache_bytes"]
+
+
+def test_the_report_says_when_the_link_is_the_bottleneck():
+    from roofline.report.text import network_sentence
+    from roofline.tables import job_tables
+
+    def sentence(gpu_key, plan, stage):
+        tables = job_tables(get_model("llama-3.1-70b"), get_accelerator(gpu_key), stage, Scenario(parallel=plan))
+        return network_sentence(stage, tables["totals"].iloc[0], tables["ops"], get_accelerator(gpu_key))
+
+    # PCIe cards in prefill: 2048 tokens x 8192 x 2 B = 33.6 MB per all-reduce, 1.5 x that on the link (50.3 MB),
+    # at 32 GB/s: 1.57 ms + 10 us latency, 161 of them
+    pcie = sentence("rtx-a6000", Parallel(tp=4), "prefill")
+    assert "161 all-reduces of 50.3 MB" in pcie and "PCIe Gen4 x16, 32.0 GB/s" in pcie
+    assert "set by the link's bandwidth" in pcie
+    # NVLink at batch 1: 28.7 kB per all-reduce is 64 ns of link time; the 3 us latency sets it
+    nvlink = sentence("h100-sxm", Parallel(tp=8), "decode")
+    assert "28.7 kB" in nvlink and "set by the 3.00 µs latency" in nvlink
+    assert sentence("h100-sxm", Parallel(), "decode") == ""  # one device: no collectives
