@@ -35,6 +35,7 @@ OP_EXTRA_COLUMNS = ("compute_dtype",)
 SCENARIO_COLUMNS = (
     "batch", "seq_len", "weight_dtype", "act_dtype", "kv_dtype", "attention", "logits", "expert_routing", "mla_mode",
     "memory_utilization",
+    "quantize_embeddings",
 )
 
 #: Totals per (model, gpu, stage, scenario).
@@ -61,6 +62,7 @@ TOTAL_COLUMNS = (
     "active_params",  # parameters touched per token (MoE: top-k routed + shared experts)
     "ridge_flops_per_byte",  # FLOP/byte, ridge of the GEMM compute dtype
     "critical_batch",  # decode batch at which the weight GEMMs reach the ridge (NaN if never)
+    "critical_tokens_per_expert",  # MoE: tokens per routed expert at critical_batch = batch x top_k / experts touched
     "devices",  # accelerators of the deployment = tp x pp
     "tp", "pp", "ep",  # tensor-, pipeline- and expert-parallel degrees
     "attention_dp",  # attention data-parallel over the tp devices (DeepSeek-style MLA serving)
