@@ -7,6 +7,7 @@ import math
 import pytest
 
 from roofline import analysis, cli, graph, hardware, models
+from roofline.parallel import Parallel
 from roofline.scenario import Scenario
 from roofline.treatments import treatment_table
 
@@ -80,6 +81,14 @@ def test_quantized_weights_keep_embedding_and_lm_head_at_16_bits_unless_asked(ti
     assert analysis.weight_bytes(tiny, int4.with_(quantize_embeddings=True)) == 1704 * 0.5
     # 16-bit weights are untouched by the switch
     assert analysis.weight_bytes(tiny, Scenario()) == 1704 * 2
+    # per device, the same rule: pipeline stage 1 of 2 holds layer 1 (592 x 0.5 = 296), the final norm (8 x 0.5 = 4)
+    # and lm_head (256 x 2 = 512): 812; stage 0 holds layer 0 and the embedding table: 296 + 512 = 808
+    pp2 = int4.with_(parallel=Parallel(pp=2))
+    assert analysis.weight_bytes_per_device(tiny, pp2) == 296 + 4 + 512
+    assert analysis.weight_bytes_per_device(tiny, pp2.with_(quantize_embeddings=True)) == 296 + 4 + 256 * 0.5
+    # tp 2: the tables are vocab-parallel (256 params x 2 bytes); per layer q 32 + o 32 + replicated k 32, v 32 and
+    # norms 16 + MLP 384 / 2 = 336 params, x 2 layers x 0.5 = 336; final norm 4: 852
+    assert analysis.weight_bytes_per_device(tiny, int4.with_(parallel=Parallel(tp=2))) == 512 + 336 + 4
     # fp8 with quantize_embeddings: lm_head reads its input at 8 bits and computes at fp8
     fp8 = _ops(tiny, "decode", batch=1, seq_len=4, weight_dtype="fp8", act_dtype="fp8", quantize_embeddings=True)
     assert (fp8["lm_head"].cost.act_read, fp8["lm_head"].compute_dtype) == (8, "fp8")
