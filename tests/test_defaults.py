@@ -64,6 +64,10 @@ def test_the_kv_cache_is_quantized_only_when_asked(tiny):
     # type, bf16 when none of its three dtypes is 16-bit
     assert fp16_cache["qk_matmul"].cost.act_read == 16 and fp16_cache["qk_matmul"].compute_dtype == "fp16"
     assert fp8_cache["qk_matmul"].cost.act_read == 16 and fp8_cache["qk_matmul"].compute_dtype == "bf16"
+    # a device without that bf16 peak is refused by name (T4: fp16 and int8 only)
+    all_int8 = Scenario(seq_len=4, weight_dtype="int8", act_dtype="int8", kv_dtype="int8")
+    with pytest.raises(ValueError, match=r"no bf16 peak, which the attention .* bf16 when no scenario dtype is 16-bit"):
+        analysis.check_device_dtypes(hardware.get_accelerator("t4"), all_int8)
 
 
 def test_quantized_weights_keep_embedding_and_lm_head_at_16_bits_unless_asked(tiny):

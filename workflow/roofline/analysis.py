@@ -37,9 +37,11 @@ def required_peak_dtypes(scenario: Scenario) -> dict[str, str]:
     GEMMs', attention's (KV x activation), the non-matmul operators' (activations, 16 bits at least) and lm_head's
     (16 bits unless quantize_embeddings)."""
     dtypes = scenario_dtypes(scenario)
+    named = dtypes.act16 in (scenario.act_dtype, scenario.kv_dtype, scenario.weight_dtype)
+    act16 = "16-bit activations" + ("" if named else ", bf16 when no scenario dtype is 16-bit")
     needs = {dtypes.gemm: "weight GEMMs (weight_dtype x act_dtype)"}
-    needs.setdefault(dtypes.attention, "attention (kv_dtype x act_dtype)")
-    needs.setdefault(dtypes.act16, "norms and element-wise operators (act_dtype, 16 bits at least)")
+    needs.setdefault(dtypes.attention, f"attention (kv_dtype x {act16})")
+    needs.setdefault(dtypes.act16, f"norms and element-wise operators ({act16})")
     needs.setdefault(dtypes.head, "lm_head (16 bits unless quantize_embeddings)")
     return needs
 
