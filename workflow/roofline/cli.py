@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import display, hardware, models
 from .analysis import analyze, critical_batch
-from .columns import OP_COLUMNS, TOTAL_COLUMNS
+from .columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
 from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES
 from .errors import RooflineInputError, did_you_mean, unknown
 from .parallel import Parallel
@@ -170,7 +170,8 @@ def _si(value, unit: str) -> str:
 
 
 _HUMAN_OPS = (("op", None), ("op_class", None), ("count", None), ("flops", "FLOP"), ("bytes", "B"),
-              ("intensity", "FLOP/B"), ("attainable_flops_per_s", "FLOP/s"), ("t_s", "s"), ("bound", None))
+              ("intensity", "FLOP/B"), ("attainable_flops_per_s", "FLOP/s"), ("t_s", "s"), ("bound", None),
+              ("t_expected_s", "s"), ("estimate", None))
 
 
 def _format_table(rows: list[dict], spec) -> str:
@@ -245,19 +246,21 @@ def run(argv: list[str] | None = None) -> str:
     rows, total = analyze(model, gpu, args.stage, scenario)
     if args.command == "ops":
         if args.format == "csv":
-            return _csv(rows, OP_COLUMNS)
+            return _csv(rows, OP_COLUMNS + OP_EXPECTED_COLUMNS)
         if args.format == "json":
-            return json.dumps([{k: r[k] for k in OP_COLUMNS} for r in map(_json_safe, rows)], indent=1)
+            return json.dumps([{k: r[k] for k in OP_COLUMNS + OP_EXPECTED_COLUMNS} for r in map(_json_safe, rows)],
+                              indent=1)
         return _format_table(rows, _HUMAN_OPS)
     if args.format == "csv":
-        return _csv([total], TOTAL_COLUMNS)
+        return _csv([total], TOTAL_COLUMNS + TOTAL_EXPECTED_COLUMNS)
     if args.format == "json":
         return json.dumps(_json_safe(total), indent=1)
     units = {"flops": "FLOP", "bytes": "B", "t_compute_s": "s", "t_memory_s": "s", "t_s": "s", "ttft_s": "s",
              "tpot_s": "s", "weight_bytes": "B", "kv_cache_bytes": "B", "activation_bytes": "B",
              "footprint_bytes": "B", "memory_bytes": "B", "total_params": "", "active_params": "",
              "tokens_per_s": "token/s", "weight_bytes_per_device": "B", "kv_cache_bytes_per_device": "B",
-             "usable_memory_bytes": "B", "tokens_per_s_per_device": "token/s", "t_network_s": "s"}
+             "usable_memory_bytes": "B", "tokens_per_s_per_device": "token/s", "t_network_s": "s",
+             "ttft_expected_s": "s", "tpot_expected_s": "s", "tokens_per_s_expected": "token/s"}
     lines = []
     for key, value in total.items():
         text = _si(value, units[key]) if key in units else (f"{value:.4g}" if isinstance(value, float) else str(value))
