@@ -116,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     ridge.add_argument("--dtype", type=_choice("--dtype", PEAK_DTYPES))
     ridge.add_argument("--model", help="also give this model's exact critical decode batch (weights and activations "
                                        "in --dtype)")
+    measure = sub.add_parser("measure", help="microbenchmarks on this machine: a calibration table (needs torch)")
+    measure.add_argument("--device", type=_choice("--device", ("cuda", "cpu", "mps")),
+                         help="default: the best available (cuda, then mps, then cpu)")
+    measure.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (< 1 minute on a GPU)")
+    measure.add_argument("--out", default="calibration.csv", help="CSV path; the parquet copy goes next to it")
+    measure.add_argument("--gpu", help="catalog key to compute the bounds for (default: from the device name)")
     listing = sub.add_parser("list", help="catalog keys")
     listing.add_argument("what", metavar="list", type=_choice("list", ("models", "gpus")))
     return parser
@@ -221,6 +227,13 @@ def run(argv: list[str] | None = None) -> str:
                      "dtypes": " ".join(g.peak_flops_per_s) or "- (no published peaks)"}
                     for k, g in hardware.catalog().items()]
         return _format_table(rows, [(k, None) for k in rows[0]])
+    if args.command == "measure":
+        from .measure import measure, write  # torch is imported only here
+
+        if not args.out.endswith(".csv"):
+            raise RooflineInputError(f"--out: '{args.out}' is not allowed; expected a path ending in .csv")
+        rows, text = measure(args.device, args.quick, args.gpu)
+        return text + "\nwrote " + ", ".join(write(rows, args.out))
     if args.command == "ridge":
         gpu = _gpu(args.gpu)
         if not gpu.peak_flops_per_s:
