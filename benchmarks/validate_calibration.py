@@ -8,9 +8,11 @@
    layer x 32 layers) for Llama-3-8B on the A100 calibrated WITHOUT any Llama-3-8B row, and for Llama-2-7B on the
    H100 with every kernel of that batch size left out.
 3. Where the bound exceeds a measured time (a measurement faster than the roofline), per op.
+Writes the numbers of 1 (the chosen method) and 2 to workflow/roofline/data/calibrations/validation.csv.
 """
 from __future__ import annotations
 
+import csv
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +27,9 @@ from roofline.hardware import catalog  # noqa: E402
 
 TABLES = ("a100-sxm-80gb", "h100-sxm", "h200-sxm")
 LAYERS = 32
+#: Rows of data/calibrations/validation.csv (the report's calibration caveat quotes them).
+RESULTS: list[dict] = []
+VALIDATION = Path(__file__).resolve().parents[1] / "workflow/roofline/data/calibrations/validation.csv"
 #: {"table": the launch floor of the table being validated} (roofline.calibration._fit: one floor per table)
 FLOOR: dict[str, float] = {}
 
@@ -153,6 +158,9 @@ def decode_checks() -> None:
 
 
 def report(title: str, rows: list[tuple]) -> None:
+    errors = np.abs([r[-1] for r in rows])
+    RESULTS.append({"table": title, "check": "decode_step", "op_class": "", "median_error": float(np.median(errors)),
+                    "p90_error": float(np.percentile(errors, 90)), "n": len(rows)})
     print(f"\n{title}\n| batch | bound | measured | expected | error |\n|---|---|---|---|---|")
     for batch, bound, measured, expected, error in rows:
         print(f"| {batch} | {bound * 1e3:.3f} ms | {measured * 1e3:.3f} ms | {expected * 1e3:.3f} ms | {error:+.1%} |")
@@ -169,6 +177,8 @@ def main() -> None:
         errors = loo_table(rows)
         for cls in sorted(errors[METHOD]):
             n = errors[METHOD][cls][2]
+            RESULTS.append({"table": key, "check": "loo", "op_class": cls, "median_error": errors[METHOD][cls][0],
+                            "p90_error": errors[METHOD][cls][1], "n": n})
             cells = " | ".join(f"{errors[m][cls][0]:.1%} / {errors[m][cls][1]:.1%}" for m in FITS)
             print(f"| {cls} | {n} | {cells} |")
         faster = [r for r in rows if r["measured_s"] < r["bound"]]
@@ -178,6 +188,11 @@ def main() -> None:
         print(f"measured < bound: {len(faster)} of {len(rows)} rows; " + (", ".join(
             f"{op}: {len(v)} (down to {min(v):.2f}x)" for op, v in by_op.items()) or "none"))
     decode_checks()
+    with VALIDATION.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(RESULTS[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()} for r in RESULTS)
+    print(f"\nwrote {VALIDATION}")
 
 
 if __name__ == "__main__":
