@@ -3,18 +3,21 @@
 The bound t = max(flops / peak, bytes / bandwidth) stays a lower bound. A calibration table (CALIBRATION_COLUMNS;
 written by `roofline measure`, or shipped under data/calibrations/) lists measured kernels with their op_class,
 dtype, flops, bytes and measured_s. For a device, every row's bound is recomputed with the engine's roofline on
-THAT device's spec, so the measured / bound ratio is relative to the bound our tables report. Per (op_class, dtype):
+THAT device's spec, so the measured / bound ratio is relative to the bound our tables report. Per (op_class, dtype,
+regime), regime = the side of the roofline that bounds the kernel (memory | compute):
 
-    t_expected(t) = max(t, floor, t x r(t)),   log10 r = linear interpolation in log10 t between knots
+    t_expected = max(t, floor, t x r),   log10 r = median log10(measured / bound) of the K_NEAREST measured kernels
+                                         nearest in (log10 bound [s], log10 intensity [FLOP/byte])
 
-Knots: the rows binned by log10 bound in bins of BIN_DECADES decades, each knot the median of log10 bound and of
-log10 ratio in its bin; r is held constant beyond the measured range. floor = the shortest kernel of the table
-(the device's launch floor). `max(t, ...)` keeps t_expected >= t_s even
-where a measurement beat its bound (a residual add whose inputs are still in L2).
+i.e. interpolation in the measured ladder by its nearest neighbours in size and intensity (a decode GEMV and a
+prefill GEMM of the same bound time sit at different fractions of it); beyond the ladder the edge ratio holds.
+floor = the shortest kernel of the table (the device's launch floor). `max(t, ...)` keeps t_expected >= t_s even
+where a measurement beat its bound (a residual add whose input is still in L2).
 
-Method choice (benchmarks/validate_calibration.py prints the numbers, the README quotes them): interpolation in
-the ladder ("interp") against a fitted latency + throughput curve t = floor + t / efficiency ("affine") and a
-constant median ratio ("ratio"); interp has the lowest leave-one-out error on every shipped table.
+Method choice by leave-one-out error (benchmarks/validate_calibration.py; the README quotes the numbers): "knn"
+against interpolation along the bound time alone in BIN_DECADES bins ("interp"), a fitted latency + throughput
+curve t = floor + t / efficiency ("affine") and one median ratio ("ratio"): knn has the lowest median and p90
+error on every shipped table (GEMMs 1.9% / 6-10%, against 3.6-4.7% / 12-22% for interp).
 
 Estimate label of a row: `calibrated` when the device's own table measured that op_class at the op's compute dtype
 (fp16 and bf16 count as one: the same tensor-core and vector rate on every catalog device) and the table's source

@@ -192,19 +192,19 @@ def ladder(torch, device: str, p: Plan, dtype: str):
     heads, kv_heads = max(H // p.scale, 1), max(HKV // p.scale, 1)
     for s in p.prefill_s:
         q = torch.randn(1, heads, s, HD, device=device, dtype=t)
-        kv = torch.randn(1, kv_heads, s, HD, device=device, dtype=t)
+        kv = torch.randn(2, 1, kv_heads, s, HD, device=device, dtype=t)  # K and V: separate memory
         cost = f.from_activations(f.fused_attention(1, heads, kv_heads, s, s * (s + 1) / 2, s, HD, HD, a, a))
         yield ({"op_class": "attention", "op": "sdpa_prefill", "batch": 1, "q_len": s, "kv_len": s, "heads": heads,
                 "kv_heads": kv_heads, "head_dim": HD}, cost,
-               lambda q=q, kv=kv: fn_.scaled_dot_product_attention(q, kv, kv, is_causal=True, enable_gqa=True))
+               lambda q=q, kv=kv: fn_.scaled_dot_product_attention(q, kv[0], kv[1], is_causal=True, enable_gqa=True))
     for b in p.decode_batch:
         for keys in p.decode_kv:
             q = torch.randn(b, heads, 1, HD, device=device, dtype=t)
-            kv = torch.randn(b, kv_heads, keys, HD, device=device, dtype=t)
+            kv = torch.randn(2, b, kv_heads, keys, HD, device=device, dtype=t)
             cost = f.fused_attention(b, heads, kv_heads, 1, keys, keys, HD, HD, a, a)
             yield ({"op_class": "attention", "op": "sdpa_decode", "batch": b, "q_len": 1, "kv_len": keys,
                     "heads": heads, "kv_heads": kv_heads, "head_dim": HD}, cost,
-                   lambda q=q, kv=kv: fn_.scaled_dot_product_attention(q, kv, kv, enable_gqa=True))
+                   lambda q=q, kv=kv: fn_.scaled_dot_product_attention(q, kv[0], kv[1], enable_gqa=True))
     table = torch.randn(V // p.scale, d, device=device, dtype=t)
     for m in p.tokens:
         x, r = torch.randn(m, d, device=device, dtype=t), torch.randn(m, d, device=device, dtype=t)
