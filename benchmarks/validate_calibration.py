@@ -21,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from roofline.calibration import (BIN_DECADES, CEILING, FITS, K_NEAREST, METHOD, bound_seconds, read_table, regime,
-                                  shipped_path)  # noqa: E402
+from roofline.calibration import (BIN_DECADES, CEILING, FITS, K_NEAREST, METHOD, bound_seconds, local_log_ratio,
+                                  read_table, regime, shipped_path)  # noqa: E402
 from roofline.hardware import catalog  # noqa: E402
 
 TABLES = ("a100-sxm-80gb", "h100-sxm", "h200-sxm")
@@ -80,7 +80,8 @@ def loo_knn(bound: np.ndarray, measured: np.ndarray, intensity: np.ndarray) -> n
         distance[np.arange(distance.shape[0]), np.arange(chunk.start, chunk.stop)] = np.inf
         k = min(K_NEAREST, len(x) - 1)
         nearest = np.argpartition(distance, k - 1, axis=1)[:, :k]
-        ratio = 10 ** np.median(y[nearest], axis=1)
+        ratio = 10 ** np.array([local_log_ratio(x[n], y[n], x[i]) for i, n in zip(range(chunk.start, chunk.stop),
+                                                                                   nearest)])
         floor = FLOOR.get("table", order[0])
         predictions[chunk] = np.maximum(np.maximum(bound[chunk], floor), bound[chunk] * ratio)
     return predictions

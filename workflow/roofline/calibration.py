@@ -6,11 +6,14 @@ dtype, flops, bytes and measured_s. For a device, every row's bound is recompute
 THAT device's spec, so the measured / bound ratio is relative to the bound our tables report. Per (op_class, dtype,
 regime), regime = the side of the roofline that bounds the kernel (memory | compute):
 
-    t_expected = max(t, floor, t x r),   log10 r = median log10(measured / bound) of the K_NEAREST measured kernels
-                                         nearest in (log10 bound [s], log10 intensity [FLOP/byte])
+    t_expected = max(t, floor, t x r),   r from the K_NEAREST measured kernels nearest in (log10 bound [s],
+                                         log10 intensity [FLOP/byte]): their times moved to t along the local slope
+                                         of log time against log bound (0 = flat floor .. 1 = constant fraction),
+                                         the median of those (local_log_ratio)
 
 i.e. interpolation in the measured ladder by its nearest neighbours in size and intensity (a decode GEMV and a
-prefill GEMM of the same bound time sit at different fractions of it); beyond the ladder the edge ratio holds.
+prefill GEMM of the same bound time sit at different fractions of it); beyond the ladder the local trend holds
+(a norm smaller than any measured keeps the floor-bound time of the smallest ones, a GEMV the GEMVs' fraction).
 floor = the shortest kernel of the table (the device's launch floor). `max(t, ...)` keeps t_expected >= t_s even
 where a measurement beat its bound (a residual add whose input is still in L2).
 
@@ -60,7 +63,7 @@ class Curve:
     """Expected time of one (op_class, dtype, regime) as a function of the bound [s] and the intensity [FLOP/byte].
 
     interp: knots (x, y) = (log10 bound, log10 ratio); affine: floor + slope x bound; ratio: one knot; knn: the
-    median log10 ratio of the K_NEAREST measured kernels in (log10 bound, log10 intensity), points (x, y, z)."""
+    K_NEAREST measured kernels nearest in (log10 bound, log10 intensity) (local_log_ratio), points (x, y, z)."""
 
     x: np.ndarray
     y: np.ndarray
@@ -74,13 +77,25 @@ class Curve:
         if self.slope:
             return max(t_bound, self.floor_s + t_bound * self.slope)
         if self.z is not None:
-            lz = math.log10(max(intensity, 1e-3))
-            distance = (self.x - math.log10(t_bound)) ** 2 + (self.z - lz) ** 2
+            lx = math.log10(t_bound)
+            distance = (self.x - lx) ** 2 + (self.z - math.log10(max(intensity, 1e-3))) ** 2
             nearest = np.argpartition(distance, K_NEAREST - 1)[:K_NEAREST] if len(distance) > K_NEAREST else slice(None)
-            log_ratio = float(np.median(self.y[nearest]))
+            log_ratio = local_log_ratio(self.x[nearest], self.y[nearest], lx)
         else:
             log_ratio = float(np.interp(math.log10(t_bound), self.x, self.y))
         return max(t_bound, self.floor_s, t_bound * 10 ** log_ratio)
+
+
+def local_log_ratio(x: np.ndarray, y: np.ndarray, at: float) -> float:
+    """log10(t / bound) at log10 bound `at` from neighbours (x = log10 bound, y = log10 ratio): each neighbour's
+    log time moved to `at` along the local slope of log time against log bound (least squares, clipped to [0, 1]:
+    0 = a launch floor, time flat; 1 = a constant fraction of the bound), then the median. Above the largest
+    neighbour the slope is 1: a kernel bigger than any measured keeps their fraction of the bound."""
+    log_time = x + y
+    spread = x - x.mean()
+    slope = float((spread * (log_time - log_time.mean())).sum() / (spread ** 2).sum()) if np.ptp(x) > 0.05 else 1.0
+    slope = 1.0 if at > x.max() else min(max(slope, 0.0), 1.0)
+    return float(np.median(log_time + slope * (at - x))) - at
 
 
 def fit_knn(bound: np.ndarray, measured: np.ndarray, intensity: np.ndarray) -> Curve:
