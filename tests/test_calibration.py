@@ -31,10 +31,15 @@ def test_interp_curve_exact():
     assert curve(10 ** -5.5) == pytest.approx(10 ** -5.5 * 10 ** ((math.log10(2) + math.log10(1.5)) / 2))
 
 
-def test_knn_curve_takes_the_median_of_the_neighbours_and_never_beats_the_bound():
-    # 3 kernels (fewer than K_NEAREST): ratios 1.2, 2 and 0.5 -> median 1.2; a ratio < 1 never lowers the bound
-    curve = fit_knn(np.array([1e-5, 2e-5, 4e-5]), np.array([1.2e-5, 4e-5, 2e-5]), np.array([1.0, 1.0, 1.0]))
-    assert curve(3e-5, 1.0) == pytest.approx(3.6e-5)
+def test_knn_curve_follows_the_local_slope_of_time_against_the_bound():
+    one = np.ones(3)
+    # bandwidth-like: time = 2 x bound (slope 1): 3 us -> 6 us inside, 100 us -> 200 us beyond the ladder
+    proportional = fit_knn(np.array([1e-6, 2e-6, 4e-6]), np.array([2e-6, 4e-6, 8e-6]), one)
+    assert proportional(3e-6, 1.0) == pytest.approx(6e-6) and proportional(1e-4, 1.0) == pytest.approx(2e-4)
+    # launch-bound: 5 us whatever the bound (slope 0): a smaller kernel still takes 5 us
+    flat = fit_knn(np.array([1e-9, 2e-9, 4e-9]), np.array([5e-6, 5e-6, 5e-6]), one)
+    assert flat(5e-10, 1.0) == pytest.approx(5e-6)
+    # a measurement faster than its bound (ratio 0.5) never lowers the bound
     assert Curve(np.zeros(1), np.array([math.log10(0.5)]), 0.0)(1e-3) == 1e-3
 
 
