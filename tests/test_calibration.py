@@ -37,8 +37,8 @@ def test_knn_curve_follows_the_local_slope_of_time_against_the_bound():
     proportional = fit_knn(np.array([1e-6, 2e-6, 4e-6]), np.array([2e-6, 4e-6, 8e-6]), one)
     assert proportional(3e-6, 1.0) == pytest.approx(6e-6) and proportional(1e-4, 1.0) == pytest.approx(2e-4)
     # launch-bound: 5 us whatever the bound (slope 0): a smaller kernel still takes 5 us
-    flat = fit_knn(np.array([1e-9, 2e-9, 4e-9]), np.array([5e-6, 5e-6, 5e-6]), one)
-    assert flat(5e-10, 1.0) == pytest.approx(5e-6)
+    flat = replace(fit_knn(np.array([1e-9, 2e-9, 4e-9]), np.array([5e-6, 5e-6, 5e-6]), one), floor_s=0.0)
+    assert flat(5e-10, 1.0) == pytest.approx(5e-6)  # not the floor (0 here): the slope
     # a measurement faster than its bound (ratio 0.5) never lowers the bound
     assert Curve(np.zeros(1), np.array([math.log10(0.5)]), 0.0)(1e-3) == 1e-3
 
