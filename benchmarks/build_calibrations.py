@@ -151,9 +151,9 @@ def derive_h200(h100: list[dict], data: Path) -> list[dict]:
         seconds = max(r["measured_s"] - roof100 + roof200, r["measured_s"] * scale)
         rows.append({**r, "device": h200.name, "gpu": "h200-sxm", "source": "derived", "measured_s": seconds,
                      "bound_s": bound_seconds(h200, r["dtype"], r["flops"], r["bytes"]),
-                     "provenance": f"derived from H100 SXM (roof x {scale:.3f}: H200 measured ceilings {bw200 / 1e12:.2f} "
-                                   f"TB/s, {p200 / 1e12:.0f} TFLOP/s bf16 vs H100 empirical roofs {bw100 / 1e12:.2f} "
-                                   f"TB/s, {p100 / 1e12:.0f} TFLOP/s); not measured on an H200"})
+                     "provenance": f"derived from H100 SXM (roof x {scale:.3f}: H200 measured ceilings "
+                                   f"{bw200 / 1e12:.2f} TB/s, {p200 / 1e12:.0f} TFLOP/s bf16 vs H100 empirical roofs "
+                                   f"{bw100 / 1e12:.2f} TB/s, {p100 / 1e12:.0f} TFLOP/s); not measured on an H200"})
     return ceilings + rows
 
 

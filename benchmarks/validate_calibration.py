@@ -41,7 +41,8 @@ def ladder(key: str) -> list[dict]:
     for row in read_table(str(shipped_path(key))):
         if row["op_class"] != CEILING:
             rows.append({**row, "bound": bound_seconds(gpu, row["dtype"], row["flops"], row["bytes"]),
-                         "ai": row["flops"] / row["bytes"], "group": (row["op_class"], regime(gpu, row["dtype"], row["flops"], row["bytes"]))})
+                         "ai": row["flops"] / row["bytes"],
+                         "group": (row["op_class"], regime(gpu, row["dtype"], row["flops"], row["bytes"]))})
     return rows
 
 

@@ -163,3 +163,12 @@ def test_a_measured_table_flows_through_snakemake_into_the_report(cpu_table, tmp
                          + columns.CALIBRATION_COLUMNS)
 def test_readme_lists_the_calibration_columns(name):
     assert f"`{name}`" in (ROOT / "README.md").read_text()
+
+
+def test_cli_calibration_option(capsys, tmp_path):
+    argv = ["totals", "--model", "llama-2-7b", "--gpu", "rtx-a6000", "--stage", "decode", "--format", "csv"]
+    assert cli.main(argv + ["--calibration", str(tmp_path / "missing.csv")]) == 2
+    assert "--calibration: file" in capsys.readouterr().err
+    assert cli.main(argv + ["--calibration", str(shipped_path("a100-sxm-80gb"))]) == 0
+    row = next(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert row["estimate"] == "calibrated" and float(row["tpot_expected_s"]) > float(row["tpot_s"])

@@ -11,10 +11,12 @@ import json
 import math
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from . import display, hardware, models
 from .analysis import analyze, critical_batch
+from .calibration import check_table
 from .columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
 from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES
 from .errors import RooflineInputError, did_you_mean, unknown
@@ -104,6 +106,8 @@ def _scenario_options(parser):
     parser.add_argument("--memory-utilization", type=_fraction("--memory-utilization"),
                         default=defaults.memory_utilization, help="usable fraction of each device's memory")
     parser.add_argument("--format", type=_choice("--format", FORMATS), default="table")
+    parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure --out); "
+                                              "default: the one shipped for --gpu, if any")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -256,6 +260,11 @@ def run(argv: list[str] | None = None) -> str:
                          "approx_critical_batch": f"{gpu.ridge(dtype) * DTYPE_BYTES[dtype] / 2:.0f}", **exact})
         return _format_table(rows, [(k, None) for k in rows[0]])
     model, gpu, scenario = _model(args.model), _gpu(args.gpu), _scenario(args)
+    if args.calibration:
+        try:
+            gpu = replace(gpu, calibration=check_table(str(Path(args.calibration).resolve())))
+        except RooflineInputError as error:
+            raise RooflineInputError(f"--{error}") from None
     rows, total = analyze(model, gpu, args.stage, scenario)
     if args.command == "ops":
         if args.format == "csv":

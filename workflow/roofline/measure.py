@@ -280,7 +280,8 @@ def summary(rows: list[dict], spec: Accelerator) -> str:
     lines = [f"{rows[0]['device']}: bounds computed for {spec.key or 'the measured ceilings (not in the catalog)'}"]
     bandwidth = measured["bandwidth_bytes_per_s"]
     if bandwidth:
-        ref = f" of {spec.bandwidth_bytes_per_s / GIGA:.0f} GB/s datasheet ({bandwidth / spec.bandwidth_bytes_per_s:.0%})"
+        sheet = spec.bandwidth_bytes_per_s
+        ref = f" of {sheet / GIGA:.0f} GB/s datasheet ({bandwidth / sheet:.0%})"
         lines.append(f"  bandwidth {bandwidth / GIGA:9.1f} GB/s" + (ref if known else ""))
     for dtype, peak in measured["peak_flops_per_s"].items():
         sheet = spec.peak_flops_per_s.get(dtype)

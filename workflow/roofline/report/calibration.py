@@ -28,8 +28,8 @@ def _validation() -> str:
     loo = [r for r in rows if r["check"] == "loo"]
     steps = [r for r in rows if r["check"] == "decode_step"]
     medians = [float(r["median_error"]) for r in loo]
-    return (f"Leave-one-out error of the per-kernel estimate on the shipped tables: median {units.percent(min(medians))}"
-            f" to {units.percent(max(medians))} per operator class (p90 up to "
+    return ("Leave-one-out error of the per-kernel estimate on the shipped tables: median "
+            f"{units.percent(min(medians))} to {units.percent(max(medians))} per operator class (p90 up to "
             f"{units.percent(max(float(r['p90_error']) for r in loo))}); whole decode steps held out: median error "
             + " and ".join(f"{units.percent(float(r['median_error']))} ({r['table'].split(',')[0]})" for r in steps)
             + ".")
