@@ -167,13 +167,15 @@ def _low_precision(torch, s: int):
                lambda: torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
     except (RuntimeError, AttributeError, TypeError):
         pass
-    try:
-        b = torch.randint(-8, 8, (s, s), device="cuda", dtype=torch.int8)
-        torch._int_mm(b, b)
+    b = torch.randint(-8, 8, (s, s), device="cuda", dtype=torch.int8)
+    for second in (b.t().contiguous().t(), b):  # cuBLASLt int8 wants a column-major second operand on some versions
+        try:
+            torch._int_mm(b, second)
+        except (RuntimeError, AttributeError, TypeError):
+            continue
         yield ({"op": "matmul", "dtype": "int8", "m": s, "n": s, "k": s}, f.linear(s, s, s, 1, 1),
-               lambda: torch._int_mm(b, b))
-    except (RuntimeError, AttributeError, TypeError):
-        pass
+               lambda second=second: torch._int_mm(b, second))
+        return
 
 
 def ladder(torch, device: str, p: Plan, dtype: str):
