@@ -172,3 +172,23 @@ def test_cli_calibration_option(capsys, tmp_path):
     assert cli.main(argv + ["--calibration", str(shipped_path("a100-sxm-80gb"))]) == 0
     row = next(csv.DictReader(capsys.readouterr().out.splitlines()))
     assert row["estimate"] == "calibrated" and float(row["tpot_expected_s"]) > float(row["tpot_s"])
+
+
+def test_figure_overlay_measured_points_and_roofs():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from roofline.figures.measured import draw_measured_roofs, measured_series
+
+    h200 = hardware.get_accelerator("h200-sxm")
+    points = measured_series(h200, "fp16")  # the table is fp16: same rate as bf16
+    assert points is not None and 0 < len(points.x) <= 240 and (points.y > 0).all()
+    assert measured_series(hardware.get_accelerator("rtx-a6000"), "fp16") is None
+    fig, ax = plt.subplots()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    assert draw_measured_roofs(ax, h200, "bf16", (0.1, 1e4))  # 4.31 TB/s and 785 TFLOP/s, measured
+    assert any("measured 785 TFLOP/s" in t.get_text() for t in ax.texts)
+    assert not draw_measured_roofs(ax, hardware.get_accelerator("h100-sxm"), "fp16", (0.1, 1e4))  # no ceilings
+    plt.close(fig)
