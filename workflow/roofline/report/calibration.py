@@ -17,7 +17,7 @@ def _basis(gpu: Accelerator) -> str:
     ladder = [r for r in read_table(path) if r["op_class"] != CEILING]
     floor = units.seconds(min(r["measured_s"] for r in ladder))
     if all(r["source"] == "measured" for r in ladder):
-        return f"{gpu.name}: {len(ladder)} kernels measured on the device, launch floor {floor}"
+        return f"{gpu.name}: {len(ladder)} kernels measured on this GPU model, launch floor {floor}"
     return (f"{gpu.name}: derived from another device's measurements, not measured on it (marked default), "
             f"launch floor {floor}")
 
