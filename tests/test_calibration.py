@@ -16,6 +16,7 @@ from roofline import config as rc
 from roofline.calibration import (Curve, add_expected, calibration_for, fit_interp, fit_knn, read_table,
                                   shipped_path)
 from roofline.errors import RooflineInputError
+from roofline.parallel import Parallel
 from roofline.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -192,3 +193,11 @@ def test_figure_overlay_measured_points_and_roofs():
     assert any("measured 785 TFLOP/s" in t.get_text() for t in ax.texts)
     assert not draw_measured_roofs(ax, hardware.get_accelerator("h100-sxm"), "fp16", (0.1, 1e4))  # no ceilings
     plt.close(fig)
+
+
+def test_communication_rows_keep_their_bound():
+    # nothing measured times a collective: its expected time is the bound, labelled default
+    rows, _ = analysis.analyze(models.catalog()["llama-3.1-70b"], hardware.get_accelerator("h100-sxm"), "decode",
+                               Scenario(parallel=Parallel(tp=4)))
+    comm = [r for r in rows if r["op_class"] == "communication"]
+    assert comm and all(r["t_expected_s"] == r["t_s"] and r["estimate"] == "default" for r in comm)
