@@ -16,11 +16,12 @@ import statistics
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from . import formulas as f
 from .calibration import CEILING, bound_seconds, measured_ceilings
 from .columns import CALIBRATION_COLUMNS
-from .errors import RooflineInputError
+from .errors import RooflineInputError, unknown
 from .hardware import GIGA, TERA, Accelerator, catalog
 from .models import ACTIVATION_FLOPS
 
@@ -123,14 +124,15 @@ def describe(torch, device: str) -> tuple[str, str]:
     else:
         name = platform.processor() or platform.machine() if device == "cpu" else "Apple GPU (MPS)"
         timer = "perf_counter"
-    return name, f"roofline measure on {device}: {timer}, median, caches flushed; {versions}"
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return name, f"roofline measure on {device}, {when}: {timer}, median, caches flushed; {versions}"
 
 
 def catalog_gpu(name: str, key: str | None) -> Accelerator | None:
     """The catalog entry to compute bounds for: --gpu, else the one whose name the device reports, else None."""
     if key:
         if key not in catalog():
-            raise RooflineInputError(f"--gpu: unknown value '{key}'; see `roofline list gpus`")
+            raise unknown("--gpu", key, catalog())
         return catalog()[key]
     return next((catalog()[k] for part, k in NAMES if part in name), None)
 
