@@ -19,6 +19,7 @@ import numpy as np
 
 from dataclasses import replace
 
+from .calibration import add_expected
 from .dtypes import DTYPE_BYTES, matmul_dtype
 from .graph import Op, attention_groups, build_operators, scenario_dtypes
 from .hardware import Accelerator
@@ -285,11 +286,14 @@ def _fits(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) ->
 
 
 def analyze(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> tuple[list[dict], dict]:
-    """(per-operator rows, totals) for one (model, gpu, stage, scenario); `parallel: auto` is resolved first."""
+    """(per-operator rows, totals) for one (model, gpu, stage, scenario), with the expected-time columns;
+    `parallel: auto` is resolved first."""
     scenario = prepare(model, gpu, stage, scenario)
     ops = build_operators(model, stage, scenario)
     rows = [op_row(model.key, gpu, stage, op) for op in ops]
-    return rows, totals(model, gpu, stage, scenario, ops)
+    total = totals(model, gpu, stage, scenario, ops)
+    add_expected(gpu, stage, rows, total)  # calibrated estimates next to the bound (roofline.calibration)
+    return rows, total
 
 
 def _decode_gemm_intensity(model: ModelSpec, scenario: Scenario, batch: int) -> float:

@@ -16,7 +16,7 @@ from ..dtypes import DTYPE_BYTES, PEAK_DTYPES
 from ..hardware import Accelerator
 from ..models import ModelSpec, kv_elements_per_token
 from ..scenario import STAGES
-from . import paper, text, units
+from . import calibration, paper, text, units
 
 CAVEATS = (
     "A roofline is an upper bound on speed (a lower bound on time): real kernels reach 60-90% of peak bandwidth "
@@ -197,10 +197,12 @@ def stage_section(stage: str, total: pd.Series, ops: pd.DataFrame, treatments: p
     if stage == "decode":
         diagnosis = text.diagnose_decode(total, ops, gpu, scenario, sweeps)
         headline = [("time per output token", units.seconds(total["tpot_s"])),
+                    (f"expected ({total['estimate']})", units.seconds(total["tpot_expected_s"])),
                     ("throughput", units.tokens_per_s(total["tokens_per_s"]))]
     else:
         diagnosis = text.diagnose_prefill(total, ops, gpu, scenario)
         headline = [("time to first token", units.seconds(total["ttft_s"])),
+                    (f"expected ({total['estimate']})", units.seconds(total["ttft_expected_s"])),
                     ("throughput", units.tokens_per_s(total["tokens_per_s"]))]
     diagnosis.append(text.class_sentence(ops))
     headline += [("memory-bound share", units.percent(total["memory_bound_share"])),
@@ -367,7 +369,7 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
         "figures": figures,
         "gpus": gpu_sections,
         "appendix": appendix(model, tables, specs),
-        "caveats": list(CAVEATS),
+        "caveats": [*CAVEATS, calibration.caveat(gpus)],
     }
     check_context(context)
     return context
