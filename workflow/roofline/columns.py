@@ -31,6 +31,7 @@ OP_EXTRA_COLUMNS = ("compute_dtype",)
 #: Scenario columns appended to every pipeline table.
 SCENARIO_COLUMNS = (
     "batch", "seq_len", "weight_dtype", "act_dtype", "kv_dtype", "attention", "logits", "expert_routing", "mla_mode",
+    "expert_weight_dtype", "weight_group_size",
 )
 
 #: Totals per (model, gpu, stage, scenario).

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import formulas as f
-from .dtypes import DTYPE_BYTES, matmul_dtype
+from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
 from .models import ACTIVATION_FLOPS, ModelSpec, kv_elements_per_token
 from .scenario import Scenario
 
@@ -34,9 +34,13 @@ class _Builder:
     """Collects Op rows; holds the scenario's byte widths and compute dtypes so each call site stays one line."""
 
     def __init__(self, m: ModelSpec, sc: Scenario):
+        sc = sc.for_model(m)  # weight_dtype 'native' -> the checkpoint's dtypes
         self.m, self.sc = m, sc
-        self.w, self.a, self.c = (DTYPE_BYTES[sc.weight_dtype], DTYPE_BYTES[sc.act_dtype], DTYPE_BYTES[sc.kv_dtype])
+        self.w, self.a, self.c = (weight_bytes_per_element(sc.weight_dtype, sc.weight_group_size),
+                                  DTYPE_BYTES[sc.act_dtype], DTYPE_BYTES[sc.kv_dtype])
+        self.w_expert = weight_bytes_per_element(sc.expert_dtype, sc.weight_group_size)
         self.gemm_dtype = matmul_dtype(sc.weight_dtype, sc.act_dtype)
+        self.expert_gemm_dtype = matmul_dtype(sc.expert_dtype, sc.act_dtype)
         self.attn_dtype = matmul_dtype(sc.kv_dtype, sc.act_dtype)
         self.ops: list[Op] = []
 
@@ -44,38 +48,43 @@ class _Builder:
         if count:
             self.ops.append(Op(name, op_class, count, cost, dtype or self.sc.act_dtype))
 
-    def linear(self, name, count, T, K, N, bias=False, **kw):
-        self.add(name, "gemm", count, f.linear(T, K, N, self.w, self.a, bias=bias, **kw), self.gemm_dtype)
+    def linear(self, name, count, T, K, N, bias=False, expert=False, **kw):
+        """A weight GEMM; `expert` ones use the experts' weight dtype (scenario.expert_dtype)."""
+        w, dtype = (self.w_expert, self.expert_gemm_dtype) if expert else (self.w, self.gemm_dtype)
+        self.add(name, "gemm", count, f.linear(T, K, N, w, self.a, bias=bias, **kw), dtype)
 
     def norm(self, name, count, T, D):
         per_channel = 2 if self.m.norm == "layernorm" else 1
         self.add(name, "norm", count, f.norm(T, D, self.a, per_channel))
 
-    def mlp(self, prefix, count, T, width, k=1, weight_sets=1):
+    def mlp(self, prefix, count, T, width, k=1, weight_sets=1, expert=False):
         """A dense (gated or plain) MLP of `width` on T tokens, each token visiting k copies (MoE experts)."""
         m, gated = self.m, self.m.mlp_type == "gated"
-        bias = m.linear_bias
+        bias = m.linear_bias or (expert and m.expert_bias)
         rows = T * k
+        kw = dict(weight_sets=weight_sets, expert=expert)
         if gated:
-            self.linear(f"{prefix}gate_proj", count, rows, m.hidden, width, bias, weight_sets=weight_sets)
-            self.linear(f"{prefix}up_proj", count, rows, m.hidden, width, bias, weight_sets=weight_sets)
+            self.linear(f"{prefix}gate_proj", count, rows, m.hidden, width, bias, **kw)
+            self.linear(f"{prefix}up_proj", count, rows, m.hidden, width, bias, **kw)
         else:
             self.linear(f"{prefix}fc1" if not prefix else f"{prefix}up_proj", count, rows, m.hidden, width, bias,
-                        weight_sets=weight_sets)
+                        **kw)
         act_name = f"{prefix}act" if prefix else "mlp_act"
         self.add(act_name, "elementwise", count, f.activation(rows, width, self.a, ACTIVATION_FLOPS[m.activation],
                                                                gated))
         down = "down_proj" if gated or prefix else "fc2"
-        self.linear(f"{prefix}{down}", count, rows, width, m.hidden, bias, weight_sets=weight_sets)
+        self.linear(f"{prefix}{down}", count, rows, width, m.hidden, bias, **kw)
 
 
 def attention_groups(m: ModelSpec) -> list[tuple[str, int | None, int]]:
-    """(row-name suffix, window or None, layer count) for the layers' attention cores."""
+    """(row-name suffix, window or None, layer count) for the softmax-attention cores of the full and sliding-window
+    layers (chunked layers: `chunked_layers`; linear-attention layers have none)."""
+    layers = m.n_attention_layers - m.chunked_layers
     if not m.sliding_window or not m.sliding_layers:
-        return [("", None, m.n_layers)]
-    if m.sliding_layers >= m.n_layers:
-        return [("", m.sliding_window, m.n_layers)]
-    return [("", None, m.n_layers - m.sliding_layers), ("_swa", m.sliding_window, m.sliding_layers)]
+        return [("", None, layers)]
+    if m.sliding_layers >= layers:
+        return [("", m.sliding_window, layers)]
+    return [("", None, layers - m.sliding_layers), ("_swa", m.sliding_window, m.sliding_layers)]
 
 
 def build_operators(m: ModelSpec, stage: str, sc: Scenario, batch=None, seq_len=None) -> tuple[Op, ...]:
@@ -163,23 +172,66 @@ def _attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, fr
         b.add(f"softmax{suffix}", "attention", count, f.softmax(B, H, Sq, Skv, b.a))
         sv = f.sv_matmul(B, H, Hkv, Sq, Skv, dv, b.a, width)
         b.add(f"sv_matmul{suffix}", "attention", count, rebook(sv), dtype)
+    if b.m.chunked_layers:
+        _chunked_attention_core(b, B, S, prefill, H, Hkv, d, dv, width, rebook, dtype)
+
+
+def _chunked_attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, width, rebook, dtype):
+    """Chunked attention (Llama 4): query i sees keys j <= i of its own chunk (j // Ck == i // Ck). Eager prefill
+    computes the full S x S block, as for the other layers; flash visits the in-chunk causal pairs; decode attends
+    the new token's chunk so far, S mod Ck + 1 keys."""
+    count, chunk = b.m.chunked_layers, b.m.attention_chunk
+    Sq = S if prefill else 1
+    Skv = S if prefill else S % chunk + 1
+    if b.sc.attention == "flash":
+        pairs = f.chunked_causal_pairs(S, chunk) if prefill else Skv
+        cost = f.fused_attention(B, H, Hkv, Sq, pairs, Skv, d, dv, b.a, width)
+        b.add("fused_attention_chunked", "attention", count, rebook(cost), dtype)
+        return
+    b.add("qk_matmul_chunked", "attention", count, rebook(f.qk_matmul(B, H, Hkv, Sq, Skv, d, b.a, width)), dtype)
+    b.add("softmax_chunked", "attention", count, f.softmax(B, H, Sq, Skv, b.a))
+    b.add("sv_matmul_chunked", "attention", count, rebook(f.sv_matmul(B, H, Hkv, Sq, Skv, dv, b.a, width)), dtype)
 
 
 def _standard_attention(b: _Builder, B, S, T, Sq, prefill):
-    m, L = b.m, b.m.n_layers
+    m, L = b.m, b.m.n_attention_layers
     H, Hkv, d, D = m.n_heads, m.n_kv_heads, m.head_dim, m.hidden
     bias = m.qkv_bias or m.linear_bias
-    b.linear("q_proj", L, T, D, H * d, bias)
+    b.linear("q_proj", L, T, D, H * d * (2 if m.attn_output_gate else 1), bias)
     b.linear("k_proj", L, T, D, Hkv * d, bias)
     b.linear("v_proj", L, T, D, Hkv * d, bias)
     if m.qk_norm:
         b.norm("q_norm", L, T * H, d)
         b.norm("k_norm", L, T * Hkv, d)
     if m.positions == "rope":
-        b.add("rope", "elementwise", L, f.rope(T, H + Hkv, d, b.a))
+        b.add("rope", "elementwise", L - m.nope_layers, f.rope(T, H + Hkv, m.rotary_dim, b.a))
     b.add("kv_cache_write", "elementwise", L, f.kv_cache_write(T, kv_elements_per_token(m), b.a, b.c))
     _attention_core(b, B, S, prefill, H, Hkv, d, d)
-    b.linear("o_proj", L, T, H * d, D, m.linear_bias)
+    if m.attn_output_gate:
+        b.add("attn_output_gate", "elementwise", L, f.output_gate(T, H * d, b.a))
+    b.linear("o_proj", L, T, H * d, D, m.linear_bias or m.attn_out_bias)
+    if m.linear_layers:
+        _linear_attention(b, B, S, T, prefill)
+
+
+def _linear_attention(b: _Builder, B, S, T, prefill):
+    """Gated DeltaNet layers (Qwen3-Next): projections, a depthwise causal conv over q/k/v, the gated delta rule
+    on a fixed [Hv, dk, dv] state per sequence (booked as KV-cache traffic: it replaces the cache), a gated RMSNorm
+    and out_proj. HF module names (in_proj_qkvz, in_proj_ba, conv1d, norm -> linear_attn_norm, out_proj)."""
+    m, L = b.m, b.m.linear_layers
+    D, Hv, dk, dv, Kw, Vw = m.hidden, m.linear_v_heads, m.linear_k_dim, m.linear_v_dim, m.linear_key_width, \
+        m.linear_value_width
+    channels = 2 * Kw + Vw  # q, k, v pass the conv; z (the output gate) does not
+    b.linear("in_proj_qkvz", L, T, D, 2 * Kw + 2 * Vw)
+    b.linear("in_proj_ba", L, T, D, 2 * Hv)
+    Sq = S if prefill else 1
+    b.add("conv1d", "attention", L,
+          f.causal_conv1d(B, Sq, channels, m.linear_conv_kernel, b.w, b.a, b.c, decode=not prefill))
+    b.add("gated_delta_rule", "attention", L,
+          f.gated_delta_rule(B, Sq, Hv, dk, dv, b.a, b.c, chunked=prefill, Hk=m.linear_k_heads))
+    b.norm("linear_attn_norm", L, T * Hv, dv)
+    b.add("linear_attn_gate", "elementwise", L, f.activation(T, Vw, b.a, ACTIVATION_FLOPS["silu"], True))
+    b.linear("out_proj", L, T, Vw, D)
 
 
 def _mla_attention(b: _Builder, B, S, T, prefill):
@@ -220,7 +272,9 @@ def _moe(b: _Builder, T):
     E, k = m.n_experts, m.top_k
     b.linear("router", count, T, m.hidden, E, m.router_bias)
     touched = f.distinct_experts(T, E, k, b.sc.expert_routing)
-    b.mlp("expert_", count, T, m.moe_intermediate, k=k, weight_sets=touched)
+    b.mlp("expert_", count, T, m.moe_intermediate, k=k, weight_sets=touched, expert=True)
     if m.n_shared_experts:
         b.mlp("shared_", count, T, m.moe_intermediate * m.n_shared_experts)
+    if m.shared_expert_gate:
+        b.linear("shared_expert_gate", count, T, m.hidden, 1)
     b.add("moe_combine", "elementwise", count, f.moe_combine(T, m.hidden, k, b.a, bool(m.n_shared_experts)))

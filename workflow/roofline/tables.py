@@ -31,6 +31,7 @@ def job_records(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenar
     The pipeline writes these to parquet through pyarrow directly: building four DataFrames per job cost more
     than computing them.
     """
+    scenario = scenario.for_model(model)  # the tables carry the dtypes the job ran with, 'native' resolved
     rows, total = analyze(model, gpu, stage, scenario)
     scenario_values = {k: v for k, v in asdict(scenario).items() if k in SCENARIO_COLUMNS}
     return {

@@ -57,6 +57,7 @@ def _largest_fitting_batch(model, gpu, stage, scenario, upper: int) -> int:
 
 def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> list[dict]:
     """Rows (TREATMENT_COLUMNS): each treatment's predicted stage time, speed-up and new bound."""
+    scenario = scenario.for_model(model)
     base = totals(model, gpu, stage, scenario)
     rows = []
 
@@ -96,7 +97,7 @@ def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sc
     for dtype, bits in (("int8", "W8A16"), ("int4", "W4A16")):
         scenario_change(f"weight_{dtype}", f"weight-only {dtype} quantization ({bits})", "memory",
                         "" if DTYPE_BYTES[dtype] < w else f"weights already {scenario.weight_dtype}",
-                        weight_dtype=dtype)
+                        weight_dtype=dtype, expert_weight_dtype="")
     c = DTYPE_BYTES[scenario.kv_dtype]
     for dtype in ("int8", "fp8"):
         scenario_change(f"kv_{dtype}", f"KV cache in {dtype}", "memory",
@@ -107,7 +108,7 @@ def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sc
     elif scenario.weight_dtype == "fp8" and scenario.act_dtype == "fp8":
         fp8_reason = "already fp8"
     scenario_change("fp8_compute", "FP8 weights and activations (W8A8-FP8 at the fp8 peak)", "both",
-                    fp8_reason, weight_dtype="fp8", act_dtype="fp8")
+                    fp8_reason, weight_dtype="fp8", act_dtype="fp8", expert_weight_dtype="")
     _batching(model, gpu, stage, scenario, row)
     assert all(tuple(r) == TREATMENT_COLUMNS for r in rows)
     return rows

@@ -15,7 +15,7 @@ import pandas as pd
 from ..dtypes import DTYPE_BYTES, PEAK_DTYPES
 from ..hardware import Accelerator
 from ..models import ModelSpec, kv_elements_per_token
-from ..scenario import STAGES
+from ..scenario import STAGES, scenario_for_model
 from . import paper, text, units
 
 CAVEATS = (
@@ -315,8 +315,8 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
                   figures_href: str) -> dict:
     """Everything the model report shows, for one model across the configured GPUs and stages."""
     gpus_all = accelerators(specs)
-    scenario = specs["scenario"]
     spec = specs["models"][model]
+    scenario = scenario_for_model(specs["scenario"], spec)
     ops = tables["ops"][tables["ops"]["model"] == model]
     totals = tables["totals"][tables["totals"]["model"] == model]
     treatments = tables["treatments"][tables["treatments"]["model"] == model]
