@@ -297,12 +297,27 @@ _FAMILY_TRAITS: dict[str, dict] = {
     "gpt2": {"positions": "learned", "linear_bias": True},
     "opt": {"positions": "learned", "linear_bias": True},
     "falcon": {"parallel_block": True, "norms_per_layer": 1},
+    "qwen3": {"qk_norm": True},
+    "gemma3_text": {"norms_per_layer": 4, "qk_norm": True},
+    "gpt_oss": {"qkv_bias": True, "attn_out_bias": True, "attention_sinks": True, "expert_bias": True,
+                "router_bias": True},
+    "llama4_text": {},
+    "glm4_moe": {"qkv_bias": True, "router_bias": True},
+    "qwen3_next": {"qk_norm": True, "attn_output_gate": True, "shared_expert_gate": True},
 }
+#: model_type spellings that load with another family's reader (Kimi-K2 is a DeepSeek-V3 with other sizes)
+FAMILY_ALIASES = {"kimi_k2": "deepseek_v3"}
 SUPPORTED_FAMILIES = tuple(_FAMILY_TRAITS)
 
 
 def _int(text: str, default: int = 0) -> int:
     return int(float(text)) if text and text.strip() else default
+
+
+#: optional models.csv columns (appended for the 2026 rows; blank or absent = the ModelSpec default or the family
+#: rule below) holding ModelSpec fields of the same name
+_CSV_LAYER_COUNTS = ("attention_chunk", "chunked_layers", "nope_layers", "rope_dim", "linear_layers",
+                     "linear_k_heads", "linear_v_heads", "linear_k_dim", "linear_v_dim", "linear_conv_kernel")
 
 
 def _from_models_csv(row: dict[str, str]) -> ModelSpec:
@@ -315,6 +330,11 @@ def _from_models_csv(row: dict[str, str]) -> ModelSpec:
     if window:
         # Gemma-2 alternates local (even layer index) and global layers; the others window every layer
         sliding_layers = (n_layers + 1) // 2 if family == "gemma2" else n_layers
+        sliding_layers = _int(row.get("sliding_layers"), sliding_layers)
+    counts = {name: _int(row[name]) for name in _CSV_LAYER_COUNTS if _int(row.get(name))}
+    native = {name: row[name].strip() for name in ("native_weight_dtype", "native_expert_dtype") if row.get(name)}
+    if row.get("qk_norm"):  # blank = the family's trait (GLM-4.5 has it, GLM-4.5-Air not)
+        traits["qk_norm"] = row["qk_norm"].strip().lower() == "true"
     learned = {"gpt2": _int(row["max_position"]), "opt": _int(row["max_position"]) + 2}.get(family, 0)
     spec = ModelSpec(
         key=row["key"],
@@ -339,7 +359,7 @@ def _from_models_csv(row: dict[str, str]) -> ModelSpec:
         top_k=_int(row["moe_top_k"]),
         moe_intermediate=_int(row["moe_intermediate"]),
         n_shared_experts=_int(row["shared_experts"]),
-        first_dense_layers=3 if family == "deepseek_v3" else 0,
+        first_dense_layers=_int(row.get("first_dense_layers"), 3 if family == "deepseek_v3" else 0),
         q_lora_rank=_int(row["q_lora_rank"]) or None,
         kv_lora_rank=_int(row["kv_lora_rank"]),
         qk_nope_head_dim=_int(row["qk_nope_head_dim"]),
@@ -348,7 +368,7 @@ def _from_models_csv(row: dict[str, str]) -> ModelSpec:
         published_params=float(row["total_params_B"]) * 1e9,
         published_active_params=float(row["active_params_B"]) * 1e9 if row["active_params_B"] else None,
         source=row["source"],
-        **traits,
+        **traits, **counts, **native,
     )
     return spec.validate()
 
