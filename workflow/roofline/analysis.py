@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
+from .dtypes import DTYPE_BYTES, matmul_dtype, peak_dtype, weight_bytes_per_element
 from .graph import Op, attention_groups, build_operators
 from .hardware import Accelerator
 from .models import ModelSpec, kv_elements_per_token, parameter_counts, routed_expert_params
@@ -31,7 +31,7 @@ def required_peak_dtypes(scenario: Scenario) -> dict[str, str]:
     needs.setdefault(matmul_dtype(scenario.expert_dtype, scenario.act_dtype),
                      "expert GEMMs (expert_weight_dtype x act_dtype)")
     needs.setdefault(matmul_dtype(scenario.kv_dtype, scenario.act_dtype), "attention (kv_dtype x act_dtype)")
-    needs.setdefault(scenario.act_dtype, "norms and element-wise operators (act_dtype)")
+    needs.setdefault(peak_dtype(scenario.act_dtype), "norms and element-wise operators (act_dtype)")
     return needs
 
 

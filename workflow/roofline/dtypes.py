@@ -75,8 +75,14 @@ def weight_bytes_per_element(dtype: str, group_size: int = DEFAULT_GROUP_SIZE) -
     return DTYPE_BYTES[dtype] + extra
 
 
+def peak_dtype(dtype: str) -> str:
+    """The peak a tensor stored in `dtype` computes at (non-matmul operators at the activation's): fp4 for the
+    4-bit float formats, else the dtype itself."""
+    return PEAK_OF.get(dtype, dtype)
+
+
 def matmul_dtype(operand: str, activation: str) -> str:
     """The peak dtype a matmul of `operand` (weights or KV) by `activation` computes at (rule in the module
     docstring): the wider operand by element bits, the activation's on a tie, 4-bit floats at `fp4`."""
     wider = operand if ELEMENT_BITS[operand] > ELEMENT_BITS[activation] else activation
-    return PEAK_OF.get(wider, wider)
+    return peak_dtype(wider)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import formulas as f
-from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
+from .dtypes import DTYPE_BYTES, matmul_dtype, peak_dtype, weight_bytes_per_element
 from .models import ACTIVATION_FLOPS, ModelSpec, kv_elements_per_token
 from .scenario import Scenario
 
@@ -42,11 +42,12 @@ class _Builder:
         self.gemm_dtype = matmul_dtype(sc.weight_dtype, sc.act_dtype)
         self.expert_gemm_dtype = matmul_dtype(sc.expert_dtype, sc.act_dtype)
         self.attn_dtype = matmul_dtype(sc.kv_dtype, sc.act_dtype)
+        self.act_peak = peak_dtype(sc.act_dtype)  # non-matmul operators (nvfp4/mxfp4 activations: fp4)
         self.ops: list[Op] = []
 
     def add(self, name, op_class, count, cost, dtype=None):
         if count:
-            self.ops.append(Op(name, op_class, count, cost, dtype or self.sc.act_dtype))
+            self.ops.append(Op(name, op_class, count, cost, dtype or self.act_peak))
 
     def linear(self, name, count, T, K, N, bias=False, expert=False, **kw):
         """A weight GEMM; `expert` ones use the experts' weight dtype (scenario.expert_dtype)."""
@@ -112,7 +113,7 @@ def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
     Sq = S if prefill else 1  # queries per sequence
 
     b.add("embedding", "embedding", 1,
-          f.embedding(T, D, m.vocab, b.w, b.a, m.learned_positions), b.sc.act_dtype)
+          f.embedding(T, D, m.vocab, b.w, b.a, m.learned_positions), b.act_peak)
 
     # ---- attention block (every layer)
     b.norm("attn_norm", L, T, D)
@@ -158,7 +159,7 @@ def _attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, fr
     from_cache = (not prefill) if from_cache is None else from_cache
     width = b.c if from_cache else b.a
     rebook = (lambda cost: cost) if from_cache else f.from_activations
-    dtype = b.attn_dtype if from_cache else b.sc.act_dtype
+    dtype = b.attn_dtype if from_cache else b.act_peak
     Sq = S if prefill else 1
     for suffix, window, count in attention_groups(b.m):
         Skv = _keys_attended(S, window, prefill)
