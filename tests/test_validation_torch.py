@@ -19,8 +19,10 @@ Needs the optional dependency group `validation` (torch CPU build, transformers)
 from __future__ import annotations
 
 import inspect
+import json
 from collections import defaultdict
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +31,7 @@ transformers = pytest.importorskip("transformers",
                                    reason="transformers is not installed (pip install -e '.[validation]')")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from roofline import formulas as f  # noqa: E402
+from roofline import formulas as f, models  # noqa: E402
 from roofline.graph import attention_groups, build_operators  # noqa: E402
 from roofline.models import kv_elements_per_token, model_from_hf_config, parameter_counts  # noqa: E402
 from roofline.scenario import Scenario  # noqa: E402
@@ -367,7 +369,7 @@ def test_parameter_count_matches_torch(arch, tmp_dir):
     assert total == run["params"]
 
 
-@pytest.mark.parametrize("arch", ["mistral-swa", "gemma2", "phi3-swa"])
+@pytest.mark.parametrize("arch", ["mistral-swa", "gemma2", "phi3-swa", "gemma3", "gpt-oss"])
 @pytest.mark.parametrize("seq_len", [WINDOW - 2, WINDOW - 1, WINDOW, WINDOW + 1, 2 * WINDOW + 3])
 def test_sliding_window_decode_keys_match_the_hf_cache(arch, seq_len, tmp_dir):
     """HF's sliding cache keeps the last W-1 tokens and the new token attends them plus itself; the engine's decode
@@ -401,7 +403,7 @@ def test_kv_cache_elements_match_the_hf_cache(arch, tmp_dir):
 
 
 # ------------------------------------------------------------------------- deliberate differences, asserted
-@pytest.mark.parametrize("arch", ["llama-gqa", "mistral-swa", "gemma2"])
+@pytest.mark.parametrize("arch", ["llama-gqa", "mistral-swa", "gemma2", "gemma3", "gpt-oss"])
 def test_known_difference_flash_counts_causal_pairs(arch, tmp_dir):
     """attention='flash' (the engine's fused kernel) visits only the causal, windowed (query, key) pairs and counts
     the softmax (5 FLOPs per pair) inside the kernel; eager torch multiplies the full S x S block. Exactly, per
@@ -484,7 +486,7 @@ def test_known_difference_mla_cache_layouts(arch, tmp_dir):
     assert run["decode"]["kv_b_proj"] == by_mode[hf_mode]["kv_b_proj"]
 
 
-@pytest.mark.parametrize("arch", ["mixtral", "qwen3-moe", "deepseek-v3"])
+@pytest.mark.parametrize("arch", ["mixtral", "qwen3-moe", "deepseek-v3", "gpt-oss", "glm4-moe", "qwen3-next"])
 @pytest.mark.parametrize("batch", [1, B])
 def test_expert_flops_follow_top_k_under_every_routing_switch(arch, batch, tmp_dir):
     """HF runs each token through its top-k experts (the eager loop visits only experts that were hit); the engine's
@@ -579,3 +581,56 @@ def test_linear_attention_state_replaces_the_kv_cache(tmp_dir):
     kv_per_token = 2 * spec.n_kv_heads * spec.head_dim
     assert kv_cache_bytes(spec, "prefill", Scenario(batch=B, seq_len=S)) == \
         B * 2 * (L * linear_state_elements(spec) + 1 * S * kv_per_token)
+
+
+# ------------------------------------------------------------ full-size published configs on the meta device
+HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+META_S = 160  # prompt tokens: beyond gpt-oss's 128-token window, so its sliding decode cache is full
+#: one published config per new family (the config.json copies of the catalog rows)
+FULL_SIZE = ["qwen3-8b", "gemma-3-12b", "gpt-oss-20b", "llama-4-scout", "glm-4.5-air", "qwen3-next-80b-a3b",
+             "kimi-k2"]
+
+
+@lru_cache(maxsize=None)
+def run_meta(key: str):
+    """Prefill (batch 1, META_S tokens) and one decode step of the full-size model on the meta device (shapes
+    only, no memory), FLOPs per engine group. The routed experts are replaced by a zero-FLOP stub: their eager
+    loop needs data (nonzero, item) that meta tensors lack; expert FLOPs are checked on the tiny models above."""
+    text = json.loads((HF_CONFIGS / f"{key}.json").read_text())
+    text = text.get("text_config", text)
+    model_type = {"kimi_k2": "deepseek_v3"}.get(text["model_type"], text["model_type"])
+    fields = {k: v for k, v in text.items()
+              if k not in ("model_type", "quantization_config", "architectures", "auto_map", "transformers_version",
+                           "torch_dtype")}
+    config = transformers.AutoConfig.for_model(model_type, **fields)
+    with torch.device("meta"):
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                                  experts_implementation="eager").eval()
+        except (TypeError, ValueError):  # transformers 4.x
+            model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+        for name, module in model.named_modules():
+            if name.rpartition(".")[2] == "experts":
+                module.forward = lambda hidden_states, *args, **kwargs: torch.zeros_like(hidden_states)
+        prefill_counts, output = _count(model, input_ids=torch.zeros(1, META_S, dtype=torch.long))
+        cache = _cache_of(output)
+        cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        decode_counts, _ = _count(model, input_ids=torch.zeros(1, 1, dtype=torch.long), **{cache_kw: cache})
+    return dict(prefill=hf_groups(prefill_counts), decode=hf_groups(decode_counts),
+                cached_key_width=int(_first_cached_key(cache).shape[-1]))
+
+
+@pytest.mark.parametrize("stage", ["prefill", "decode"])
+@pytest.mark.parametrize("key", FULL_SIZE)
+def test_full_size_flops_match_torch_on_the_meta_device(key, stage):
+    """Every matmul group of the published config (the catalog row) agrees with torch within 1% (in practice
+    exactly): projections, attention score/value products, routers, shared experts, dense MLPs, lm_head.
+    Left out: the stubbed routed experts and the groups pinned by the test_known_difference_* tests."""
+    spec = models.get_model(key)
+    run = run_meta(key)
+    scenario = matching_scenario(spec, run, batch=1, seq_len=META_S)
+    engine = engine_groups(spec, stage, scenario)
+    family = {"llama-4-scout": "llama4", "qwen3-next-80b-a3b": "qwen3-next"}.get(key, "")
+    known = KNOWN_DIFFERENT.get((family, stage), set()) | {"experts"}
+    _compare(_without(engine, known), _without(run[stage], known), f"{key} {stage} (full size)", spec, stage,
+             batch=1, seq_len=META_S)
