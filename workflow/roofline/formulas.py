@@ -20,7 +20,8 @@ Conventions (stated once, used everywhere):
 * Ignored, with reasons: dropout (inference), the causal mask add and softmax scaling (folded into the softmax by
   every kernel), router softmax/top-k (T x E elements, < 0.1% of the MoE block), Gemma-2 logit soft-capping and
   embedding scaling (element-wise on tensors already counted), bias-add FLOPs (see above), the quantization and
-  dequantization arithmetic of int8/int4/fp8 tensors (hidden under the memory time of the ops that need it).
+  dequantization arithmetic of int8/int4/fp8/fp4 tensors (hidden under the memory time of the ops that need it),
+  Llama 4's parameter-free L2 q/k norm and gpt-oss's attention-sink softmax column (one logit per query row).
 * Every formula accepts Python numbers or NumPy arrays for the shape symbols, so one call can evaluate a whole
   sweep; hence `np.minimum` rather than `min` and no branching on shape values.
 

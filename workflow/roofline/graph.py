@@ -2,8 +2,10 @@
 
 Operator names follow the Hugging Face module names where one exists (q_proj, o_proj, gate_proj, kv_b_proj, ...).
 One row per distinct operator; `count` = instances per forward pass (usually the number of layers that have it).
-Attention-core rows of the sliding-window layers of a model that mixes local and global layers (Gemma-2) carry the
-suffix `_swa`.
+Attention-core rows of the sliding-window layers of a model that mixes local and global layers (Gemma-2, Gemma 3,
+gpt-oss) carry the suffix `_swa`, those of chunked-attention layers (Llama 4) `_chunked`; linear-attention layers
+(Qwen3-Next) have their own rows (in_proj_qkvz, in_proj_ba, conv1d, gated_delta_rule, linear_attn_norm,
+linear_attn_gate, out_proj) and no attention core.
 """
 from __future__ import annotations
 

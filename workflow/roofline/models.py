@@ -2,7 +2,8 @@
 
 One `ModelSpec` describes every supported decoder-only family: MHA/GQA/MQA, multi-head latent attention (MLA),
 gated (SwiGLU/GeGLU) or plain MLPs, dense or mixture-of-experts MLPs (with shared experts and leading dense layers),
-RMSNorm or LayerNorm, rotary or learned positions, sliding windows on all or alternating layers.
+RMSNorm or LayerNorm, rotary or learned positions, sliding windows on all or alternating layers, chunked attention and
+NoPE layers (Llama 4), Gated DeltaNet linear-attention layers (Qwen3-Next), and the checkpoint's native dtypes.
 """
 from __future__ import annotations
 
