@@ -104,6 +104,10 @@ def test_cli_gpt_oss_on_h100_runs_with_native_mxfp4_experts(capsys):
     assert code == 0 and rows["expert_up_proj"]["bytes_weight"] == pytest.approx(17_631_720, rel=1e-12)
     assert main(["ridge", "--gpu", "b200", "--dtype", "fp4"]) == 0
     assert "1125.0" in capsys.readouterr().out  # 9000 TFLOP/s / 8000 GB/s
+    # with a model: its exact critical decode batch in W4A4 NVFP4 (not '-' as for tf32, a compute mode only)
+    assert main(["ridge", "--gpu", "b200", "--dtype", "fp4", "--model", "llama-3.1-8b"]) == 0
+    critical = capsys.readouterr().out.splitlines()[1].split()[-1]
+    assert critical.isdigit() and int(critical) > 1
 
 
 @pytest.mark.parametrize("quantization, fields", [

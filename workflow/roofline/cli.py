@@ -205,7 +205,8 @@ def run(argv: list[str] | None = None) -> str:
             gpu.peak(dtype)  # clear error when the device has no such peak
             exact = {}
             if model is not None:  # tf32 is a compute mode, not a storage dtype: no model figure
-                storage = Scenario(weight_dtype=dtype, act_dtype=dtype) if dtype in STORAGE_DTYPES else None
+                stored = {"fp4": "nvfp4"}.get(dtype, dtype)  # the fp4 peak's weights and activations: NVFP4
+                storage = Scenario(weight_dtype=stored, act_dtype=stored) if stored in STORAGE_DTYPES else None
                 exact = {"model": model.key,
                          "model_critical_batch": f"{critical_batch(model, gpu, storage):.0f}" if storage else "-"}
             rows.append({"gpu": gpu.key, "dtype": dtype, "peak_tflops": f"{gpu.peak(dtype) / 1e12:g}",
