@@ -75,24 +75,25 @@ def test_quantized_weights_keep_embedding_and_lm_head_at_16_bits_unless_asked(ti
     # + MLP 3*8*16 = 384 -> 592, x 2 layers = 1184: total 1704
     assert models.parameter_counts(tiny)[0] == 1704 and models.embedding_params(tiny) == 512
     int4 = Scenario(weight_dtype="int4")
+    w = 0.5 + 2 / 128  # int4 with an fp16 scale per 128 weights (weight_group_size): 4.125 bits = 0.515625 bytes
     ops = _ops(tiny, "decode", batch=1, seq_len=4, weight_dtype="int4")
-    assert ops["q_proj"].cost.weight == 64 * 0.5  # [8,8] at 4 bits
+    assert ops["q_proj"].cost.weight == 64 * w == 33  # [8,8] at 4.125 bits
     assert ops["lm_head"].cost.weight == 256 * 2  # [8,32] at 16 bits
     assert ops["embedding"].cost.weight == 1 * 8 * 2  # one row gathered at 16 bits
-    assert analysis.weight_bytes(tiny, int4) == (1704 - 512) * 0.5 + 512 * 2  # 596 + 1024 = 1620
+    assert analysis.weight_bytes(tiny, int4) == (1704 - 512) * w + 512 * 2  # 614.625 + 1024 = 1638.625
     asked = _ops(tiny, "decode", batch=1, seq_len=4, weight_dtype="int4", quantize_embeddings=True)
-    assert asked["lm_head"].cost.weight == 256 * 0.5 and asked["embedding"].cost.weight == 8 * 0.5
-    assert analysis.weight_bytes(tiny, int4.with_(quantize_embeddings=True)) == 1704 * 0.5
+    assert asked["lm_head"].cost.weight == 256 * w and asked["embedding"].cost.weight == 8 * w
+    assert analysis.weight_bytes(tiny, int4.with_(quantize_embeddings=True)) == 1704 * w
     # 16-bit weights are untouched by the switch
     assert analysis.weight_bytes(tiny, Scenario()) == 1704 * 2
-    # per device, the same rule: pipeline stage 1 of 2 holds layer 1 (592 x 0.5 = 296), the final norm (8 x 0.5 = 4)
-    # and lm_head (256 x 2 = 512): 812; stage 0 holds layer 0 and the embedding table: 296 + 512 = 808
+    # per device, the same rule: pipeline stage 1 of 2 holds layer 1 (592 params), the final norm (8) at w and
+    # lm_head (256 x 2 = 512): 600 w + 512; stage 0 holds layer 0 and the embedding table: 592 w + 512
     pp2 = int4.with_(parallel=Parallel(pp=2))
-    assert analysis.weight_bytes_per_device(tiny, pp2) == 296 + 4 + 512
-    assert analysis.weight_bytes_per_device(tiny, pp2.with_(quantize_embeddings=True)) == 296 + 4 + 256 * 0.5
+    assert analysis.weight_bytes_per_device(tiny, pp2) == 600 * w + 512
+    assert analysis.weight_bytes_per_device(tiny, pp2.with_(quantize_embeddings=True)) == (600 + 256) * w
     # tp 2: the tables are vocab-parallel (256 params x 2 bytes); per layer q 32 + o 32 + replicated k 32, v 32 and
-    # norms 16 + MLP 384 / 2 = 336 params, x 2 layers x 0.5 = 336; final norm 4: 852
-    assert analysis.weight_bytes_per_device(tiny, int4.with_(parallel=Parallel(tp=2))) == 512 + 336 + 4
+    # norms 16 + MLP 384 / 2 = 336 params, x 2 layers = 672; final norm 8: 680 w + 512
+    assert analysis.weight_bytes_per_device(tiny, int4.with_(parallel=Parallel(tp=2))) == 512 + 680 * w
     # fp8 with quantize_embeddings: lm_head reads its input at 8 bits and computes at fp8
     fp8 = _ops(tiny, "decode", batch=1, seq_len=4, weight_dtype="fp8", act_dtype="fp8", quantize_embeddings=True)
     assert (fp8["lm_head"].cost.act_read, fp8["lm_head"].compute_dtype) == (8, "fp8")

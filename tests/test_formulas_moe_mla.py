@@ -54,14 +54,14 @@ def test_distinct_experts_balanced_and_all():
 def test_decode_loads_topk_experts_at_batch_1_and_nearly_all_at_64(key):
     m = models.get_model(key)
     E, k, D, Fe = m.n_experts, m.top_k, m.hidden, m.moe_intermediate
-    matrix = D * Fe * 2  # one expert's gate (or up, or down) matrix in fp16 bytes
+    matrix = D * Fe * 2  # one expert's gate (or up, or down) matrix in fp16 bytes (DeepSeek-V3 is natively fp8)
     for batch, expected in ((1, k), (64, E * (1 - (1 - k / E) ** 64))):
-        op = _ops(m, "decode", batch=batch, seq_len=128)["expert_up_proj"]
+        op = _ops(m, "decode", batch=batch, seq_len=128, weight_dtype="fp16")["expert_up_proj"]
         assert op.cost.weight / matrix == pytest.approx(expected, rel=1e-12)
         assert op.count == m.n_moe_layers
         # FLOPs follow top-k per token whatever the routing: 2 * batch * k * D * Fe
         assert op.cost.flops == 2 * batch * k * D * Fe
-    touched_64 = _ops(m, "decode", batch=64, seq_len=128)["expert_up_proj"].cost.weight / matrix
+    touched_64 = _ops(m, "decode", batch=64, seq_len=128, weight_dtype="fp16")["expert_up_proj"].cost.weight / matrix
     # mixtral 8 * (1 - 0.75^64) = 7.99999; qwen3 128 * (1 - (15/16)^64) = 125.9; deepseek 256 * (1 - (31/32)^64) = 222.6
     assert touched_64 > 0.85 * E
 

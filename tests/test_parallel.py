@@ -199,7 +199,8 @@ def test_collectives_beyond_one_domain_use_the_scale_out_network():
     ("llama-2-7b", "h100-sxm", Parallel()),
     ("llama-3.1-70b", "h100-sxm", Parallel(tp=2)),
     ("llama-3.1-70b", "rtx-a6000", Parallel(tp=4)),
-    ("deepseek-v3", "h200-sxm", Parallel(tp=8, pp=2)),  # 1.34 TB of fp16 weights: two HGX nodes
+    ("deepseek-v3", "h200-sxm", Parallel(tp=8)),  # 0.68 TB of native fp8 weights: one HGX node
+    ("deepseek-v3", "h100-sxm", Parallel(tp=8, pp=2)),  # 84 GB per device at tp 8 > 72 GB usable: two nodes
     ("llama-3.1-70b", "m1-max", Parallel()),  # no link: one device, marked as not fitting
 ])
 def test_auto_picks_the_smallest_plan_that_fits(model, gpu, plan):

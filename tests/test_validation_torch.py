@@ -19,8 +19,10 @@ Needs the optional dependency group `validation` (torch CPU build, transformers)
 from __future__ import annotations
 
 import inspect
+import json
 from collections import defaultdict
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +31,7 @@ transformers = pytest.importorskip("transformers",
                                    reason="transformers is not installed (pip install -e '.[validation]')")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from roofline import formulas as f  # noqa: E402
+from roofline import formulas as f, models  # noqa: E402
 from roofline.graph import attention_groups, build_operators  # noqa: E402
 from roofline.models import kv_elements_per_token, model_from_hf_config, parameter_counts  # noqa: E402
 from roofline.scenario import Scenario  # noqa: E402
@@ -81,6 +83,35 @@ ARCHS: dict[str, tuple[str, dict]] = {
                                        bias=True, alibi=False)),
     "gemma2": ("gemma2", dict(_COMMON, num_hidden_layers=3, intermediate_size=96, num_key_value_heads=2,
                               head_dim=16, sliding_window=WINDOW)),
+    # ---- 2025-26 families (issue 11)
+    "qwen3": ("qwen3", dict(_COMMON, intermediate_size=96, num_key_value_heads=2, head_dim=24)),  # q/k norm
+    # 5 local : 1 global over 7 layers -> layers 0-4 and 6 local, layer 5 global
+    "gemma3": ("gemma3_text", dict(_COMMON, num_hidden_layers=7, intermediate_size=96, num_key_value_heads=2,
+                                   head_dim=16, sliding_window=WINDOW, query_pre_attn_scalar=16)),
+    # sinks, q/k/v/o biases, alternating window/full, biased router and experts
+    "gpt-oss": ("gpt_oss", dict(_COMMON, num_hidden_layers=4, intermediate_size=32, num_key_value_heads=2,
+                                head_dim=16, num_local_experts=8, num_experts_per_tok=2, sliding_window=WINDOW)),
+    # MoE every 2nd layer (layers 1, 3) + shared expert; layer 3 NoPE (full attention), layers 0-2 chunked (16 > S:
+    # the chunk covers the prompt, so HF and the engine attend the same keys; tests below pin a chunk that bites)
+    "llama4": ("llama4_text", dict(_COMMON, num_hidden_layers=4, intermediate_size=32, intermediate_size_mlp=96,
+                                   num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=1,
+                                   interleave_moe_layer_step=2, attention_chunk_size=16, use_qk_norm=True)),
+    # the same with a chunk of 8 < S = 12 that bites (decode differs from HF's sliding chunk cache: pinned below)
+    "llama4-chunk8": ("llama4_text", dict(_COMMON, num_hidden_layers=4, intermediate_size=32,
+                                          intermediate_size_mlp=96, num_key_value_heads=2, head_dim=16,
+                                          num_local_experts=4, num_experts_per_tok=1, interleave_moe_layer_step=2,
+                                          attention_chunk_size=WINDOW, use_qk_norm=True)),
+    "glm4-moe": ("glm4_moe", dict(_COMMON, num_hidden_layers=3, intermediate_size=96, num_key_value_heads=2,
+                                  head_dim=16, moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2,
+                                  n_shared_experts=1, first_k_dense_replace=1, attention_bias=True, use_qk_norm=True,
+                                  partial_rotary_factor=0.5)),
+    # 3 Gated DeltaNet layers + 1 gated full-attention layer; 2 key heads, 4 value heads
+    "qwen3-next": ("qwen3_next", dict(_COMMON, num_hidden_layers=4, intermediate_size=96, num_key_value_heads=2,
+                                      head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+                                      linear_key_head_dim=8, linear_value_head_dim=12, linear_conv_kernel_dim=4,
+                                      num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+                                      shared_expert_intermediate_size=32, decoder_sparse_step=1, mlp_only_layers=[],
+                                      full_attention_interval=4)),
 }
 
 # HF leaf module name -> engine operator group
@@ -91,7 +122,11 @@ _HF_LEAF = {
     "gate_proj": "gate_proj", "up_proj": "up_proj", "down_proj": "down_proj", "fc1": "fc1", "fc2": "fc2",
     "c_attn": "qkv", "query_key_value": "qkv", "qkv_proj": "qkv", "gate_up_proj": "gate_up", "dense": "o_proj", "c_fc": "fc1",
     "dense_h_to_4h": "fc1", "dense_4h_to_h": "fc2", "gate": "router", "experts": "experts", "lm_head": "lm_head",
+    "router": "router", "shared_expert_gate": "shared_expert_gate",  # gpt-oss / Llama 4 router; Qwen3-Next gate
 }
+#: Qwen3-Next's Gated DeltaNet module (`linear_attn`): its children keep their names; its own FLOPs are the
+#: matmuls of the chunked delta rule (prefill) = engine gated_delta_rule
+_HF_LINEAR_ATTENTION = ("in_proj_qkvz", "in_proj_ba", "conv1d", "out_proj")
 _HF_ATTENTION = ("self_attn", "attn", "self_attention")  # own FLOPs of these modules = the attention matmuls
 
 
@@ -101,11 +136,15 @@ def hf_group(fqn: str) -> str | None:
     leaf, parent = parts[-1], parts[-2] if len(parts) > 1 else ""
     if leaf in _HF_ATTENTION:
         return "attention"
+    if leaf == "linear_attn":
+        return "gated_delta_rule"
+    if parent == "linear_attn" and leaf in _HF_LINEAR_ATTENTION:
+        return leaf
     if leaf == "rotary_emb":  # transformers 4.x: cos/sin tables from an inv_freq x positions matmul
         return "rotary_table"
     if leaf == "c_proj":  # GPT-2 Conv1D: attn.c_proj is the output projection, mlp.c_proj the second MLP matmul
         return "o_proj" if parent == "attn" else "fc2"
-    if parent == "shared_experts" and leaf in ("gate_proj", "up_proj", "down_proj"):
+    if parent in ("shared_experts", "shared_expert") and leaf in ("gate_proj", "up_proj", "down_proj"):
         return f"shared_{leaf}"
     if "experts" in parts:  # fused expert weights (transformers 5) or a ModuleList experts.N.{w1,gate_proj,..} (4.x)
         return "experts"
@@ -114,7 +153,7 @@ def hf_group(fqn: str) -> str | None:
 
 def engine_group(name: str) -> str:
     """Engine op name -> group (fused HF modules compare against sums of engine rows)."""
-    base = name.removesuffix("_swa")
+    base = name.removesuffix("_swa").removesuffix("_chunked")
     if base in ("qk_matmul", "sv_matmul", "fused_attention"):
         return "attention"
     if base.startswith("expert_"):
@@ -146,7 +185,12 @@ def hf_groups(counts: dict[str, dict]) -> dict[str, int]:
             continue
         group = hf_group(name)
         assert group is not None, f"torch counted {flops} FLOPs in module '{name}', which maps to no engine op"
-        grouped[group] += flops
+        if group == "gated_delta_rule":  # Qwen3-Next calls its conv1d weight functionally, inside linear_attn
+            conv = sum(n for op, n in counts[name].items() if "convolution" in str(op))
+            grouped["conv1d"] += conv
+            flops -= conv
+        if flops:
+            grouped[group] += flops
     grand_total = sum(counts["Global"].values())
     assert sum(grouped.values()) == grand_total, "every FLOP torch counts must be attributed to one module"
     return dict(grouped)
@@ -175,18 +219,29 @@ def _cache_of(output):
 
 
 def _cached_elements(cache) -> int:
-    """Elements held in the cache (keys + values of every layer), whatever the Cache API of this release."""
+    """Elements held in the cache (keys + values of every layer), whatever the Cache API of this release; the
+    fixed states of linear-attention layers are counted by _linear_state_elements."""
     if hasattr(cache, "layers"):
-        return sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
+        return sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers if hasattr(layer, "keys"))
     if hasattr(cache, "key_cache"):
         return sum(k.numel() + v.numel() for k, v in zip(cache.key_cache, cache.value_cache))
     return sum(k.numel() + v.numel() for k, v in cache)
 
 
+def _linear_state_elements(cache) -> dict:
+    """{"conv": elements, "recurrent": elements} of the linear-attention layers' fixed states (Qwen3-Next)."""
+    layers = [layer for layer in getattr(cache, "layers", []) if hasattr(layer, "recurrent_states")]
+
+    def numel(states):  # a tensor, or (transformers 5) {state index: tensor}
+        return sum(x.numel() for x in states.values()) if isinstance(states, dict) else states.numel()
+    return {"conv": sum(numel(layer.conv_states) for layer in layers),
+            "recurrent": sum(numel(layer.recurrent_states) for layer in layers)}
+
+
 def _first_cached_key(cache):
-    """The first layer's cached key tensor, whatever the Cache API of this transformers release."""
+    """The first softmax-attention layer's cached key tensor, whatever the Cache API of this transformers release."""
     if hasattr(cache, "layers"):
-        return cache.layers[0].keys
+        return next(layer.keys for layer in cache.layers if hasattr(layer, "keys"))
     if hasattr(cache, "key_cache"):
         return cache.key_cache[0]
     return cache[0][0]
@@ -228,13 +283,15 @@ def run_hf(arch: str, tmp_dir: str, batch: int = B, seq_len: int = S):
     cache = _cache_of(output)
     cached_key_width = _first_cached_key(cache).shape[-1]
     cached_elements = _cached_elements(cache)
+    linear_state = _linear_state_elements(cache)
     cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     new_token = torch.randint(0, VOCAB, (batch, 1), generator=generator)
     decode_counts, _ = _count(model, input_ids=new_token, **{cache_kw: cache})
     hf_params = sum(p.numel() for p in model.parameters())
     hf_params += sum(b.numel() for name, b in model.named_buffers() if name.endswith("e_score_correction_bias"))
     return dict(path=path, prefill=hf_groups(prefill_counts), decode=hf_groups(decode_counts),
-                cached_key_width=int(cached_key_width), cached_elements=int(cached_elements), params=hf_params)
+                cached_key_width=int(cached_key_width), cached_elements=int(cached_elements), params=hf_params,
+                linear_state=linear_state)
 
 
 @pytest.fixture(scope="module")
@@ -278,6 +335,19 @@ def _compare(engine: dict, torch_counts: dict, where: str, spec, stage, batch=B,
             f"{where}: {group}: engine {engine[group]:.0f} vs torch {hf_flops} FLOPs")
 
 
+#: operator groups where the engine deliberately counts other work than the HF reference code runs, per (arch,
+#: stage); each is asserted exactly in a test_known_difference_* test below and left out of the per-module test
+KNOWN_DIFFERENT = {
+    ("llama4", "prefill"): {"experts"}, ("llama4", "decode"): {"experts"},
+    ("llama4-chunk8", "prefill"): {"experts"}, ("llama4-chunk8", "decode"): {"experts", "attention"},
+    ("qwen3-next", "prefill"): {"conv1d", "gated_delta_rule"}, ("qwen3-next", "decode"): {"conv1d", "gated_delta_rule"},
+}
+
+
+def _without(groups: dict, names: set) -> dict:
+    return {name: value for name, value in groups.items() if name not in names}
+
+
 # ------------------------------------------------------------------------------------------------- the tests
 @pytest.mark.parametrize("stage", ["prefill", "decode"])
 @pytest.mark.parametrize("arch", list(ARCHS))
@@ -286,7 +356,8 @@ def test_flops_per_module_match_torch(arch, stage, tmp_dir):
     spec = model_from_hf_config(run["path"])
     scenario = matching_scenario(spec, run)
     engine = engine_groups(spec, stage, scenario, FUSED_ARCHS.get(arch, ()))
-    _compare(engine, run[stage], f"{arch} {stage}", spec, stage)
+    known = KNOWN_DIFFERENT.get((arch, stage), set())
+    _compare(_without(engine, known), _without(run[stage], known), f"{arch} {stage}", spec, stage)
 
 
 @pytest.mark.parametrize("arch", list(ARCHS))
@@ -298,7 +369,7 @@ def test_parameter_count_matches_torch(arch, tmp_dir):
     assert total == run["params"]
 
 
-@pytest.mark.parametrize("arch", ["mistral-swa", "gemma2", "phi3-swa"])
+@pytest.mark.parametrize("arch", ["mistral-swa", "gemma2", "phi3-swa", "gemma3", "gpt-oss"])
 @pytest.mark.parametrize("seq_len", [WINDOW - 2, WINDOW - 1, WINDOW, WINDOW + 1, 2 * WINDOW + 3])
 def test_sliding_window_decode_keys_match_the_hf_cache(arch, seq_len, tmp_dir):
     """HF's sliding cache keeps the last W-1 tokens and the new token attends them plus itself; the engine's decode
@@ -324,13 +395,15 @@ def test_kv_cache_elements_match_the_hf_cache(arch, tmp_dir):
     per_token = kv_elements_per_token(spec, matching_scenario(spec, run).mla_mode)
     expected = sum(layers * B * (S if window is None else min(S, window - 1)) * per_token
                    for _, window, layers in attention_groups(spec))
+    if spec.chunked_layers:  # Llama 4: HF keeps chunked layers in a sliding cache of the chunk size
+        expected += spec.chunked_layers * B * min(S, spec.attention_chunk - 1) * per_token
     if arch == "falcon-new-arch":
         expected *= spec.n_heads // spec.n_kv_heads  # 4 query heads / 2 KV heads
     assert run["cached_elements"] == expected
 
 
 # ------------------------------------------------------------------------- deliberate differences, asserted
-@pytest.mark.parametrize("arch", ["llama-gqa", "mistral-swa", "gemma2"])
+@pytest.mark.parametrize("arch", ["llama-gqa", "mistral-swa", "gemma2", "gemma3", "gpt-oss"])
 def test_known_difference_flash_counts_causal_pairs(arch, tmp_dir):
     """attention='flash' (the engine's fused kernel) visits only the causal, windowed (query, key) pairs and counts
     the softmax (5 FLOPs per pair) inside the kernel; eager torch multiplies the full S x S block. Exactly, per
@@ -415,7 +488,7 @@ def test_known_difference_mla_cache_layouts(arch, tmp_dir):
     assert run["decode"]["kv_b_proj"] == by_mode[hf_mode]["kv_b_proj"]
 
 
-@pytest.mark.parametrize("arch", ["mixtral", "qwen3-moe", "deepseek-v3"])
+@pytest.mark.parametrize("arch", ["mixtral", "qwen3-moe", "deepseek-v3", "gpt-oss", "glm4-moe", "qwen3-next"])
 @pytest.mark.parametrize("batch", [1, B])
 def test_expert_flops_follow_top_k_under_every_routing_switch(arch, batch, tmp_dir):
     """HF runs each token through its top-k experts (the eager loop visits only experts that were hit); the engine's
@@ -428,3 +501,138 @@ def test_expert_flops_follow_top_k_under_every_routing_switch(arch, batch, tmp_d
         for routing in ("uniform", "balanced", "all"):
             sc = Scenario(batch=batch, seq_len=S, expert_routing=routing)
             assert engine_groups(spec, stage, sc)["experts"] == expected
+
+
+# ------------------------------------------------------------------- 2025-26 families: deliberate differences
+@pytest.mark.parametrize("arch", ["llama4", "llama4-chunk8"])
+def test_known_difference_llama4_runs_every_expert_in_hf(arch, tmp_dir):
+    """HF's Llama4TextExperts multiplies every token by all E experts (scores zero the unrouted ones); serving
+    kernels and the engine run the top-k only: torch = engine x E / k, exactly (E = 4, k = 1 here)."""
+    run = run_hf(arch, tmp_dir)
+    spec = model_from_hf_config(run["path"])
+    for stage in ("prefill", "decode"):
+        engine = engine_groups(spec, stage, matching_scenario(spec, run))
+        T = B * S if stage == "prefill" else B
+        # 1 MoE layer x 2 T x k x 3 matrices x D x Fe; 2 x 2 x 12 x 1 x 3 x 64 x 32 = 589,824 in prefill
+        assert engine["experts"] == spec.n_moe_layers * 2 * T * spec.top_k * 3 * spec.hidden * spec.moe_intermediate
+        assert run[stage]["experts"] == engine["experts"] * spec.n_experts // spec.top_k
+
+
+def test_known_difference_llama4_chunked_attention(tmp_dir):
+    """Chunked layers (Ck = 8, S = 12): eager prefill computes the full S x S block in HF and in the engine (the
+    chunk mask is applied after the matmul), so prefill matched above. Decode: the engine attends the new token's
+    own chunk, S mod Ck + 1 = 12 mod 8 + 1 = 5 keys; HF keeps a sliding cache of Ck - 1 = 7 keys plus the new one
+    and multiplies all 8 (masking the 3 of the previous chunk). Flash prefill visits the in-chunk causal pairs,
+    1 x 8 x 9 / 2 + 4 x 5 / 2 = 46 per head, against 78 = 12 x 13 / 2 unchunked."""
+    run = run_hf("llama4-chunk8", tmp_dir)
+    spec = model_from_hf_config(run["path"])
+    assert (spec.chunked_layers, spec.attention_chunk, spec.nope_layers) == (3, WINDOW, 1)
+    d, H = spec.head_dim, spec.n_heads
+    engine = engine_groups(spec, "decode", matching_scenario(spec, run))
+    per_key = 2 * B * H * 2 * d  # QK^T + PV for one key of one query row per layer
+    full_layers = spec.n_layers - spec.chunked_layers
+    assert engine["attention"] == full_layers * per_key * (S + 1) + spec.chunked_layers * per_key * (S % WINDOW + 1)
+    assert run["decode"]["attention"] == full_layers * per_key * (S + 1) + spec.chunked_layers * per_key * WINDOW
+    assert f.chunked_causal_pairs(S, WINDOW) == 46
+    flash = {op.name: op for op in build_operators(spec, "prefill", Scenario(batch=B, seq_len=S, attention="flash"))}
+    assert flash["fused_attention_chunked"].cost.flops == B * H * 46 * (2 * d + 2 * d + f.SOFTMAX_FLOPS_PER_ELEMENT)
+    assert flash["fused_attention"].cost.flops == B * H * 78 * (2 * d + 2 * d + f.SOFTMAX_FLOPS_PER_ELEMENT)
+
+
+def test_known_difference_gated_deltanet(tmp_dir):
+    """Qwen3-Next's linear attention (3 layers, Hv = 4 value heads of dv = 12, dk = 8, conv kernel K = 4 over
+    C = 2 x 2 x 8 + 4 x 12 = 80 channels, B = 2, S = 12, one chunk of 64).
+    Prefill core: HF's torch_chunk_gated_delta_rule counts the matmuls of the chunked algorithm, per chunk and
+    head 4 Ck^2 dk + 6 Ck dk dv + 2 Ck^2 dv; the engine adds the two unit-triangular solves FlopCounterMode does not
+    count, Ck (Ck - 1)(dk + dv), and the state decay dk dv. Decode core: HF's recurrent reference uses element-wise
+    products (no matmul, 0 counted); the engine counts 7 dk dv per token and head. Conv: HF's reference conv pads
+    K - 1 on both sides and computes S + K - 1 outputs (prefill), and K + 1 - K + 1 = 2 outputs on the K kept
+    inputs plus the new one (decode); the causal kernels the engine models compute S and 1."""
+    run = run_hf("qwen3-next", tmp_dir)
+    spec = model_from_hf_config(run["path"])
+    L, Hv, dk, dv, K, Ck = spec.linear_layers, spec.linear_v_heads, spec.linear_k_dim, spec.linear_v_dim, \
+        spec.linear_conv_kernel, f.DELTA_RULE_CHUNK
+    assert (L, Hv, dk, dv, K) == (3, 4, 8, 12, 4)
+    prefill = engine_groups(spec, "prefill", matching_scenario(spec, run))
+    decode = engine_groups(spec, "decode", matching_scenario(spec, run))
+    matmuls = 4 * Ck * Ck * dk + 6 * Ck * dk * dv + 2 * Ck * Ck * dv  # 180,224 per chunk and head
+    assert run["prefill"]["gated_delta_rule"] == L * B * Hv * matmuls  # 3 x 2 x 4 x 180,224 = 4,325,376
+    assert prefill["gated_delta_rule"] == L * B * Hv * (matmuls + Ck * (Ck - 1) * (dk + dv) + dk * dv)
+    assert "gated_delta_rule" not in run["decode"]
+    assert decode["gated_delta_rule"] == L * B * Hv * 7 * dk * dv
+    channels = 2 * spec.linear_k_heads * dk + Hv * dv
+    assert channels == 80 and prefill["conv1d"] == L * 2 * B * S * channels * K  # 46,080
+    assert run["prefill"]["conv1d"] == prefill["conv1d"] * (S + K - 1) / S  # 57,600
+    assert run["decode"]["conv1d"] == decode["conv1d"] * 2
+
+
+def test_linear_attention_state_replaces_the_kv_cache(tmp_dir):
+    """The fixed state HF keeps per linear-attention layer and sequence: the [Hv, dk, dv] delta-rule state (as
+    the engine's footprint books it) and a conv state of K inputs per channel, where the engine books the K - 1 a
+    step needs. Only the full-attention layer caches K and V (checked in test_kv_cache_elements_match_the_hf_cache)."""
+    from roofline.analysis import kv_cache_bytes, linear_state_elements
+
+    run = run_hf("qwen3-next", tmp_dir)
+    spec = model_from_hf_config(run["path"])
+    L, K = spec.linear_layers, spec.linear_conv_kernel
+    channels = 2 * spec.linear_key_width + spec.linear_value_width
+    assert run["linear_state"]["recurrent"] == L * B * spec.linear_v_heads * spec.linear_k_dim * spec.linear_v_dim
+    assert run["linear_state"]["conv"] == L * B * channels * K
+    assert linear_state_elements(spec) == 4 * 8 * 12 + channels * (K - 1)  # 384 + 240
+    # the footprint at 2 bytes: 3 linear layers' states + 1 full layer's K/V for 12 tokens, per sequence
+    kv_per_token = 2 * spec.n_kv_heads * spec.head_dim
+    assert kv_cache_bytes(spec, "prefill", Scenario(batch=B, seq_len=S)) == \
+        B * 2 * (L * linear_state_elements(spec) + 1 * S * kv_per_token)
+
+
+# ------------------------------------------------------------ full-size published configs on the meta device
+HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+META_S = 160  # prompt tokens: beyond gpt-oss's 128-token window, so its sliding decode cache is full
+#: one published config per new family (the config.json copies of the catalog rows)
+FULL_SIZE = ["qwen3-8b", "gemma-3-12b", "gpt-oss-20b", "llama-4-scout", "glm-4.5-air", "qwen3-next-80b-a3b",
+             "kimi-k2"]
+
+
+@lru_cache(maxsize=None)
+def run_meta(key: str):
+    """Prefill (batch 1, META_S tokens) and one decode step of the full-size model on the meta device (shapes
+    only, no memory), FLOPs per engine group. The routed experts are replaced by a zero-FLOP stub: their eager
+    loop needs data (nonzero, item) that meta tensors lack; expert FLOPs are checked on the tiny models above."""
+    text = json.loads((HF_CONFIGS / f"{key}.json").read_text())
+    text = text.get("text_config", text)
+    model_type = {"kimi_k2": "deepseek_v3"}.get(text["model_type"], text["model_type"])
+    fields = {k: v for k, v in text.items()
+              if k not in ("model_type", "quantization_config", "architectures", "auto_map", "transformers_version",
+                           "torch_dtype")}
+    config = transformers.AutoConfig.for_model(model_type, **fields)
+    with torch.device("meta"):
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                                  experts_implementation="eager").eval()
+        except (TypeError, ValueError):  # transformers 4.x
+            model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+        for name, module in model.named_modules():
+            if name.rpartition(".")[2] == "experts":
+                module.forward = lambda hidden_states, *args, **kwargs: torch.zeros_like(hidden_states)
+        prefill_counts, output = _count(model, input_ids=torch.zeros(1, META_S, dtype=torch.long))
+        cache = _cache_of(output)
+        cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        decode_counts, _ = _count(model, input_ids=torch.zeros(1, 1, dtype=torch.long), **{cache_kw: cache})
+    return dict(prefill=hf_groups(prefill_counts), decode=hf_groups(decode_counts),
+                cached_key_width=int(_first_cached_key(cache).shape[-1]))
+
+
+@pytest.mark.parametrize("stage", ["prefill", "decode"])
+@pytest.mark.parametrize("key", FULL_SIZE)
+def test_full_size_flops_match_torch_on_the_meta_device(key, stage):
+    """Every matmul group of the published config (the catalog row) agrees with torch within 1% (in practice
+    exactly): projections, attention score/value products, routers, shared experts, dense MLPs, lm_head.
+    Left out: the stubbed routed experts and the groups pinned by the test_known_difference_* tests."""
+    spec = models.get_model(key)
+    run = run_meta(key)
+    scenario = matching_scenario(spec, run, batch=1, seq_len=META_S)
+    engine = engine_groups(spec, stage, scenario)
+    family = {"llama-4-scout": "llama4", "qwen3-next-80b-a3b": "qwen3-next"}.get(key, "")
+    known = KNOWN_DIFFERENT.get((family, stage), set()) | {"experts"}
+    _compare(_without(engine, known), _without(run[stage], known), f"{key} {stage} (full size)", spec, stage,
+             batch=1, seq_len=META_S)

@@ -20,10 +20,10 @@ import numpy as np
 from dataclasses import replace
 
 from .calibration import add_expected
-from .dtypes import DTYPE_BYTES, matmul_dtype
+from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
 from .graph import Op, attention_groups, build_operators, scenario_dtypes
 from .hardware import Accelerator
-from .models import ModelSpec, embedding_params, kv_elements_per_token, parameter_counts
+from .models import ModelSpec, embedding_params, kv_elements_per_token, parameter_counts, routed_expert_params
 from .columns import TOTAL_COLUMNS
 from .errors import RooflineInputError
 from .formulas import distinct_experts
@@ -35,12 +35,15 @@ NAN = float("nan")
 
 def required_peak_dtypes(scenario: Scenario) -> dict[str, str]:
     """{dtype: why} for every dtype whose peak the scenario computes at (rules in roofline.dtypes): the weight
-    GEMMs', attention's (KV x activation), the non-matmul operators' (activations, 16 bits at least) and lm_head's
-    (16 bits unless quantize_embeddings)."""
+    GEMMs', the experts' GEMMs, attention's (KV x activation), the non-matmul operators' (activations, 16 bits at
+    least) and lm_head's (16 bits unless quantize_embeddings). `scenario` has a concrete weight dtype
+    (Scenario.for_model resolves 'native')."""
     dtypes = scenario_dtypes(scenario)
     named = dtypes.act16 in (scenario.act_dtype, scenario.kv_dtype, scenario.weight_dtype)
     act16 = "16-bit activations" + ("" if named else ", bf16 when no scenario dtype is 16-bit")
     needs = {dtypes.gemm: "weight GEMMs (weight_dtype x act_dtype)"}
+    needs.setdefault(matmul_dtype(scenario.expert_dtype, scenario.act_dtype),
+                     "expert GEMMs (expert_weight_dtype x act_dtype)")
     needs.setdefault(dtypes.attention, f"attention (kv_dtype x {act16})")
     needs.setdefault(dtypes.act16, f"norms and element-wise operators ({act16})")
     needs.setdefault(dtypes.head, "lm_head (16 bits unless quantize_embeddings)")
@@ -63,13 +66,15 @@ def check_inputs(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scena
     """All checks that need model, device, stage and scenario together (one-line errors)."""
     check_stage(stage)
     check_context(model, stage, scenario)
-    check_device_dtypes(gpu, scenario)
+    check_device_dtypes(gpu, scenario.for_model(model))
     if isinstance(scenario.parallel, Parallel):
         check_plan(model, gpu, scenario.parallel)
 
 
 def prepare(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> Scenario:
-    """Check the inputs and return the scenario with a concrete plan (`parallel: auto` resolved)."""
+    """Check the inputs and return the scenario with concrete dtypes (`weight_dtype: native` resolved for `model`)
+    and a concrete plan (`parallel: auto` resolved)."""
+    scenario = scenario.for_model(model)
     check_inputs(model, gpu, stage, scenario)
     if not isinstance(scenario.parallel, Parallel):
         scenario = resolve_plan(model, gpu, scenario)
@@ -118,15 +123,19 @@ def operator_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sce
 
 def kv_cache_bytes(model: ModelSpec, stage: str, scenario: Scenario, batch=None, seq_len=None):
     """KV cache of the batch after the stage: prefill S tokens, decode S + 1 tokens per sequence (windowed layers
-    keep at most W: a rolling buffer). `batch`/`seq_len` override the scenario's and may be arrays."""
+    keep at most W: a rolling buffer; chunked layers the current chunk, at most Ck). Linear-attention layers hold
+    a fixed state instead (linear_state_elements). `batch`/`seq_len` override the scenario's and may be arrays."""
     B = scenario.batch if batch is None else batch
     S = scenario.seq_len if seq_len is None else seq_len
     tokens = S if stage == "prefill" else S + 1
-    per_token_layer = kv_elements_per_token(model, scenario.mla_mode) * DTYPE_BYTES[scenario.kv_dtype]
-    total = 0.0
+    c = DTYPE_BYTES[scenario.kv_dtype]
+    per_token_layer = kv_elements_per_token(model, scenario.mla_mode) * c
+    total = model.linear_layers * linear_state_elements(model) * c
     for _suffix, window, count in attention_groups(model):
         kept = tokens if window is None else np.minimum(tokens, window)
         total = total + count * kept * per_token_layer
+    if model.chunked_layers:
+        total = total + model.chunked_layers * np.minimum(tokens, model.attention_chunk) * per_token_layer
     return B * total
 
 
@@ -143,19 +152,37 @@ def kv_share_per_device(model: ModelSpec, scenario: Scenario, batch) -> float:
     return share * kv_heads_per_device(model.n_kv_heads, plan.tp) / model.n_kv_heads
 
 
+def linear_state_elements(model: ModelSpec) -> int:
+    """Elements of one sequence's fixed state in one linear-attention layer: the [Hv, dk, dv] delta-rule state and
+    the conv state (the last K-1 inputs of the 2 Hk dk + Hv dv conv channels)."""
+    m = model
+    channels = 2 * m.linear_key_width + m.linear_value_width
+    return m.linear_v_heads * m.linear_k_dim * m.linear_v_dim + channels * (m.linear_conv_kernel - 1)
+
+
+def _weight_widths(model: ModelSpec, scenario: Scenario) -> tuple[float, float, float]:
+    """Bytes per parameter of the transformer blocks, of the routed experts and of the embedding table and lm_head
+    (16 bits unless quantize_embeddings), int4 with its group scales."""
+    scenario = scenario.for_model(model)
+    group = scenario.weight_group_size
+    return (weight_bytes_per_element(scenario.weight_dtype, group),
+            weight_bytes_per_element(scenario.expert_dtype, group),
+            weight_bytes_per_element(scenario_dtypes(scenario).head_weight, group))
+
+
 def weight_bytes(model: ModelSpec, scenario: Scenario) -> float:
-    """All weights resident in memory (total parameters, every expert) at the weight dtype; the embedding table and
-    lm_head at theirs (16 bits unless quantize_embeddings)."""
-    tables = embedding_params(model)
-    tables_bytes = tables * DTYPE_BYTES[scenario_dtypes(scenario).head_weight]
-    return (parameter_counts(model)[0] - tables) * DTYPE_BYTES[scenario.weight_dtype] + tables_bytes
+    """All weights resident in memory (total parameters, every expert): routed experts at the experts' dtype, the
+    embedding table and lm_head at theirs, the rest at the weight dtype."""
+    block, expert, table = _weight_widths(model, scenario)
+    experts, tables = routed_expert_params(model), embedding_params(model)
+    return (parameter_counts(model)[0] - experts - tables) * block + experts * expert + tables * table
 
 
 def weight_bytes_per_device(model: ModelSpec, scenario: Scenario) -> float:
-    """Weights the busiest device of the deployment holds (roofline.parallel.weight_params_per_device); the
-    embedding table and lm_head at their own dtype (16 bits unless quantize_embeddings)."""
-    return weight_params_per_device(model, scenario.parallel, DTYPE_BYTES[scenario.weight_dtype],
-                                    DTYPE_BYTES[scenario_dtypes(scenario).head_weight])
+    """Weights the busiest device of the deployment holds (roofline.parallel.weight_params_per_device), each part
+    at its own width."""
+    block, expert, table = _weight_widths(model, scenario)
+    return weight_params_per_device(model, scenario.parallel, block, table, expert)
 
 
 def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: Sequence[Op], B, S) -> dict:
@@ -208,6 +235,7 @@ def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, o
     if ops is None:
         scenario = prepare(model, gpu, stage, scenario)
         ops = build_operators(model, stage, scenario)
+    scenario = scenario.for_model(model)
     sums = aggregate(model, gpu, stage, scenario, ops, scenario.batch, scenario.seq_len)
     total_params, active_params = parameter_counts(model)
     prefill = stage == "prefill"
@@ -312,18 +340,20 @@ def critical_batch(model: ModelSpec, gpu: Accelerator, scenario: Scenario) -> fl
     For a dense model this is ~ ridge x w / 2 (w = bytes per weight): 2*B*K*N FLOPs over ~K*N*w bytes. MoE layers
     need more, since a bigger batch also touches more experts. NaN when not reached below 2^20.
     """
+    scenario = scenario.for_model(model)
     ridge = gpu.ridge(matmul_dtype(scenario.weight_dtype, scenario.act_dtype))
     # the weight GEMMs depend on the dtypes and on MoE routing / MLA mode only: cache on those
     key = (scenario.weight_dtype, scenario.act_dtype, scenario.expert_routing, scenario.mla_mode,
-           scenario.quantize_embeddings)
+           scenario.quantize_embeddings, scenario.expert_weight_dtype, scenario.weight_group_size)
     return _critical_batch(model, ridge, key)
 
 
 @lru_cache(maxsize=4096)
 def _critical_batch(model: ModelSpec, ridge: float, key: tuple, limit: int = 1 << 20) -> float:
-    weight_dtype, act_dtype, expert_routing, mla_mode, quantize_embeddings = key
+    weight_dtype, act_dtype, expert_routing, mla_mode, quantize_embeddings, expert_weight_dtype, group_size = key
     scenario = Scenario(batch=1, seq_len=1, weight_dtype=weight_dtype, act_dtype=act_dtype,
-                        expert_routing=expert_routing, mla_mode=mla_mode, quantize_embeddings=quantize_embeddings)
+                        expert_routing=expert_routing, mla_mode=mla_mode, quantize_embeddings=quantize_embeddings,
+                        expert_weight_dtype=expert_weight_dtype, weight_group_size=group_size)
     if _decode_gemm_intensity(model, scenario, limit) < ridge:
         return NAN
     low, high = 1, limit  # invariant: AI(high) >= ridge; AI grows with batch

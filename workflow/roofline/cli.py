@@ -18,7 +18,7 @@ from . import display, hardware, models
 from .analysis import analyze, critical_batch
 from .calibration import check_table
 from .columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
-from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES
+from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES, WEIGHT_DTYPES
 from .errors import RooflineInputError, did_you_mean, unknown
 from .parallel import Parallel
 from .scenario import (ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario)
@@ -88,10 +88,15 @@ def _scenario_options(parser):
     parser.add_argument("--batch", type=_positive_int("--batch"), default=defaults.batch)
     parser.add_argument("--seq-len", type=_positive_int("--seq-len"), default=defaults.seq_len,
                         help="prefill: prompt tokens; decode: tokens already in the KV cache")
-    storage = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
-    for name in ("weight", "act", "kv"):
-        parser.add_argument(f"--{name}-dtype", type=_choice(f"--{name}-dtype", storage),
+    parser.add_argument("--weight-dtype", type=_choice("--weight-dtype", WEIGHT_DTYPES),
+                        default=defaults.weight_dtype, help="a storage dtype or native (the checkpoint's own)")
+    for name in ("act", "kv"):
+        parser.add_argument(f"--{name}-dtype", type=_choice(f"--{name}-dtype", STORAGE_DTYPES),
                             default=getattr(defaults, f"{name}_dtype"))
+    parser.add_argument("--expert-weight-dtype", type=_choice("--expert-weight-dtype", STORAGE_DTYPES),
+                        default=None, help="MoE experts' weights (default: as --weight-dtype)")
+    parser.add_argument("--weight-group-size", type=_positive_int("--weight-group-size"),
+                        default=defaults.weight_group_size, help="int4 weights per fp16 scale")
     parser.add_argument("--attention", type=_choice("--attention", ATTENTION_IMPLS), default=defaults.attention)
     parser.add_argument("--logits", type=_choice("--logits", LOGITS_MODES), default=defaults.logits)
     parser.add_argument("--expert-routing", type=_choice("--expert-routing", EXPERT_ROUTINGS),
@@ -162,12 +167,14 @@ def _scenario(args) -> Scenario:
     return Scenario(batch=args.batch, seq_len=args.seq_len, weight_dtype=args.weight_dtype, act_dtype=args.act_dtype,
                     kv_dtype=args.kv_dtype, attention=args.attention, logits=args.logits,
                     expert_routing=args.expert_routing, mla_mode=args.mla_mode, parallel=_plan(args),
-                    memory_utilization=args.memory_utilization).validate()
+                    memory_utilization=args.memory_utilization, expert_weight_dtype=args.expert_weight_dtype or "",
+                    weight_group_size=args.weight_group_size).validate()
 
 
 def _as_options(message: str) -> str:
     """Name scenario fields as the command-line options that set them ('scenario.seq_len=4' -> '--seq-len 4')."""
-    fields = "weight_dtype|act_dtype|kv_dtype|seq_len|batch|expert_routing|mla_mode|memory_utilization"
+    fields = ("expert_weight_dtype|weight_group_size|weight_dtype|act_dtype|kv_dtype|seq_len|batch|expert_routing|"
+              "mla_mode|memory_utilization")
     return re.sub(rf"(?:scenario\.)?(?<![-\w])({fields})\b(=?)",
                   lambda m: "--" + m.group(1).replace("_", "-") + (" " if m.group(2) else ""), message)
 
@@ -250,7 +257,8 @@ def run(argv: list[str] | None = None) -> str:
             gpu.peak(dtype)  # clear error when the device has no such peak
             exact = {}
             if model is not None:  # tf32 is a compute mode, not a storage dtype: no model figure
-                storage = Scenario(weight_dtype=dtype, act_dtype=dtype) if dtype in STORAGE_DTYPES else None
+                stored = {"fp4": "nvfp4"}.get(dtype, dtype)  # the fp4 peak's weights and activations: NVFP4
+                storage = Scenario(weight_dtype=stored, act_dtype=stored) if stored in STORAGE_DTYPES else None
                 exact = {"model": model.key,
                          "model_critical_batch": f"{critical_batch(model, gpu, storage):.0f}" if storage else "-"}
             rows.append({"gpu": gpu.key, "dtype": dtype, "peak_tflops": f"{gpu.peak(dtype) / 1e12:g}",

@@ -36,6 +36,7 @@ SCENARIO_COLUMNS = (
     "batch", "seq_len", "weight_dtype", "act_dtype", "kv_dtype", "attention", "logits", "expert_routing", "mla_mode",
     "memory_utilization",
     "quantize_embeddings",
+    "expert_weight_dtype", "weight_group_size",
 )
 
 #: Totals per (model, gpu, stage, scenario).

@@ -57,8 +57,12 @@ class ResolvedConfig:
         """JSON-able spec of one accelerator (Accelerator(**params) rebuilds it)."""
         return asdict(self.gpus[key])
 
-    def scenario_params(self) -> dict:
-        return asdict(self.scenario)
+    def scenario_params(self, model: str | None = None) -> dict:
+        """The scenario as `model`'s jobs run it (weight_dtype 'native' resolved to its checkpoint's dtypes); for
+        the whole grid, resolved where every model resolves alike, else as configured ('native')."""
+        keys = [model] if model is not None else list(self.models)
+        resolved = {self.scenario.for_model(self.models[key]) for key in keys}
+        return asdict(resolved.pop() if len(resolved) == 1 else self.scenario)
 
     def job_scenario_params(self, model: str, gpu: str) -> dict:
         """The scenario of one (model, gpu) job with its concrete plan (a job's `params`)."""
@@ -72,14 +76,15 @@ class ResolvedConfig:
         """The specs of one model: the same shape as specs(), with only model `key` under "models" (every gpu,
         the scenario and the stages as in specs()). This is all a model's figures and report depend on, so
         editing another model leaves it unchanged; its "config_sha256" is the digest of this content (it
-        differs from the grid-wide one of specs())."""
-        return self._specs([key])
+        differs from the grid-wide one of specs()). Its scenario is the one the model's jobs ran (weight_dtype
+        'native' resolved to the checkpoint's dtypes)."""
+        return self._specs([key], resolved=True)
 
-    def _specs(self, models: list[str]) -> dict:
+    def _specs(self, models: list[str], resolved: bool = False) -> dict:
         body = {
             "models": {key: self.model_params(key) for key in models},
             "gpus": {key: self.gpu_params(key) for key in self.gpus},
-            "scenario": self.scenario_params(),
+            "scenario": self.scenario_params(models[0] if resolved else None),
             "stages": list(self.stages),
             "plans": {key: {gpu: asdict(plan) for gpu, plan in self.plans[key].items()} for key in models},
         }
@@ -158,10 +163,11 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
     gpus = {key: resolve_gpu(key, {k: v for k, v in (entry or {}).items() if k != "parallel"}, base_dir)
             for key, entry in gpus_cfg.items()}
     for key, gpu in gpus.items():
-        try:
-            check_device_dtypes(gpu, scenario)
-        except RooflineInputError as error:
-            raise RooflineInputError(f"gpus.{key}: {error}") from None
+        for model in models.values():
+            try:
+                check_device_dtypes(gpu, scenario.for_model(model))
+            except RooflineInputError as error:
+                raise RooflineInputError(f"gpus.{key}: {error}") from None
     for key, model in models.items():
         for stage in stages:
             try:

@@ -82,3 +82,9 @@ def seconds(value: float) -> str:
         if abs(value) >= scale * 0.9995:
             return f"{sig(value / scale)} {unit}"
     return "0 s" if value == 0 else f"{sig(value / 1e-9)} ns"
+
+
+def weights_label(scenario: dict) -> str:
+    """The weights' dtypes of a scenario dict: 'fp16', or 'fp16, experts mxfp4' (gpt-oss's native checkpoint)."""
+    expert = scenario.get("expert_weight_dtype")
+    return f"{scenario['weight_dtype']}, experts {expert}" if expert else scenario["weight_dtype"]

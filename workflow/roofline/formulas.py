@@ -20,7 +20,8 @@ Conventions (stated once, used everywhere):
 * Ignored, with reasons: dropout (inference), the causal mask add and softmax scaling (folded into the softmax by
   every kernel), router softmax/top-k (T x E elements, < 0.1% of the MoE block), Gemma-2 logit soft-capping and
   embedding scaling (element-wise on tensors already counted), bias-add FLOPs (see above), the quantization and
-  dequantization arithmetic of int8/int4/fp8 tensors (hidden under the memory time of the ops that need it).
+  dequantization arithmetic of int8/int4/fp8/fp4 tensors (hidden under the memory time of the ops that need it),
+  Llama 4's parameter-free L2 q/k norm and gpt-oss's attention-sink softmax column (one logit per query row).
 * Communication (multi-device deployments, roofline.parallel): a collective moves `network` bytes over the link of
   each device, booked apart from DRAM bytes; its time is latency + network bytes / link bandwidth (per device, per
   direction), beside its DRAM time (read the send buffer, write the received data). All-reduce is the ring
@@ -251,3 +252,55 @@ def distinct_experts(tokens, E, k, routing="uniform"):
     if routing == "all":
         return E + 0 * tokens
     raise ValueError(routing)
+
+
+def chunked_causal_pairs(S, chunk):
+    """(query, key) pairs of chunked causal attention (Llama 4): S = q*Ck + r queries, each seeing the keys of its own
+    chunk up to itself: q * Ck(Ck+1)/2 + r(r+1)/2."""
+    full, rest = S // chunk, S % chunk
+    return full * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2
+
+
+@formula("output_gate")
+def output_gate(T, N, a) -> Cost:
+    """y[T,N] = o * sigmoid(g) (Qwen3-Next's gated attention): reads o and g, writes y; sigmoid 4 + multiply 1."""
+    return Cost(5 * T * N, 0.0, 2 * T * N * a, T * N * a)
+
+
+@formula("causal_conv1d")
+def causal_conv1d(B, Sq, C, K, w, a, c, decode=False) -> Cost:
+    """Depthwise causal conv over C channels with a K-tap kernel, Sq new positions per sequence: y[B,Sq,C] =
+    sum_k W[C,k] x[B,t-k,C] (2 FLOPs per tap). Prefill (Sq > 1) writes the last K-1 inputs as the conv state;
+    decode (Sq = 1) reads that state and writes it back shifted (state at the cache dtype c, booked as KV)."""
+    T = B * Sq
+    state = B * C * (K - 1) * c
+    return Cost(2 * T * C * K, C * K * w, T * C * a, T * C * a, state if decode else 0.0 * T, state)
+
+
+#: tokens per chunk of the chunked gated-delta-rule kernels (FLA's chunk_gated_delta_rule and HF's torch fallback)
+DELTA_RULE_CHUNK = 64
+
+
+@formula("gated_delta_rule")
+def gated_delta_rule(B, Sq, Hv, dk, dv, a, c, chunked=True, Hk=None, chunk=DELTA_RULE_CHUNK) -> Cost:
+    """Gated DeltaNet core on a [B, Hv, dk, dv] state (Qwen3-Next linear attention), Sq tokens per sequence.
+
+    Decode (recurrent, per token and value head): state decay (dk dv), S^T k, the rank-1 update k (beta(v - S^T k))^T
+    and the read-out S^T q: 1 + 2 + 2 + 2 = 7 dk dv FLOPs; reads and writes the state.
+    Prefill (chunked, Sq padded to a multiple of Ck = 64, n chunks; per chunk and value head): K_beta K^T and Q K^T
+    [Ck,dk]x[dk,Ck] (4 Ck^2 dk), two unit-triangular solves against V_beta and the decayed K_beta
+    (Ck(Ck-1)(dk+dv)), the state reads K_cum S and Q S and the update K^T V_new (6 Ck dk dv), the intra-chunk
+    A V_new (2 Ck^2 dv) and the state decay (dk dv); writes the final state once. q and k are read per key head Hk.
+    NB: per-element gates (exp of the decays, beta scaling) are ignored, O(Ck) per token against O(Ck dk).
+    """
+    Hk = Hv if Hk is None else Hk
+    T = B * Sq
+    state = B * Hv * dk * dv * c
+    reads = T * (2 * Hk * dk + Hv * dv + 2 * Hv) * a  # q, k, v, decay g and beta
+    writes = T * Hv * dv * a
+    if not chunked:
+        return Cost(7 * T * Hv * dk * dv, 0.0, reads, writes, state, state)
+    chunks = -(-Sq // chunk)  # ceil: the kernels pad the last chunk
+    per_chunk = (4 * chunk * chunk * dk + chunk * (chunk - 1) * (dk + dv) + 6 * chunk * dk * dv
+                 + 2 * chunk * chunk * dv + dk * dv)
+    return Cost(B * Hv * chunks * per_chunk, 0.0, reads, writes, 0.0 * T, state)

@@ -2,8 +2,10 @@
 
 Operator names follow the Hugging Face module names where one exists (q_proj, o_proj, gate_proj, kv_b_proj, ...).
 One row per distinct operator; `count` = instances per forward pass (usually the number of layers that have it).
-Attention-core rows of the sliding-window layers of a model that mixes local and global layers (Gemma-2) carry the
-suffix `_swa`.
+Attention-core rows of the sliding-window layers of a model that mixes local and global layers (Gemma-2, Gemma 3,
+gpt-oss) carry the suffix `_swa`, those of chunked-attention layers (Llama 4) `_chunked`; linear-attention layers
+(Qwen3-Next) have their own rows (in_proj_qkvz, in_proj_ba, conv1d, gated_delta_rule, linear_attn_norm,
+linear_attn_gate, out_proj) and no attention core.
 
 Multi-device plans (roofline.parallel): every row is ONE device's share of the operator (what that device's
 roofline sees: its heads, its columns, its experts), and `count` is the number of instances one token passes
@@ -20,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import formulas as f
-from .dtypes import DTYPE_BYTES, matmul_dtype, unquantized_dtype
+from .dtypes import DTYPE_BYTES, matmul_dtype, unquantized_dtype, weight_bytes_per_element
 from .errors import RooflineInputError
 from .models import ACTIVATION_FLOPS, ModelSpec, kv_elements_per_token
 from .parallel import Parallel, kv_heads_per_device
@@ -69,14 +71,18 @@ class _Builder:
     """Collects Op rows; holds the scenario's byte widths and compute dtypes so each call site stays one line."""
 
     def __init__(self, m: ModelSpec, sc: Scenario):
+        sc = sc.for_model(m)  # weight_dtype 'native' -> the checkpoint's dtypes
         if not isinstance(sc.parallel, Parallel):
             raise RooflineInputError(f"scenario.parallel: {sc.parallel!r} must be resolved to a plan (tp, pp, ep) "
                                      "before the operator graph is built (roofline.analysis.resolve_plan)")
         self.m, self.sc, self.plan = m, sc, sc.parallel
         # devices the attention heads, dense MLPs, embedding and lm_head are split over (1 under DP attention)
         self.tp = 1 if self.plan.attention_dp else self.plan.tp
-        self.w, self.a, self.c = (DTYPE_BYTES[sc.weight_dtype], DTYPE_BYTES[sc.act_dtype], DTYPE_BYTES[sc.kv_dtype])
+        self.w, self.a, self.c = (weight_bytes_per_element(sc.weight_dtype, sc.weight_group_size),
+                                  DTYPE_BYTES[sc.act_dtype], DTYPE_BYTES[sc.kv_dtype])
+        self.w_expert = weight_bytes_per_element(sc.expert_dtype, sc.weight_group_size)
         self.gemm_dtype = matmul_dtype(sc.weight_dtype, sc.act_dtype)
+        self.expert_gemm_dtype = matmul_dtype(sc.expert_dtype, sc.act_dtype)
         self.dtypes = scenario_dtypes(sc)
         self.attn_dtype = self.dtypes.attention
         # an 8-bit act_dtype is the width of GEMM inputs only; every other activation is 16 bits at least
@@ -92,39 +98,43 @@ class _Builder:
         if span > 1:
             self.add(name, "communication", count, cost, span=span)
 
-    def linear(self, name, count, T, K, N, bias=False, **kw):
-        self.add(name, "gemm", count, f.linear(T, K, N, self.w, self.gemm_a, bias=bias, out_width=self.a, **kw),
-                 self.gemm_dtype)
+    def linear(self, name, count, T, K, N, bias=False, expert=False, **kw):
+        """A weight GEMM; `expert` ones use the experts' weight dtype (scenario.expert_dtype)."""
+        w, dtype = (self.w_expert, self.expert_gemm_dtype) if expert else (self.w, self.gemm_dtype)
+        self.add(name, "gemm", count, f.linear(T, K, N, w, self.gemm_a, bias=bias, out_width=self.a, **kw), dtype)
 
     def norm(self, name, count, T, D):
         per_channel = 2 if self.m.norm == "layernorm" else 1
         self.add(name, "norm", count, f.norm(T, D, self.a, per_channel))
 
-    def mlp(self, prefix, count, rows, width, weight_sets=1):
+    def mlp(self, prefix, count, rows, width, weight_sets=1, expert=False):
         """A dense (gated or plain) MLP of `width` on `rows` token rows (MoE: token-expert pairs), streaming
         `weight_sets` copies of its weights (MoE: distinct experts touched)."""
         m, gated = self.m, self.m.mlp_type == "gated"
-        bias = m.linear_bias
+        bias = m.linear_bias or (expert and m.expert_bias)
+        kw = dict(weight_sets=weight_sets, expert=expert)
         if gated:
-            self.linear(f"{prefix}gate_proj", count, rows, m.hidden, width, bias, weight_sets=weight_sets)
-            self.linear(f"{prefix}up_proj", count, rows, m.hidden, width, bias, weight_sets=weight_sets)
+            self.linear(f"{prefix}gate_proj", count, rows, m.hidden, width, bias, **kw)
+            self.linear(f"{prefix}up_proj", count, rows, m.hidden, width, bias, **kw)
         else:
             self.linear(f"{prefix}fc1" if not prefix else f"{prefix}up_proj", count, rows, m.hidden, width, bias,
-                        weight_sets=weight_sets)
+                        **kw)
         act_name = f"{prefix}act" if prefix else "mlp_act"
         self.add(act_name, "elementwise", count, f.activation(rows, width, self.a, ACTIVATION_FLOPS[m.activation],
                                                                gated))
         down = "down_proj" if gated or prefix else "fc2"
-        self.linear(f"{prefix}{down}", count, rows, width, m.hidden, bias, weight_sets=weight_sets)
+        self.linear(f"{prefix}{down}", count, rows, width, m.hidden, bias, **kw)
 
 
 def attention_groups(m: ModelSpec) -> list[tuple[str, int | None, int]]:
-    """(row-name suffix, window or None, layer count) for the layers' attention cores."""
+    """(row-name suffix, window or None, layer count) for the softmax-attention cores of the full and sliding-window
+    layers (chunked layers: `chunked_layers`; linear-attention layers have none)."""
+    layers = m.n_attention_layers - m.chunked_layers
     if not m.sliding_window or not m.sliding_layers:
-        return [("", None, m.n_layers)]
-    if m.sliding_layers >= m.n_layers:
-        return [("", m.sliding_window, m.n_layers)]
-    return [("", None, m.n_layers - m.sliding_layers), ("_swa", m.sliding_window, m.sliding_layers)]
+        return [("", None, layers)]
+    if m.sliding_layers >= layers:
+        return [("", m.sliding_window, layers)]
+    return [("", None, layers - m.sliding_layers), ("_swa", m.sliding_window, m.sliding_layers)]
 
 
 def build_operators(m: ModelSpec, stage: str, sc: Scenario, batch=None, seq_len=None) -> tuple[Op, ...]:
@@ -154,7 +164,8 @@ def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
     T = B * S if prefill else B  # tokens processed by every token-wise operator (on one device)
     Sq = S if prefill else 1  # queries per sequence
 
-    embed = f.embedding(T, D, m.vocab, DTYPE_BYTES[b.dtypes.head_weight], b.a, m.learned_positions)
+    table_width = weight_bytes_per_element(b.dtypes.head_weight, sc.weight_group_size)
+    embed = f.embedding(T, D, m.vocab, table_width, b.a, m.learned_positions)
     b.add("embedding", "embedding", 1, embed._replace(weight=embed.weight / tp), b.dtypes.act16)
     b.collective("embed_all_reduce", 1, f.all_reduce(T, D, tp, b.a), tp)  # vocab-parallel rows sum up
 
@@ -186,8 +197,8 @@ def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
     b.norm("final_norm", 1, T, D)
     logits_rows = T if (prefill and sc.logits == "all") else B
     dt = b.dtypes  # the embedding table and lm_head stay at 16 bits unless quantize_embeddings
-    b.add("lm_head", "gemm", 1, f.linear(logits_rows, D, m.vocab / tp, DTYPE_BYTES[dt.head_weight],
-                                         DTYPE_BYTES[dt.head_input], out_width=b.a), dt.head)
+    b.add("lm_head", "gemm", 1, f.linear(logits_rows, D, m.vocab / tp, table_width, DTYPE_BYTES[dt.head_input],
+                                         out_width=b.a), dt.head)
     b.collective("logits_all_gather", 1, f.all_gather(logits_rows, m.vocab, tp, b.a), tp)
     return b.ops
 
@@ -223,23 +234,67 @@ def _attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, fr
         b.add(f"softmax{suffix}", "attention", count, f.softmax(B, H, Sq, Skv, b.a))
         sv = f.sv_matmul(B, H, Hkv, Sq, Skv, dv, b.a, width)
         b.add(f"sv_matmul{suffix}", "attention", count, rebook(sv), dtype)
+    if b.m.chunked_layers:
+        _chunked_attention_core(b, B, S, prefill, H, Hkv, d, dv, width, rebook, dtype)
+
+
+def _chunked_attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, width, rebook, dtype):
+    """Chunked attention (Llama 4): query i sees keys j <= i of its own chunk (j // Ck == i // Ck). Eager prefill
+    computes the full S x S block, as for the other layers; flash visits the in-chunk causal pairs; decode attends
+    the new token's chunk so far, S mod Ck + 1 keys."""
+    count, chunk = b.m.chunked_layers, b.m.attention_chunk
+    Sq = S if prefill else 1
+    Skv = S if prefill else S % chunk + 1
+    if b.sc.attention == "flash":
+        pairs = f.chunked_causal_pairs(S, chunk) if prefill else Skv
+        cost = f.fused_attention(B, H, Hkv, Sq, pairs, Skv, d, dv, b.a, width)
+        b.add("fused_attention_chunked", "attention", count, rebook(cost), dtype)
+        return
+    b.add("qk_matmul_chunked", "attention", count, rebook(f.qk_matmul(B, H, Hkv, Sq, Skv, d, b.a, width)), dtype)
+    b.add("softmax_chunked", "attention", count, f.softmax(B, H, Sq, Skv, b.a))
+    b.add("sv_matmul_chunked", "attention", count, rebook(f.sv_matmul(B, H, Hkv, Sq, Skv, dv, b.a, width)), dtype)
 
 
 def _standard_attention(b: _Builder, B, S, T, Sq, prefill):
-    m, L, tp = b.m, b.m.n_layers, b.tp
+    m, L, tp = b.m, b.m.n_attention_layers, b.tp
     H, Hkv, d, D = m.n_heads // tp, kv_heads_per_device(m.n_kv_heads, tp), m.head_dim, m.hidden
     bias = m.qkv_bias or m.linear_bias
-    b.linear("q_proj", L, T, D, H * d, bias)
+    b.linear("q_proj", L, T, D, H * d * (2 if m.attn_output_gate else 1), bias)
     b.linear("k_proj", L, T, D, Hkv * d, bias)
     b.linear("v_proj", L, T, D, Hkv * d, bias)
     if m.qk_norm:
         b.norm("q_norm", L, T * H, d)
         b.norm("k_norm", L, T * Hkv, d)
     if m.positions == "rope":
-        b.add("rope", "elementwise", L, f.rope(T, H + Hkv, d, b.a))
+        b.add("rope", "elementwise", L - m.nope_layers, f.rope(T, H + Hkv, m.rotary_dim, b.a))
     b.add("kv_cache_write", "elementwise", L, f.kv_cache_write(T, 2 * Hkv * d, b.a, b.c))  # this device's K, V
     _attention_core(b, B, S, prefill, H=H, Hkv=Hkv, d=d, dv=d)
-    b.linear("o_proj", L, T, H * d, D, m.linear_bias)
+    if m.attn_output_gate:
+        b.add("attn_output_gate", "elementwise", L, f.output_gate(T, H * d, b.a))
+    b.linear("o_proj", L, T, H * d, D, m.linear_bias or m.attn_out_bias)
+    if m.linear_layers:
+        _linear_attention(b, B, S, T, prefill)
+
+
+def _linear_attention(b: _Builder, B, S, T, prefill):
+    """Gated DeltaNet layers (Qwen3-Next): projections, a depthwise causal conv over q/k/v, the gated delta rule
+    on a fixed [Hv, dk, dv] state per sequence (booked as KV-cache traffic: it replaces the cache), a gated RMSNorm
+    and out_proj. HF module names (in_proj_qkvz, in_proj_ba, conv1d, norm -> linear_attn_norm, out_proj). Under
+    tensor parallelism each device holds 1/tp of the key and value heads (and of the conv channels)."""
+    m, L, tp = b.m, b.m.linear_layers, b.tp
+    D, Hv, Hk, dk, dv = m.hidden, m.linear_v_heads // tp, m.linear_k_heads // tp, m.linear_k_dim, m.linear_v_dim
+    Kw, Vw = m.linear_key_width // tp, m.linear_value_width // tp
+    channels = 2 * Kw + Vw  # q, k, v pass the conv; z (the output gate) does not
+    b.linear("in_proj_qkvz", L, T, D, 2 * Kw + 2 * Vw)
+    b.linear("in_proj_ba", L, T, D, 2 * Hv)
+    Sq = S if prefill else 1
+    b.add("conv1d", "attention", L,
+          f.causal_conv1d(B, Sq, channels, m.linear_conv_kernel, b.w, b.a, b.c, decode=not prefill))
+    b.add("gated_delta_rule", "attention", L,
+          f.gated_delta_rule(B, Sq, Hv, dk, dv, b.a, b.c, chunked=prefill, Hk=Hk))
+    b.norm("linear_attn_norm", L, T * Hv, dv)
+    b.add("linear_attn_gate", "elementwise", L, f.activation(T, Vw, b.a, ACTIVATION_FLOPS["silu"], True))
+    b.linear("out_proj", L, T, Vw, D)
 
 
 def _mla_attention(b: _Builder, B, S, T, prefill):
@@ -294,9 +349,11 @@ def _moe(b: _Builder, T):
     touched = f.distinct_experts(tokens, E, k, routing) / ep
     width = m.moe_intermediate / (plan.tp // ep)
     b.collective("moe_dispatch", count if plan.attention_dp else 0, f.all_to_all(T * k, m.hidden, ep, b.a), ep)
-    b.mlp("expert_", count, rows, width, weight_sets=touched)
+    b.mlp("expert_", count, rows, width, weight_sets=touched, expert=True)
     b.collective("moe_combine_all_to_all", count if plan.attention_dp else 0, f.all_to_all(T * k, m.hidden, ep, b.a),
                  ep)
     if m.n_shared_experts:
         b.mlp("shared_", count, T, m.moe_intermediate * m.n_shared_experts / b.tp)
+    if m.shared_expert_gate:
+        b.linear("shared_expert_gate", count, T, m.hidden, 1)
     b.add("moe_combine", "elementwise", count, f.moe_combine(T, m.hidden, k, b.a, bool(m.n_shared_experts)))

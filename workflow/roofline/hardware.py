@@ -42,6 +42,10 @@ ESTIMATED = {
     "tpu-v5p": "int8 peak from the announcement (medium)",
     "m1-max": "fp16 assumed equal to fp32 on Apple GPUs (medium)",
     "m2-ultra": "fp16 assumed equal to fp32 on Apple GPUs (medium)",
+    "b300": "per-GPU share of HGX B300 figures; FP4 dense quoted 105-108 PF per 8 GPUs, INT8 cut (low-medium)",
+    "gb300-gpu": "per-GPU share of the GB300 NVL72 rack figures (low-medium)",
+    "h20": "no official NVIDIA datasheet; peaks from public spec sheets (medium-low)",
+    "rtx-pro-6000": "tensor peaks derived from the FP4-sparse headline with Blackwell ratios (medium-low)",
 }
 
 

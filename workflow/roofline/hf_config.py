@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from .errors import RooflineInputError, unknown
-from .models import _FAMILY_TRAITS, MAX_DIMENSION, SUPPORTED_FAMILIES, ModelSpec
+from .models import _FAMILY_TRAITS, FAMILY_ALIASES, MAX_DIMENSION, SUPPORTED_FAMILIES, ModelSpec
 
 #: config.json fields holding names; every other field _need reads must be an integer
 _NAME_FIELDS = ("hidden_act", "hidden_activation", "activation_function")
@@ -54,6 +54,13 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
     if family is None:
         raise RooflineInputError(f"{where}: the file has no 'model_type' field; supported: "
                                  f"{', '.join(SUPPORTED_FAMILIES)}")
+    if family in _TEXT_WRAPPERS and isinstance(cfg.get("text_config"), dict):
+        # a multimodal checkpoint (Gemma 3, Llama 4): the language model is its text_config; the vision tower is
+        # not part of a text-only pass. Fields the file leaves out take transformers' defaults for the family.
+        family = _TEXT_WRAPPERS[family]
+        cfg = {**_WRAPPED_DEFAULTS.get(family, {}), **cfg["text_config"], "model_type": family,
+               "quantization_config": cfg.get("quantization_config")}
+    family = FAMILY_ALIASES.get(family, family)
     if family not in _FAMILY_TRAITS:
         raise unknown(f"{where}: model_type", family, SUPPORTED_FAMILIES)
     need = lambda *names, **kw: _need(cfg, where, *names, **kw)  # noqa: E731
@@ -96,9 +103,10 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
         else:
             # transformers' defaults differ by family (Mistral/Mixtral 8, Qwen2 32, ...): only Llama, Phi-3 and
             # DeepSeek fall back to the query-head count, the others must say it
-            falls_back = family in ("llama", "phi3", "deepseek_v3")
+            falls_back = family in ("llama", "phi3", "deepseek_v3", "qwen3")
             n_kv = need("num_key_value_heads", default=n_heads if falls_back else None, required=not falls_back)
-            intermediate = need("intermediate_size")
+            # Llama 4's dense layers use intermediate_size_mlp; its intermediate_size is the experts' width
+            intermediate = need("intermediate_size_mlp") if family == "llama4_text" else need("intermediate_size")
             activation = need("hidden_act", "hidden_activation")
             norm, mlp_type = "rmsnorm", "gated"
             max_pos = need("max_position_embeddings")
@@ -106,7 +114,7 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
         if not 0 < value <= MAX_DIMENSION:  # checked before any loop over layers
             raise RooflineInputError(f"{where}: the {name} is {value}; expected an integer from 1 to {MAX_DIMENSION}")
     head_dim = cfg.get("head_dim") or (hidden // n_heads)
-    tied = cfg.get("tie_word_embeddings", family in ("gpt2", "gemma2", "opt", "falcon"))
+    tied = cfg.get("tie_word_embeddings", family in ("gpt2", "gemma2", "opt", "falcon", "gemma3_text"))
     if not isinstance(tied, bool):
         raise RooflineInputError(f"{where}: field 'tie_word_embeddings' is {tied!r}; expected true or false")
     window = cfg.get("sliding_window")
@@ -119,8 +127,13 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
             window = window if sliding_layers else None
     elif family == "gemma2":
         sliding_layers = (n_layers + 1) // 2 if window else 0
-    elif family == "qwen3_moe" and cfg.get("use_sliding_window", False) and window:
+    elif family in ("qwen3_moe", "qwen3") and cfg.get("use_sliding_window", False) and window:
         sliding_layers = n_layers
+    elif family in _LOCAL_GLOBAL and window:
+        # without layer_types (older files): layer i is local unless (i + 1) % period == 0
+        period = need("sliding_window_pattern", "_sliding_window_pattern", default=_LOCAL_GLOBAL[family],
+                      required=False)
+        sliding_layers = sum(1 for i in range(n_layers) if (i + 1) % period)
     else:
         window, sliding_layers = None, 0
     layer_types = cfg.get("layer_types")  # written by transformers >= 4.53 (Gemma-2, Qwen2, ...): authoritative
@@ -136,10 +149,13 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
     )
     spec_kw.update(traits)
     # expert counts: the hub files' names first, then the aliases transformers >= 5 writes (attribute_map)
+    spec_kw.update(_native_dtypes(cfg.get("quantization_config"), where))
+    if family in _READERS:
+        spec_kw.update(_READERS[family](cfg, need, spec_kw, where))
     if family in ("mixtral",):
         spec_kw.update(n_experts=need("num_local_experts", "num_experts"), top_k=need("num_experts_per_tok"),
                        moe_intermediate=intermediate)
-    if family == "qwen3_moe":
+    if family in ("qwen3_moe", "qwen3_next"):
         # layer i is MoE iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0 (HF
         # Qwen3MoeDecoderLayer); the others have a dense MLP of intermediate_size. Only the count enters the costs.
         step = need("decoder_sparse_step", default=1, required=False)
@@ -153,7 +169,7 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
         n_moe = sum(1 for i in range(n_layers) if i not in dense_only and (i + 1) % step == 0)
         spec_kw.update(n_experts=need("num_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
                        moe_intermediate=need("moe_intermediate_size"),
-                       n_shared_experts=0, first_dense_layers=n_layers - n_moe)
+                       n_shared_experts=spec_kw.get("n_shared_experts", 0), first_dense_layers=n_layers - n_moe)
     if family == "deepseek_v3":
         # q_lora_rank null means a plain q_proj (DeepSeek-V2-Lite); a missing key is an error because the reference
         # implementations disagree on its default (transformers 1536). Same for first_k_dense_replace (transformers
@@ -172,3 +188,107 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
         if cfg.get("moe_layer_freq", 1) != 1:
             raise RooflineInputError(f"{where}: moe_layer_freq {cfg['moe_layer_freq']} is not supported (only 1)")
     return ModelSpec(**spec_kw).validate()
+
+
+# ------------------------------------------------------------------------------- 2025-26 families, one reader each
+#: multimodal model_types whose language model is the `text_config` (read with that family's reader)
+_TEXT_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+#: transformers' Gemma3TextConfig defaults: Gemma 3's multimodal files list only the fields that differ from them
+_WRAPPED_DEFAULTS = {"gemma3_text": {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
+                                     "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+                                     "max_position_embeddings": 131072, "sliding_window": 4096}}
+#: families that interleave sliding-window (local) and full (global) layers: the period of the pattern, used when
+#: the file has no layer_types (Gemma 3: 5 local then 1 global; gpt-oss: alternating, local first)
+_LOCAL_GLOBAL = {"gemma3_text": 6, "gpt_oss": 2}
+
+
+def _layer_count(cfg: dict, n_layers: int, kind: str, fallback: int) -> int:
+    """Layers of `kind` in layer_types (authoritative when it lists every layer), else `fallback`."""
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list) and len(kinds) == n_layers:
+        return sum(1 for value in kinds if value == kind)
+    return fallback
+
+
+def _rope_dim(cfg: dict, head_dim: int, default_factor: float) -> int:
+    """Rotated channels per head: head_dim x partial_rotary_factor (top level, or in transformers 5's
+    rope_parameters)."""
+    factor = cfg.get("partial_rotary_factor") or (cfg.get("rope_parameters") or {}).get("partial_rotary_factor")
+    return int(head_dim * (factor or default_factor))
+
+
+def _native_dtypes(quantization: dict | None, where: str) -> dict:
+    """The checkpoint's own dtypes from its HF quantization_config (scenario weight_dtype 'native')."""
+    if not quantization:
+        return {}
+    if not isinstance(quantization, dict):
+        raise RooflineInputError(f"{where}: field 'quantization_config' is {quantization!r}; expected an object")
+    method = str(quantization.get("quant_method", "")).lower()
+    if method == "mxfp4":  # gpt-oss: experts only (attention, router, embeddings, lm_head in modules_to_not_convert)
+        return {"native_expert_dtype": "mxfp4"}
+    if method == "fp8":  # DeepSeek-V3, Kimi-K2: every linear of the layers, e4m3 with 128 x 128 block scales
+        return {"native_weight_dtype": "fp8"}
+    bits = {4: "int4", 8: "int8"}.get(quantization.get("bits"))
+    if method in ("gptq", "awq") and bits:
+        return {"native_weight_dtype": bits}
+    algo = {"NVFP4": "nvfp4", "FP8": "fp8"}.get(str(quantization.get("quant_algo", "")).upper())
+    if method == "modelopt" and algo:
+        return {"native_weight_dtype": algo}
+    raise RooflineInputError(
+        f"{where}: quantization_config quant_method '{method}' is not supported; supported: mxfp4, fp8, gptq or awq "
+        "with bits 4 or 8, modelopt with quant_algo NVFP4 or FP8 (or delete quantization_config for 16-bit)")
+
+
+def _gpt_oss(cfg: dict, need, kw: dict, where: str) -> dict:
+    """gpt-oss: every layer MoE (experts of intermediate_size, with biases), biased attention with sinks."""
+    bias = cfg.get("attention_bias", True)
+    return dict(n_experts=need("num_local_experts", "num_experts"),
+                top_k=need("num_experts_per_tok", "experts_per_token"), moe_intermediate=kw["intermediate"],
+                qkv_bias=bool(bias), attn_out_bias=bool(bias))
+
+
+def _llama4(cfg: dict, need, kw: dict, where: str) -> dict:
+    """Llama 4: MoE layers every interleave_moe_layer_step (or moe_layers), one shared expert; layers whose
+    no_rope_layers entry is 0 (HF: 1 = uses RoPE) have no RoPE and full attention, the others chunked attention."""
+    L = kw["n_layers"]
+    step = need("interleave_moe_layer_step", default=1, required=False)
+    moe_layers = cfg.get("moe_layers") or list(range(step - 1, L, step))
+    interval = need("no_rope_layer_interval", default=4, required=False)
+    rope_layers = cfg.get("no_rope_layers") or [int((i + 1) % interval != 0) for i in range(L)]
+    chunk = cfg.get("attention_chunk_size")
+    chunked = _layer_count(cfg, L, "chunked_attention", sum(rope_layers)) if chunk else 0
+    return dict(n_experts=need("num_local_experts"), top_k=need("num_experts_per_tok"),
+                moe_intermediate=need("intermediate_size"), n_shared_experts=1,
+                first_dense_layers=L - len(set(moe_layers)), nope_layers=L - sum(rope_layers),
+                attention_chunk=chunk if chunked else None, chunked_layers=chunked)
+
+
+def _glm4_moe(cfg: dict, need, kw: dict, where: str) -> dict:
+    """GLM-4.5: DeepSeek-style MoE (leading dense layers, shared experts, e_score_correction_bias) under GQA with
+    q/k/v biases and partial RoPE. The MTP layer (num_nextn_predict_layers) is not part of a forward pass."""
+    return dict(n_experts=need("n_routed_experts"), top_k=need("num_experts_per_tok"),
+                moe_intermediate=need("moe_intermediate_size"), n_shared_experts=need("n_shared_experts"),
+                first_dense_layers=need("first_k_dense_replace"), qkv_bias=bool(cfg.get("attention_bias", False)),
+                qk_norm=bool(cfg.get("use_qk_norm", False)), rope_dim=_rope_dim(cfg, kw["head_dim"], 0.5))
+
+
+def _qwen3_next(cfg: dict, need, kw: dict, where: str) -> dict:
+    """Qwen3-Next: Gated DeltaNet layers, every full_attention_interval-th layer gated softmax attention; MoE with a
+    gated shared expert of shared_expert_intermediate_size (a multiple of moe_intermediate_size)."""
+    L = kw["n_layers"]
+    interval = need("full_attention_interval", default=4, required=False)
+    linear = _layer_count(cfg, L, "linear_attention", sum(1 for i in range(L) if (i + 1) % interval))
+    expert, shared = need("moe_intermediate_size"), need("shared_expert_intermediate_size", default=0,
+                                                         required=False)
+    if expert <= 0 or shared % expert:
+        raise RooflineInputError(f"{where}: shared_expert_intermediate_size {shared} is not a multiple of "
+                                 f"moe_intermediate_size {expert}; supported: a whole number of expert widths")
+    return dict(linear_layers=linear, linear_k_heads=need("linear_num_key_heads"),
+                linear_v_heads=need("linear_num_value_heads"), linear_k_dim=need("linear_key_head_dim"),
+                linear_v_dim=need("linear_value_head_dim"), linear_conv_kernel=need("linear_conv_kernel_dim"),
+                n_shared_experts=shared // expert, shared_expert_gate=shared > 0,
+                rope_dim=_rope_dim(cfg, kw["head_dim"], 0.25))
+
+
+#: model_type -> reader of the fields the generic part above does not cover
+_READERS = {"gpt_oss": _gpt_oss, "llama4_text": _llama4, "glm4_moe": _glm4_moe, "qwen3_next": _qwen3_next}

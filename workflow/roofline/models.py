@@ -2,7 +2,8 @@
 
 One `ModelSpec` describes every supported decoder-only family: MHA/GQA/MQA, multi-head latent attention (MLA),
 gated (SwiGLU/GeGLU) or plain MLPs, dense or mixture-of-experts MLPs (with shared experts and leading dense layers),
-RMSNorm or LayerNorm, rotary or learned positions, sliding windows on all or alternating layers.
+RMSNorm or LayerNorm, rotary or learned positions, sliding windows on all or alternating layers, chunked attention and
+NoPE layers (Llama 4), Gated DeltaNet linear-attention layers (Qwen3-Next), and the checkpoint's native dtypes.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+from .dtypes import check_storage_dtype
 from .errors import RooflineInputError, unknown
 
 #: FLOPs per element of each activation function (convention: +, *, /, exp, tanh each count 1).
@@ -66,6 +68,26 @@ class ModelSpec:
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
+    # 2025-26 architectures (gpt-oss, Gemma 3, Llama 4, GLM-4.5, Qwen3-Next)
+    attn_out_bias: bool = False  # o_proj has a bias too (gpt-oss: q/k/v/o all biased)
+    attention_sinks: bool = False  # one learned sink logit per head per layer (gpt-oss): H parameters
+    expert_bias: bool = False  # biases on the experts' linears (gpt-oss)
+    rope_dim: int = 0  # rotated channels per head; 0 = head_dim (GLM-4.5: half, Qwen3-Next: a quarter)
+    nope_layers: int = 0  # layers without rotary embedding (Llama 4: every 4th)
+    attention_chunk: int | None = None  # [Ck] chunked attention (Llama 4): a query sees its own chunk's keys only
+    chunked_layers: int = 0  # how many of the L layers use chunked attention
+    attn_output_gate: bool = False  # q_proj also emits a per-channel sigmoid gate on the attention output (Qwen3-Next)
+    shared_expert_gate: bool = False  # a sigmoid gate Linear(D, 1) on the shared expert's output (Qwen3-Next)
+    # Gated DeltaNet linear attention (Qwen3-Next): a fixed [Hv, dk, dv] state per sequence instead of a KV cache
+    linear_layers: int = 0  # layers with linear attention instead of softmax attention
+    linear_k_heads: int = 0  # [Hk]
+    linear_v_heads: int = 0  # [Hv]
+    linear_k_dim: int = 0  # [dk]
+    linear_v_dim: int = 0  # [dv]
+    linear_conv_kernel: int = 0  # [K] depthwise causal conv over q, k, v
+    # the checkpoint's own dtypes (HF quantization_config), used by scenario weight_dtype 'native'; '' = 16-bit
+    native_weight_dtype: str = ""  # every linear of attention and MLP blocks (fp8 of DeepSeek-V3 / Kimi-K2)
+    native_expert_dtype: str = ""  # the routed experts, '' = as native_weight_dtype (mxfp4 of gpt-oss)
     published_params: float | None = None  # total parameters as published (models.csv)
     published_active_params: float | None = None
     source: str = ""
@@ -85,6 +107,24 @@ class ModelSpec:
     @property
     def n_dense_layers(self) -> int:
         return self.n_layers - self.n_moe_layers
+
+    @property
+    def n_attention_layers(self) -> int:
+        """Layers with softmax attention (and a KV cache); the others use linear attention."""
+        return self.n_layers - self.linear_layers
+
+    @property
+    def rotary_dim(self) -> int:
+        """Channels per head that RoPE rotates."""
+        return self.rope_dim or self.head_dim
+
+    @property
+    def linear_key_width(self) -> int:
+        return self.linear_k_heads * self.linear_k_dim
+
+    @property
+    def linear_value_width(self) -> int:
+        return self.linear_v_heads * self.linear_v_dim
 
     @property
     def qk_head_dim(self) -> int:
@@ -131,6 +171,22 @@ class ModelSpec:
             raise RooflineInputError(
                 f"{where}: MoE needs 0 < top_k <= n_experts and moe_intermediate > 0 "
                 f"(got top_k={self.top_k}, n_experts={self.n_experts}, moe_intermediate={self.moe_intermediate})")
+        if self.sliding_layers + self.chunked_layers + self.linear_layers > self.n_layers or \
+                self.nope_layers > self.n_layers:
+            raise RooflineInputError(
+                f"{where}: sliding_layers ({self.sliding_layers}) + chunked_layers ({self.chunked_layers}) + "
+                f"linear_layers ({self.linear_layers}) and nope_layers ({self.nope_layers}) must not exceed "
+                f"n_layers ({self.n_layers})")
+        if self.linear_layers and min(self.linear_k_heads, self.linear_v_heads, self.linear_k_dim,
+                                      self.linear_v_dim, self.linear_conv_kernel) <= 0:
+            raise RooflineInputError(f"{where}: linear attention needs linear_k_heads, linear_v_heads, linear_k_dim, "
+                                     "linear_v_dim and linear_conv_kernel > 0")
+        if self.chunked_layers and not self.attention_chunk:
+            raise RooflineInputError(f"{where}.attention_chunk: {self.attention_chunk} is not allowed with "
+                                     f"chunked_layers {self.chunked_layers}; must be > 0")
+        for name in ("native_weight_dtype", "native_expert_dtype"):
+            if getattr(self, name):
+                check_storage_dtype(f"{where}.{name}", getattr(self, name))
         if self.sliding_window is not None and self.sliding_window <= 0:
             raise RooflineInputError(f"{where}.sliding_window: {self.sliding_window} is not allowed; must be > 0")
         return self
@@ -143,7 +199,9 @@ MAX_DIMENSION = 1 << 24
 _INT_FIELDS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "head_dim", "intermediate", "vocab", "max_position",
                "learned_positions", "norms_per_layer", "sliding_window", "sliding_layers", "n_experts", "top_k",
                "moe_intermediate", "n_shared_experts", "first_dense_layers", "q_lora_rank", "kv_lora_rank",
-               "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+               "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "rope_dim", "nope_layers", "attention_chunk",
+               "chunked_layers", "linear_layers", "linear_k_heads", "linear_v_heads", "linear_k_dim", "linear_v_dim",
+               "linear_conv_kernel")
 
 
 # --------------------------------------------------------------------------------------------- parameter counts
@@ -155,14 +213,26 @@ def attention_params(m: ModelSpec) -> int:
         q = (D * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * H * dq) if m.q_lora_rank else D * H * dq
         kv = D * (C + R) + C + C * H * (m.qk_nope_head_dim + dv)
         return q + kv + H * dv * D
-    params = D * H * d + 2 * D * Hkv * d + H * d * D
+    gate = 2 if m.attn_output_gate else 1  # a gated q_proj emits query and gate
+    params = gate * D * H * d + 2 * D * Hkv * d + H * d * D
     if m.qkv_bias or m.linear_bias:
-        params += H * d + 2 * Hkv * d
-    if m.linear_bias:
+        params += gate * H * d + 2 * Hkv * d
+    if m.linear_bias or m.attn_out_bias:
         params += D
     if m.qk_norm:
         params += 2 * d
+    if m.attention_sinks:
+        params += H
     return params
+
+
+def linear_attention_params(m: ModelSpec) -> int:
+    """Weights of one Gated DeltaNet block (Qwen3-Next): in_proj_qkvz [D, 2 Hk dk + 2 Hv dv], in_proj_ba [D, 2 Hv],
+    depthwise conv [conv channels x K], dt_bias and A_log [Hv] each, the gated RMSNorm [dv], out_proj [Hv dv, D]."""
+    D, Kw, Vw = m.hidden, m.linear_key_width, m.linear_value_width
+    conv_channels = 2 * Kw + Vw
+    return (D * (2 * Kw + 2 * Vw) + D * 2 * m.linear_v_heads + conv_channels * m.linear_conv_kernel
+            + 2 * m.linear_v_heads + m.linear_v_dim + Vw * D)
 
 
 def mlp_params(m: ModelSpec, width: int) -> int:
@@ -173,6 +243,19 @@ def mlp_params(m: ModelSpec, width: int) -> int:
     if m.linear_bias:
         params += width + D
     return params
+
+
+def expert_params(m: ModelSpec) -> int:
+    """Weights of one routed expert (an MLP of moe_intermediate; gpt-oss adds biases on its two linears)."""
+    params = mlp_params(m, m.moe_intermediate)
+    if m.expert_bias and not m.linear_bias:
+        params += (2 if m.mlp_type == "gated" else 1) * m.moe_intermediate + m.hidden
+    return params
+
+
+def routed_expert_params(m: ModelSpec) -> int:
+    """Weights of all routed experts of all MoE layers (the part a checkpoint may store in another dtype)."""
+    return m.n_moe_layers * m.n_experts * expert_params(m) if m.is_moe else 0
 
 
 def norm_params(m: ModelSpec, width: int) -> int:
@@ -191,14 +274,17 @@ def parameter_counts(m: ModelSpec) -> tuple[int, int]:
     D, V = m.hidden, m.vocab
     embed = V * D + m.learned_positions * D
     head = 0 if m.tie_embeddings else V * D
-    per_layer_common = attention_params(m) + m.norms_per_layer * norm_params(m, D)
+    per_layer_common = m.norms_per_layer * norm_params(m, D)
+    mixers = m.n_attention_layers * attention_params(m) + m.linear_layers * linear_attention_params(m)
     dense_mlp = mlp_params(m, m.intermediate)
-    total = embed + head + norm_params(m, D) + m.n_layers * per_layer_common + m.n_dense_layers * dense_mlp
+    total = (embed + head + norm_params(m, D) + m.n_layers * per_layer_common + mixers
+             + m.n_dense_layers * dense_mlp)
     active = total
     if m.is_moe:
-        expert = mlp_params(m, m.moe_intermediate)
+        expert = expert_params(m)
         router = D * m.n_experts + (m.n_experts if m.router_bias else 0)
         shared = mlp_params(m, m.moe_intermediate * m.n_shared_experts) if m.n_shared_experts else 0
+        shared += D if m.shared_expert_gate else 0
         total += m.n_moe_layers * (router + m.n_experts * expert + shared)
         active += m.n_moe_layers * (router + m.top_k * expert + shared)
     return total, active
@@ -218,12 +304,27 @@ _FAMILY_TRAITS: dict[str, dict] = {
     "gpt2": {"positions": "learned", "linear_bias": True},
     "opt": {"positions": "learned", "linear_bias": True},
     "falcon": {"parallel_block": True, "norms_per_layer": 1},
+    "qwen3": {"qk_norm": True},
+    "gemma3_text": {"norms_per_layer": 4, "qk_norm": True},
+    "gpt_oss": {"qkv_bias": True, "attn_out_bias": True, "attention_sinks": True, "expert_bias": True,
+                "router_bias": True},
+    "llama4_text": {},
+    "glm4_moe": {"qkv_bias": True, "router_bias": True},
+    "qwen3_next": {"qk_norm": True, "attn_output_gate": True, "shared_expert_gate": True},
 }
+#: model_type spellings that load with another family's reader (Kimi-K2 is a DeepSeek-V3 with other sizes)
+FAMILY_ALIASES = {"kimi_k2": "deepseek_v3"}
 SUPPORTED_FAMILIES = tuple(_FAMILY_TRAITS)
 
 
 def _int(text: str, default: int = 0) -> int:
     return int(float(text)) if text and text.strip() else default
+
+
+#: optional models.csv columns (appended for the 2026 rows; blank or absent = the ModelSpec default or the family
+#: rule below) holding ModelSpec fields of the same name
+_CSV_LAYER_COUNTS = ("attention_chunk", "chunked_layers", "nope_layers", "rope_dim", "linear_layers",
+                     "linear_k_heads", "linear_v_heads", "linear_k_dim", "linear_v_dim", "linear_conv_kernel")
 
 
 def _from_models_csv(row: dict[str, str]) -> ModelSpec:
@@ -236,6 +337,11 @@ def _from_models_csv(row: dict[str, str]) -> ModelSpec:
     if window:
         # Gemma-2 alternates local (even layer index) and global layers; the others window every layer
         sliding_layers = (n_layers + 1) // 2 if family == "gemma2" else n_layers
+        sliding_layers = _int(row.get("sliding_layers"), sliding_layers)
+    counts = {name: _int(row[name]) for name in _CSV_LAYER_COUNTS if _int(row.get(name))}
+    native = {name: row[name].strip() for name in ("native_weight_dtype", "native_expert_dtype") if row.get(name)}
+    if row.get("qk_norm"):  # blank = the family's trait (GLM-4.5 has it, GLM-4.5-Air not)
+        traits["qk_norm"] = row["qk_norm"].strip().lower() == "true"
     learned = {"gpt2": _int(row["max_position"]), "opt": _int(row["max_position"]) + 2}.get(family, 0)
     spec = ModelSpec(
         key=row["key"],
@@ -260,7 +366,7 @@ def _from_models_csv(row: dict[str, str]) -> ModelSpec:
         top_k=_int(row["moe_top_k"]),
         moe_intermediate=_int(row["moe_intermediate"]),
         n_shared_experts=_int(row["shared_experts"]),
-        first_dense_layers=3 if family == "deepseek_v3" else 0,
+        first_dense_layers=_int(row.get("first_dense_layers"), 3 if family == "deepseek_v3" else 0),
         q_lora_rank=_int(row["q_lora_rank"]) or None,
         kv_lora_rank=_int(row["kv_lora_rank"]),
         qk_nope_head_dim=_int(row["qk_nope_head_dim"]),
@@ -269,7 +375,7 @@ def _from_models_csv(row: dict[str, str]) -> ModelSpec:
         published_params=float(row["total_params_B"]) * 1e9,
         published_active_params=float(row["active_params_B"]) * 1e9 if row["active_params_B"] else None,
         source=row["source"],
-        **traits,
+        **traits, **counts, **native,
     )
     return spec.validate()
 

@@ -106,6 +106,9 @@ def check_plan(model, gpu, plan: Parallel) -> None:
     if not model.is_mla and hkv % plan.tp and plan.tp % hkv:
         raise RooflineInputError(f"{where}: tp {plan.tp} and the {hkv} KV heads of {model.key} do not divide one "
                                  "another (KV heads are split, or replicated when fewer than tp)")
+    if model.linear_layers and (model.linear_v_heads % plan.tp or model.linear_k_heads % plan.tp):
+        raise RooflineInputError(f"{where}: tp {plan.tp} does not divide the {model.linear_k_heads} key and "
+                                 f"{model.linear_v_heads} value heads of {model.key}'s linear-attention layers")
     if plan.pp > model.n_layers:
         raise RooflineInputError(f"{where}: pp {plan.pp} is more than the {model.n_layers} layers of {model.key}")
     if plan.ep > 1 or plan.attention_dp:
@@ -125,72 +128,57 @@ def check_plan(model, gpu, plan: Parallel) -> None:
 
 
 # ------------------------------------------------------------------------------------------ per-device memory
-def _layer_weights(model, plan: Parallel) -> list[float]:
-    """Parameters one device holds of each layer (in layer order), under `plan`'s tensor and expert split."""
-    from .models import attention_params, mlp_params, norm_params
+def _replicated_and_kv_params(m) -> tuple[int, int]:
+    """(parameters every tensor-parallel device holds whole: norms, routers, MLA's latent projections; the K/V
+    projection parameters of standard attention, split by KV head), summed over all layers."""
+    from .models import norm_params
 
-    m, tp = model, plan.tp
-    split = 1 if plan.attention_dp else tp  # attention and dense MLP: replicated under DP attention
     D = m.hidden
+    replicated = m.n_layers * m.norms_per_layer * norm_params(m, D)
+    if m.is_moe:
+        replicated += m.n_moe_layers * (D * m.n_experts + (m.n_experts if m.router_bias else 0))
     if m.is_mla:
         C, R = m.kv_lora_rank, m.qk_rope_head_dim
         latent = D * (C + R) + C + ((D * m.q_lora_rank + m.q_lora_rank) if m.q_lora_rank else 0)
-        attention = latent + (attention_params(m) - latent) / split  # q_a/kv_a replicated, the rest split
-    else:
-        hkv_share = kv_heads_per_device(m.n_kv_heads, split) / m.n_kv_heads
-        kv = 2 * D * m.n_kv_heads * m.head_dim * (1 + (1 / D if (m.qkv_bias or m.linear_bias) else 0))
-        attention = (attention_params(m) - kv) / split + kv * hkv_share
-    common = attention + m.norms_per_layer * norm_params(m, D)
-    dense = mlp_params(m, m.intermediate) / split
-    layers = []
-    for index in range(m.n_layers):
-        if index < m.n_dense_layers:
-            layers.append(common + dense)
-            continue
-        router = D * m.n_experts + (m.n_experts if m.router_bias else 0)
-        experts = m.n_experts * mlp_params(m, m.moe_intermediate) / tp  # E/ep experts, each split tp/ep ways
-        shared = mlp_params(m, m.moe_intermediate * m.n_shared_experts) if m.n_shared_experts else 0
-        layers.append(common + router + experts + shared / split)
-    return layers
-
-
-def _stage_bounds(n_layers: int, pp: int) -> list[tuple[int, int]]:
-    """[start, end) layer ranges of the pp stages: the first n_layers % pp stages get one layer more."""
-    base, extra = divmod(n_layers, pp)
-    bounds, start = [], 0
-    for stage in range(pp):
-        end = start + base + (1 if stage < extra else 0)
-        bounds.append((start, end))
-        start = end
-    return bounds
+        return replicated + m.n_attention_layers * latent, 0
+    kv = m.n_attention_layers * 2 * m.n_kv_heads * m.head_dim * (D + (1 if (m.qkv_bias or m.linear_bias) else 0))
+    return replicated, kv
 
 
 @lru_cache(maxsize=1024)
-def weight_params_per_device(model, plan: Parallel, block_width: float = 1.0, table_width: float = 1.0) -> float:
-    """Parameters held by the busiest device: its stage's layers (tensor/expert split) plus the embedding on the
-    first stage and lm_head and the final norm on the last (vocab-parallel over tp unless attention is DP).
-    With `block_width` and `table_width` (bytes per parameter of the blocks and final norm, and of the embedding
-    table and lm_head, which quantized checkpoints keep at 16 bits): the bytes the busiest device holds."""
-    from .models import norm_params
+def weight_params_per_device(model, plan: Parallel, block_width: float = 1.0, table_width: float = 1.0,
+                             expert_width: float | None = None) -> float:
+    """Weights held by the busiest device, in parameters, or in bytes given the widths [byte per parameter] of the
+    transformer blocks, of the embedding table and lm_head (16 bits in quantized checkpoints) and of the routed
+    experts (default: the blocks').
+
+    Each device holds: the replicated parameters whole (norms, routers, MLA latent projections), its share of the
+    KV heads of standard attention (kv_heads_per_device / Hkv), 1/tp of every other block parameter (1 under DP
+    attention: replicated), 1/tp of the routed experts (E/ep experts, each split tp/ep ways), and 1/tp of the
+    vocab-parallel embedding and lm_head. Pipeline stages take ceil(L/pp) layers at most; the busiest stage's
+    layers are counted as MoE layers when the model has enough of them (the leading dense layers are smaller).
+    """
+    from .models import embedding_params, norm_params, parameter_counts, routed_expert_params
 
     m = model
+    expert_width = block_width if expert_width is None else expert_width
     split = 1 if plan.attention_dp else plan.tp
-    embed = (m.vocab * m.hidden + m.learned_positions * m.hidden) / split * table_width
-    head = ((0 if m.tie_embeddings else m.vocab * m.hidden / split) * table_width
-            + norm_params(m, m.hidden) * block_width)
-    layers = [params * block_width for params in _layer_weights(m, plan)]
-    stages = _stage_bounds(m.n_layers, plan.pp)
-    best = 0.0
-    for i, (start, end) in enumerate(stages):
-        held = sum(layers[start:end])
-        if i == 0:
-            held += embed
-        if i == len(stages) - 1:
-            held += head
-            if m.tie_embeddings and plan.pp > 1:
-                held += m.vocab * m.hidden / split * table_width  # the last stage keeps its own tied copy
-        best = max(best, held)
-    return best
+    tables = embedding_params(m)
+    routed = routed_expert_params(m)
+    final_norm = norm_params(m, m.hidden)
+    blocks = parameter_counts(m)[0] - tables - routed - final_norm
+    replicated, kv = _replicated_and_kv_params(m)
+    kv_share = kv_heads_per_device(m.n_kv_heads, split) / m.n_kv_heads if kv else 0.0
+    dense_per_layer = (replicated + kv * kv_share + (blocks - replicated - kv) / split) / m.n_layers * block_width
+    layers = math.ceil(m.n_layers / plan.pp)
+    held = layers * dense_per_layer
+    if routed:
+        held += routed / plan.tp * min(layers, m.n_moe_layers) / m.n_moe_layers * expert_width
+    embed = (m.vocab + m.learned_positions) * m.hidden / split * table_width
+    head = (tables / split * table_width - embed) + final_norm * block_width
+    if m.tie_embeddings and plan.pp > 1:
+        head += m.vocab * m.hidden / split * table_width  # the last stage keeps its own copy of the tied matrix
+    return held + embed + head if plan.pp == 1 else held + max(embed, head)
 
 
 def busiest_stage_layer_share(n_layers: int, pp: int) -> float:

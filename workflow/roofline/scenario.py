@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from .dtypes import check_storage_dtype
+from .dtypes import DEFAULT_GROUP_SIZE, ELEMENT_BITS, WEIGHT_DTYPES, check_storage_dtype
 from .errors import RooflineInputError, unknown
 from .parallel import Parallel
 
@@ -15,6 +15,7 @@ MLA_MODES = ("absorbed", "naive", "decompressed")
 #: upper bounds that keep every count exact in float64 (B * S * widths < 2^53) and far beyond any real deployment
 MAX_BATCH = 1 << 20
 MAX_SEQ_LEN = 1 << 24
+MAX_GROUP_SIZE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -32,11 +33,14 @@ class Scenario:
     every step, as transformers 5 does), 'decompressed' (per-head K and V cached, as transformers 4.x does).
     quantize_embeddings: with weights narrower than 16 bits, False (default) keeps the embedding table and lm_head at
     16 bits, as GPTQ/AWQ/FP8 checkpoints ship them; True quantizes them with the other weights (rule in dtypes.py).
+    weight_dtype: a storage dtype, or 'native': the checkpoint's own (resolved per model by `for_model`).
+    expert_weight_dtype: the MoE experts' weights, '' = as weight_dtype (gpt-oss's native MXFP4 experts).
+    weight_group_size: int4 weights that share one fp16 scale (dtypes.weight_bytes_per_element).
     """
 
     batch: int = 1
     seq_len: int = 2048
-    weight_dtype: str = "fp16"
+    weight_dtype: str = "native"
     act_dtype: str = "fp16"
     kv_dtype: str = "fp16"
     attention: str = "flash"
@@ -46,10 +50,29 @@ class Scenario:
     parallel: Parallel | str = Parallel()
     memory_utilization: float = 0.90
     quantize_embeddings: bool = False
+    expert_weight_dtype: str = ""
+    weight_group_size: int = DEFAULT_GROUP_SIZE
 
     def __post_init__(self):
         if isinstance(self.parallel, dict):  # rebuilt from asdict() (job params, JSON)
             object.__setattr__(self, "parallel", Parallel(**self.parallel))
+
+    @property
+    def expert_dtype(self) -> str:
+        """Storage dtype of the MoE experts' weights."""
+        return self.expert_weight_dtype or self.weight_dtype
+
+    def for_model(self, model) -> "Scenario":
+        """This scenario with weight_dtype 'native' replaced by `model`'s checkpoint dtypes: its quantized linears
+        (model.native_weight_dtype, e.g. fp8 of DeepSeek-V3) and experts (model.native_expert_dtype, e.g. mxfp4 of
+        gpt-oss); unquantized weights are 16-bit (the activation dtype when that is 16-bit, else bf16). A
+        concrete weight_dtype is returned unchanged."""
+        if self.weight_dtype != "native":
+            return self
+        sixteen = self.act_dtype if ELEMENT_BITS[self.act_dtype] == 16 else "bf16"
+        dense = model.native_weight_dtype or sixteen
+        expert = self.expert_weight_dtype or model.native_expert_dtype
+        return replace(self, weight_dtype=dense, expert_weight_dtype="" if expert == dense else expert)
 
     def validate(self) -> "Scenario":
         for name, upper in (("batch", MAX_BATCH), ("seq_len", MAX_SEQ_LEN)):
@@ -57,8 +80,15 @@ class Scenario:
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= upper:
                 raise RooflineInputError(
                     f"scenario.{name}: {value!r} is not allowed; expected an integer from 1 to {upper}")
-        for name in ("weight_dtype", "act_dtype", "kv_dtype"):
+        check_storage_dtype("scenario.weight_dtype", self.weight_dtype, WEIGHT_DTYPES)
+        for name in ("act_dtype", "kv_dtype"):
             check_storage_dtype(f"scenario.{name}", getattr(self, name))
+        if self.expert_weight_dtype:
+            check_storage_dtype("scenario.expert_weight_dtype", self.expert_weight_dtype)
+        size = self.weight_group_size
+        if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_GROUP_SIZE:
+            raise RooflineInputError(f"scenario.weight_group_size: {size!r} is not allowed; expected an integer "
+                                     f"from 1 to {MAX_GROUP_SIZE} (int4 weights per fp16 scale, usually 32-128)")
         for name, allowed in (("attention", ATTENTION_IMPLS), ("logits", LOGITS_MODES),
                               ("expert_routing", EXPERT_ROUTINGS), ("mla_mode", MLA_MODES)):
             if getattr(self, name) not in allowed:
@@ -102,3 +132,13 @@ def check_stage(stage: str) -> str:
     if stage not in STAGES:
         raise unknown("stage", stage, STAGES)
     return stage
+
+
+def scenario_for_model(scenario: dict, model: dict) -> dict:
+    """A scenario dict (results/specs.json) as `model`'s jobs ran it: weight_dtype 'native' resolved (both given
+    as the dicts of specs.json; figures and reports of one model read them)."""
+    from dataclasses import asdict
+
+    from .models import ModelSpec  # the engine's specs; imported here, models does not import scenario
+
+    return asdict(Scenario(**scenario).for_model(ModelSpec(**model)))

@@ -31,7 +31,8 @@ def job_records(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenar
     The pipeline writes these to parquet through pyarrow directly: building four DataFrames per job cost more
     than computing them.
     """
-    scenario = prepare(model, gpu, stage, scenario)  # one concrete plan for the tables, treatments and sweeps
+    # the dtypes the job ran with ('native' resolved) and one concrete plan for the tables, treatments and sweeps
+    scenario = prepare(model, gpu, stage, scenario.for_model(model))
     rows, total = analyze(model, gpu, stage, scenario)
     scenario_values = {k: v for k, v in asdict(scenario).items() if k in SCENARIO_COLUMNS}
     return {

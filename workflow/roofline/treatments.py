@@ -69,6 +69,7 @@ def _largest_fitting_batch(model, gpu, stage, scenario, upper: int) -> int:
 
 def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> list[dict]:
     """Rows (TREATMENT_COLUMNS): each treatment's predicted stage time, speed-up and new bound."""
+    scenario = scenario.for_model(model)
     base = totals(model, gpu, stage, scenario)
     rows = []
 
@@ -108,7 +109,7 @@ def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sc
     for dtype, bits in (("int8", "W8A16"), ("int4", "W4A16")):
         scenario_change(f"weight_{dtype}", f"weight-only {dtype} quantization ({bits})", "memory",
                         "" if DTYPE_BYTES[dtype] < w else f"weights already {scenario.weight_dtype}",
-                        weight_dtype=dtype)
+                        weight_dtype=dtype, expert_weight_dtype="")
     c = DTYPE_BYTES[scenario.kv_dtype]
     for dtype in ("int8", "fp8"):
         scenario_change(f"kv_{dtype}", f"KV cache in {dtype}", "memory",
@@ -121,7 +122,7 @@ def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sc
     # GEMM operands only: softmax, norms and residuals stay 16-bit, the KV cache stays at kv_dtype (rule in dtypes.py)
     scenario_change("fp8_compute", "FP8 GEMMs (W8A8-FP8: weights and GEMM inputs at the fp8 peak; the rest stays "
                     "16-bit)", "both",
-                    fp8_reason, weight_dtype="fp8", act_dtype="fp8")
+                    fp8_reason, weight_dtype="fp8", act_dtype="fp8", expert_weight_dtype="")
     _more_devices(model, gpu, scenario, scenario_change)
     has_collectives = any(op.op_class == "communication" for op in build_operators(model, stage, scenario))
     if has_collectives:

@@ -18,7 +18,7 @@ import pandas as pd
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocator
 
-from ..display import rate_unit
+from ..display import rate_unit, weights_label
 from ..dtypes import matmul_dtype
 from ..hardware import Accelerator
 from ..scenario import STAGES
@@ -71,7 +71,7 @@ def legend_name(name: str, width: int = 20, lines: int = 2) -> str:
 
 
 def scenario_caption(scenario: dict) -> str:
-    return (f"batch {scenario['batch']}, sequence {scenario['seq_len']}, weights {scenario['weight_dtype']}, "
+    return (f"batch {scenario['batch']}, sequence {scenario['seq_len']}, weights {weights_label(scenario)}, "
             f"activations {scenario['act_dtype']}, KV {scenario['kv_dtype']}, {scenario['attention']} attention")
 
 

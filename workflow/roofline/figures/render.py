@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from ..hardware import Accelerator
-from ..scenario import STAGES
+from ..scenario import STAGES, scenario_for_model
 from ..analysis import deployment_label
 from ..parallel import Parallel
 from .charts import (batch_sweep_figure, cross_gpu_figure, drawable, roofline_figure, seq_sweep_figure,
@@ -90,6 +90,7 @@ def render_model_figures(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, sp
 
 def _render(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict, directory: Path) -> list[dict]:
     gpus, scenario = specs_objects(specs)
+    scenario = scenario_for_model(scenario, specs["models"][model])
     name = specs["models"][model]["name"]
     ops = ops[ops["model"] == model]
     sweeps = sweeps[sweeps["model"] == model]

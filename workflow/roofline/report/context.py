@@ -12,10 +12,11 @@ from datetime import datetime, timezone
 
 import pandas as pd
 
+from ..display import weights_label
 from ..dtypes import DTYPE_BYTES, PEAK_DTYPES
 from ..hardware import Accelerator
 from ..models import ModelSpec, kv_elements_per_token
-from ..scenario import STAGES
+from ..scenario import STAGES, scenario_for_model
 from . import calibration, paper, text, units
 
 CAVEATS = (
@@ -68,7 +69,7 @@ def title_block(specs: dict, title: str, subtitle: str) -> dict:
         "config_hash": specs["config_sha256"][:12], "config_hash_full": specs["config_sha256"],
         "scenario": [
             ("batch", str(scenario["batch"])), ("sequence length", f"{scenario['seq_len']} tokens"),
-            ("weights", scenario["weight_dtype"]), ("activations", scenario["act_dtype"]),
+            ("weights", weights_label(scenario)), ("activations", scenario["act_dtype"]),
             ("KV cache", scenario["kv_dtype"]), ("attention", scenario["attention"]),
             ("logits", scenario["logits"]), ("MoE routing", scenario["expert_routing"]),
             ("MLA", scenario["mla_mode"]),
@@ -295,7 +296,7 @@ def model_facts(m: ModelSpec, scenario: dict, total: pd.Series) -> list[tuple[st
     else:
         params, layers = units.count(total["total_params"]), str(m.n_layers)
     facts = [("parameters", params),
-             ("weights", f"{units.nbytes(total['weight_bytes'])} at {scenario['weight_dtype']}"),
+             ("weights", f"{units.nbytes(total['weight_bytes'])} at {weights_label(scenario)}"),
              ("layers", layers), ("hidden size", f"{m.hidden:,}"), *attention_facts(m, scenario)]
     if m.is_moe:
         shared = f" + {m.n_shared_experts} shared" if m.n_shared_experts else ""
@@ -313,8 +314,8 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
                   figures_href: str) -> dict:
     """Everything the model report shows, for one model across the configured GPUs and stages."""
     gpus_all = accelerators(specs)
-    scenario = specs["scenario"]
     spec = specs["models"][model]
+    scenario = scenario_for_model(specs["scenario"], spec)
     ops = tables["ops"][tables["ops"]["model"] == model]
     totals = tables["totals"][tables["totals"]["model"] == model]
     treatments = tables["treatments"][tables["treatments"]["model"] == model]
@@ -361,7 +362,7 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
     ) if f is not None]
     context = {
         "page": "model", "model": model, "model_name": spec["name"],
-        "header": title_block(specs, f"Roofline report: {spec['name']}",
+        "header": title_block({**specs, "scenario": scenario}, f"Roofline report: {spec['name']}",
                               f"{plural(len(gpus), 'GPU')}, {', '.join(stages)}"),
         "facts": facts,
         "summary": text.executive_summary(spec["name"], totals, treatments, gpus, scenario),
