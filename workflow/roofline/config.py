@@ -18,8 +18,9 @@ from pathlib import Path
 import yaml
 
 from .analysis import check_device_dtypes
-from .errors import RooflineInputError, unknown
+from .errors import RooflineInputError, clip, unknown
 from .hardware import Accelerator, accelerator_from_entry
+from .hf_config import not_a_file
 from .models import ModelSpec, model_from_entry
 from .scenario import STAGES, Scenario, check_context
 
@@ -104,9 +105,12 @@ def resolve_model(key: str, entry: dict | None, base_dir: Path) -> ModelSpec:
     if "hf_config" in entry:
         path = Path(str(entry["hf_config"]))
         full = path if path.is_absolute() else base_dir / path
-        if not full.is_file():
-            raise RooflineInputError(f"models.{key}.hf_config: file '{path}' does not exist "
-                                     f"(relative paths start at the working directory {base_dir})")
+        if not str(entry["hf_config"]).strip():
+            raise RooflineInputError(f"models.{key}.hf_config: empty; expected the path of a config.json file")
+        problem = not_a_file(full)
+        if problem:
+            hint = "" if path.is_absolute() else f" (relative paths start at the working directory {base_dir})"
+            raise RooflineInputError(f"models.{key}.hf_config: file '{clip(path, 240)}' {problem}{hint}")
         entry["hf_config"] = str(full)
     return model_from_entry(key, entry, base_dir)
 
