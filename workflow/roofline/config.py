@@ -154,6 +154,66 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
     return ResolvedConfig(models=models, gpus=gpus, scenario=scenario, stages=stages)
 
 
+class ConfigLoader(yaml.SafeLoader):
+    """PyYAML's safe loader plus YAML 1.2 numbers: an exponent without a dot (3e3, 1e-300) is a float, not the
+    string YAML 1.1 makes of it."""
+
+
+ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+
+
+def load_config_file(path: str | Path) -> dict:
+    """A config file (YAML or JSON) read with ConfigLoader; a key written twice in one mapping is one line naming
+    the key and both line numbers (YAML would silently keep the last one and drop the override)."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        _refuse_duplicate_keys(yaml.compose(text, Loader=ConfigLoader), str(path))
+        loaded = yaml.load(text, Loader=ConfigLoader)
+    except yaml.YAMLError as error:
+        raise RooflineInputError(f"{path}: not valid YAML ({' '.join(str(error).split())[:200]})") from None
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _refuse_duplicate_keys(node, path: str, where: str = "") -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            name = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
+            line = key_node.start_mark.line + 1
+            if name is not None and name in seen:
+                raise RooflineInputError(
+                    f"{where + '.' if where else ''}{clip(name)}: written twice in {path} (lines {seen[name]} and "
+                    f"{line}); YAML would keep only the second, so merge the two into one entry")
+            if name is not None:
+                seen[name] = line
+            _refuse_duplicate_keys(value_node, path, f"{where + '.' if where else ''}{clip(name)}")
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _refuse_duplicate_keys(item, path, f"{where}[{i}]")
+
+
+def merge_config(base: dict, override: dict) -> dict:
+    """`base` updated in place with `override`, recursively, as Snakemake's update_config merges config files."""
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge_config(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def typed_config(files: list, overrides: dict, schema: dict) -> dict:
+    """The config Snakemake assembles from config `files` (in order) and `--config` `overrides`, with types as the
+    files write them: each file re-read with load_config_file (YAML 1.2 numbers, duplicate keys refused); strings
+    converted to numbers, booleans or null only in `overrides` (coerce_strings), where Snakemake hands every value
+    over as a string. A string in a file (batch: "8") stays a string, for the schema to refuse."""
+    config: dict = {}
+    for path in files:
+        merge_config(config, load_config_file(path))
+    return merge_config(config, coerce_strings(overrides, schema))
+
+
 def load_schema(path: str | Path) -> dict:
     """The JSON schema (YAML file) of config.yaml."""
     return yaml.safe_load(Path(path).read_text())
@@ -185,7 +245,7 @@ def coerce_strings(value, schema: dict, root: dict | None = None):
         return [coerce_strings(item, items, root) for item in value]
     if isinstance(value, str) and types and "string" not in types:
         try:
-            parsed = yaml.safe_load(value)
+            parsed = yaml.load(value, Loader=ConfigLoader)
         except yaml.YAMLError:
             return value
         if parsed is None or isinstance(parsed, (bool, int, float)):
@@ -209,9 +269,13 @@ def describe_schema_error(error) -> str:
     if kind in ("exclusiveMinimum", "minimum", "maximum", "exclusiveMaximum"):
         op = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
         return f"{where}: {value!r} is not allowed; must be {op} {expected}"
+    if kind == "type" and len(error.absolute_path) == 2 and error.absolute_path[0] in ("models", "gpus"):
+        key = error.absolute_path[1]
+        return (f"{where}: {clip(repr(value))} is not an entry (YAML reads yes/no/on/off as true/false); write "
+                f"'{key}: {{}}' for the catalog entry, or a mapping of fields such as {{name: ...}}")
     if kind == "type":
         wanted = expected if isinstance(expected, str) else " or ".join(expected)
-        return f"{where}: {value!r} is not allowed; expected {wanted}"
+        return f"{where}: {clip(repr(value))} is not allowed; expected {wanted}"
     if kind == "required":
         return f"{where}: {error.message}"
     if kind == "pattern" and error.parent is None and "propertyNames" in error.schema_path:

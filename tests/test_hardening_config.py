@@ -1,0 +1,140 @@
+"""Issue 13, items 3, 5, 6, 7 and 8: extreme numbers, unbounded text, duplicate YAML keys, string-to-number
+coercion and the messages of the config and the CLI: each bad input is one line naming the key, before any job."""
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from roofline import cli, hardware
+from roofline import config as rc
+from roofline.errors import RooflineInputError
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = rc.load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def _config(gpu: dict) -> dict:
+    return {"models": {"llama-2-7b": {}}, "gpus": {"h100-sxm": gpu}}
+
+
+def _one_line(config: dict) -> str:
+    with pytest.raises(RooflineInputError) as error:
+        rc.resolve_config(config)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("gpu, expected", [
+    ({"bandwidth_gbps": 1.0e+308}, "gpus.h100-sxm.bandwidth_gbps: 1e+308 is not plausible; expected 0.001 to 1e+07 GB/s"),
+    ({"bandwidth_gbps": 1.0e-300}, "gpus.h100-sxm.bandwidth_gbps: 1e-300 is not plausible"),
+    ({"bandwidth_gbps": 5.0e-324}, "gpus.h100-sxm.bandwidth_gbps: 5e-324 is not plausible"),
+    ({"peak_tflops": {"fp16": 1.0e+308}}, "gpus.h100-sxm.peak_tflops.fp16: 1e+308 is not plausible"),
+    ({"peak_tflops": {"fp16": 5.0e-324}}, "gpus.h100-sxm.peak_tflops.fp16: 5e-324 is not plausible"),
+    ({"memory_gb": 1.0e+300}, "gpus.h100-sxm.memory_gb: 1e+300 is not plausible; expected 0.001 to 1e+06 GB"),
+    ({"l2_mb": 1e-9}, "gpus.h100-sxm.l2_mb: 1e-09 is not plausible"),
+])
+def test_extreme_finite_numbers_are_refused_after_unit_conversion(gpu, expected):
+    assert _one_line(_config(gpu)).startswith(expected)
+
+
+def test_the_plausible_range_holds_every_catalog_device():
+    # the bounds are SI: 1 MB/s .. 10 PB/s, 1 MFLOP/s .. 10 EFLOP/s; 3.35 TB/s and 989 TFLOP/s pass
+    assert rc.resolve_config(_config({"bandwidth_gbps": 3350, "peak_tflops": {"fp16": 989}})).gpus
+    for key, gpu in hardware.catalog().items():  # every catalog figure, written back as an override, passes
+        entry = {"bandwidth_gbps": gpu.bandwidth_bytes_per_s / 1e9, "memory_gb": gpu.memory_bytes / 1e9,
+                 "peak_tflops": {dtype: peak / 1e12 for dtype, peak in gpu.peak_flops_per_s.items()}}
+        assert hardware.accelerator_from_entry(key, entry).bandwidth_bytes_per_s == gpu.bandwidth_bytes_per_s
+
+
+def _schema_messages(config: dict) -> list[str]:
+    return [rc.describe_schema_error(e) for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(config)]
+
+
+def _strings(schema, path="config"):
+    """(path, subschema) of every string property of the schema."""
+    for name, sub in schema.get("properties", {}).items():
+        if sub.get("type") == "string" or "$ref" in sub and sub["$ref"].endswith(("/name", "/source", "/key")):
+            yield f"{path}.{name}", sub
+        yield from _strings(sub, f"{path}.{name}")
+    for name, sub in schema.get("$defs", {}).items():
+        yield from _strings(sub, f"$defs.{name}")
+
+
+def test_every_free_text_field_has_a_max_length():
+    defs = SCHEMA["$defs"]
+    for path, sub in _strings(SCHEMA):
+        bounded = sub if "$ref" not in sub else defs[sub["$ref"].rsplit("/", 1)[1]]
+        assert "maxLength" in bounded or "enum" in bounded, path
+
+
+@pytest.mark.parametrize("field", ["source", "vendor", "name"])
+def test_long_gpu_text_is_refused_by_the_schema(field):
+    messages = _schema_messages(_config({field: "x" * 12_000}))
+    assert any(m.startswith(f"gpus.h100-sxm.{field}: 'xxxx") and "(12000 characters) is too long" in m
+               for m in messages), messages
+
+
+def test_duplicate_yaml_keys_name_the_key_and_both_lines(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("models:\n  llama-2-7b: {}\ngpus:\n  h100-sxm: {bandwidth_gbps: 1}\n  h100-sxm: {}\n")
+    with pytest.raises(RooflineInputError, match=r"^gpus\.h100-sxm: written twice in .*config\.yaml \(lines 4 and 5\)"):
+        rc.load_config_file(path)
+    path.write_text("scenario:\n  batch: 1\n  seq_len: 8\n  batch: 2\n")
+    with pytest.raises(RooflineInputError, match=r"^scenario\.batch: written twice .*\(lines 2 and 4\)"):
+        rc.load_config_file(path)
+
+
+def test_yaml_numbers_in_any_notation_and_no_coercion_of_file_strings(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text('gpus: {h100-sxm: {bandwidth_gbps: 3e3, peak_tflops: {fp16: 1E+3, fp8: 2.0e3}}}\n'
+                    'scenario: {batch: "8"}\nmodels: {llama-2-7b: {tie_embeddings: "yes"}}\n')
+    typed = rc.typed_config([path], {}, SCHEMA)
+    assert typed["gpus"]["h100-sxm"] == {"bandwidth_gbps": 3000.0, "peak_tflops": {"fp16": 1000.0, "fp8": 2000.0}}
+    messages = _schema_messages(typed)
+    assert "scenario.batch: '8' is not allowed; expected integer" in messages
+    assert "models.llama-2-7b.tie_embeddings: 'yes' is not allowed; expected boolean" in messages
+
+
+def test_config_overrides_are_coerced_and_win_over_the_files(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {bandwidth_gbps: 3e3}}\nscenario: {batch: 2}\n")
+    # what `--config 'scenario={batch: 8}' 'gpus={h100-sxm: {peak_tflops: {fp16: 1e3}}}'` hands over
+    typed = rc.typed_config([path], {"scenario": {"batch": "8"}, "gpus": {"h100-sxm": {"peak_tflops": {"fp16": "1e3"}}}},
+                            SCHEMA)
+    assert typed["scenario"] == {"batch": 8}
+    assert typed["gpus"]["h100-sxm"] == {"bandwidth_gbps": 3000.0, "peak_tflops": {"fp16": 1000.0}}
+    assert _schema_messages(typed) == []
+
+
+def test_a_yes_entry_says_what_an_entry_is():
+    messages = _schema_messages({"models": {"llama-2-7b": True}, "gpus": {"h100-sxm": {}}})
+    assert messages == ["models.llama-2-7b: True is not an entry (YAML reads yes/no/on/off as true/false); write "
+                        "'llama-2-7b: {}' for the catalog entry, or a mapping of fields such as {name: ...}"]
+
+
+def _cli(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["opss"], "roofline: error: command: unknown value 'opss' (did you mean 'ops'?); allowed: list, ops, ridge, "
+               "totals"),
+    (["list", "models", "--format", "csv"], "option '--format' is not accepted here; it belongs to: ops, totals"),
+    ([], "missing command; allowed: ops, totals, ridge, list (or --version)"),
+    (["totals", "--model", "gpt2", "--gpu", "h100-sxm", "--stage", "prefill", "--seq-len", "5000"],
+     "use --seq-len <= 1024 or give --model a config.json whose max_position_embeddings covers it"),
+])
+def test_cli_messages_name_what_is_allowed(capsys, argv, expected):
+    code, out, err = _cli(capsys, *argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and expected in err, err
+    assert "override max_position" not in err and "did you mean '--format'" not in err
+
+
+def test_cli_version():
+    run = subprocess.run([sys.executable, "-m", "roofline.cli", "--version"], capture_output=True, text=True,
+                         cwd=ROOT / "workflow")
+    assert run.returncode == 0 and run.stdout.startswith("roofline ")
