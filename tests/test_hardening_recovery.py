@@ -162,6 +162,23 @@ def work(tmp_path_factory):
     return work
 
 
+def test_after_sighup_of_the_terminals_process_group_the_lock_is_cleared(work):
+    # a closed terminal sends SIGHUP to its foreground process group: Snakemake and its jobs
+    hung = subprocess.Popen(_snakemake_command(work, "config.yaml"), cwd=work, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert _wait(lambda: list((work / locks.LOCKS).glob("*.lock")), timeout=300, step=0.05)
+    finally:
+        os.killpg(hung.pid, signal.SIGHUP)
+        hung.wait()
+    assert hung.returncode == -signal.SIGHUP and list((work / locks.LOCKS).glob("*.lock"))
+    dry = subprocess.run(_snakemake_command(work, "config.yaml") + ["--dry-run"], cwd=work, capture_output=True,
+                         text=True, timeout=900)
+    assert dry.returncode == 0 and "Removed the stale lock" in dry.stdout + dry.stderr, dry.stderr[-3000:]
+    assert "cannot be locked" not in dry.stdout + dry.stderr, dry.stdout[-3000:]
+    assert not list((work / locks.LOCKS).glob("*.lock"))
+
+
 def test_a_plain_rerun_recovers_after_sigkill_and_the_killed_runs_jobs_stop(work):
     killed = subprocess.Popen(_snakemake_command(work, "config.yaml"), cwd=work, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
