@@ -138,3 +138,43 @@ def test_cli_version():
     run = subprocess.run([sys.executable, "-m", "roofline.cli", "--version"], capture_output=True, text=True,
                          cwd=ROOT / "workflow")
     assert run.returncode == 0 and run.stdout.startswith("roofline ")
+
+
+# ------------------------------------------------------------------ through Snakemake (dry runs, before any job)
+@pytest.fixture(scope="module")
+def workflow_copy(tmp_path_factory):
+    import shutil
+    work = tmp_path_factory.mktemp("strict") / "work"
+    work.mkdir()
+    for name in ("Snakefile", "workflow", "profiles", "templates"):
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, work / name)
+    return work
+
+
+def _dry_run(work, text: str, *extra: str) -> subprocess.CompletedProcess:
+    (work / "config.yaml").write_text(text)
+    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(work / "Snakefile"), "--dry-run",
+                           "--configfile", "config.yaml", "--replace-workflow-config", *extra], cwd=work,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("models:\n  llama-2-7b: {}\ngpus:\n  h100-sxm: {bandwidth_gbps: 1}\n  h100-sxm: {}\n",
+     "Invalid configuration: gpus.h100-sxm: written twice in"),
+    ("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {}}\nscenario: {batch: \"8\"}\n",
+     "Invalid configuration: scenario.batch: '8' is not allowed; expected integer"),
+    ("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {bandwidth_gbps: 1.0e+308}}\n",
+     "Invalid configuration: gpus.h100-sxm.bandwidth_gbps: 1e+308 is not plausible"),
+])
+def test_snakemake_refuses_in_one_line(workflow_copy, text, expected):
+    run = _dry_run(workflow_copy, text)
+    lines = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith("Invalid configuration: ")]
+    assert run.returncode != 0 and len(lines) == 1 and lines[0].startswith(expected), run.stdout + run.stderr
+    if "written twice" in expected:
+        assert "(lines 4 and 5)" in lines[0]
+
+
+def test_snakemake_reads_yaml_numbers_in_any_notation_and_types_config_values(workflow_copy):
+    run = _dry_run(workflow_copy, "models: {llama-2-7b: {}}\ngpus: {h100-sxm: {bandwidth_gbps: 3e3}}\n",
+                   "--config", "scenario={batch: 8}", "gpus={h100-sxm: {peak_tflops: {fp16: 1e3}}}")
+    assert run.returncode == 0 and "Invalid configuration" not in run.stdout + run.stderr, run.stderr[-2000:]

@@ -23,7 +23,7 @@ _INT, _BOOL, _STR, _NULL = (int,), (bool,), (str,), (type(None),)
 #: Generic fields read by the family readers below, with the JSON types each may hold. Checked once, before any
 #: family code runs, so a reader can trust `cfg.get(name)` (a wrong type is one line, not a TypeError later).
 FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "model_type": _STR, "_name_or_path": _STR, "hidden_act": _STR, "hidden_activation": _STR,
+    "model_type": _STR + _NULL, "_name_or_path": _STR + _NULL, "hidden_act": _STR, "hidden_activation": _STR,
     "activation_function": _STR,
     **dict.fromkeys((
         "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
@@ -71,6 +71,8 @@ def not_a_file(path: Path) -> str | None:
         return "does not exist"
     except OSError as error:
         return f"cannot be read ({error.strerror})"
+    except ValueError:  # an embedded NUL byte
+        return "is not a valid path"
     if stat.S_ISREG(mode):
         return None
     kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
