@@ -89,12 +89,17 @@ def test_duplicate_yaml_keys_name_the_key_and_both_lines(tmp_path):
 def test_yaml_numbers_in_any_notation_and_no_coercion_of_file_strings(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text('gpus: {h100-sxm: {bandwidth_gbps: 3e3, peak_tflops: {fp16: 1E+3, fp8: 2.0e3}}}\n'
-                    'scenario: {batch: "8"}\nmodels: {llama-2-7b: {tie_embeddings: "yes"}}\n')
+                    'scenario: {batch: "8", seq_len: 2.048e3}\n'
+                    'models: {llama-2-7b: {tie_embeddings: "yes", max_position: 4.096e+3, n_layers: 1.55e1}}\n')
     typed = rc.typed_config([path], {}, SCHEMA)
     assert typed["gpus"]["h100-sxm"] == {"bandwidth_gbps": 3000.0, "peak_tflops": {"fp16": 1000.0, "fp8": 2000.0}}
+    assert typed["scenario"]["seq_len"] == 2048 and type(typed["scenario"]["seq_len"]) is int
+    assert type(typed["models"]["llama-2-7b"]["max_position"]) is int  # 4096
+    assert typed["models"]["llama-2-7b"]["n_layers"] == 15.5  # not whole: left for the schema to refuse
     messages = _schema_messages(typed)
     assert "scenario.batch: '8' is not allowed; expected integer" in messages
     assert "models.llama-2-7b.tie_embeddings: 'yes' is not allowed; expected boolean" in messages
+    assert not any(m.startswith("scenario.seq_len") or "max_position" in m for m in messages), messages
 
 
 def test_config_overrides_are_coerced_and_win_over_the_files(tmp_path):

@@ -88,3 +88,10 @@ def test_cli_exits_2_with_one_line(capsys, tmp_path, name):
     code = cli.main(["totals", "--model", str(path), "--gpu", "h100-sxm", "--stage", "prefill", "--seq-len", "8"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and expected[0] in err
+
+
+def test_name_limit_of_config_json_is_the_schemas():
+    from roofline import config as rc
+    from roofline import hf_config
+    schema = rc.load_schema(Path(__file__).parents[1] / "workflow" / "schemas" / "config.schema.yaml")
+    assert schema["$defs"]["name"]["maxLength"] == hf_config.MAX_NAME_LENGTH
