@@ -45,6 +45,7 @@ def _lock(work: Path) -> Path:
     (["/x/.venv/bin/python3", "/x/.venv/bin/snakemake", "--cores", "2"], True),
     (["snakemake", "-n"], True),
     (["python", "-m", "snakemake", "--target-jobs", "x"], True),
+    (["python3", "-X", "dev", "-m", "snakemake"], True),
     (["/x/.venv/bin/python3", "/w/.snakemake/scripts/tmpab12.figures.py"], False),
     (["python", "-m", "pytest", "tests/test_workflow.py"], False),
     ([], False),
@@ -120,19 +121,36 @@ def test_the_watchdog_stops_the_jobs_of_a_killed_parent(tmp_path):
     guard.wait(timeout=10)
 
 
+def test_the_watchdog_also_stops_job_scripts_started_after_its_last_poll(tmp_path):
+    scripts = tmp_path / ".snakemake" / "scripts"
+    scripts.mkdir(parents=True)
+    (scripts / "tmp1234.report.py").write_text("import time\ntime.sleep(120)\n")
+    job = subprocess.Popen([sys.executable, str(scripts / "tmp1234.report.py")], cwd=tmp_path,
+                           start_new_session=True)  # an orphan: no descendant of the watched process
+    try:
+        assert _wait(lambda: job.pid in watchdog.job_scripts(tmp_path))
+        watchdog.watch(2**22 + 7, tmp_path)  # a process that is already gone
+        assert job.wait(timeout=10) == -signal.SIGTERM
+    finally:
+        job.kill()
+
+
 def test_stale_outputs_are_the_per_key_paths_of_keys_no_longer_configured(tmp_path):
     files = ["results/ops/llama/h100/prefill.parquet", "results/ops/llama/h100/decode.parquet",
              "results/ops/llama/a6000/prefill.parquet", "results/totals/qwen/h100/prefill.parquet",
              "results/models/qwen/ops.parquet", "results/models/llama/ops.parquet",
              "reports/figures/qwen/roofline_h100.svg", "reports/qwen.html", "reports/qwen.pdf", "reports/llama.pdf",
-             "reports/summary.html", "reports/other.html", "results/ops.parquet"]
+             "reports/summary.html", "reports/other.html", "results/ops.parquet",
+             "reports/figures/.llama.ab12cd34.part/x.svg",  # a killed figure job's: its writer cleans it up
+             "reports/figures/.qwen.ab12cd34.part/x.svg"]  # ... but not any more for a removed model
     for name in files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
     found = stale.stale_outputs(tmp_path, ["llama"], ["h100"], ["prefill"], ["ops", "totals"])
     assert sorted(map(str, found)) == sorted([
         "results/ops/llama/h100/decode.parquet", "results/ops/llama/a6000", "results/totals/qwen",
-        "results/models/qwen", "reports/figures/qwen", "reports/qwen.html", "reports/qwen.pdf"])
+        "results/models/qwen", "reports/figures/qwen", "reports/figures/.qwen.ab12cd34.part", "reports/qwen.html",
+        "reports/qwen.pdf"])
     target = stale.move_aside(tmp_path, found)
     assert (target / "reports/qwen.pdf").is_file() and not (tmp_path / "reports/qwen.pdf").exists()
     assert stale.stale_outputs(tmp_path, ["llama"], ["h100"], ["prefill"], ["ops", "totals"]) == []
@@ -179,12 +197,18 @@ def test_after_sighup_of_the_terminals_process_group_the_lock_is_cleared(work):
     assert not list((work / locks.LOCKS).glob("*.lock"))
 
 
-def test_a_plain_rerun_recovers_after_sigkill_and_the_killed_runs_jobs_stop(work):
+def test_a_live_runs_lock_stands_and_a_plain_rerun_recovers_after_sigkill_and_its_jobs_stop(work):
     killed = subprocess.Popen(_snakemake_command(work, "config.yaml"), cwd=work, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
     try:
+        assert _wait(lambda: list((work / locks.LOCKS).glob("*.lock")), timeout=300, step=0.05)
+        # while it runs, its lock is respected: a second run stops
+        second = subprocess.run(_snakemake_command(work, "config.yaml"), cwd=work, capture_output=True, text=True,
+                                timeout=600)
+        assert killed.poll() is None, "the first run ended before the second checked its lock"
+        assert second.returncode != 0 and "LockException" in second.stdout + second.stderr
+        assert "Removed the stale lock" not in second.stdout + second.stderr
         assert _wait(lambda: _jobs_of(work), timeout=300, step=0.05), "no figure or report job started"
-        assert list((work / locks.LOCKS).glob("*.lock"))
     finally:
         killed.send_signal(signal.SIGKILL)
         killed.wait()
@@ -210,7 +234,7 @@ def test_outputs_of_a_model_dropped_from_the_config_are_moved_aside(work):
     gone = ["reports/qwen2.5-7b.pdf", "reports/qwen2.5-7b.html", "reports/figures/qwen2.5-7b",
             "results/models/qwen2.5-7b", "results/ops/qwen2.5-7b"]
     assert not [name for name in gone if (work / name).exists()]
-    (aside,) = (work / stale.ASIDE).iterdir()
+    aside = max((work / stale.ASIDE).iterdir())  # the latest move
     assert all((aside / name).exists() for name in gone)
     assert "qwen2.5-7b" not in (work / "reports" / "index.html").read_text()
     assert (work / "reports" / "llama-2-7b.pdf").is_file()

@@ -70,7 +70,7 @@ def working_directory(pid: int) -> Path | None:
 def is_snakemake(argv: list[str]) -> bool:
     """Whether a command line runs Snakemake itself (`snakemake ...`, `python .../bin/snakemake ...`, `python -m
     snakemake ...`), not a job script it started (`python .snakemake/scripts/tmpab12.figures.py`)."""
-    head = argv[:3]
+    head = argv[:6]  # the interpreter and its options come first: python3 -X dev -m snakemake
     return (any(Path(arg).name == "snakemake" for arg in head)
             or any(arg == "-m" and nxt == "snakemake" for arg, nxt in zip(head, head[1:])))
 

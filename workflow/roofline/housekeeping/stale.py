@@ -8,6 +8,7 @@ former model's only if that model's results or figures folder was found, so othe
 """
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterable
 from datetime import datetime, timezone
@@ -16,8 +17,19 @@ from pathlib import Path
 ASIDE = Path(".snakemake") / "stale-outputs"
 
 
+#: the temporary sibling an atomic writer makes of a folder NAME (figures.render.atomic_directory): .NAME.xxxxxxxx.part
+_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.(?:part|old)")
+
+
 def _dirs(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []
+
+
+def _key(folder: Path) -> str:
+    """The key a folder is named after; a temporary folder of an interrupted write counts as its target's (its
+    writer cleans it up when that target is written again, so only a removed key's is stale)."""
+    match = _TEMPORARY.fullmatch(folder.name)
+    return match.group(1) if match else folder.name
 
 
 def stale_outputs(workdir: Path, models: Iterable[str], gpus: Iterable[str], stages: Iterable[str],
@@ -30,20 +42,20 @@ def stale_outputs(workdir: Path, models: Iterable[str], gpus: Iterable[str], sta
     former: set[str] = set()
     for table in tables:
         for model_dir in _dirs(workdir / "results" / table):
-            if model_dir.name not in models:
+            if _key(model_dir) not in models:
                 stale.append(model_dir)
-                former.add(model_dir.name)
+                former.add(_key(model_dir))
                 continue
             for gpu_dir in _dirs(model_dir):
-                if gpu_dir.name not in gpus:
+                if _key(gpu_dir) not in gpus:
                     stale.append(gpu_dir)
                     continue
                 stale += sorted(p for p in gpu_dir.glob("*.parquet") if p.stem not in stages)
     for folder in (workdir / "results" / "models", workdir / "reports" / "figures"):
         for model_dir in _dirs(folder):
-            if model_dir.name not in models:
+            if _key(model_dir) not in models:
                 stale.append(model_dir)
-                former.add(model_dir.name)
+                former.add(_key(model_dir))
     for model in sorted(former):
         stale += [p for p in (workdir / "reports" / f"{model}.html", workdir / "reports" / f"{model}.pdf")
                   if p.is_file()]
