@@ -149,8 +149,6 @@ def _scenario(args) -> Scenario:
 def _as_options(message: str) -> str:
     """Name scenario fields as the command-line options that set them ('scenario.seq_len=4' -> '--seq-len 4')."""
     fields = "weight_dtype|act_dtype|kv_dtype|seq_len|batch|expert_routing|mla_mode"
-    message = message.replace(" or override max_position", " or give --model a config.json whose "
-                              "max_position_embeddings covers it")
     return re.sub(rf"(?:scenario\.)?(?<![-\w])({fields})\b(=?)",
                   lambda m: "--" + m.group(1).replace("_", "-") + (" " if m.group(2) else ""), message)
 
@@ -255,11 +253,17 @@ def run(argv: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
+def _cli_fix(message: str) -> str:
+    """Replace a fix the command line cannot apply (overriding a config field) with one it can."""
+    return message.replace(" or override max_position",
+                           " or give --model a config.json whose max_position_embeddings covers it")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         print(run(argv))
     except RooflineInputError as error:
-        print(f"roofline: error: {_as_options(str(error))}", file=sys.stderr)
+        print(f"roofline: error: {_as_options(_cli_fix(str(error)))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -117,7 +117,39 @@ def resolve_model(key: str, entry: dict | None, base_dir: Path) -> ModelSpec:
 
 def resolve_gpu(key: str, entry: dict | None) -> Accelerator:
     check_key("gpus", key)
-    return accelerator_from_entry(key, entry)
+    return check_plausible(key, entry, accelerator_from_entry(key, entry))
+
+
+#: Plausible range of each device figure once converted to SI units, from a microcontroller to a whole rack, with
+#: the entry field that sets it and the unit of the range. Outside it a figure is a typo (1.0e+308, 5.0e-324) that
+#: would overflow or divide by zero in the jobs, so it is refused at config time. An attribute a device lacks or
+#: leaves at 0 or None (no such figure) is not checked.
+PLAUSIBLE_SI = {
+    "memory_bytes": ("memory_gb", 1e6, 1e15, "byte"),                 # 1 MB .. 1 PB
+    "bandwidth_bytes_per_s": ("bandwidth_gbps", 1e6, 1e16, "byte/s"),  # 1 MB/s .. 10 PB/s
+    "l2_bytes": ("l2_mb", 1e3, 1e12, "byte"),                          # 1 kB .. 1 TB
+    "peak_flops_per_s": ("peak_tflops", 1e6, 1e19, "FLOP/s"),          # 1 MFLOP/s .. 10 EFLOP/s, per dtype
+    "scaleup_bandwidth_bytes_per_s": ("scaleup_gbps", 1e6, 1e16, "byte/s"),
+    "scaleout_bandwidth_bytes_per_s": ("scaleout_gbps", 1e6, 1e16, "byte/s"),
+}
+
+
+def check_plausible(key: str, entry: dict | None, gpu: Accelerator) -> Accelerator:
+    """`gpu` if every figure in PLAUSIBLE_SI lies in its range after unit conversion, else one line naming
+    gpus.<key>.<field> and the value as the entry wrote it."""
+    entry = entry or {}
+    for attribute, (field_name, low, high, unit) in PLAUSIBLE_SI.items():
+        value = getattr(gpu, attribute, None)
+        figures = value.items() if isinstance(value, dict) else [(None, value)]
+        for dtype, number in figures:
+            if not number or low <= number <= high:
+                continue
+            where = f"{field_name}.{dtype}" if dtype else field_name
+            written = (entry.get(field_name) or {}).get(dtype) if dtype else entry.get(field_name)
+            raise RooflineInputError(f"gpus.{key}.{where}: {written if written is not None else number} is not "
+                                     f"plausible ({number:.3g} {unit} once converted); expected {low:g} to "
+                                     f"{high:g} {unit}")
+    return gpu
 
 
 def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:

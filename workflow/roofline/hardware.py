@@ -134,17 +134,17 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
         if name in entry:
             changes[name] = str(entry[name])
     if "memory_gb" in entry:
-        changes["memory_bytes"] = _plausible(key, "memory_gb", entry["memory_gb"], GIGA)
+        changes["memory_bytes"] = _positive(key, "memory_gb", entry["memory_gb"]) * GIGA
     if "bandwidth_gbps" in entry:
-        changes["bandwidth_bytes_per_s"] = _plausible(key, "bandwidth_gbps", entry["bandwidth_gbps"], GIGA)
+        changes["bandwidth_bytes_per_s"] = _positive(key, "bandwidth_gbps", entry["bandwidth_gbps"]) * GIGA
     if "l2_mb" in entry:
-        changes["l2_bytes"] = _plausible(key, "l2_mb", entry["l2_mb"], 1e6)
+        changes["l2_bytes"] = _positive(key, "l2_mb", entry["l2_mb"]) * 1e6
     if "peak_tflops" in entry:
         peaks = dict(base.peak_flops_per_s)
         for dtype, value in (entry["peak_tflops"] or {}).items():
             if dtype not in PEAK_DTYPES:
                 raise unknown(f"gpus.{key}.peak_tflops", dtype, PEAK_DTYPES)
-            peaks[dtype] = _plausible(key, f"peak_tflops.{dtype}", value, TERA)
+            peaks[dtype] = _positive(key, f"peak_tflops.{dtype}", value) * TERA
         changes["peak_flops_per_s"] = peaks
     if changes and key in catalog():
         changes["source"] = changes.get("source", base.source + " (overridden in config.yaml)")
@@ -154,28 +154,6 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
         raise unknown(f"gpus.{key}", field_name,
                       ["name", "vendor", "source", "memory_gb", "bandwidth_gbps", "l2_mb", "peak_tflops"])
     return replace(base, **changes)
-
-
-#: Plausible range of each entry field AFTER conversion to SI units [byte, byte/s, FLOP/s], from a microcontroller to
-#: a whole rack, with the unit the config writes it in. Outside it a figure is a typo (1.0e+308, 5.0e-324) that
-#: would overflow or divide by zero in the jobs, so it is refused at config time.
-PLAUSIBLE_SI = {
-    "memory_gb": (1e6, 1e15, "GB", GIGA),            # 1 MB .. 1 PB
-    "bandwidth_gbps": (1e6, 1e16, "GB/s", GIGA),     # 1 MB/s .. 10 PB/s
-    "l2_mb": (1e3, 1e12, "MB", 1e6),                 # 1 kB .. 1 TB
-    "peak_tflops": (1e6, 1e19, "TFLOP/s", TERA),     # 1 MFLOP/s .. 10 EFLOP/s
-}
-
-
-def _plausible(key: str, name: str, value: object, scale: float) -> float:
-    """`value` (config units) x `scale` in SI units, or one line naming gpus.<key>.<name> when it is not a positive
-    number or falls outside PLAUSIBLE_SI once converted."""
-    number = _positive(key, name, value) * scale
-    low, high, unit, per_unit = PLAUSIBLE_SI[name.split(".")[0]]
-    if not low <= number <= high:
-        raise RooflineInputError(f"gpus.{key}.{name}: {value} is not plausible; expected {low / per_unit:g} to "
-                                 f"{high / per_unit:g} {unit}")
-    return number
 
 
 def _positive(key: str, name: str, value: object) -> float:
