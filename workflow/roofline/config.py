@@ -18,8 +18,9 @@ from pathlib import Path
 import yaml
 
 from .analysis import check_device_dtypes
-from .errors import RooflineInputError, clip, unknown
+from .errors import RooflineInputError, unknown
 from .hardware import Accelerator, accelerator_from_entry
+from .errors import clip
 from .hf_config import not_a_file
 from .models import ModelSpec, model_from_entry
 from .scenario import STAGES, Scenario, check_context
