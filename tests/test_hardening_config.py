@@ -41,7 +41,7 @@ def test_extreme_finite_numbers_are_refused_after_unit_conversion(gpu, expected)
 
 
 def test_the_plausible_range_holds_every_catalog_device():
-    # the bounds are SI: 1 MB/s .. 10 PB/s, 1 MFLOP/s .. 10 EFLOP/s; 3.35 TB/s and 989 TFLOP/s pass
+    # the bounds are SI: 1 MB/s .. 10 PB/s, 1 MFLOP/s .. 1 ZFLOP/s; 3.35 TB/s and 989 TFLOP/s pass
     assert rc.resolve_config(_config({"bandwidth_gbps": 3350, "peak_tflops": {"fp16": 989}})).gpus
     for key, gpu in hardware.catalog().items():  # every catalog device passes
         assert rc.check_plausible(key, {}, gpu) is gpu
@@ -182,3 +182,10 @@ def test_snakemake_reads_yaml_numbers_in_any_notation_and_types_config_values(wo
     run = _dry_run(workflow_copy, "models: {llama-2-7b: {}}\ngpus: {h100-sxm: {bandwidth_gbps: 3e3}}\n",
                    "--config", "scenario={batch: 8}", "gpus={h100-sxm: {peak_tflops: {fp16: 1e3}}}")
     assert run.returncode == 0 and "Invalid configuration" not in run.stdout + run.stderr, run.stderr[-2000:]
+
+
+def test_the_extreme_devices_the_figure_tests_draw_are_plausible():
+    # 0.001 GB/s = 1e6 byte/s and 1e9 TFLOP/s = 1e21 FLOP/s: the edges of the range, drawn by tests/test_figures.py
+    entry = {"name": "X", "memory_gb": 80, "bandwidth_gbps": 0.001, "peak_tflops": {"fp16": 1e9}}
+    assert rc.resolve_config(_config(entry)).gpus["h100-sxm"].peak_flops_per_s["fp16"] == 1e21
+    assert "bandwidth_gbps: 0.0009 is not plausible" in _one_line(_config({**entry, "bandwidth_gbps": 0.0009}))

@@ -129,7 +129,7 @@ PLAUSIBLE_SI = {
     "memory_bytes": ("memory_gb", 1e6, 1e15, "byte"),                 # 1 MB .. 1 PB
     "bandwidth_bytes_per_s": ("bandwidth_gbps", 1e6, 1e16, "byte/s"),  # 1 MB/s .. 10 PB/s
     "l2_bytes": ("l2_mb", 1e3, 1e12, "byte"),                          # 1 kB .. 1 TB
-    "peak_flops_per_s": ("peak_tflops", 1e6, 1e19, "FLOP/s"),          # 1 MFLOP/s .. 10 EFLOP/s, per dtype
+    "peak_flops_per_s": ("peak_tflops", 1e6, 1e21, "FLOP/s"),          # 1 MFLOP/s .. 1 ZFLOP/s, per dtype
     "scaleup_bandwidth_bytes_per_s": ("scaleup_gbps", 1e6, 1e16, "byte/s"),
     "scaleout_bandwidth_bytes_per_s": ("scaleout_gbps", 1e6, 1e16, "byte/s"),
 }
@@ -143,7 +143,7 @@ def check_plausible(key: str, entry: dict | None, gpu: Accelerator) -> Accelerat
         value = getattr(gpu, attribute, None)
         figures = value.items() if isinstance(value, dict) else [(None, value)]
         for dtype, number in figures:
-            if not number or low <= number <= high:
+            if not number or low * (1 - 1e-9) <= number <= high * (1 + 1e-9):  # 0.001 GB/s is 1e6 byte/s
                 continue
             where = f"{field_name}.{dtype}" if dtype else field_name
             written = (entry.get(field_name) or {}).get(dtype) if dtype else entry.get(field_name)
