@@ -201,14 +201,20 @@ def load_config_file(path: str | Path) -> dict:
     the key and both line numbers (YAML would silently keep the last one and drop the override)."""
     text = Path(path).read_text(encoding="utf-8")
     try:
-        _refuse_duplicate_keys(yaml.compose(text, Loader=ConfigLoader), str(path))
+        _refuse_duplicate_keys(yaml.compose(text, Loader=ConfigLoader), str(path), seen_nodes=set())
         loaded = yaml.load(text, Loader=ConfigLoader)
     except yaml.YAMLError as error:
         raise RooflineInputError(f"{path}: not valid YAML ({' '.join(str(error).split())[:200]})") from None
+    except RecursionError:
+        raise RooflineInputError(f"{path}: nested too deeply to be a config file") from None
     return loaded if isinstance(loaded, dict) else {}
 
 
-def _refuse_duplicate_keys(node, path: str, where: str = "") -> None:
+def _refuse_duplicate_keys(node, path: str, where: str = "", seen_nodes: set | None = None) -> None:
+    if seen_nodes is not None:  # an alias repeats a node: check it once (a YAML "billion laughs" stays linear)
+        if id(node) in seen_nodes:
+            return
+        seen_nodes.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
@@ -220,10 +226,10 @@ def _refuse_duplicate_keys(node, path: str, where: str = "") -> None:
                     f"{line}); YAML would keep only the second, so merge the two into one entry")
             if name is not None:
                 seen[name] = line
-            _refuse_duplicate_keys(value_node, path, f"{where + '.' if where else ''}{clip(name)}")
+            _refuse_duplicate_keys(value_node, path, f"{where + '.' if where else ''}{clip(name)}", seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _refuse_duplicate_keys(item, path, f"{where}[{i}]")
+            _refuse_duplicate_keys(item, path, f"{where}[{i}]", seen_nodes)
 
 
 def merge_config(base: dict, override: dict) -> dict:

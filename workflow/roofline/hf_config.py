@@ -19,25 +19,28 @@ _NAME_FIELDS = ("hidden_act", "hidden_activation", "activation_function")
 MAX_FILE_BYTES = 4 * 2**20
 #: Longest display name taken from `_name_or_path` (the schema's $defs/name maxLength).
 MAX_NAME_LENGTH = 120
-_INT, _BOOL, _STR, _NULL = (int,), (bool,), (str,), (type(None),)
-#: Generic fields read by the family readers below, with the JSON types each may hold. Checked once, before any
-#: family code runs, so a reader can trust `cfg.get(name)` (a wrong type is one line, not a TypeError later).
+_INT, _BOOL, _STR, _LIST = (int,), (bool,), (str,), (list,)
+#: Generic fields read by the family readers below, with the JSON type each holds (null is allowed for every one:
+#: transformers writes null for an unset field). Checked once, before any family code runs, so a reader can trust
+#: `cfg.get(name)`: a wrong type is one line, not a TypeError later.
 FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    "model_type": _STR + _NULL, "_name_or_path": _STR + _NULL, "hidden_act": _STR, "hidden_activation": _STR,
-    "activation_function": _STR,
+    **dict.fromkeys(("model_type", "_name_or_path", "hidden_act", "hidden_activation", "activation_function"), _STR),
     **dict.fromkeys((
         "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
         "max_position_embeddings", "max_window_layers", "decoder_sparse_step", "num_experts", "num_local_experts",
         "num_experts_per_tok", "moe_intermediate_size", "n_routed_experts", "first_k_dense_replace",
         "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "moe_layer_freq", "n_embd",
-        "n_layer", "n_head", "n_positions", "ffn_dim", "num_ln_in_parallel_attn"), _INT),
-    **dict.fromkeys(("num_key_value_heads", "head_dim", "sliding_window", "n_inner", "ffn_hidden_size",
-                     "num_kv_heads", "word_embed_proj_dim", "q_lora_rank", "n_shared_experts"), _INT + _NULL),
+        "n_layer", "n_head", "n_positions", "ffn_dim", "num_ln_in_parallel_attn", "num_key_value_heads", "head_dim",
+        "sliding_window", "n_inner", "ffn_hidden_size", "num_kv_heads", "word_embed_proj_dim", "q_lora_rank",
+        "n_shared_experts"), _INT),
     **dict.fromkeys(("use_sliding_window", "tie_word_embeddings", "multi_query", "new_decoder_architecture",
-                     "parallel_attn", "bias"), _BOOL + _NULL),
-    "layer_types": (list,) + _NULL, "mlp_only_layers": (list,) + _NULL,
+                     "parallel_attn", "bias"), _BOOL),
+    **dict.fromkeys(("layer_types", "mlp_only_layers"), _LIST),
 }
-_TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string", type(None): "null", list: "a list"}
+#: Fields whose null means something other than "unset" (DeepSeek: q_lora_rank null = a plain q_proj,
+#: n_shared_experts null = none); every other null field is dropped, so that readers see it as absent.
+NULL_IS_A_VALUE = ("q_lora_rank", "n_shared_experts")
+_TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string", list: "a list"}
 
 
 def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True):
@@ -116,15 +119,15 @@ def read_hf_json(path: str | Path, where: str) -> dict:
 
 
 def check_field_types(cfg: dict, where: str) -> None:
-    """One line for the first generic field (FIELD_TYPES) of the wrong JSON type, or a `_name_or_path` longer than
+    """One line for the first generic field (FIELD_TYPES) of the wrong JSON type (null passes), or a `_name_or_path` longer than
     MAX_NAME_LENGTH (integer bounds are ModelSpec.validate's)."""
     for name, allowed in FIELD_TYPES.items():
-        if name not in cfg:
+        if cfg.get(name) is None:
             continue
         value = cfg[name]
         wrong_bool = isinstance(value, bool) and bool not in allowed
         if wrong_bool or not isinstance(value, allowed):
-            expected = " or ".join(_TYPE_NAMES[kind] for kind in allowed)
+            expected = " or ".join(_TYPE_NAMES[kind] for kind in allowed) + " (or null)"
             raise RooflineInputError(f"{where}: field '{name}' is {_shown(value)}; expected {expected}")
     name = cfg.get("_name_or_path")
     if name is not None and len(name) > MAX_NAME_LENGTH:
@@ -148,6 +151,7 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
         raise RooflineInputError(f"{where}: expected a JSON object with the model's fields, got a "
                                  f"{type(cfg).__name__}")
     check_field_types(cfg, where)
+    cfg = {name: value for name, value in cfg.items() if value is not None or name in NULL_IS_A_VALUE}
     family = cfg.get("model_type")
     if family is None:
         raise RooflineInputError(f"{where}: the file has no 'model_type' field; supported: "
