@@ -189,3 +189,15 @@ def test_the_extreme_devices_the_figure_tests_draw_are_plausible():
     entry = {"name": "X", "memory_gb": 80, "bandwidth_gbps": 0.001, "peak_tflops": {"fp16": 1e9}}
     assert rc.resolve_config(_config(entry)).gpus["h100-sxm"].peak_flops_per_s["fp16"] == 1e21
     assert "bandwidth_gbps: 0.0009 is not plausible" in _one_line(_config({**entry, "bandwidth_gbps": 0.0009}))
+
+
+def test_yaml_aliases_are_checked_once_and_deep_nesting_is_one_line(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]  # 9^9 leaves if expanded
+    bomb.write_text("\n".join(lines) + "\n")
+    assert list(rc.load_config_file(bomb)) == [f"a{i}" for i in range(9)]
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("models: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(RooflineInputError, match="nested too deeply"):
+        rc.load_config_file(deep)

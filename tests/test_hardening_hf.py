@@ -95,3 +95,13 @@ def test_name_limit_of_config_json_is_the_schemas():
     from roofline import hf_config
     schema = rc.load_schema(Path(__file__).parents[1] / "workflow" / "schemas" / "config.schema.yaml")
     assert schema["$defs"]["name"]["maxLength"] == hf_config.MAX_NAME_LENGTH
+
+
+def test_null_fields_read_as_unset(tmp_path):
+    # transformers writes null for unset fields: the family's default applies, nothing crashes
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN, "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": None,
+                                "tie_word_embeddings": None, "_name_or_path": None}))
+    spec = resolve_config(_config(path)).models["mine"]
+    # max_window_layers unset = every layer (28): no layer slides; tie_word_embeddings unset = qwen2's default
+    assert spec.sliding_layers == 0 and spec.tie_embeddings is False and spec.name == "mine"
