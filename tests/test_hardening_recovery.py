@@ -88,6 +88,14 @@ def test_a_live_runs_lock_is_respected(live_snakemake):
     assert locks.clear_stale_locks(work) and not lock.exists()
 
 
+def test_a_damaged_run_record_says_nothing(tmp_path):
+    lock = _lock(tmp_path)
+    (tmp_path / locks.RUNS).mkdir(parents=True)
+    (tmp_path / locks.RUNS / "x.json").write_text('{"host": 1, "pid": "x"}')
+    (tmp_path / locks.RUNS / "y.json").write_text('{"host": "h')  # cut by a kill
+    assert locks.clear_stale_locks(tmp_path) and not lock.exists()
+
+
 def test_a_run_recorded_on_another_host_is_respected(tmp_path):
     lock = _lock(tmp_path)
     (tmp_path / locks.RUNS).mkdir(parents=True)

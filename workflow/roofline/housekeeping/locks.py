@@ -42,14 +42,16 @@ def _records(workdir: Path) -> list[dict]:
     records = []
     for path in sorted((Path(workdir) / RUNS).glob("*.json")):
         try:
-            records.append({**json.loads(path.read_text()), "path": path})
+            record = json.loads(path.read_text())
         except (OSError, ValueError):
-            continue  # half-written by a run killed while writing it: says nothing
+            record = None  # half-written by a run killed while writing it
+        if isinstance(record, dict) and isinstance(record.get("host"), str) and isinstance(record.get("pid"), int):
+            records.append({**record, "path": path})
     return records
 
 
 def _alive(record: dict) -> bool:
-    return procs.start_time(int(record.get("pid", 0))) == record.get("start_time") is not None
+    return procs.start_time(record["pid"]) == record.get("start_time") is not None
 
 
 def clear_stale_locks(workdir: Path, me: int | None = None) -> str | None:
