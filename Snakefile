@@ -9,6 +9,7 @@ configfile: "config.yaml"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/housekeeping.smk"
 include: "workflow/rules/analyze.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import importlib.metadata
 import io
 import json
 import math
@@ -34,9 +35,24 @@ class _Parser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments: "):
             word = message.removeprefix("unrecognized arguments: ").split()[0]
             options = sorted({o for action in self._all_options() for o in action.option_strings if o != "-h"})
+            owners = self._commands_taking(word)
+            if owners:  # a real option, given to a command that does not take it
+                raise RooflineInputError(f"option '{word}' is not accepted here; it belongs to: {', '.join(owners)}")
             raise RooflineInputError(f"unrecognized option '{word}'{did_you_mean(word, options)}; "
                                      f"allowed: {', '.join(options)}")
+        if match := re.fullmatch(r"command: invalid choice: '(.*)' \(choose from (.*)\)", message, re.S):
+            raise unknown("command", match.group(1), re.findall(r"'([^']*)'", match.group(2)))
+        if message == "the following arguments are required: command":
+            raise RooflineInputError(f"missing command; allowed: {', '.join(self._commands())} (or --version)")
         raise RooflineInputError(rest if rest.startswith(option + ": ") else message)
+
+    def _commands(self) -> dict:
+        """Sub-command name -> its parser."""
+        return next((action.choices for action in self._actions if isinstance(action.choices, dict)), {})
+
+    def _commands_taking(self, option: str) -> list[str]:
+        return [name for name, sub in self._commands().items()
+                if any(option in action.option_strings for action in sub._actions)]
 
     def _all_options(self):
         """Options of this parser and of its sub-commands (argparse reports unknown ones on the top parser)."""
@@ -117,6 +133,7 @@ def _scenario_options(parser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="roofline", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"roofline {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _scenario_options(sub.add_parser("ops", help="per-operator table (values per instance, with count)"))
     _scenario_options(sub.add_parser("totals", help="totals of one stage: time, TTFT/TPOT, footprint, fit"))
@@ -134,6 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="catalog keys")
     listing.add_argument("what", metavar="list", type=_choice("list", ("models", "gpus")))
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("llm-roofline")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without `pip install`
+        return "(not installed)"
 
 
 def _model(text: str) -> models.ModelSpec:
@@ -298,11 +322,17 @@ def run(argv: list[str] | None = None) -> str:
     return "\n".join(lines)
 
 
+def _cli_fix(message: str) -> str:
+    """Replace a fix the command line cannot apply (overriding a config field) with one it can."""
+    return message.replace(" or override max_position",
+                           " or give --model a config.json whose max_position_embeddings covers it")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         print(run(argv))
     except RooflineInputError as error:
-        print(f"roofline: error: {_as_options(str(error))}", file=sys.stderr)
+        print(f"roofline: error: {_as_options(_cli_fix(str(error)))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -23,6 +23,8 @@ from .analysis import check_device_dtypes, resolve_plan
 from .calibration import check_table
 from .errors import RooflineInputError, unknown
 from .hardware import Accelerator, accelerator_from_entry
+from .errors import clip
+from .hf_config import not_a_file
 from .models import ModelSpec, model_from_entry
 from .parallel import Parallel, check_plan
 from .scenario import STAGES, Scenario, check_context
@@ -119,9 +121,12 @@ def resolve_model(key: str, entry: dict | None, base_dir: Path) -> ModelSpec:
     if "hf_config" in entry:
         path = Path(str(entry["hf_config"]))
         full = path if path.is_absolute() else base_dir / path
-        if not full.is_file():
-            raise RooflineInputError(f"models.{key}.hf_config: file '{path}' does not exist "
-                                     f"(relative paths start at the working directory {base_dir})")
+        if not str(entry["hf_config"]).strip():
+            raise RooflineInputError(f"models.{key}.hf_config: empty; expected the path of a config.json file")
+        problem = not_a_file(full)
+        if problem:
+            hint = "" if path.is_absolute() else f" (relative paths start at the working directory {base_dir})"
+            raise RooflineInputError(f"models.{key}.hf_config: file '{clip(path, 240)}' {problem}{hint}")
         entry["hf_config"] = str(full)
     return model_from_entry(key, entry, base_dir)
 
@@ -137,7 +142,39 @@ def resolve_gpu(key: str, entry: dict | None, base_dir: Path = Path(".")) -> Acc
         except RooflineInputError as error:
             raise RooflineInputError(f"gpus.{key}.{error} (relative paths start at the working directory "
                                      f"{base_dir})") from None
-    return accelerator_from_entry(key, entry)
+    return check_plausible(key, entry, accelerator_from_entry(key, entry))
+
+
+#: Plausible range of each device figure once converted to SI units, from a microcontroller to a whole rack, with
+#: the entry field that sets it and the unit of the range. Outside it a figure is a typo (1.0e+308, 5.0e-324) that
+#: would overflow or divide by zero in the jobs, so it is refused at config time. An attribute a device lacks or
+#: leaves at 0 or None (no such figure) is not checked.
+PLAUSIBLE_SI = {
+    "memory_bytes": ("memory_gb", 1e6, 1e15, "byte"),                 # 1 MB .. 1 PB
+    "bandwidth_bytes_per_s": ("bandwidth_gbps", 1e6, 1e16, "byte/s"),  # 1 MB/s .. 10 PB/s
+    "l2_bytes": ("l2_mb", 1e3, 1e12, "byte"),                          # 1 kB .. 1 TB
+    "peak_flops_per_s": ("peak_tflops", 1e6, 1e21, "FLOP/s"),          # 1 MFLOP/s .. 1 ZFLOP/s, per dtype
+    "scaleup_bandwidth_bytes_per_s": ("scaleup_gbps", 1e6, 1e16, "byte/s"),
+    "scaleout_bandwidth_bytes_per_s": ("scaleout_gbps", 1e6, 1e16, "byte/s"),
+}
+
+
+def check_plausible(key: str, entry: dict | None, gpu: Accelerator) -> Accelerator:
+    """`gpu` if every figure in PLAUSIBLE_SI lies in its range after unit conversion, else one line naming
+    gpus.<key>.<field> and the value as the entry wrote it."""
+    entry = entry or {}
+    for attribute, (field_name, low, high, unit) in PLAUSIBLE_SI.items():
+        value = getattr(gpu, attribute, None)
+        figures = value.items() if isinstance(value, dict) else [(None, value)]
+        for dtype, number in figures:
+            if not number or low * (1 - 1e-9) <= number <= high * (1 + 1e-9):  # 0.001 GB/s is 1e6 byte/s
+                continue
+            where = f"{field_name}.{dtype}" if dtype else field_name
+            written = (entry.get(field_name) or {}).get(dtype) if dtype else entry.get(field_name)
+            raise RooflineInputError(f"gpus.{key}.{where}: {written if written is not None else number} is not "
+                                     f"plausible ({number:.3g} {unit} once converted); expected {low:g} to "
+                                     f"{high:g} {unit}")
+    return gpu
 
 
 def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
@@ -199,19 +236,96 @@ def _plan(model: ModelSpec, gpu: Accelerator, gpu_plan, scenario: Scenario, stag
         raise RooflineInputError(f"{where} for models.{model.key}: {error}") from None
 
 
+class ConfigLoader(yaml.SafeLoader):
+    """PyYAML's safe loader plus YAML 1.2 numbers: an exponent without a dot (3e3, 1e-300) is a float, not the
+    string YAML 1.1 makes of it."""
+
+
+ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
+
+
+def load_config_file(path: str | Path) -> dict:
+    """A config file (YAML or JSON) read with ConfigLoader; a key written twice in one mapping is one line naming
+    the key and both line numbers (YAML would silently keep the last one and drop the override)."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        _refuse_duplicate_keys(yaml.compose(text, Loader=ConfigLoader), str(path), seen_nodes=set())
+        loaded = yaml.load(text, Loader=ConfigLoader)
+    except yaml.YAMLError as error:
+        raise RooflineInputError(f"{path}: not valid YAML ({' '.join(str(error).split())[:200]})") from None
+    except RecursionError:
+        raise RooflineInputError(f"{path}: nested too deeply to be a config file") from None
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _refuse_duplicate_keys(node, path: str, where: str = "", seen_nodes: set | None = None) -> None:
+    if seen_nodes is not None:  # an alias repeats a node: check it once (a YAML "billion laughs" stays linear)
+        if id(node) in seen_nodes:
+            return
+        seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            name = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
+            line = key_node.start_mark.line + 1
+            if name is not None and name in seen:
+                raise RooflineInputError(
+                    f"{where + '.' if where else ''}{clip(name)}: written twice in {path} (lines {seen[name]} and "
+                    f"{line}); YAML would keep only the second, so merge the two into one entry")
+            if name is not None:
+                seen[name] = line
+            _refuse_duplicate_keys(value_node, path, f"{where + '.' if where else ''}{clip(name)}", seen_nodes)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _refuse_duplicate_keys(item, path, f"{where}[{i}]", seen_nodes)
+
+
+def merge_config(base: dict, override: dict) -> dict:
+    """`base` updated in place with `override`, recursively, as Snakemake's update_config merges config files."""
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            merge_config(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def typed_config(files: list, overrides: dict, schema: dict) -> dict:
+    """The config Snakemake assembles from config `files` (in order) and `--config` `overrides`, with types as the
+    files write them: each file re-read with load_config_file (YAML 1.2 numbers, duplicate keys refused); strings
+    converted to numbers, booleans or null only in `overrides` (coerce_strings), where Snakemake hands every value
+    over as a string. A string in a file (batch: "8") stays a string, for the schema to refuse; a whole number in
+    any notation (batch: 1e3) is an integer (whole_numbers)."""
+    config: dict = {}
+    for path in files:
+        merge_config(config, load_config_file(path))
+    return merge_config(whole_numbers(config, schema), coerce_strings(overrides, schema))
+
+
 def load_schema(path: str | Path) -> dict:
     """The JSON schema (YAML file) of config.yaml."""
     return yaml.safe_load(Path(path).read_text())
 
 
-def coerce_strings(value, schema: dict, root: dict | None = None):
-    """`value` with strings read as YAML where `schema` wants no string (a number, integer, boolean or null).
+def coerce_strings(value, schema: dict):
+    """`value` with strings read as YAML where `schema` wants no string (a number, integer, boolean or null), and
+    whole-number floats made integers where it wants an integer (see whole_numbers).
 
     `snakemake --config 'scenario={batch: 8}'` parses nested values with YAML's BaseLoader, which keeps every
     scalar a string ('8'); this restores the types the schema expects so that `--config` overrides work. Strings
     that do not parse to such a scalar are left as they are for the schema to reject. Returns a new object.
     """
-    root = schema if root is None else root
+    return _retyped(value, schema, schema, strings=True)
+
+
+def whole_numbers(value, schema: dict):
+    """`value` with whole-number floats (`batch: 1e3` reads as 1000.0) made integers where `schema` wants an integer,
+    so that YAML numbers in any notation are accepted. Returns a new object."""
+    return _retyped(value, schema, schema, strings=False)
+
+
+def _retyped(value, schema: dict, root: dict, strings: bool):
     while "$ref" in schema:
         ref = schema["$ref"]
         target = root
@@ -223,18 +337,20 @@ def coerce_strings(value, schema: dict, root: dict | None = None):
     if isinstance(value, dict):
         properties = schema.get("properties", {})
         extra = schema.get("additionalProperties")
-        return {key: coerce_strings(item, properties.get(key, extra if isinstance(extra, dict) else {}), root)
+        return {key: _retyped(item, properties.get(key, extra if isinstance(extra, dict) else {}), root, strings)
                 for key, item in value.items()}
     if isinstance(value, list):
         items = schema.get("items", {})
-        return [coerce_strings(item, items, root) for item in value]
-    if isinstance(value, str) and types and "string" not in types:
+        return [_retyped(item, items, root, strings) for item in value]
+    if strings and isinstance(value, str) and types and "string" not in types:
         try:
-            parsed = yaml.safe_load(value)
+            parsed = yaml.load(value, Loader=ConfigLoader)
         except yaml.YAMLError:
             return value
         if parsed is None or isinstance(parsed, (bool, int, float)):
-            return parsed
+            value = parsed
+    if isinstance(value, float) and value.is_integer() and "integer" in types and "number" not in types:
+        return int(value)
     return value
 
 
@@ -254,9 +370,13 @@ def describe_schema_error(error) -> str:
     if kind in ("exclusiveMinimum", "minimum", "maximum", "exclusiveMaximum"):
         op = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
         return f"{where}: {value!r} is not allowed; must be {op} {expected}"
+    if kind == "type" and len(error.absolute_path) == 2 and error.absolute_path[0] in ("models", "gpus"):
+        key = error.absolute_path[1]
+        return (f"{where}: {clip(repr(value))} is not an entry (YAML reads yes/no/on/off as true/false); write "
+                f"'{key}: {{}}' for the catalog entry, or a mapping of fields such as {{name: ...}}")
     if kind == "type":
         wanted = expected if isinstance(expected, str) else " or ".join(expected)
-        return f"{where}: {value!r} is not allowed; expected {wanted}"
+        return f"{where}: {clip(repr(value))} is not allowed; expected {wanted}"
     if kind == "required":
         return f"{where}: {error.message}"
     if kind == "pattern" and error.parent is None and "propertyNames" in error.schema_path:

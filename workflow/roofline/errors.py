@@ -23,4 +23,11 @@ def unknown(what: str, value: object, allowed: Iterable[str]) -> RooflineInputEr
     """Error for a value that is not one of `allowed`, listing them and suggesting the nearest."""
     allowed = sorted(allowed)
     shown = ", ".join(allowed) if len(allowed) <= 40 else ", ".join(allowed[:40]) + ", ..."
-    return RooflineInputError(f"{what}: unknown value '{value}'{did_you_mean(value, allowed)}; allowed: {shown}")
+    return RooflineInputError(f"{what}: unknown value '{clip(value)}'{did_you_mean(value, allowed)}; allowed: {shown}")
+
+
+def clip(value: object, limit: int = 60) -> str:
+    """`value` as text, cut to `limit` characters with the full length noted: an error line quotes hostile input
+    (a 100,000-character name) without becoming that long."""
+    text = " ".join(str(value).split()) if isinstance(value, str) else str(value)  # one line, even for a '\n'
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"

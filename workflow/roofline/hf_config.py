@@ -7,6 +7,7 @@ and a missing one is named in the error.
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 from .errors import RooflineInputError, unknown
@@ -14,6 +15,32 @@ from .models import _FAMILY_TRAITS, FAMILY_ALIASES, MAX_DIMENSION, SUPPORTED_FAM
 
 #: config.json fields holding names; every other field _need reads must be an integer
 _NAME_FIELDS = ("hidden_act", "hidden_activation", "activation_function")
+#: A Hugging Face config.json is a few kB; anything much larger is not one (and is not read into memory whole).
+MAX_FILE_BYTES = 4 * 2**20
+#: Longest display name taken from `_name_or_path` (the schema's $defs/name maxLength).
+MAX_NAME_LENGTH = 120
+_INT, _BOOL, _STR, _LIST = (int,), (bool,), (str,), (list,)
+#: Generic fields read by the family readers below, with the JSON type each holds (null is allowed for every one:
+#: transformers writes null for an unset field). Checked once, before any family code runs, so a reader can trust
+#: `cfg.get(name)`: a wrong type is one line, not a TypeError later.
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("model_type", "_name_or_path", "hidden_act", "hidden_activation", "activation_function"), _STR),
+    **dict.fromkeys((
+        "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
+        "max_position_embeddings", "max_window_layers", "decoder_sparse_step", "num_experts", "num_local_experts",
+        "num_experts_per_tok", "moe_intermediate_size", "n_routed_experts", "first_k_dense_replace",
+        "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "moe_layer_freq", "n_embd",
+        "n_layer", "n_head", "n_positions", "ffn_dim", "num_ln_in_parallel_attn", "num_key_value_heads", "head_dim",
+        "sliding_window", "n_inner", "ffn_hidden_size", "num_kv_heads", "word_embed_proj_dim", "q_lora_rank",
+        "n_shared_experts"), _INT),
+    **dict.fromkeys(("use_sliding_window", "tie_word_embeddings", "multi_query", "new_decoder_architecture",
+                     "parallel_attn", "bias"), _BOOL),
+    **dict.fromkeys(("layer_types", "mlp_only_layers"), _LIST),
+}
+#: Fields whose null means something other than "unset" (DeepSeek: q_lora_rank null = a plain q_proj,
+#: n_shared_experts null = none); every other null field is dropped, so that readers see it as absent.
+NULL_IS_A_VALUE = ("q_lora_rank", "n_shared_experts")
+_TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string", list: "a list"}
 
 
 def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True):
@@ -22,7 +49,7 @@ def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True
         if value is not None:
             wanted = str if name in _NAME_FIELDS else int
             if isinstance(value, bool) or not isinstance(value, wanted):
-                raise RooflineInputError(f"{path}: field '{name}' is {value!r}; expected "
+                raise RooflineInputError(f"{path}: field '{name}' is {_shown(value)}; expected "
                                          f"{'a name' if wanted is str else 'an integer'}")
             return value
     if required and default is None:
@@ -32,24 +59,99 @@ def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True
     return default
 
 
-def model_from_hf_config(path: str | Path, key: str | None = None) -> ModelSpec:
-    """Build a ModelSpec from a Hugging Face `config.json` (the families in SUPPORTED_FAMILIES)."""
-    path = Path(path)
-    if not path.is_file():
-        what = "is a directory, not a config.json file" if path.is_dir() else "does not exist"
-        raise RooflineInputError(f"hf_config: '{path}' {what}")
+def _shown(value: object, limit: int = 40) -> str:
+    """A value as the error line quotes it: repr, cut to `limit` characters (a field may hold a whole document)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def not_a_file(path: Path) -> str | None:
+    """Why `path` cannot be read as a config.json ('does not exist', 'is a directory', 'is a FIFO, not a regular
+    file', ...), or None for a regular file."""
     try:
-        cfg = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise RooflineInputError(f"hf_config: '{path}' is not readable JSON ({error})") from None
-    return model_from_hf_dict(cfg, key or path.stem, str(path))
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+    except ValueError:  # an embedded NUL byte
+        return "is not a valid path"
+    if stat.S_ISREG(mode):
+        return None
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    return f"is {kind}, not a config.json file"
 
 
-def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> ModelSpec:
-    """Build a ModelSpec from the parsed dict of a Hugging Face `config.json`."""
+def read_hf_json(path: str | Path, where: str) -> dict:
+    """The parsed dict of a config.json, or one RooflineInputError line starting with `where` and naming the file: it
+    must be a regular UTF-8 file of at most MAX_FILE_BYTES holding one JSON object (model_from_hf_dict checks the
+    fields' types)."""
+    path = Path(path)
+    problem = not_a_file(path)
+    if problem:
+        raise RooflineInputError(f"{where}: file '{path}' {problem}")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise RooflineInputError(f"{where}: file '{path}' cannot be read ({error.strerror})") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise RooflineInputError(f"{where}: file '{path}' is larger than {MAX_FILE_BYTES // 2**20} MiB; a "
+                                 "config.json is a few kB")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise RooflineInputError(f"{where}: file '{path}' is not UTF-8 text (byte {error.start}); save the "
+                                 "config.json as UTF-8") from None
+    try:
+        cfg = json.loads(text)
+    except RecursionError:
+        raise RooflineInputError(f"{where}: file '{path}' nests JSON too deeply to be a config.json") from None
+    except ValueError as error:  # JSONDecodeError, and integers of more than 4300 digits
+        reason = str(error).split(";")[0] if "digits" in str(error) else " ".join(str(error).split())[:120]
+        raise RooflineInputError(f"{where}: file '{path}' is not readable JSON ({reason})") from None
+    if not isinstance(cfg, dict):
+        raise RooflineInputError(f"{where}: file '{path}' holds a JSON {type(cfg).__name__}; expected a JSON object "
+                                 "with the model's fields")
+    return cfg
+
+
+def check_field_types(cfg: dict, where: str) -> None:
+    """One line for the first generic field (FIELD_TYPES) of the wrong JSON type (null passes), or a `_name_or_path` longer than
+    MAX_NAME_LENGTH (integer bounds are ModelSpec.validate's)."""
+    for name, allowed in FIELD_TYPES.items():
+        if cfg.get(name) is None:
+            continue
+        value = cfg[name]
+        wrong_bool = isinstance(value, bool) and bool not in allowed
+        if wrong_bool or not isinstance(value, allowed):
+            expected = " or ".join(_TYPE_NAMES[kind] for kind in allowed) + " (or null)"
+            raise RooflineInputError(f"{where}: field '{name}' is {_shown(value)}; expected {expected}")
+    name = cfg.get("_name_or_path")
+    if name is not None and len(name) > MAX_NAME_LENGTH:
+        raise RooflineInputError(f"{where}: field '_name_or_path' is {_shown(name)}; at most {MAX_NAME_LENGTH} "
+                                 "characters (it becomes the display name)")
+
+
+def model_from_hf_config(path: str | Path, key: str | None = None) -> ModelSpec:
+    """Build a ModelSpec from a Hugging Face `config.json` (the families in SUPPORTED_FAMILIES). Errors name the
+    file and, when `key` is given, the config entry `models.<key>`."""
+    path = Path(path)
+    where = f"models.{key}: {path}" if key else str(path)
+    cfg = read_hf_json(path, f"models.{key}.hf_config" if key else "hf_config")
+    return model_from_hf_dict(cfg, key or path.stem, where, source=str(path))
+
+
+def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: str | None = None) -> ModelSpec:
+    """Build a ModelSpec from the parsed dict of a Hugging Face `config.json`; `where` starts each error line,
+    `source` (default `where`) is the spec's source."""
     if not isinstance(cfg, dict):
         raise RooflineInputError(f"{where}: expected a JSON object with the model's fields, got a "
                                  f"{type(cfg).__name__}")
+    check_field_types(cfg, where)
+    cfg = {name: value for name, value in cfg.items() if value is not None or name in NULL_IS_A_VALUE}
     family = cfg.get("model_type")
     if family is None:
         raise RooflineInputError(f"{where}: the file has no 'model_type' field; supported: "
@@ -145,7 +247,7 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
         n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, intermediate=intermediate,
         vocab=need("vocab_size"), max_position=max_pos, activation=activation, mlp_type=mlp_type, norm=norm,
         tie_embeddings=tied,
-        sliding_window=window, sliding_layers=sliding_layers, source=where,
+        sliding_window=window, sliding_layers=sliding_layers, source=source or where,
     )
     spec_kw.update(traits)
     # expert counts: the hub files' names first, then the aliases transformers >= 5 writes (attribute_map)
@@ -187,7 +289,10 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json") -> Model
         )
         if cfg.get("moe_layer_freq", 1) != 1:
             raise RooflineInputError(f"{where}: moe_layer_freq {cfg['moe_layer_freq']} is not supported (only 1)")
-    return ModelSpec(**spec_kw).validate()
+    try:
+        return ModelSpec(**spec_kw).validate()
+    except RooflineInputError as error:  # name the file the impossible value came from
+        raise RooflineInputError(f"{error} (read from {source or where})") from None
 
 
 # ------------------------------------------------------------------------------- 2025-26 families, one reader each

@@ -7,17 +7,30 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # the roofline package of this checkout
 from roofline.calibration import table_path
-from roofline.config import coerce_strings, describe_schema_error, load_schema, resolve_config
+from roofline.config import describe_schema_error, load_schema, resolve_config, typed_config
 from roofline.errors import RooflineInputError
 from roofline.pipeline_io import engine_sources
 
 SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
 
 
+def _config_files():
+    """The config files Snakemake merged, in order: the `configfile:` above (unless --replace-workflow-config
+    replaced it), then each --configfile."""
+    given = list(workflow.config_settings.configfiles)
+    own = [f for f in workflow.configfiles if Path(f).absolute() not in given]
+    replaced = workflow.config_settings.replace_workflow_config and workflow.config_settings.overwrite_config
+    return ([] if replaced else own) + given
+
+
 def _resolved_config():
-    """Schema (fills defaults), then semantic checks; a bad config stops here with one line, before any job."""
-    config.update(coerce_strings(config, load_schema(SCHEMA)))  # --config passes nested values as strings
+    """Files re-read strictly (duplicate keys, YAML 1.2 numbers; strings coerced only in --config values, which
+    Snakemake passes as strings), schema (fills defaults), then semantic checks; a bad config stops here with one
+    line, before any job."""
     try:
+        typed = typed_config(_config_files(), workflow.config_settings.config, load_schema(SCHEMA))
+        config.clear()
+        config.update(typed)
         validate(config, SCHEMA)
         return resolve_config(config, base_dir=Path.cwd())
     except WorkflowError as error:

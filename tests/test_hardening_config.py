@@ -1,0 +1,203 @@
+"""Issue 13, items 3, 5, 6, 7 and 8: extreme numbers, unbounded text, duplicate YAML keys, string-to-number
+coercion and the messages of the config and the CLI: each bad input is one line naming the key, before any job."""
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from roofline import cli, hardware
+from roofline import config as rc
+from roofline.errors import RooflineInputError
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = rc.load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def _config(gpu: dict) -> dict:
+    return {"models": {"llama-2-7b": {}}, "gpus": {"h100-sxm": gpu}}
+
+
+def _one_line(config: dict) -> str:
+    with pytest.raises(RooflineInputError) as error:
+        rc.resolve_config(config)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("gpu, expected", [
+    ({"bandwidth_gbps": 1.0e+308}, "gpus.h100-sxm.bandwidth_gbps: 1e+308 is not plausible (inf byte/s once converted); "
+                                   "expected 1e+06 to 1e+16 byte/s"),
+    ({"bandwidth_gbps": 1.0e-300}, "gpus.h100-sxm.bandwidth_gbps: 1e-300 is not plausible"),
+    ({"bandwidth_gbps": 5.0e-324}, "gpus.h100-sxm.bandwidth_gbps: 5e-324 is not plausible"),
+    ({"peak_tflops": {"fp16": 1.0e+308}}, "gpus.h100-sxm.peak_tflops.fp16: 1e+308 is not plausible"),
+    ({"peak_tflops": {"fp16": 5.0e-324}}, "gpus.h100-sxm.peak_tflops.fp16: 5e-324 is not plausible"),
+    ({"memory_gb": 1.0e+300}, "gpus.h100-sxm.memory_gb: 1e+300 is not plausible"),
+    ({"l2_mb": 1e-9}, "gpus.h100-sxm.l2_mb: 1e-09 is not plausible"),
+])
+def test_extreme_finite_numbers_are_refused_after_unit_conversion(gpu, expected):
+    assert _one_line(_config(gpu)).startswith(expected)
+
+
+def test_the_plausible_range_holds_every_catalog_device():
+    # the bounds are SI: 1 MB/s .. 10 PB/s, 1 MFLOP/s .. 1 ZFLOP/s; 3.35 TB/s and 989 TFLOP/s pass
+    assert rc.resolve_config(_config({"bandwidth_gbps": 3350, "peak_tflops": {"fp16": 989}})).gpus
+    for key, gpu in hardware.catalog().items():  # every catalog device passes
+        assert rc.check_plausible(key, {}, gpu) is gpu
+
+
+def _schema_messages(config: dict) -> list[str]:
+    return [rc.describe_schema_error(e) for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(config)]
+
+
+def _strings(schema, path="config"):
+    """(path, subschema) of every string property of the schema."""
+    for name, sub in schema.get("properties", {}).items():
+        if sub.get("type") == "string" or "$ref" in sub and sub["$ref"].endswith(("/name", "/source", "/key")):
+            yield f"{path}.{name}", sub
+        yield from _strings(sub, f"{path}.{name}")
+    for name, sub in schema.get("$defs", {}).items():
+        yield from _strings(sub, f"$defs.{name}")
+
+
+def test_every_free_text_field_has_a_max_length():
+    defs = SCHEMA["$defs"]
+    for path, sub in _strings(SCHEMA):
+        bounded = sub if "$ref" not in sub else defs[sub["$ref"].rsplit("/", 1)[1]]
+        assert "maxLength" in bounded or "enum" in bounded, path
+
+
+@pytest.mark.parametrize("field", ["source", "vendor", "name"])
+def test_long_gpu_text_is_refused_by_the_schema(field):
+    messages = _schema_messages(_config({field: "x" * 12_000}))
+    assert any(m.startswith(f"gpus.h100-sxm.{field}: 'xxxx") and "(12000 characters) is too long" in m
+               for m in messages), messages
+
+
+def test_duplicate_yaml_keys_name_the_key_and_both_lines(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("models:\n  llama-2-7b: {}\ngpus:\n  h100-sxm: {bandwidth_gbps: 1}\n  h100-sxm: {}\n")
+    with pytest.raises(RooflineInputError, match=r"^gpus\.h100-sxm: written twice in .*config\.yaml \(lines 4 and 5\)"):
+        rc.load_config_file(path)
+    path.write_text("scenario:\n  batch: 1\n  seq_len: 8\n  batch: 2\n")
+    with pytest.raises(RooflineInputError, match=r"^scenario\.batch: written twice .*\(lines 2 and 4\)"):
+        rc.load_config_file(path)
+
+
+def test_yaml_numbers_in_any_notation_and_no_coercion_of_file_strings(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text('gpus: {h100-sxm: {bandwidth_gbps: 3e3, peak_tflops: {fp16: 1E+3, fp8: 2.0e3}}}\n'
+                    'scenario: {batch: "8", seq_len: 2.048e3}\n'
+                    'models: {llama-2-7b: {tie_embeddings: "yes", max_position: 4.096e+3, n_layers: 1.55e1}}\n')
+    typed = rc.typed_config([path], {}, SCHEMA)
+    assert typed["gpus"]["h100-sxm"] == {"bandwidth_gbps": 3000.0, "peak_tflops": {"fp16": 1000.0, "fp8": 2000.0}}
+    assert typed["scenario"]["seq_len"] == 2048 and type(typed["scenario"]["seq_len"]) is int
+    assert type(typed["models"]["llama-2-7b"]["max_position"]) is int  # 4096
+    assert typed["models"]["llama-2-7b"]["n_layers"] == 15.5  # not whole: left for the schema to refuse
+    messages = _schema_messages(typed)
+    assert "scenario.batch: '8' is not allowed; expected integer" in messages
+    assert "models.llama-2-7b.tie_embeddings: 'yes' is not allowed; expected boolean" in messages
+    assert not any(m.startswith("scenario.seq_len") or "max_position" in m for m in messages), messages
+
+
+def test_config_overrides_are_coerced_and_win_over_the_files(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {bandwidth_gbps: 3e3}}\nscenario: {batch: 2}\n")
+    # what `--config 'scenario={batch: 8}' 'gpus={h100-sxm: {peak_tflops: {fp16: 1e3}}}'` hands over
+    typed = rc.typed_config([path], {"scenario": {"batch": "8"}, "gpus": {"h100-sxm": {"peak_tflops": {"fp16": "1e3"}}}},
+                            SCHEMA)
+    assert typed["scenario"] == {"batch": 8}
+    assert typed["gpus"]["h100-sxm"] == {"bandwidth_gbps": 3000.0, "peak_tflops": {"fp16": 1000.0}}
+    assert _schema_messages(typed) == []
+
+
+def test_a_yes_entry_says_what_an_entry_is():
+    messages = _schema_messages({"models": {"llama-2-7b": True}, "gpus": {"h100-sxm": {}}})
+    assert messages == ["models.llama-2-7b: True is not an entry (YAML reads yes/no/on/off as true/false); write "
+                        "'llama-2-7b: {}' for the catalog entry, or a mapping of fields such as {name: ...}"]
+
+
+def _cli(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["opss"], "roofline: error: command: unknown value 'opss' (did you mean 'ops'?); allowed: list, measure, ops, ridge, "
+               "totals"),
+    (["list", "models", "--format", "csv"], "option '--format' is not accepted here; it belongs to: ops, totals"),
+    ([], "missing command; allowed: ops, totals, ridge, measure, list (or --version)"),
+    (["totals", "--model", "gpt2", "--gpu", "h100-sxm", "--stage", "prefill", "--seq-len", "5000"],
+     "use --seq-len <= 1024 or give --model a config.json whose max_position_embeddings covers it"),
+])
+def test_cli_messages_name_what_is_allowed(capsys, argv, expected):
+    code, out, err = _cli(capsys, *argv)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and expected in err, err
+    assert "override max_position" not in err and "did you mean '--format'" not in err
+
+
+def test_cli_version():
+    run = subprocess.run([sys.executable, "-m", "roofline.cli", "--version"], capture_output=True, text=True,
+                         cwd=ROOT / "workflow")
+    assert run.returncode == 0 and run.stdout.startswith("roofline ")
+
+
+# ------------------------------------------------------------------ through Snakemake (dry runs, before any job)
+@pytest.fixture(scope="module")
+def workflow_copy(tmp_path_factory):
+    import shutil
+    work = tmp_path_factory.mktemp("strict") / "work"
+    work.mkdir()
+    for name in ("Snakefile", "workflow", "profiles", "templates"):
+        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, work / name)
+    return work
+
+
+def _dry_run(work, text: str, *extra: str) -> subprocess.CompletedProcess:
+    (work / "config.yaml").write_text(text)
+    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(work / "Snakefile"), "--dry-run",
+                           "--configfile", "config.yaml", "--replace-workflow-config", *extra], cwd=work,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("models:\n  llama-2-7b: {}\ngpus:\n  h100-sxm: {bandwidth_gbps: 1}\n  h100-sxm: {}\n",
+     "Invalid configuration: gpus.h100-sxm: written twice in"),
+    ("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {}}\nscenario: {batch: \"8\"}\n",
+     "Invalid configuration: scenario.batch: '8' is not allowed; expected integer"),
+    ("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {bandwidth_gbps: 1.0e+308}}\n",
+     "Invalid configuration: gpus.h100-sxm.bandwidth_gbps: 1e+308 is not plausible"),
+])
+def test_snakemake_refuses_in_one_line(workflow_copy, text, expected):
+    run = _dry_run(workflow_copy, text)
+    lines = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith("Invalid configuration: ")]
+    assert run.returncode != 0 and len(lines) == 1 and lines[0].startswith(expected), run.stdout + run.stderr
+    if "written twice" in expected:
+        assert "(lines 4 and 5)" in lines[0]
+
+
+def test_snakemake_reads_yaml_numbers_in_any_notation_and_types_config_values(workflow_copy):
+    run = _dry_run(workflow_copy, "models: {llama-2-7b: {}}\ngpus: {h100-sxm: {bandwidth_gbps: 3e3}}\n",
+                   "--config", "scenario={batch: 8}", "gpus={h100-sxm: {peak_tflops: {fp16: 1e3}}}")
+    assert run.returncode == 0 and "Invalid configuration" not in run.stdout + run.stderr, run.stderr[-2000:]
+
+
+def test_the_extreme_devices_the_figure_tests_draw_are_plausible():
+    # 0.001 GB/s = 1e6 byte/s and 1e9 TFLOP/s = 1e21 FLOP/s: the edges of the range, drawn by tests/test_figures.py
+    entry = {"name": "X", "memory_gb": 80, "bandwidth_gbps": 0.001, "peak_tflops": {"fp16": 1e9}}
+    assert rc.resolve_config(_config(entry)).gpus["h100-sxm"].peak_flops_per_s["fp16"] == 1e21
+    assert "bandwidth_gbps: 0.0009 is not plausible" in _one_line(_config({**entry, "bandwidth_gbps": 0.0009}))
+
+
+def test_yaml_aliases_are_checked_once_and_deep_nesting_is_one_line(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]  # 9^9 leaves if expanded
+    bomb.write_text("\n".join(lines) + "\n")
+    assert list(rc.load_config_file(bomb)) == [f"a{i}" for i in range(9)]
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("models: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(RooflineInputError, match="nested too deeply"):
+        rc.load_config_file(deep)

@@ -1,0 +1,107 @@
+"""Issue 13, items 4, 5 and 8: a malformed config.json or hf_config path is one RooflineInputError line naming
+models.<key> and the file, before any job (and exit status 2 with one line in the CLI)."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from roofline import cli
+from roofline.config import resolve_config
+from roofline.errors import RooflineInputError
+
+QWEN = json.loads((Path(__file__).parent / "data" / "hf_configs" / "qwen2.5-7b.json").read_text())
+
+
+def _config(path) -> dict:
+    return {"models": {"mine": {"hf_config": str(path)}}, "gpus": {"h100-sxm": {}}, "scenario": {"seq_len": 8}}
+
+
+def _refused(path, *expected):
+    with pytest.raises(RooflineInputError) as error:
+        resolve_config(_config(path))
+    message = str(error.value)
+    assert "\n" not in message and len(message) < 400, message
+    for text in ("models.mine", *expected):
+        assert text in message, message
+    return message
+
+
+BAD_FIELDS = {
+    "model_type list": ({"model_type": ["llama"]}, "field 'model_type' is ['llama']; expected a string"),
+    "model_type dict": ({"model_type": {}}, "field 'model_type' is {}; expected a string"),
+    "max_window_layers text": ({"use_sliding_window": True, "max_window_layers": "x"},
+                               "field 'max_window_layers' is 'x'; expected an integer"),
+    "use_sliding_window text": ({"use_sliding_window": "yes"}, "field 'use_sliding_window' is 'yes'"),
+    "_name_or_path number": ({"_name_or_path": 12345}, "field '_name_or_path' is 12345; expected a string"),
+    "_name_or_path too long": ({"_name_or_path": "x" * 5000}, "(5002 characters); at most 120 characters"),
+    "huge integer": ({"head_dim": 10 ** 40}, "head_dim: 1" + "0" * 40 + " is not allowed"),
+    "model_type of 20000 characters": ({"model_type": "q" * 20000}, "(20000 characters)"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_FIELDS)
+def test_malformed_fields_are_one_line_naming_the_key_and_the_file(tmp_path, name):
+    fields, *expected = BAD_FIELDS[name]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN, **fields}))
+    _refused(path, str(path), *expected)
+
+
+BAD_FILES = {
+    "nested 100k deep": (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "nests JSON too deeply"),
+    "integer of 5000 digits": (lambda p: p.write_text('{"model_type": "llama", "hidden_size": ' + "9" * 5000 + "}"),
+                               "not readable JSON", "4300 digits"),
+    "UTF-16": (lambda p: p.write_bytes(json.dumps(QWEN).encode("utf-16")), "is not UTF-8 text"),
+    "Latin-1": (lambda p: p.write_bytes(json.dumps({**QWEN, "_name_or_path": "Qwën"}, ensure_ascii=False)
+                                        .encode("latin-1")), "is not UTF-8 text"),
+    "a JSON list": (lambda p: p.write_text("[1, 2]"), "holds a JSON list; expected a JSON object"),
+    "a directory": (lambda p: p.mkdir(), "is a directory, not a config.json file"),
+    "a FIFO": (lambda p: os.mkfifo(p), "is a FIFO, not a config.json file"),
+}
+
+
+@pytest.mark.parametrize("name", BAD_FILES)
+def test_unreadable_files_are_one_line_naming_the_key_and_the_file(tmp_path, name):
+    make, *expected = BAD_FILES[name]
+    path = tmp_path / "config.json"
+    make(path)
+    _refused(path, f"models.mine.hf_config: file '{path}'", *expected)
+
+
+def test_device_and_empty_paths_say_what_they_are():
+    _refused("/dev/zero", "models.mine.hf_config: file '/dev/zero' is a device, not a config.json file")
+    _refused("", "models.mine.hf_config: empty; expected the path of a config.json file")
+
+
+def test_nan_in_name_or_path_is_a_name(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN, "_name_or_path": "NaN"}))
+    assert resolve_config(_config(path)).models["mine"].name == "NaN"
+
+
+@pytest.mark.parametrize("name", ["model_type list", "max_window_layers text", "_name_or_path number"])
+def test_cli_exits_2_with_one_line(capsys, tmp_path, name):
+    fields, *expected = BAD_FIELDS[name]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN, **fields}))
+    code = cli.main(["totals", "--model", str(path), "--gpu", "h100-sxm", "--stage", "prefill", "--seq-len", "8"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and expected[0] in err
+
+
+def test_name_limit_of_config_json_is_the_schemas():
+    from roofline import config as rc
+    from roofline import hf_config
+    schema = rc.load_schema(Path(__file__).parents[1] / "workflow" / "schemas" / "config.schema.yaml")
+    assert schema["$defs"]["name"]["maxLength"] == hf_config.MAX_NAME_LENGTH
+
+
+def test_null_fields_read_as_unset(tmp_path):
+    # transformers writes null for unset fields: the family's default applies, nothing crashes
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN, "use_sliding_window": True, "sliding_window": 4096, "max_window_layers": None,
+                                "tie_word_embeddings": None, "_name_or_path": None}))
+    spec = resolve_config(_config(path)).models["mine"]
+    # max_window_layers unset = every layer (28): no layer slides; tie_word_embeddings unset = qwen2's default
+    assert spec.sliding_layers == 0 and spec.tie_embeddings is False and spec.name == "mine"

@@ -1,0 +1,76 @@
+"""Outputs of keys no longer in the config: removing a model, GPU or stage from config.yaml would leave its
+reports, figures and results in place, where they mislead anyone browsing reports/ and would be published with the
+rest. `stale_outputs` lists them; `move_aside` moves them under .snakemake/stale-outputs/<UTC time>/ (same relative
+paths), out of results/ and reports/ but not deleted.
+
+Only paths this workflow writes per key are considered (see `stale_outputs`); a top-level report is taken for a
+former model's only if that model's results or figures folder was found, so other files in reports/ are never moved.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+ASIDE = Path(".snakemake") / "stale-outputs"
+
+
+#: the temporary sibling an atomic writer makes of a folder NAME (figures.render.atomic_directory): .NAME.xxxxxxxx.part
+_TEMPORARY = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.(?:part|old)")
+
+
+def _dirs(path: Path) -> list[Path]:
+    return sorted(p for p in path.iterdir() if p.is_dir()) if path.is_dir() else []
+
+
+def _key(folder: Path) -> str:
+    """The key a folder is named after; a temporary folder of an interrupted write counts as its target's (its
+    writer cleans it up when that target is written again, so only a removed key's is stale)."""
+    match = _TEMPORARY.fullmatch(folder.name)
+    return match.group(1) if match else folder.name
+
+
+def stale_outputs(workdir: Path, models: Iterable[str], gpus: Iterable[str], stages: Iterable[str],
+                  tables: Iterable[str]) -> list[Path]:
+    """Paths (relative to `workdir`) of per-key outputs whose model, GPU or stage the config no longer lists:
+    results/{table}/{model}/[{gpu}/[{stage}.parquet]], results/models/{model}/, reports/figures/{model}/ and
+    reports/{model}.html|pdf."""
+    workdir, models, gpus, stages = Path(workdir), set(models), set(gpus), set(stages)
+    stale: list[Path] = []
+    former: set[str] = set()
+    for table in tables:
+        for model_dir in _dirs(workdir / "results" / table):
+            if _key(model_dir) not in models:
+                stale.append(model_dir)
+                former.add(_key(model_dir))
+                continue
+            for gpu_dir in _dirs(model_dir):
+                if _key(gpu_dir) not in gpus:
+                    stale.append(gpu_dir)
+                    continue
+                stale += sorted(p for p in gpu_dir.glob("*.parquet") if p.stem not in stages)
+    for folder in (workdir / "results" / "models", workdir / "reports" / "figures"):
+        for model_dir in _dirs(folder):
+            if _key(model_dir) not in models:
+                stale.append(model_dir)
+                former.add(_key(model_dir))
+    for model in sorted(former):
+        stale += [p for p in (workdir / "reports" / f"{model}.html", workdir / "reports" / f"{model}.pdf")
+                  if p.is_file()]
+    return [p.relative_to(workdir) for p in stale]
+
+
+def move_aside(workdir: Path, paths: list[Path], now: datetime | None = None) -> Path | None:
+    """Move `paths` (relative to `workdir`) to .snakemake/stale-outputs/<UTC time>/ keeping their relative paths;
+    return that folder (None when there is nothing to move)."""
+    if not paths:
+        return None
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%S.%fZ")
+    target = Path(workdir) / ASIDE / stamp
+    for path in paths:
+        destination = target / path
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(Path(workdir) / path), str(destination))
+    return target

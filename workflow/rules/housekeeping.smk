@@ -1,0 +1,33 @@
+# Recovery after an interrupted run, and outputs of keys no longer in the config. Logic lives in roofline.housekeeping;
+# this file only wires it to Snakemake's hooks.
+import os
+
+from snakemake.logging import logger
+
+from roofline.housekeeping import locks, procs, stale, watchdog
+
+# Before Snakemake checks .snakemake/locks (after parsing): remove a lock no live run can hold (kill -9, SIGHUP, a
+# power cut), so that a plain rerun recovers; a live run's lock stands. Job subprocesses of a run skip this.
+if workflow.is_main_process:
+    _cleared = locks.clear_stale_locks(Path.cwd())
+    if _cleared:
+        logger.warning(_cleared)
+
+
+onstart:
+    # this run now holds the lock: record it, stop its jobs if it is killed, and move aside the outputs of models,
+    # GPUs and stages the config no longer lists (unless another run works in this directory)
+    locks.record_run(Path.cwd())
+    watchdog.start()
+    if not procs.snakemake_runs_in(Path.cwd(), exclude=os.getpid()):
+        _aside = stale.move_aside(Path.cwd(), stale.stale_outputs(Path.cwd(), MODELS, GPUS, STAGES, TABLES))
+        if _aside:
+            logger.warning(f"Moved the outputs of models, GPUs or stages no longer in the config to {_aside}")
+
+
+onsuccess:
+    locks.forget_run(Path.cwd())
+
+
+onerror:
+    locks.forget_run(Path.cwd())
