@@ -93,3 +93,27 @@ SWEEP_COLUMNS = (
     "fits",  # footprint fits device memory
     "critical_batch",  # decode batch where the weight GEMMs reach the ridge (same for every row of a sweep)
 )
+
+#: Deployment search: one row per candidate deployment (roofline.planner; `roofline plan`, results/plans/).
+PLAN_COLUMNS = (
+    "model", "gpu",
+    "devices",  # devices in the deployment (tp x pp x ep)
+    "tp", "pp", "ep",  # tensor-, pipeline- and expert-parallel degrees
+    "batch",  # concurrent requests
+    "weight_dtype", "act_dtype", "kv_dtype", "attention",
+    "isl", "osl",  # prompt and output tokens per request
+    "seq_len",  # tokens in the KV cache at the mean decode step: isl + osl // 2
+    "ttft_s",  # s, prefill of one request of isl tokens
+    "tpot_s",  # s, mean time between a user's tokens (the decode step; plus prefills when interleaved)
+    "decode_step_s",  # s, one decode step at batch and seq_len (the engine's tpot_s)
+    "tokens_per_s",  # token/s, whole deployment: batch / tpot_s
+    "tokens_per_s_per_device",  # token/s: tokens_per_s / devices
+    "tokens_per_s_per_user",  # token/s: 1 / tpot_s
+    "footprint_bytes",  # byte per device, every request at its full isl + osl tokens
+    "memory_bytes",  # byte, device capacity the footprint is compared with
+    "fits",  # decode at the full length and the one-request prefill both fit
+    "bound",  # memory | compute: the roof the decode step spends most of its time under
+    "memory_bound_share",  # fraction of the decode step in memory-bound operators
+    "estimate",  # bound (roofline lower bounds) | calibrated
+    "deployment",  # text, e.g. "1 x H100 SXM5 80GB"
+)

@@ -1,0 +1,316 @@
+"""Deployment search (`roofline plan`): which device, how many, which parallel plan, precision, attention kernel
+and batch give the most tokens/s per device while every user still sees the latency targets.
+
+Serving model (stated once here; the README repeats it):
+
+- A request has `isl` prompt tokens and `osl` output tokens. The deployment serves `batch` requests concurrently,
+  in steady state: finished requests are replaced at once, so their progress is spread evenly and a decode step
+  runs at the mean KV length `isl + osl // 2` (cached tokens per request; the step attends to one more).
+- TPOT = the time of that decode step (engine totals, stage decode, seq_len = isl + osl // 2, batch = batch).
+  tokens/s = batch / TPOT for the whole deployment; per device = tokens/s / devices; per user = 1 / TPOT.
+- TTFT = the prefill of ONE request of `isl` tokens on the same deployment (engine totals, stage prefill, batch 1),
+  i.e. no queueing and no batching of prompts.
+- Fit: the decode step with every request holding its whole `isl + osl` tokens (stage decode at
+  seq_len = isl + osl - 1, which writes the last token) and the one-request prefill must both fit the device memory
+  (the engine's `fits`). Conservative: a batch whose requests all reach their end together still fits.
+- Prefill and decode: by default (`prefill="separate"`) decode steps are not slowed by prompts: the prefills run
+  on other devices (disaggregated serving; their cost is not counted here) or are negligible. With
+  `prefill="interleaved"` the prompts run on the same devices, time-shared with decode and not fused with it: every
+  decode step is due batch / osl prefills on average, so the mean time between a user's tokens becomes
+  TPOT + (batch / osl) x TTFT and tokens/s = batch / that. Chunked prefill that fuses prompt chunks into the decode
+  batch shares the weight reads and lands between the two.
+- Times are roofline lower bounds (`estimate` = "bound") until a calibration exists for a device.
+
+Candidates: device x parallel plan (tp, pp, ep; devices = tp x pp x ep <= max_devices) x weight dtype x KV dtype x
+attention kernel x batch. One engine call evaluates every batch of a (device, plan, dtypes, kernel) group at once:
+build_operators accepts NumPy arrays, so the search runs at hundreds of thousands of candidates per second.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .analysis import aggregate, check_device_dtypes
+from .columns import PLAN_COLUMNS
+from .dtypes import DTYPE_BYTES, check_storage_dtype
+from .errors import RooflineInputError, unknown
+from .graph import build_operators
+from .hardware import Accelerator
+from .models import ModelSpec
+from .scenario import ATTENTION_IMPLS, MAX_BATCH, MAX_SEQ_LEN, Scenario, check_context
+
+#: batch sizes searched: every batch from 1 to 256, then every 16th to 4096 (fine where latency targets bind)
+BATCH_GRID = np.concatenate([np.arange(1, 257), np.arange(272, 4097, 16)]).astype(float)
+#: weight (and KV cache) dtypes searched by default
+DEFAULT_DTYPES = ("fp16", "fp8", "int8", "int4")
+#: KV caches narrower than 8 bits are left out of the search (rare in serving engines: accuracy)
+MIN_KV_BYTES = 1.0
+PREFILL_MODES = ("separate", "interleaved")
+#: what a row's times are: roofline lower bounds (a calibrated estimate once issue 9's calibrations exist)
+ESTIMATE_BOUND = "bound"
+
+
+def activation_dtype(weight_dtype: str) -> str:
+    """The activation dtype of the serving recipe for a weight dtype: floats of 8 bits or more keep their own type
+    (FP8 is served W8A8, computing at the fp8 peak); integer weights are weight-only quantization (W8A16, W4A16)."""
+    return weight_dtype if weight_dtype in ("fp32", "fp16", "bf16", "fp8") else "fp16"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The requests (isl prompt tokens, osl output tokens) and the latency targets [s] (None = no target)."""
+
+    isl: int
+    osl: int
+    tpot_s: float | None = None
+    ttft_s: float | None = None
+    prefill: str = "separate"
+
+    def validate(self) -> "Workload":
+        for name in ("isl", "osl"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SEQ_LEN:
+                raise RooflineInputError(f"{name}: {value!r} is not allowed; expected an integer from 1 to "
+                                         f"{MAX_SEQ_LEN}")
+        for name in ("tpot_s", "ttft_s"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise RooflineInputError(f"{name}: {value!r} is not allowed; expected a positive number of seconds")
+        if self.prefill not in PREFILL_MODES:
+            raise unknown("prefill", self.prefill, PREFILL_MODES)
+        return self
+
+    @property
+    def decode_seq_len(self) -> int:
+        """Tokens in the cache at the mean decode step of a request."""
+        return self.isl + self.osl // 2
+
+    @property
+    def final_seq_len(self) -> int:
+        """Tokens in the cache at the last decode step (the step writes the request's isl + osl-th token)."""
+        return self.isl + self.osl - 1
+
+
+@dataclass(frozen=True)
+class Group:
+    """Candidates that differ only in batch: one device, one parallel plan, one scenario (dtypes, kernel)."""
+
+    gpu: Accelerator
+    tp: int
+    pp: int
+    ep: int
+    scenario: Scenario
+
+    @property
+    def devices(self) -> int:
+        return self.tp * self.pp * self.ep
+
+    def deployment(self) -> str:
+        plan = ", ".join(f"{name.upper()} {n}" for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep))
+                         if n > 1)
+        return f"{self.devices} x {self.gpu.name}" + (f", {plan}" if plan else "")
+
+
+def parallel_plans(model: ModelSpec, max_devices: int) -> list[tuple[int, int, int]]:
+    """(tp, pp, ep) plans to search with at most `max_devices` devices. One device until the engine models
+    deployments over several (issue 8)."""
+    return [(1, 1, 1)]
+
+
+def candidate_groups(model: ModelSpec, gpus: Sequence[Accelerator], dtypes: Sequence[str],
+                     max_devices: int) -> list[Group]:
+    """Every (device, plan, weight dtype, KV dtype, attention) the device can compute at (others are skipped)."""
+    scenarios = [Scenario(weight_dtype=w, act_dtype=activation_dtype(w), kv_dtype=kv, attention=attention)
+                 for w in dtypes for kv in dtypes if DTYPE_BYTES[kv] >= MIN_KV_BYTES for attention in ATTENTION_IMPLS]
+    groups = []
+    for gpu in gpus:
+        usable = []
+        for sc in scenarios:
+            try:
+                check_device_dtypes(gpu, sc)
+            except RooflineInputError:
+                continue  # the device publishes no peak for this recipe: not a candidate
+            usable.append(sc)
+        groups += [Group(gpu, tp, pp, ep, sc) for tp, pp, ep in parallel_plans(model, max_devices) for sc in usable]
+    return groups
+
+
+@dataclass
+class Search:
+    """Every candidate evaluated, column-wise (one entry per candidate), and how long it took."""
+
+    model: ModelSpec
+    workload: Workload
+    groups: list[Group]
+    group: np.ndarray  # index into groups
+    batch: np.ndarray
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray  # decode step time (the engine's tpot)
+    step_s: np.ndarray  # mean time between a user's tokens (TPOT, plus prefills under prefill="interleaved")
+    tokens_per_s: np.ndarray
+    memory_bound_share: np.ndarray
+    fits: np.ndarray
+    footprint_bytes: np.ndarray
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.batch)
+
+    @property
+    def devices(self) -> np.ndarray:
+        return np.array([g.devices for g in self.groups], dtype=float)[self.group]
+
+    @property
+    def tokens_per_s_per_device(self) -> np.ndarray:
+        return self.tokens_per_s / self.devices
+
+    @property
+    def tokens_per_s_per_user(self) -> np.ndarray:
+        return 1.0 / self.step_s
+
+    def meets(self) -> np.ndarray:
+        """Candidates that fit and meet both targets."""
+        w = self.workload
+        ok = self.fits.copy()
+        if w.tpot_s is not None:
+            ok &= self.step_s <= w.tpot_s
+        if w.ttft_s is not None:
+            ok &= self.ttft_s <= w.ttft_s
+        return ok
+
+
+def _evaluate(model: ModelSpec, groups: Sequence[Group], workload: Workload, batches: np.ndarray) -> dict:
+    """Engine totals of every batch of groups that share one scenario and plan (they differ in device only):
+    the operator graphs (device-independent) are built once, decode at the mean and the final KV length as one
+    array, and the one-request prefill; then the roofline of each device."""
+    sc = groups[0].scenario
+    seq = np.array([[workload.decode_seq_len, workload.final_seq_len]], dtype=float)
+    B = batches[:, None]
+    prefill_ops = build_operators(model, "prefill", sc, batch=1, seq_len=workload.isl)
+    decode_ops = build_operators(model, "decode", sc, batch=B, seq_len=seq)
+    parts = []
+    for group in groups:
+        prefill = aggregate(model, group.gpu, "prefill", sc, prefill_ops, 1, workload.isl)
+        decode = aggregate(model, group.gpu, "decode", sc, decode_ops, B, seq)
+        ttft, tpot = float(prefill["t_s"]), decode["t_s"][:, 0]
+        step = tpot + (batches / workload.osl) * ttft if workload.prefill == "interleaved" else tpot
+        parts.append({
+            "ttft_s": np.full(len(batches), ttft), "tpot_s": tpot, "step_s": step, "tokens_per_s": batches / step,
+            "memory_bound_share": decode["memory_bound_share"][:, 0],
+            "fits": decode["fits"][:, 1] & bool(prefill["fits"]), "footprint_bytes": decode["footprint_bytes"][:, 1],
+        })
+    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+
+def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dtypes: Sequence[str] = DEFAULT_DTYPES,
+           max_devices: int = 8, batches: Iterable[int] | None = None) -> Search:
+    """Evaluate every candidate (see the module docstring); raises RooflineInputError when there is none."""
+    workload.validate()
+    for dtype in dtypes:
+        check_storage_dtype("dtypes", dtype)
+    check_context(model, "decode", Scenario(seq_len=workload.final_seq_len))
+    batches = BATCH_GRID if batches is None else np.asarray(sorted(set(batches)), dtype=float)
+    if batches.size == 0 or batches[0] < 1 or batches[-1] > MAX_BATCH:
+        raise RooflineInputError(f"batches: expected integers from 1 to {MAX_BATCH}")
+    start = time.perf_counter()
+    groups = candidate_groups(model, gpus, dtypes, max_devices)
+    if not groups:
+        raise RooflineInputError(f"gpus: none of {', '.join(g.key for g in gpus)} publishes a peak for any of the "
+                                 f"dtypes {', '.join(dtypes)}; add a dtype it supports (e.g. bf16)")
+    by_scenario: dict[tuple, list[Group]] = {}
+    for group in groups:  # same scenario and plan, another device: the same operator graph
+        by_scenario.setdefault((group.scenario, group.tp, group.pp, group.ep), []).append(group)
+    groups = [g for same in by_scenario.values() for g in same]
+    parts = [_evaluate(model, same, workload, batches) for same in by_scenario.values()]
+    columns = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+    return Search(model=model, workload=workload, groups=groups,
+                  group=np.repeat(np.arange(len(groups)), len(batches)), batch=np.tile(batches, len(groups)),
+                  seconds=time.perf_counter() - start, **columns)
+
+
+def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both x and y (larger is better), in decreasing x.
+
+    Sorted by x (ties: larger y first), a point is on the front when its y exceeds every y before it; of equal
+    points the first in input order is kept.
+    """
+    order = np.lexsort((np.arange(len(x)), -y, -x))
+    ys = y[order]
+    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(ys)[:-1]])
+    return order[ys > best_before]
+
+
+def frontier(result: Search, per_gpu: bool = False) -> np.ndarray:
+    """Candidates that fit and meet the targets and lie on the Pareto front of tokens/s per device versus
+    tokens/s per user, best (most tokens/s per device) first; `per_gpu`: one front per device, in device order."""
+    ok = np.flatnonzero(result.meets())
+    x, y = result.tokens_per_s_per_device[ok], result.tokens_per_s_per_user[ok]
+    if not per_gpu:
+        return ok[pareto_front(x, y)]
+    gpu_keys = np.array([g.gpu.key for g in result.groups])[result.group[ok]]
+    fronts = [ok[mask][pareto_front(x[mask], y[mask])]
+              for key in dict.fromkeys(g.gpu.key for g in result.groups) for mask in [gpu_keys == key]]
+    return np.concatenate(fronts) if fronts else ok[:0]
+
+
+def bound_of(memory_bound_share: float) -> str:
+    """The roof a candidate's decode step hits: the one its operators spend most of the time under."""
+    return "memory" if memory_bound_share >= 0.5 else "compute"
+
+
+def rows(result: Search, indices: Iterable[int]) -> list[dict]:
+    """PLAN_COLUMNS records of the given candidates."""
+    out = []
+    w, per_device, per_user = result.workload, result.tokens_per_s_per_device, result.tokens_per_s_per_user
+    for i in indices:
+        g = result.groups[result.group[i]]
+        sc = g.scenario
+        out.append({
+            "model": result.model.key, "gpu": g.gpu.key, "devices": g.devices, "tp": g.tp, "pp": g.pp, "ep": g.ep,
+            "batch": int(result.batch[i]), "weight_dtype": sc.weight_dtype, "act_dtype": sc.act_dtype,
+            "kv_dtype": sc.kv_dtype, "attention": sc.attention, "isl": w.isl, "osl": w.osl,
+            "seq_len": w.decode_seq_len, "ttft_s": float(result.ttft_s[i]), "tpot_s": float(result.step_s[i]),
+            "decode_step_s": float(result.tpot_s[i]), "tokens_per_s": float(result.tokens_per_s[i]),
+            "tokens_per_s_per_device": float(per_device[i]), "tokens_per_s_per_user": float(per_user[i]),
+            "footprint_bytes": float(result.footprint_bytes[i]), "memory_bytes": float(g.gpu.memory_bytes),
+            "fits": bool(result.fits[i]), "bound": bound_of(result.memory_bound_share[i]),
+            "memory_bound_share": float(result.memory_bound_share[i]), "estimate": ESTIMATE_BOUND,
+            "deployment": g.deployment(),
+        })
+    assert all(tuple(r) == PLAN_COLUMNS for r in out)
+    return out
+
+
+def _describe(result: Search, i: int) -> str:
+    g = result.groups[result.group[i]]
+    sc = g.scenario
+    return (f"{g.deployment()} at batch {int(result.batch[i])}, {sc.weight_dtype} weights, {sc.kv_dtype} KV cache, "
+            f"{sc.attention} attention, bound by {bound_of(result.memory_bound_share[i])}")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def no_plan_reason(result: Search) -> str:
+    """One line saying why no candidate fits and meets the targets (call when the frontier is empty)."""
+    w = result.workload
+    fits = np.flatnonzero(result.fits)
+    if fits.size == 0:
+        i = int(np.argmin(result.footprint_bytes / np.array([g.gpu.memory_bytes for g in result.groups])[result.group]))
+        gpu = result.groups[result.group[i]].gpu
+        return (f"no plan fits in memory: the smallest footprint, {result.footprint_bytes[i] / 1e9:.4g} GB per device "
+                f"for {w.isl} + {w.osl} tokens, is {_describe(result, i)}, on {gpu.memory_bytes / 1e9:.4g} GB")
+    ttft_ok = fits if w.ttft_s is None else fits[result.ttft_s[fits] <= w.ttft_s]
+    if ttft_ok.size == 0:
+        i = fits[np.argmin(result.ttft_s[fits])]
+        return (f"no plan meets TTFT <= {_ms(w.ttft_s)}: the lowest TTFT any plan that fits reaches is "
+                f"{_ms(result.ttft_s[i])}: {_describe(result, i)}")
+    i = ttft_ok[np.argmin(result.step_s[ttft_ok])]
+    both = f" among plans that meet TTFT <= {_ms(w.ttft_s)}" if w.ttft_s is not None and ttft_ok.size < fits.size else ""
+    return (f"no plan meets TPOT <= {_ms(w.tpot_s)}: the lowest TPOT any plan that fits{both} reaches is "
+            f"{_ms(result.step_s[i])}: {_describe(result, i)}")
