@@ -117,3 +117,10 @@ PLAN_COLUMNS = (
     "estimate",  # bound (roofline lower bounds) | calibrated
     "deployment",  # text, e.g. "1 x H100 SXM5 80GB"
 )
+
+#: Extra columns of results/plans/{model}.parquet (each device's frontier, after PLAN_COLUMNS).
+PLAN_TABLE_EXTRA_COLUMNS = (
+    "on_frontier",  # also on the frontier across every device
+    "recommended",  # the best plan of its device: most tokens/s per device meeting the targets
+    "chosen",  # the best plan over every device
+)

@@ -19,8 +19,9 @@ import yaml
 
 from .analysis import check_device_dtypes
 from .errors import RooflineInputError, unknown
-from .hardware import Accelerator, accelerator_from_entry
+from .hardware import Accelerator, accelerator_from_entry, catalog as gpu_catalog
 from .models import ModelSpec, model_from_entry
+from .planner import DEFAULT_DTYPES, PlanSettings, Workload
 from .scenario import STAGES, Scenario, check_context
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
@@ -31,7 +32,7 @@ MAX_KEY_LENGTH = 64
 #: Model keys that would collide with the report files reports/summary.* and reports/index.html.
 RESERVED_MODEL_KEYS = ("summary", "index")
 #: Top-level sections of config.yaml.
-SECTIONS = ("models", "gpus", "stages", "scenario")
+SECTIONS = ("models", "gpus", "stages", "scenario", "plan")
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ class ResolvedConfig:
     gpus: dict[str, Accelerator]
     scenario: Scenario
     stages: tuple[str, ...]
+    plan: PlanSettings | None = None  # the optional deployment search (config section `plan`)
+
+    def plan_params(self) -> dict:
+        """JSON-able plan settings (PlanSettings.from_params rebuilds them): the plan jobs' `params`."""
+        return asdict(self.plan)
 
     def model_params(self, key: str) -> dict:
         """JSON-able spec of one model (ModelSpec(**params) rebuilds it): a job's `params`."""
@@ -147,7 +153,36 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
                 check_context(model, stage, scenario)
             except RooflineInputError as error:
                 raise RooflineInputError(f"models.{key}: {error}") from None
-    return ResolvedConfig(models=models, gpus=gpus, scenario=scenario, stages=stages)
+    return ResolvedConfig(models=models, gpus=gpus, scenario=scenario, stages=stages,
+                          plan=resolve_plan(config.get("plan"), gpus, models))
+
+
+def resolve_plan(section: dict | None, gpus: dict[str, Accelerator],
+                 models: dict[str, ModelSpec]) -> PlanSettings | None:
+    """The `plan` section (None when absent): candidate gpus are keys of `gpus:` or of the catalog (default: every
+    configured gpu); every model must hold a whole request (isl + osl tokens) in its context."""
+    if section is None:
+        return None
+    section = dict(section)
+    keys = section.get("gpus") or list(gpus)
+    for key in keys:
+        if key not in gpus and key not in gpu_catalog():
+            raise unknown("plan.gpus", key, [*gpus, *gpu_catalog()])
+    milliseconds = {name: section.get(f"{name}_ms") for name in ("tpot", "ttft")}
+    try:
+        workload = Workload(isl=section.get("isl", 1024), osl=section.get("osl", 1024),
+                            tpot_s=milliseconds["tpot"] / 1e3 if milliseconds["tpot"] else None,
+                            ttft_s=milliseconds["ttft"] / 1e3 if milliseconds["ttft"] else None,
+                            prefill=section.get("prefill", "separate")).validate()
+    except RooflineInputError as error:
+        raise RooflineInputError(f"plan.{error}") from None
+    for key, model in models.items():
+        if model.max_position and workload.isl + workload.osl > model.max_position:
+            raise RooflineInputError(
+                f"plan: isl + osl = {workload.isl + workload.osl} tokens do not fit the context of models.{key} "
+                f"({model.max_position}, max_position); use a shorter isl or osl, or override max_position")
+    return PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
+                        max_devices=section.get("max_devices", 8), dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)))
 
 
 def load_schema(path: str | Path) -> dict:

@@ -314,3 +314,38 @@ def no_plan_reason(result: Search) -> str:
     both = f" among plans that meet TTFT <= {_ms(w.ttft_s)}" if w.ttft_s is not None and ttft_ok.size < fits.size else ""
     return (f"no plan meets TPOT <= {_ms(w.tpot_s)}: the lowest TPOT any plan that fits{both} reaches is "
             f"{_ms(result.step_s[i])}: {_describe(result, i)}")
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """The optional `plan` section of config.yaml, resolved: the workload and targets, the candidate devices, the
+    largest deployment and the dtypes to search."""
+
+    workload: Workload
+    gpus: tuple[Accelerator, ...]
+    max_devices: int = 8
+    dtypes: tuple[str, ...] = DEFAULT_DTYPES
+
+    @classmethod
+    def from_params(cls, params: dict) -> "PlanSettings":
+        """Rebuild from dataclasses.asdict(settings) (a Snakemake job's params)."""
+        return cls(workload=Workload(**params["workload"]), gpus=tuple(Accelerator(**g) for g in params["gpus"]),
+                   max_devices=params["max_devices"], dtypes=tuple(params["dtypes"]))
+
+
+def plan_table(model: ModelSpec, settings: PlanSettings) -> tuple[list[dict], str]:
+    """(rows, reason) for results/plans/{model}.parquet: each device's Pareto frontier (PLAN_COLUMNS +
+    PLAN_TABLE_EXTRA_COLUMNS), devices in the given order, best first within each; reason is "" unless no
+    candidate fits and meets the targets."""
+    result = search(model, settings.gpus, settings.workload, settings.dtypes, settings.max_devices)
+    overall = frontier(result)
+    if overall.size == 0:
+        return [], no_plan_reason(result)
+    per_gpu = frontier(result, per_gpu=True)
+    on_frontier = set(overall.tolist())
+    out, seen = [], set()
+    for i, row in zip(per_gpu, rows(result, per_gpu)):
+        out.append({**row, "on_frontier": int(i) in on_frontier, "recommended": row["gpu"] not in seen,
+                    "chosen": int(i) == int(overall[0])})
+        seen.add(row["gpu"])
+    return out, ""
