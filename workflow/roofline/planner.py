@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -154,8 +154,7 @@ class Search:
     memory_bound_share: np.ndarray
     fits: np.ndarray
     footprint_bytes: np.ndarray
-    seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
+    seconds: float = 0.0  # wall-clock time of the search
 
     def __len__(self) -> int:
         return len(self.batch)
