@@ -29,9 +29,10 @@ def test_datasheet_values(key, dtype, tflops, gbps):
 
 
 def test_capacity_is_the_printed_number_for_every_vendor_and_estimates_are_marked():
-    # NVIDIA prints "80 GB", Google "32 GiB": both are binary sizes; both are read as printed x 1e9 bytes
-    assert hardware.get_accelerator("tpu-v4").memory_bytes == 32e9
-    assert hardware.get_accelerator("h100-sxm").memory_bytes == 80e9
+    # NVIDIA prints "80 GB", Google "32 GiB": both are binary sizes in fact; both are read as printed x 2**30 bytes
+    # (an H100 80GB holds 81920 MiB, of which nvidia-smi shows 81559 MiB after the driver's reserve)
+    assert hardware.get_accelerator("tpu-v4").memory_bytes == 32 * 2**30 == 34_359_738_368
+    assert hardware.get_accelerator("h100-sxm").memory_bytes == 80 * 2**30
     assert hardware.get_accelerator("h100-nvl").estimate and hardware.get_accelerator("b200").estimate
     assert not hardware.get_accelerator("h100-sxm").estimate
     # an estimated L2 size alone (H200: "L2 50 MB assumed") does not make the device's roofline an estimate
@@ -43,7 +44,7 @@ def test_entry_override_and_new_device():
     assert a100.bandwidth_bytes_per_s == 1935e9 and a100.peak("bf16") == 312e12
     acme = hardware.accelerator_from_entry("acme-x1", {"name": "ACME X1", "memory_gb": 96, "bandwidth_gbps": 4000,
                                                        "peak_tflops": {"bf16": 1200, "fp8": 2400}})
-    assert acme.ridge("bf16") == 300 and acme.memory_bytes == 96e9
+    assert acme.ridge("bf16") == 300 and acme.memory_bytes == 96 * 2**30  # memory_gb is read as GiB, like the catalog
 
 
 @pytest.mark.parametrize("key, entry, message", [

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
+from roofline.parallel import Parallel
 import yaml
 
 from roofline import config as rc
@@ -45,7 +47,12 @@ def test_default_config_is_valid_and_resolves_the_issue_grid():
                                      "deepseek-v3"]
     assert list(resolved.gpus) == ["rtx-a6000", "a100-sxm-80gb", "h100-sxm", "h200-sxm", "mi300x", "l40s"]
     assert resolved.stages == ("prefill", "decode")
-    assert resolved.scenario == Scenario()  # the default scenario of config.yaml is the engine's default
+    # the default scenario of config.yaml is the engine's default, with deployments planned (parallel: auto)
+    assert resolved.scenario == Scenario(parallel="auto")
+    # auto: single devices where the model fits, tensor parallelism where it does not
+    assert resolved.plans["llama-2-7b"]["h100-sxm"] == Parallel()
+    assert resolved.plans["llama-3.1-70b"]["h100-sxm"] == Parallel(tp=2)
+    assert resolved.plans["llama-3.1-70b"]["rtx-a6000"] == Parallel(tp=4)
     assert resolved.models["mixtral-8x7b"] == get_model("mixtral-8x7b")
     assert resolved.gpus["h100-sxm"] == get_accelerator("h100-sxm")
 
@@ -61,7 +68,8 @@ def test_test_config_is_a_tiny_grid():
 def test_specs_are_json_and_rebuild_the_dataclasses():
     resolved = rc.resolve_config(small(gpus={"a100-sxm-80gb": {"bandwidth_gbps": 1935}}), ROOT)
     specs = json.loads(json.dumps(resolved.specs()))
-    assert set(specs) == {"models", "gpus", "scenario", "stages", "config_sha256"}
+    assert set(specs) == {"models", "gpus", "scenario", "stages", "plans", "config_sha256"}
+    assert Parallel(**specs["plans"]["llama-2-7b"]["a100-sxm-80gb"]) == resolved.plans["llama-2-7b"]["a100-sxm-80gb"]
     assert ModelSpec(**specs["models"]["llama-2-7b"]) == resolved.models["llama-2-7b"]
     assert Accelerator(**specs["gpus"]["a100-sxm-80gb"]) == resolved.gpus["a100-sxm-80gb"]
     assert Scenario(**specs["scenario"]) == resolved.scenario
@@ -107,7 +115,7 @@ def test_new_accelerator_from_a_few_lines():
              "peak_tflops": {"bf16": 1200, "fp16": 1200, "fp8": 2400, "int8": 2400}}
     assert schema_errors(small(gpus={"acme-x1": entry})) == []
     gpu = rc.resolve_config(small(gpus={"acme-x1": entry}), ROOT).gpus["acme-x1"]
-    assert (gpu.name, gpu.memory_bytes, gpu.bandwidth_bytes_per_s) == ("ACME X1", 96e9, 4e12)
+    assert (gpu.name, gpu.memory_bytes, gpu.bandwidth_bytes_per_s) == ("ACME X1", 96 * 2**30, 4e12)  # GB read as GiB
     assert gpu.peak_flops_per_s == {"bf16": 1.2e15, "fp16": 1.2e15, "fp8": 2.4e15, "int8": 2.4e15}
 
 
@@ -212,7 +220,8 @@ def test_every_schema_key_has_a_type_and_a_description(path, sub):
 
 def test_schema_defaults_are_the_engine_defaults():
     props = SCHEMA["properties"]
-    assert {k: v["default"] for k, v in props["scenario"]["properties"].items()} == asdict(Scenario())
+    # config and CLI plan deployments (parallel: auto); the dataclass default stays one device for direct engine calls
+    assert {k: v["default"] for k, v in props["scenario"]["properties"].items()} == asdict(Scenario(parallel="auto"))
     assert props["stages"]["default"] == list(STAGES)
     assert props["stages"]["items"]["enum"] == list(STAGES)
     assert SCHEMA["$defs"]["dtype"]["enum"] == list(STORAGE_DTYPES)
@@ -229,9 +238,12 @@ def test_schema_model_entry_lists_every_modelspec_field():
 
 def test_schema_gpu_entry_fields_are_the_ones_the_engine_reads():
     entry = {"name": "X", "vendor": "V", "source": "s", "memory_gb": 1, "bandwidth_gbps": 1, "l2_mb": 1,
-             "peak_tflops": {"fp16": 1}}
-    assert set(entry) == set(SCHEMA["$defs"]["gpu_entry"]["properties"])
-    assert rc.resolve_gpu("x", entry).l2_bytes == 1e6
+             "peak_tflops": {"fp16": 1}, "scaleup_link": "L", "scaleup_gbps": 100, "scaleup_domain": 4,
+             "scaleout_gbps": 50, "scaleup_latency_us": 2, "scaleout_latency_us": 8}
+    # `parallel` is read by the config layer (the deployment plan), every other field by the engine
+    assert set(entry) | {"parallel", "base"} == set(SCHEMA["$defs"]["gpu_entry"]["properties"])
+    gpu = rc.resolve_gpu("x", entry)
+    assert gpu.l2_bytes == 1e6 and gpu.link(4) == (100e9, 2e-6) and gpu.link(8) == (50e9, 8e-6)
 
 
 SCHEMA_BAD = {

@@ -26,13 +26,13 @@ def resolve(**plan):
 
 
 def test_plan_section_resolves_with_defaults_and_configured_gpus():
-    assert rc.resolve_config(BASE, ROOT).plan is None  # absent: no search
-    settings = resolve(tpot_ms=50, gpus=["rtx-a6000", "h200-sxm"]).plan
+    assert rc.resolve_config(BASE, ROOT).plan_search is None  # absent: no search
+    settings = resolve(tpot_ms=50, gpus=["rtx-a6000", "h200-sxm"]).plan_search
     assert (settings.workload.isl, settings.workload.osl, settings.workload.tpot_s) == (1024, 1024, 0.05)
     assert settings.workload.ttft_s is None and settings.max_devices == 8
     # a configured gpu keeps its config entry (the overridden bandwidth); a catalog key is taken as is
     assert [g.bandwidth_bytes_per_s for g in settings.gpus] == [700e9, 4800e9]
-    assert [g.key for g in resolve().plan.gpus] == ["h100-sxm", "rtx-a6000"]  # default: every configured gpu
+    assert [g.key for g in resolve().plan_search.gpus] == ["h100-sxm", "rtx-a6000"]  # default: every configured gpu
 
 
 @pytest.mark.parametrize("plan, message", [
@@ -68,7 +68,8 @@ def built(tmp_path_factory):
     work.mkdir()
     config = {**BASE, "models": {"llama-2-7b": {}, "llama-3.1-70b": {}}, "gpus": {"h100-sxm": {}, "rtx-a6000": {}},
               "plan": {"isl": 1024, "osl": 1024, "tpot_ms": 10, "gpus": ["h100-sxm", "rtx-a6000"],
-                       "dtypes": ["fp16", "fp8", "int8"]}}
+                       "dtypes": ["fp16", "fp8", "int8"],
+                       "max_devices": 1}}  # one device: the arithmetic below stays simple
     (work / "config.yaml").write_text(yaml.safe_dump(config))
     targets = [f"{kind}/plans/{m}.{ext}" for m in config["models"]
                for kind, ext in (("results", "parquet"), ("reports", "svg"), ("reports", "png"))]
@@ -94,8 +95,9 @@ def test_plan_table_holds_each_gpus_frontier(built):
 
 
 def test_plan_table_is_empty_with_the_reason_when_nothing_qualifies(built):
-    # Llama-3.1-70B at 8 bits (the narrowest dtypes searched here) is 70.6 GB of weights: one decode step reads them
-    # all but the embedding table (1.05 GB, of which a step reads one row per token), 69.5 GB / 3.35 TB/s = 20.8 ms on the H100 (and it never fits the 48 GB RTX A6000): no plan meets 10 ms
+    # Llama-3.1-70B at 8 bits (the narrowest dtypes searched here) is 70.6 GB of weights: one decode step reads
+    # them all but the embedding table (1.05 GB, of which a step reads one row per token), 69.5 GB / 3.35 TB/s =
+    # 20.8 ms on one H100 (and it never fits the 48 GB RTX A6000): no single-device plan meets 10 ms
     table, reason = read_plan_table(built / "results" / "plans" / "llama-3.1-70b.parquet")
     assert len(table) == 0 and tuple(table.columns) == PLAN_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS
     assert reason.startswith("no plan meets TPOT <= 10 ms: the lowest TPOT any plan that fits reaches is 20.8 ms: ")

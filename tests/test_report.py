@@ -263,7 +263,8 @@ def long_context():
     not fit the A6000 while its decode does; fp8 compute is slower than int4 weights in decode (fp8 weights are
     wider); DeepSeek-V3 brings MLA and MoE. HTML only (no PDF): fast."""
     tables, specs = grid({"models": {"llama-3.1-8b": {}, "deepseek-v3": {}}, "gpus": {"rtx-a6000": {}, "h100-sxm": {}},
-                          "scenario": {"batch": 4, "seq_len": 32768, "weight_dtype": "int4"}})
+                          "scenario": {"batch": 4, "seq_len": 32768, "weight_dtype": "int4",
+                                       "parallel": {"tp": 1}}})  # one device each: the misfits stay misfits
     contexts = {model: model_context(model, tables, specs, [], "figures") for model in specs["models"]}
     return tables, specs, contexts
 
@@ -336,19 +337,20 @@ def test_footprint_names_each_stage_in_model_report_and_summary(long_context):
         ("prefill", units.nbytes(prefill["footprint_bytes"]), False),
         ("decode", units.nbytes(decode["footprint_bytes"]), True)]
     assert not a6000["fits"]
-    assert a6000["footprint_note"].startswith("Prefill does not fit in 48.0 GB; its times assume it did")
+    assert a6000["footprint_note"].startswith("Prefill does not fit in 46.4 GB usable of 48 GiB; its times assume it "
+                                              "did")
     assert "Prefill's activations (" in a6000["footprint_note"]
     assert "are the inputs and outputs of its largest operator, softmax" in a6000["footprint_note"]
     assert "With FlashAttention (no score matrix in DRAM) prefill needs" in a6000["footprint_note"]
     deepseek = next(g for g in contexts["deepseek-v3"]["gpus"] if g["key"] == "rtx-a6000")
-    assert deepseek["footprint_note"].startswith("Prefill and decode do not fit in 48.0 GB; their times assume they "
-                                                 "did")
+    assert deepseek["footprint_note"].startswith("Prefill and decode do not fit in 46.4 GB usable of 48 GiB; their "
+                                                 "times assume they did")
     summary_text = " ".join(contexts["llama-3.1-8b"]["summary"])
     assert (f"prefill needs {units.nbytes(prefill['footprint_bytes'])} (weights "
             f"{units.nbytes(prefill['weight_bytes'])}") in summary_text
     assert f"decode needs {units.nbytes(decode['footprint_bytes'])}" in summary_text
     html = render_html(contexts["llama-3.1-8b"])
-    assert "<th>Fits in 48.0 GB</th>" in html
+    assert "<th>Fits in 48 GiB</th>" in html
     summary = summary_context(tables, specs)
     row = next(r for g in summary["groups"] if g["model"] == "llama-3.1-8b" for r in g["rows"]
                if r["gpu_key"] == "rtx-a6000")
@@ -511,7 +513,7 @@ def test_executive_summary_groups_near_identical_shares(data):
 def test_decode_already_past_the_critical_batch():
     """Gemma-2-9b on the L4 at batch 512 (critical batch 480): the GEMMs are compute-bound already."""
     tables, specs = grid({"models": {"gemma-2-9b": {}}, "gpus": {"l4": {}}, "stages": ["decode"],
-                          "scenario": {"batch": 512}})
+                          "scenario": {"batch": 512, "parallel": {"tp": 1}}})
     total = tables["totals"].iloc[0]
     assert total["critical_batch"] <= 512
     sentences = " ".join(model_context("gemma-2-9b", tables, specs, [], "figures")["gpus"][0]["stages"][0]
@@ -519,7 +521,8 @@ def test_decode_already_past_the_critical_batch():
     assert (f"batch 512 is already past the critical batch ({units.integer(total['critical_batch'])}), so the GEMMs "
             "are compute-bound") in sentences
     assert "would turn compute-bound" not in sentences
-    assert f"this batch needs {units.nbytes(total['footprint_bytes'])} and does not fit in 24.0 GB" in sentences
+    assert (f"this batch needs {units.nbytes(total['footprint_bytes'])} per device and does not fit in 23.2 GB usable "
+            "of 24 GiB") in sentences
 
 
 def test_kv_cache_traffic_is_told_apart_from_the_cache_size(long_context):

@@ -1,8 +1,13 @@
 """Apply the roofline to an operator graph: per-operator rows and totals for (model, gpu, stage, scenario).
 
-T_compute = FLOPs / P, T_memory = bytes / BW, T = max of the two (a lower bound on time: perfect overlap of
-compute and memory inside an operator, none between operators, no launch overhead), attainable = min(P, AI x BW),
-bound = compute if T_compute > T_memory else memory (the same comparison as AI > P / BW).
+T_compute = FLOPs / P, T_memory = bytes / BW, T_network = latency + network bytes / link bandwidth (communication
+rows only, else 0), T = max of the three (a lower bound on time: perfect overlap of compute, memory and link
+traffic inside an operator, none between operators, no launch overhead), attainable = min(P, AI x BW), bound = the
+largest of the three (compute when T_compute > T_memory, i.e. AI > P / BW; network when the link dominates).
+
+Deployments (roofline.parallel): rows are one device's share; totals describe the deployment: its devices, the
+busiest device's footprint against its usable memory (memory_utilization x capacity), and tokens/s of the whole
+deployment and per device.
 """
 from __future__ import annotations
 
@@ -12,13 +17,16 @@ from functools import lru_cache
 
 import numpy as np
 
+from dataclasses import replace
+
 from .dtypes import DTYPE_BYTES, matmul_dtype
 from .graph import Op, attention_groups, build_operators
 from .hardware import Accelerator
 from .models import ModelSpec, kv_elements_per_token, parameter_counts
 from .columns import TOTAL_COLUMNS
 from .errors import RooflineInputError
-from .scenario import Scenario, check_context, check_stage
+from .parallel import Parallel, busiest_stage_layer_share, check_plan, kv_heads_per_device, weight_params_per_device
+from .scenario import STAGES, Scenario, check_context, check_stage
 
 NAN = float("nan")
 
@@ -49,6 +57,26 @@ def check_inputs(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scena
     check_stage(stage)
     check_context(model, stage, scenario)
     check_device_dtypes(gpu, scenario)
+    if isinstance(scenario.parallel, Parallel):
+        check_plan(model, gpu, scenario.parallel)
+
+
+def prepare(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> Scenario:
+    """Check the inputs and return the scenario with a concrete plan (`parallel: auto` resolved)."""
+    check_inputs(model, gpu, stage, scenario)
+    if not isinstance(scenario.parallel, Parallel):
+        scenario = resolve_plan(model, gpu, scenario)
+        check_plan(model, gpu, scenario.parallel)
+    return scenario
+
+
+def network_time(gpu: Accelerator, op: Op):
+    """(link bandwidth [byte/s] or NaN, T_network [s]) of one instance: latency + network bytes / bandwidth for a
+    collective (span > 1), (NaN, 0) for every other operator."""
+    if op.span <= 1:
+        return NAN, 0.0
+    bandwidth, latency = gpu.link(op.span)
+    return bandwidth, latency + op.cost.network / bandwidth
 
 
 def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
@@ -58,7 +86,10 @@ def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
     peak = gpu.peak(op.compute_dtype)
     bw = gpu.bandwidth_bytes_per_s
     t_compute, t_memory = c.flops / peak, nbytes / bw
+    link_bw, t_network = network_time(gpu, op)
     intensity = c.flops / nbytes if nbytes else math.inf
+    t = max(t_compute, t_memory, t_network)
+    bound = "network" if t_network >= t and t_network > 0 else ("compute" if t_compute > t_memory else "memory")
     return {
         "model": model_key, "gpu": gpu.key, "stage": stage, "op": op.name, "op_class": op.op_class,
         "count": op.count, "flops": float(c.flops), "bytes_weight": float(c.weight),
@@ -66,14 +97,15 @@ def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
         "bytes_kv_write": float(c.kv_write), "bytes": float(nbytes), "intensity": float(intensity),
         "peak_flops_per_s": peak, "bandwidth_bytes_per_s": bw,
         "attainable_flops_per_s": float(min(peak, intensity * bw)),
-        "t_compute_s": float(t_compute), "t_memory_s": float(t_memory), "t_s": float(max(t_compute, t_memory)),
-        "bound": "compute" if t_compute > t_memory else "memory", "compute_dtype": op.compute_dtype,
+        "t_compute_s": float(t_compute), "t_memory_s": float(t_memory), "t_s": float(t),
+        "bound": bound, "bytes_network": float(c.network), "network_bandwidth_bytes_per_s": float(link_bw),
+        "t_network_s": float(t_network), "compute_dtype": op.compute_dtype,
     }
 
 
 def operator_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> list[dict]:
     """Per-operator rows (one per operator, values per single instance, with its count)."""
-    check_inputs(model, gpu, stage, scenario)
+    scenario = prepare(model, gpu, stage, scenario)
     return [op_row(model.key, gpu, stage, op) for op in build_operators(model, stage, scenario)]
 
 
@@ -91,9 +123,27 @@ def kv_cache_bytes(model: ModelSpec, stage: str, scenario: Scenario, batch=None,
     return B * total
 
 
+def kv_share_per_device(model: ModelSpec, scenario: Scenario, batch) -> float:
+    """Fraction of the deployment's KV cache the busiest device holds: its stage's layers, its KV heads (MLA's
+    latent is replicated over tp, its decompressed per-head cache split), its sequences under DP attention."""
+    plan = scenario.parallel
+    share = busiest_stage_layer_share(model.n_layers, plan.pp)
+    if plan.attention_dp:
+        ceil = np.ceil if isinstance(batch, np.ndarray) else math.ceil
+        return share * ceil(batch / plan.tp) / batch
+    if model.is_mla:
+        return share / (plan.tp if scenario.mla_mode == "decompressed" else 1)
+    return share * kv_heads_per_device(model.n_kv_heads, plan.tp) / model.n_kv_heads
+
+
 def weight_bytes(model: ModelSpec, scenario: Scenario) -> float:
     """All weights resident in memory (total parameters, every expert) at the weight dtype."""
     return parameter_counts(model)[0] * DTYPE_BYTES[scenario.weight_dtype]
+
+
+def weight_bytes_per_device(model: ModelSpec, scenario: Scenario) -> float:
+    """Weights the busiest device of the deployment holds (roofline.parallel.weight_params_per_device)."""
+    return weight_params_per_device(model, scenario.parallel) * DTYPE_BYTES[scenario.weight_dtype]
 
 
 def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: Sequence[Op], B, S) -> dict:
@@ -102,28 +152,41 @@ def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario
     bw = gpu.bandwidth_bytes_per_s
     vector = isinstance(B, np.ndarray) or isinstance(S, np.ndarray)
     maximum = np.maximum if vector else max  # NumPy on Python floats costs ~1 us a call: keep scalars scalar
-    flops = nbytes = t_compute = t_memory = t = t_memory_bound = 0.0
+    flops = nbytes = t_compute = t_memory = t_network = t = t_memory_bound = t_communication = 0.0
     activations = 0.0
     peaks = {dtype: gpu.peak(dtype) for dtype in {op.compute_dtype for op in ops}}  # one lookup per dtype
-    for _name, _cls, n, (op_flops, *op_bytes_by_kind), dtype in ops:
-        op_bytes = sum(op_bytes_by_kind)
-        tc, tm = op_flops / peaks[dtype], op_bytes / bw
+    for op in ops:
+        n, c = op.count, op.cost
+        op_bytes = c.bytes
+        tc, tm = c.flops / peaks[op.compute_dtype], op_bytes / bw
         op_t = maximum(tc, tm)
-        flops, nbytes = flops + n * op_flops, nbytes + n * op_bytes
+        if op.span > 1:
+            _link, tn = network_time(gpu, op)
+            op_t = maximum(op_t, tn)
+            t_network, t_communication = t_network + n * tn, t_communication + n * op_t
+        flops, nbytes = flops + n * c.flops, nbytes + n * op_bytes
         t_compute, t_memory, t = t_compute + n * tc, t_memory + n * tm, t + n * op_t
-        t_memory_bound = t_memory_bound + n * (np.where(tc > tm, 0.0, op_t) if vector else (tc <= tm) * op_t)
-        _weight, act_read, act_write, _kv_read, _kv_write = op_bytes_by_kind
-        activations = maximum(activations, act_read + act_write)
+        memory_bound = (tm >= tc) if op.span <= 1 else False
+        t_memory_bound = t_memory_bound + n * (np.where(memory_bound, op_t, 0.0) if vector else memory_bound * op_t)
+        activations = maximum(activations, c.act_read + c.act_write)
     prefill = stage == "prefill"
+    plan = scenario.parallel
     weights = weight_bytes(model, scenario)
     kv = kv_cache_bytes(model, stage, scenario, B, S)
-    footprint = weights + kv + activations
+    weights_device = weight_bytes_per_device(model, scenario)
+    kv_device = kv * kv_share_per_device(model, scenario, B)
+    footprint = weights_device + kv_device + activations
+    usable = scenario.memory_utilization * gpu.memory_bytes
+    tokens_per_s = (B * S if prefill else B) / t
     return {
         "flops": flops, "bytes": nbytes, "intensity": flops / nbytes, "t_compute_s": t_compute,
-        "t_memory_s": t_memory, "t_s": t, "tokens_per_s": (B * S if prefill else B) / t,
+        "t_memory_s": t_memory, "t_network_s": t_network, "t_s": t, "tokens_per_s": tokens_per_s,
+        "tokens_per_s_per_device": tokens_per_s / plan.devices,
         "memory_bound_share": t_memory_bound / t, "compute_utilization": t_compute / t,
+        "network_share": t_communication / t,
         "weight_bytes": weights, "kv_cache_bytes": kv, "activation_bytes": activations,
-        "footprint_bytes": footprint, "fits": footprint <= gpu.memory_bytes,
+        "weight_bytes_per_device": weights_device, "kv_cache_bytes_per_device": kv_device,
+        "footprint_bytes": footprint, "usable_memory_bytes": usable, "fits": footprint <= usable,
     }
 
 
@@ -131,7 +194,7 @@ def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, o
     """Totals for one (model, gpu, stage, scenario) in TOTAL_COLUMNS order (Python scalars). `ops` (from
     build_operators, already checked by the caller) saves rebuilding the graph."""
     if ops is None:
-        check_inputs(model, gpu, stage, scenario)
+        scenario = prepare(model, gpu, stage, scenario)
         ops = build_operators(model, stage, scenario)
     sums = aggregate(model, gpu, stage, scenario, ops, scenario.batch, scenario.seq_len)
     total_params, active_params = parameter_counts(model)
@@ -152,13 +215,66 @@ def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, o
         "ridge_flops_per_byte": gpu.ridge(matmul_dtype(scenario.weight_dtype, scenario.act_dtype)),
         "critical_batch": critical_batch(model, gpu, scenario),
     })
+    plan = scenario.parallel
+    result.update({
+        "devices": plan.devices, "tp": plan.tp, "pp": plan.pp, "ep": plan.ep, "attention_dp": plan.attention_dp,
+        "deployment": deployment_label(gpu, plan),
+        "weight_bytes_per_device": float(sums["weight_bytes_per_device"]),
+        "kv_cache_bytes_per_device": float(sums["kv_cache_bytes_per_device"]),
+        "usable_memory_bytes": float(sums["usable_memory_bytes"]),
+        "tokens_per_s_per_device": float(sums["tokens_per_s_per_device"]),
+        "t_network_s": float(sums["t_network_s"]), "network_share": float(sums["network_share"]),
+    })
     assert tuple(result) == TOTAL_COLUMNS
     return result
 
 
+def deployment_label(gpu: Accelerator, plan: Parallel) -> str:
+    """"1 x H100 SXM5 80GB" or "4 x H100 SXM5 80GB, TP 4": what every table and figure names the setup by."""
+    return f"{plan.devices} x {gpu.name}" + ("" if plan.devices == 1 else f", {plan.describe()}")
+
+
+#: tensor-parallel degrees `auto` tries inside one scale-up domain, and the pipeline depths it tries beyond it
+AUTO_TP = (1, 2, 4, 8, 16, 32, 64)
+AUTO_PP = (1, 2, 4, 8, 16, 32, 64)
+
+
+def resolve_plan(model: ModelSpec, gpu: Accelerator, scenario: Scenario, stages=STAGES) -> Scenario:
+    """`scenario` with `parallel: auto` replaced by a concrete plan (an explicit plan is returned unchanged).
+
+    auto: the smallest power-of-two tp inside one scale-up domain (dividing the attention heads, compatible with
+    the KV heads) whose busiest device fits its usable memory in every stage; if even the largest such tp does
+    not fit, pipeline stages across domains (pp = 2, 4, ...) at that tp. ep = 1 (tensor-parallel experts). When
+    nothing up to 64 stages fits, the largest plan tried is returned and its totals say it does not fit."""
+    if scenario.parallel != "auto":
+        return scenario
+    candidates = []
+    for tp in AUTO_TP:
+        if tp > max(1, gpu.scaleup_domain) or (tp > 1 and not gpu.scaleup_bandwidth_bytes_per_s):
+            break
+        try:
+            check_plan(model, gpu, Parallel(tp=tp))
+        except RooflineInputError:
+            continue
+        candidates.append(Parallel(tp=tp))
+    widest = candidates[-1].tp if candidates else 1
+    if gpu.scaleout_bandwidth_bytes_per_s:
+        candidates += [Parallel(tp=widest, pp=pp) for pp in AUTO_PP[1:] if pp <= model.n_layers]
+    for plan in candidates:
+        planned = replace(scenario, parallel=plan)
+        if all(_fits(model, gpu, stage, planned) for stage in stages):
+            return planned
+    return replace(scenario, parallel=candidates[-1] if candidates else Parallel())
+
+
+def _fits(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> bool:
+    ops = build_operators(model, stage, scenario)
+    return bool(aggregate(model, gpu, stage, scenario, ops, scenario.batch, scenario.seq_len)["fits"])
+
+
 def analyze(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> tuple[list[dict], dict]:
-    """(per-operator rows, totals) for one (model, gpu, stage, scenario)."""
-    check_inputs(model, gpu, stage, scenario)
+    """(per-operator rows, totals) for one (model, gpu, stage, scenario); `parallel: auto` is resolved first."""
+    scenario = prepare(model, gpu, stage, scenario)
     ops = build_operators(model, stage, scenario)
     rows = [op_row(model.key, gpu, stage, op) for op in ops]
     return rows, totals(model, gpu, stage, scenario, ops)

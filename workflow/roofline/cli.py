@@ -18,6 +18,7 @@ from .analysis import analyze, critical_batch
 from .columns import OP_COLUMNS, PLAN_COLUMNS, TOTAL_COLUMNS
 from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES
 from .errors import RooflineInputError, did_you_mean, unknown
+from .parallel import Parallel
 from .scenario import (ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario)
 
 FORMATS = ("table", "csv", "json")
@@ -57,6 +58,18 @@ def _positive_int(option):
     return parse
 
 
+def _fraction(option):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; expected a fraction from 0.05 to 1")
+        if not 0.05 <= value <= 1:
+            raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; expected a fraction from 0.05 to 1")
+        return value
+    return parse
+
+
 def _choice(option, allowed):
     def parse(text):
         if text not in allowed:
@@ -82,6 +95,14 @@ def _scenario_options(parser):
     parser.add_argument("--expert-routing", type=_choice("--expert-routing", EXPERT_ROUTINGS),
                         default=defaults.expert_routing)
     parser.add_argument("--mla-mode", type=_choice("--mla-mode", MLA_MODES), default=defaults.mla_mode)
+    parser.add_argument("--parallel", type=_choice("--parallel", ("auto",)), default=None,
+                        help="auto (default when no --tp/--pp/--ep is given): the smallest plan that fits")
+    parser.add_argument("--tp", type=_positive_int("--tp"), help="tensor-parallel degree")
+    parser.add_argument("--pp", type=_positive_int("--pp"), help="pipeline stages")
+    parser.add_argument("--ep", type=_positive_int("--ep"), help="expert-parallel degree (divides --tp)")
+    parser.add_argument("--attention-dp", action="store_true", help="data-parallel attention (needs --ep = --tp)")
+    parser.add_argument("--memory-utilization", type=_fraction("--memory-utilization"),
+                        default=defaults.memory_utilization, help="usable fraction of each device's memory")
     parser.add_argument("--format", type=_choice("--format", FORMATS), default="table")
 
 
@@ -123,11 +144,13 @@ def _plan_options(parser):
     parser.add_argument("--tpot-ms", type=_positive_float("--tpot-ms"), help="target: time per output token [ms]")
     parser.add_argument("--ttft-ms", type=_positive_float("--ttft-ms"), help="target: time to first token [ms]")
     parser.add_argument("--max-devices", type=_positive_int("--max-devices"), default=8)
-    storage = ("fp32", "fp16", "bf16", "fp8", "int8", "int4")
-    parser.add_argument("--dtypes", nargs="+", type=_choice("--dtypes", storage), default=list(planner.DEFAULT_DTYPES),
+    parser.add_argument("--dtypes", nargs="+", type=_choice("--dtypes", STORAGE_DTYPES),
+                        default=list(planner.DEFAULT_DTYPES),
                         help="weight and KV-cache dtypes to search (KV: 8 bits or more)")
     parser.add_argument("--prefill", type=_choice("--prefill", planner.PREFILL_MODES), default="separate",
                         help="separate: decode is not slowed by prompts; interleaved: prompts time-share the devices")
+    parser.add_argument("--memory-utilization", type=_fraction("--memory-utilization"), default=Scenario.memory_utilization,
+                        help="usable fraction of each device's memory")
     parser.add_argument("--top", type=_positive_int("--top"), help="print only the best N frontier rows")
     parser.add_argument("--format", type=_choice("--format", FORMATS), default="table")
 
@@ -138,14 +161,15 @@ _HUMAN_PLAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("
                ("estimate", None))
 
 
-def _plan(args) -> str:
+def _deployment_search(args) -> str:
     """`roofline plan`: the frontier rows (best first), `evaluated N configurations in S s` on stderr, and one
     line saying why when no candidate fits and meets the targets."""
     gpus = [_gpu(key) for key in args.gpu] if args.gpu else list(hardware.catalog().values())
     workload = planner.Workload(isl=args.isl, osl=args.osl, prefill=args.prefill,
                                 tpot_s=args.tpot_ms / 1e3 if args.tpot_ms else None,
                                 ttft_s=args.ttft_ms / 1e3 if args.ttft_ms else None)
-    result = planner.search(_model(args.model), gpus, workload, dtypes=args.dtypes, max_devices=args.max_devices)
+    result = planner.search(_model(args.model), gpus, workload, dtypes=args.dtypes, max_devices=args.max_devices,
+                            memory_utilization=args.memory_utilization)
     print(f"evaluated {len(result)} configurations in {result.seconds:.3f} s "
           f"({len(result) / result.seconds:,.0f} per second)", file=sys.stderr)
     rows = planner.rows(result, planner.frontier(result)[:args.top])
@@ -175,15 +199,27 @@ def _gpu(text: str) -> hardware.Accelerator:
     return hardware.catalog()[text]
 
 
+def _plan(args) -> Parallel | str:
+    """--tp/--pp/--ep/--attention-dp as a plan; auto when none is given (or with --parallel auto)."""
+    explicit = [name for name in ("tp", "pp", "ep") if getattr(args, name) is not None] + (
+        ["attention-dp"] if args.attention_dp else [])
+    if args.parallel == "auto" and explicit:
+        raise RooflineInputError(f"--parallel: auto cannot be combined with --{explicit[0]}; give one or the other")
+    if not explicit:
+        return "auto"
+    return Parallel(tp=args.tp or 1, pp=args.pp or 1, ep=args.ep or 1, attention_dp=args.attention_dp)
+
+
 def _scenario(args) -> Scenario:
     return Scenario(batch=args.batch, seq_len=args.seq_len, weight_dtype=args.weight_dtype, act_dtype=args.act_dtype,
                     kv_dtype=args.kv_dtype, attention=args.attention, logits=args.logits,
-                    expert_routing=args.expert_routing, mla_mode=args.mla_mode).validate()
+                    expert_routing=args.expert_routing, mla_mode=args.mla_mode, parallel=_plan(args),
+                    memory_utilization=args.memory_utilization).validate()
 
 
 def _as_options(message: str) -> str:
     """Name scenario fields as the command-line options that set them ('scenario.seq_len=4' -> '--seq-len 4')."""
-    fields = "weight_dtype|act_dtype|kv_dtype|seq_len|batch|expert_routing|mla_mode"
+    fields = "weight_dtype|act_dtype|kv_dtype|seq_len|batch|expert_routing|mla_mode|memory_utilization"
     return re.sub(rf"(?:scenario\.)?(?<![-\w])({fields})\b(=?)",
                   lambda m: "--" + m.group(1).replace("_", "-") + (" " if m.group(2) else ""), message)
 
@@ -240,7 +276,9 @@ def run(argv: list[str] | None = None) -> str:
                      "params_B": f"{models.parameter_counts(m)[0] / 1e9:.3f}"} for k, m in models.catalog().items()]
         else:
             rows = [{"key": k, "name": g.name, "bandwidth_GBps": f"{g.bandwidth_bytes_per_s / 1e9:g}",
-                     "memory_GB": f"{g.memory_bytes / 1e9:.4g}",
+                     "memory_GiB": f"{g.memory_bytes / 2**30:.4g}",
+                     "scaleup": (f"{g.scaleup_link} {g.scaleup_bandwidth_bytes_per_s / 1e9:g} GB/s x"
+                                 f"{g.scaleup_domain}" if g.scaleup_link else "-"),
                      "dtypes": " ".join(g.peak_flops_per_s) or "- (no published peaks)"}
                     for k, g in hardware.catalog().items()]
         return _format_table(rows, [(k, None) for k in rows[0]])
@@ -266,7 +304,7 @@ def run(argv: list[str] | None = None) -> str:
                          "approx_critical_batch": f"{gpu.ridge(dtype) * DTYPE_BYTES[dtype] / 2:.0f}", **exact})
         return _format_table(rows, [(k, None) for k in rows[0]])
     if args.command == "plan":
-        return _plan(args)
+        return _deployment_search(args)
     model, gpu, scenario = _model(args.model), _gpu(args.gpu), _scenario(args)
     rows, total = analyze(model, gpu, args.stage, scenario)
     if args.command == "ops":
@@ -282,11 +320,12 @@ def run(argv: list[str] | None = None) -> str:
     units = {"flops": "FLOP", "bytes": "B", "t_compute_s": "s", "t_memory_s": "s", "t_s": "s", "ttft_s": "s",
              "tpot_s": "s", "weight_bytes": "B", "kv_cache_bytes": "B", "activation_bytes": "B",
              "footprint_bytes": "B", "memory_bytes": "B", "total_params": "", "active_params": "",
-             "tokens_per_s": "token/s"}
+             "tokens_per_s": "token/s", "weight_bytes_per_device": "B", "kv_cache_bytes_per_device": "B",
+             "usable_memory_bytes": "B", "tokens_per_s_per_device": "token/s", "t_network_s": "s"}
     lines = []
     for key, value in total.items():
         text = _si(value, units[key]) if key in units else (f"{value:.4g}" if isinstance(value, float) else str(value))
-        lines.append(f"{key:22s} {text}")
+        lines.append(f"{key:26s} {text}")
     return "\n".join(lines)
 
 

@@ -6,7 +6,7 @@ OP_COLUMNS = (
     "gpu",  # accelerator key
     "stage",  # prefill | decode
     "op",  # operator name (Hugging Face module name where one exists)
-    "op_class",  # gemm | attention | norm | elementwise | embedding
+    "op_class",  # gemm | attention | norm | elementwise | embedding | communication
     "count",  # instances per forward pass (prefill pass or one decode step)
     "flops",  # FLOP
     "bytes_weight",  # byte, weights (and biases) read
@@ -21,8 +21,11 @@ OP_COLUMNS = (
     "attainable_flops_per_s",  # FLOP/s = min(peak, intensity x bandwidth)
     "t_compute_s",  # s = flops / peak
     "t_memory_s",  # s = bytes / bandwidth
-    "t_s",  # s = max(t_compute_s, t_memory_s)
-    "bound",  # memory | compute
+    "t_s",  # s = max(t_compute_s, t_memory_s, t_network_s)
+    "bound",  # memory | compute | network: the largest of the three times
+    "bytes_network",  # byte on this device's link (communication rows; 0 elsewhere), not DRAM traffic
+    "network_bandwidth_bytes_per_s",  # byte/s, per direction, of the link the collective crosses (NaN elsewhere)
+    "t_network_s",  # s = link latency + bytes_network / network_bandwidth (0 for non-communication rows)
 )
 
 #: Extra per-operator columns in the pipeline's parquet files (after OP_COLUMNS).
@@ -31,6 +34,7 @@ OP_EXTRA_COLUMNS = ("compute_dtype",)
 #: Scenario columns appended to every pipeline table.
 SCENARIO_COLUMNS = (
     "batch", "seq_len", "weight_dtype", "act_dtype", "kv_dtype", "attention", "logits", "expert_routing", "mla_mode",
+    "memory_utilization",
 )
 
 #: Totals per (model, gpu, stage, scenario).
@@ -47,16 +51,26 @@ TOTAL_COLUMNS = (
     "tokens_per_s",  # token/s: decode batch / tpot; prefill prompt tokens / ttft
     "memory_bound_share",  # fraction of t_s spent in memory-bound operators
     "compute_utilization",  # fraction of t_s the compute units would be busy: t_compute / t
-    "weight_bytes",  # byte, all weights at the weight dtype (total parameters)
-    "kv_cache_bytes",  # byte, KV cache of the batch at the end of the stage
+    "weight_bytes",  # byte, all weights at the weight dtype (total parameters, the whole deployment)
+    "kv_cache_bytes",  # byte, KV cache of the batch at the end of the stage (the whole deployment)
     "activation_bytes",  # byte, peak activations (largest operator's inputs + outputs)
-    "footprint_bytes",  # byte, weights + KV cache + activations
-    "memory_bytes",  # byte, device capacity
-    "fits",  # footprint_bytes <= memory_bytes
+    "footprint_bytes",  # byte, the busiest device's weights + KV cache + activations
+    "memory_bytes",  # byte, one device's capacity (real bytes: the vendor's "80 GB" is 80 GiB)
+    "fits",  # footprint_bytes <= usable_memory_bytes
     "total_params",  # parameters
     "active_params",  # parameters touched per token (MoE: top-k routed + shared experts)
     "ridge_flops_per_byte",  # FLOP/byte, ridge of the GEMM compute dtype
     "critical_batch",  # decode batch at which the weight GEMMs reach the ridge (NaN if never)
+    "devices",  # accelerators of the deployment = tp x pp
+    "tp", "pp", "ep",  # tensor-, pipeline- and expert-parallel degrees
+    "attention_dp",  # attention data-parallel over the tp devices (DeepSeek-style MLA serving)
+    "deployment",  # text: "4 x H100 SXM5 80GB, TP 4"
+    "weight_bytes_per_device",  # byte, weights the busiest device holds
+    "kv_cache_bytes_per_device",  # byte, KV cache the busiest device holds
+    "usable_memory_bytes",  # byte, memory_utilization x memory_bytes
+    "tokens_per_s_per_device",  # token/s, tokens_per_s / devices
+    "t_network_s",  # s, sum of t_network_s x count (link time of the collectives)
+    "network_share",  # fraction of t_s spent in communication operators
 )
 
 #: Treatments: what each optimization buys for one (model, gpu, stage) baseline (roofline.treatments).
@@ -97,8 +111,9 @@ SWEEP_COLUMNS = (
 #: Deployment search: one row per candidate deployment (roofline.planner; `roofline plan`, results/plans/).
 PLAN_COLUMNS = (
     "model", "gpu",
-    "devices",  # devices in the deployment (tp x pp x ep)
+    "devices",  # devices in the deployment (tp x pp)
     "tp", "pp", "ep",  # tensor-, pipeline- and expert-parallel degrees
+    "attention_dp",  # data-parallel attention (MoE: ep = tp)
     "batch",  # concurrent requests
     "weight_dtype", "act_dtype", "kv_dtype", "attention",
     "isl", "osl",  # prompt and output tokens per request
@@ -109,13 +124,14 @@ PLAN_COLUMNS = (
     "tokens_per_s",  # token/s, whole deployment: batch / tpot_s
     "tokens_per_s_per_device",  # token/s: tokens_per_s / devices
     "tokens_per_s_per_user",  # token/s: 1 / tpot_s
-    "footprint_bytes",  # byte per device, every request at its full isl + osl tokens
-    "memory_bytes",  # byte, device capacity the footprint is compared with
+    "footprint_bytes",  # byte, the busiest device's footprint with every request at its full isl + osl tokens
+    "usable_memory_bytes",  # byte, memory_utilization x one device's memory: what the footprint is compared with
     "fits",  # decode at the full length and the one-request prefill both fit
-    "bound",  # memory | compute: the roof the decode step spends most of its time under
+    "bound",  # memory | compute | network: the roof the decode step spends most of its time under
     "memory_bound_share",  # fraction of the decode step in memory-bound operators
+    "network_share",  # fraction of the decode step in communication operators
     "estimate",  # bound (roofline lower bounds) | calibrated
-    "deployment",  # text, e.g. "1 x H100 SXM5 80GB"
+    "deployment",  # text, e.g. "4 x H100 SXM5 80GB, TP 4"
 )
 
 #: Extra columns of results/plans/{model}.parquet (each device's frontier, after PLAN_COLUMNS).

@@ -17,10 +17,13 @@ from pathlib import Path
 
 import yaml
 
-from .analysis import check_device_dtypes
+from dataclasses import replace
+
+from .analysis import check_device_dtypes, resolve_plan
 from .errors import RooflineInputError, unknown
 from .hardware import Accelerator, accelerator_from_entry, catalog as gpu_catalog
 from .models import ModelSpec, model_from_entry
+from .parallel import Parallel, check_plan
 from .planner import DEFAULT_DTYPES, PlanSettings, Workload
 from .scenario import STAGES, Scenario, check_context
 
@@ -44,11 +47,12 @@ class ResolvedConfig:
     gpus: dict[str, Accelerator]
     scenario: Scenario
     stages: tuple[str, ...]
-    plan: PlanSettings | None = None  # the optional deployment search (config section `plan`)
+    plans: dict[str, dict[str, Parallel]]  # model -> gpu -> the concrete plan of that deployment
+    plan_search: PlanSettings | None = None  # the optional deployment search (config section `plan`)
 
-    def plan_params(self) -> dict:
+    def plan_search_params(self) -> dict:
         """JSON-able plan settings (PlanSettings.from_params rebuilds them): the plan jobs' `params`."""
-        return asdict(self.plan)
+        return asdict(self.plan_search)
 
     def model_params(self, key: str) -> dict:
         """JSON-able spec of one model (ModelSpec(**params) rebuilds it): a job's `params`."""
@@ -60,6 +64,10 @@ class ResolvedConfig:
 
     def scenario_params(self) -> dict:
         return asdict(self.scenario)
+
+    def job_scenario_params(self, model: str, gpu: str) -> dict:
+        """The scenario of one (model, gpu) job with its concrete plan (a job's `params`)."""
+        return asdict(replace(self.scenario, parallel=self.plans[model][gpu]))
 
     def specs(self) -> dict:
         """{"models", "gpus", "scenario", "stages", "config_sha256"}: the resolved config, JSON-able."""
@@ -78,6 +86,7 @@ class ResolvedConfig:
             "gpus": {key: self.gpu_params(key) for key in self.gpus},
             "scenario": self.scenario_params(),
             "stages": list(self.stages),
+            "plans": {key: {gpu: asdict(plan) for gpu, plan in self.plans[key].items()} for key in models},
         }
         digest = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
         return {**body, "config_sha256": digest}
@@ -141,7 +150,9 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
         raise RooflineInputError(f"stages: {list(stages)} lists a stage twice")
     scenario = Scenario.from_dict(config.get("scenario"))
     models = {key: resolve_model(key, entry, base_dir) for key, entry in models_cfg.items()}
-    gpus = {key: resolve_gpu(key, entry) for key, entry in gpus_cfg.items()}
+    gpu_plans = {key: _gpu_plan(key, entry) for key, entry in gpus_cfg.items()}
+    gpus = {key: resolve_gpu(key, {k: v for k, v in (entry or {}).items() if k != "parallel"})
+            for key, entry in gpus_cfg.items()}
     for key, gpu in gpus.items():
         try:
             check_device_dtypes(gpu, scenario)
@@ -153,14 +164,37 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
                 check_context(model, stage, scenario)
             except RooflineInputError as error:
                 raise RooflineInputError(f"models.{key}: {error}") from None
-    return ResolvedConfig(models=models, gpus=gpus, scenario=scenario, stages=stages,
-                          plan=resolve_plan(config.get("plan"), gpus, models))
+    plans = {key: {gpu_key: _plan(model, gpu, gpu_plans[gpu_key], scenario, stages) for gpu_key, gpu in gpus.items()}
+             for key, model in models.items()}
+    return ResolvedConfig(models=models, gpus=gpus, scenario=scenario, stages=stages, plans=plans,
+                          plan_search=resolve_plan_section(config.get("plan"), gpus, models, scenario))
 
 
-def resolve_plan(section: dict | None, gpus: dict[str, Accelerator],
-                 models: dict[str, ModelSpec]) -> PlanSettings | None:
+def _gpu_plan(key: str, entry: dict | None) -> Parallel | str | None:
+    """The plan a gpus: entry carries (None: the scenario's)."""
+    if not entry or "parallel" not in entry:
+        return None
+    return Parallel.from_value(entry["parallel"], f"gpus.{key}.parallel")
+
+
+def _plan(model: ModelSpec, gpu: Accelerator, gpu_plan, scenario: Scenario, stages) -> Parallel:
+    """The concrete plan of one (model, gpu): the gpu entry's or the scenario's, `auto` resolved; a plan the model
+    or the device cannot run stops here, naming where the plan came from."""
+    where = f"gpus.{gpu.key}.parallel" if gpu_plan is not None else "scenario.parallel"
+    planned = replace(scenario, parallel=gpu_plan if gpu_plan is not None else scenario.parallel)
+    try:
+        if planned.parallel != "auto":
+            check_plan(model, gpu, planned.parallel)
+        return resolve_plan(model, gpu, planned, stages).parallel
+    except RooflineInputError as error:
+        raise RooflineInputError(f"{where} for models.{model.key}: {error}") from None
+
+
+def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], models: dict[str, ModelSpec],
+                         scenario: Scenario) -> PlanSettings | None:
     """The `plan` section (None when absent): candidate gpus are keys of `gpus:` or of the catalog (default: every
-    configured gpu); every model must hold a whole request (isl + osl tokens) in its context."""
+    configured gpu); every model must hold a whole request (isl + osl tokens) in its context; the scenario's
+    memory_utilization applies."""
     if section is None:
         return None
     section = dict(section)
@@ -182,7 +216,8 @@ def resolve_plan(section: dict | None, gpus: dict[str, Accelerator],
                 f"plan: isl + osl = {workload.isl + workload.osl} tokens do not fit the context of models.{key} "
                 f"({model.max_position}, max_position); use a shorter isl or osl, or override max_position")
     return PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
-                        max_devices=section.get("max_devices", 8), dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)))
+                        max_devices=section.get("max_devices", 8), dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
+                        memory_utilization=scenario.memory_utilization)
 
 
 def load_schema(path: str | Path) -> dict:

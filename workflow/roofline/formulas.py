@@ -21,10 +21,18 @@ Conventions (stated once, used everywhere):
   every kernel), router softmax/top-k (T x E elements, < 0.1% of the MoE block), Gemma-2 logit soft-capping and
   embedding scaling (element-wise on tensors already counted), bias-add FLOPs (see above), the quantization and
   dequantization arithmetic of int8/int4/fp8 tensors (hidden under the memory time of the ops that need it).
+* Communication (multi-device deployments, roofline.parallel): a collective moves `network` bytes over the link of
+  each device, booked apart from DRAM bytes; its time is latency + network bytes / link bandwidth (per device, per
+  direction), beside its DRAM time (read the send buffer, write the received data). All-reduce is the ring
+  algorithm: a reduce-scatter and an all-gather, 2(n-1)/n of the tensor on the link of each of n devices, one
+  latency per collective (NCCL's tree and one-shot kernels move as many or more bytes; their latency is similar
+  for the small messages of decode). All-gather and all-to-all move (n-1)/n, a point-to-point send the whole tensor.
+  Default overlap: none. Communication time adds to the compute and memory times of the other operators, as every
+  operator's time adds to the others'; the `overlap_communication` treatment prices hiding it.
 * Every formula accepts Python numbers or NumPy arrays for the shape symbols, so one call can evaluate a whole
   sweep; hence `np.minimum` rather than `min` and no branching on shape values.
 
-Symbols: B batch, S sequence (query) length, Skv keys attended, T tokens processed (B*S in prefill, B in decode),
+Symbols: n devices in a collective, B batch, S sequence (query) length, Skv keys attended, T tokens processed (B*S in prefill, B in decode),
 D hidden, H query heads, Hkv KV heads, d head dim, F MLP width, V vocab, W sliding window, E experts, k top-k.
 Byte widths: w weights, a activations, c KV cache.
 """
@@ -50,9 +58,11 @@ class Cost(NamedTuple):
     act_write: float = 0.0
     kv_read: float = 0.0
     kv_write: float = 0.0
+    network: float = 0.0  # bytes on the device's link (collectives only); not DRAM traffic
 
     @property
     def bytes(self):
+        """Compulsory DRAM bytes (the five DRAM kinds; network bytes are not DRAM traffic)."""
         return self.weight + self.act_read + self.act_write + self.kv_read + self.kv_write
 
 
@@ -172,6 +182,44 @@ def moe_combine(T, D, k, a, shared=False) -> Cost:
     """Weighted sum of the k expert outputs per token (+ the shared-expert output): 2 FLOPs per product."""
     reads = k + (1 if shared else 0)
     return Cost(2 * T * k * D + (T * D if shared else 0), 0.0, reads * T * D * a, T * D * a)
+
+
+@formula("all_reduce")
+def all_reduce(T, D, n, a) -> Cost:
+    """Ring all-reduce of x[T,D] over n devices: 2(n-1)/n x T*D*a bytes leave each device (reduce-scatter, then
+    all-gather), (n-1)/n x T*D additions; the input is read and the sum written once."""
+    elements = T * D
+    return Cost((n - 1) / n * elements, 0.0, elements * a, elements * a, network=2 * (n - 1) / n * elements * a)
+
+
+@formula("all_gather")
+def all_gather(T, N, n, a) -> Cost:
+    """All-gather of n shards x[T, N/n] into x[T, N] on every device: (n-1)/n x T*N*a bytes arrive at each."""
+    return Cost(0.0 * T, 0.0, T * N / n * a, T * N * a, network=(n - 1) / n * T * N * a)
+
+
+@formula("all_to_all")
+def all_to_all(rows, D, n, a) -> Cost:
+    """All-to-all of `rows` token rows [rows, D] over n devices (MoE dispatch or combine): the (n-1)/n of them
+    bound for other devices leave through the link; the rows are read once and the received ones written once."""
+    return Cost(0.0 * rows, 0.0, rows * D * a, rows * D * a, network=(n - 1) / n * rows * D * a)
+
+
+@formula("p2p_send")
+def p2p_send(T, D, a) -> Cost:
+    """Pipeline-stage hand-over of the activations x[T,D] to the next stage: read here, written there."""
+    return Cost(0.0 * T, 0.0, T * D * a, T * D * a, network=T * D * a)
+
+
+def expected_max_load(pairs, n):
+    """Expected token-expert pairs reaching the busiest of n equal expert groups when `pairs` pairs are routed
+    uniformly at random: mean + std x sqrt(2 ln n) (the Gaussian approximation of the maximum of n binomials,
+    mean pairs/n, variance pairs(1/n)(1-1/n)), capped at all pairs. n = 1 gives all pairs."""
+    if n == 1:
+        return pairs
+    mean = pairs / n
+    spread = np.sqrt(pairs * (1 / n) * (1 - 1 / n) * 2 * np.log(n))
+    return np.minimum(pairs, mean + spread)
 
 
 def causal_pairs(S, window=None):

@@ -4,9 +4,16 @@ Operator names follow the Hugging Face module names where one exists (q_proj, o_
 One row per distinct operator; `count` = instances per forward pass (usually the number of layers that have it).
 Attention-core rows of the sliding-window layers of a model that mixes local and global layers (Gemma-2) carry the
 suffix `_swa`.
+
+Multi-device plans (roofline.parallel): every row is ONE device's share of the operator (what that device's
+roofline sees: its heads, its columns, its experts), and `count` is the number of instances one token passes
+through on its way across all pipeline stages, so summing time x count over the rows gives the time of one step.
+Communication rows (op_class `communication`) carry the devices their collective spans (`span`), which decides the
+link: the scale-up link inside one domain, the scale-out network beyond it.
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -14,35 +21,49 @@ import numpy as np
 
 from . import formulas as f
 from .dtypes import DTYPE_BYTES, matmul_dtype
+from .errors import RooflineInputError
 from .models import ACTIVATION_FLOPS, ModelSpec, kv_elements_per_token
+from .parallel import Parallel, kv_heads_per_device
 from .scenario import Scenario
 
-OP_CLASSES = ("gemm", "attention", "norm", "elementwise", "embedding")
+OP_CLASSES = ("gemm", "attention", "norm", "elementwise", "embedding", "communication")
 
 
 class Op(NamedTuple):
-    """One operator of the forward pass: name, class, instances per pass, cost of one instance, compute dtype."""
+    """One operator of the forward pass: name, class, instances per pass, cost of one instance (one device's
+    share), compute dtype, and for communication the number of devices the collective spans."""
 
     name: str
     op_class: str
     count: int
     cost: f.Cost
     compute_dtype: str
+    span: int = 1
 
 
 class _Builder:
     """Collects Op rows; holds the scenario's byte widths and compute dtypes so each call site stays one line."""
 
     def __init__(self, m: ModelSpec, sc: Scenario):
-        self.m, self.sc = m, sc
+        if not isinstance(sc.parallel, Parallel):
+            raise RooflineInputError(f"scenario.parallel: {sc.parallel!r} must be resolved to a plan (tp, pp, ep) "
+                                     "before the operator graph is built (roofline.analysis.resolve_plan)")
+        self.m, self.sc, self.plan = m, sc, sc.parallel
+        # devices the attention heads, dense MLPs, embedding and lm_head are split over (1 under DP attention)
+        self.tp = 1 if self.plan.attention_dp else self.plan.tp
         self.w, self.a, self.c = (DTYPE_BYTES[sc.weight_dtype], DTYPE_BYTES[sc.act_dtype], DTYPE_BYTES[sc.kv_dtype])
         self.gemm_dtype = matmul_dtype(sc.weight_dtype, sc.act_dtype)
         self.attn_dtype = matmul_dtype(sc.kv_dtype, sc.act_dtype)
         self.ops: list[Op] = []
 
-    def add(self, name, op_class, count, cost, dtype=None):
+    def add(self, name, op_class, count, cost, dtype=None, span=1):
         if count:
-            self.ops.append(Op(name, op_class, count, cost, dtype or self.sc.act_dtype))
+            self.ops.append(Op(name, op_class, count, cost, dtype or self.sc.act_dtype, span))
+
+    def collective(self, name, count, cost, span):
+        """A communication row over `span` devices (nothing when the plan keeps it on one device)."""
+        if span > 1:
+            self.add(name, "communication", count, cost, span=span)
 
     def linear(self, name, count, T, K, N, bias=False, **kw):
         self.add(name, "gemm", count, f.linear(T, K, N, self.w, self.a, bias=bias, **kw), self.gemm_dtype)
@@ -51,11 +72,11 @@ class _Builder:
         per_channel = 2 if self.m.norm == "layernorm" else 1
         self.add(name, "norm", count, f.norm(T, D, self.a, per_channel))
 
-    def mlp(self, prefix, count, T, width, k=1, weight_sets=1):
-        """A dense (gated or plain) MLP of `width` on T tokens, each token visiting k copies (MoE experts)."""
+    def mlp(self, prefix, count, rows, width, weight_sets=1):
+        """A dense (gated or plain) MLP of `width` on `rows` token rows (MoE: token-expert pairs), streaming
+        `weight_sets` copies of its weights (MoE: distinct experts touched)."""
         m, gated = self.m, self.m.mlp_type == "gated"
         bias = m.linear_bias
-        rows = T * k
         if gated:
             self.linear(f"{prefix}gate_proj", count, rows, m.hidden, width, bias, weight_sets=weight_sets)
             self.linear(f"{prefix}up_proj", count, rows, m.hidden, width, bias, weight_sets=weight_sets)
@@ -97,13 +118,17 @@ def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
     B = sc.batch if batch is None else batch
     S = sc.seq_len if seq_len is None else seq_len
     b = _Builder(m, sc)
+    plan, tp = b.plan, b.tp
+    if plan.attention_dp:  # each of the tp replicas serves its share of the sequences; the busiest gets ceil
+        B = np.ceil(B / plan.tp) if isinstance(B, np.ndarray) else math.ceil(B / plan.tp)
     L, D = m.n_layers, m.hidden
     prefill = stage == "prefill"
-    T = B * S if prefill else B  # tokens processed by every token-wise operator
+    T = B * S if prefill else B  # tokens processed by every token-wise operator (on one device)
     Sq = S if prefill else 1  # queries per sequence
 
-    b.add("embedding", "embedding", 1,
-          f.embedding(T, D, m.vocab, b.w, b.a, m.learned_positions), b.sc.act_dtype)
+    embed = f.embedding(T, D, m.vocab, b.w, b.a, m.learned_positions)
+    b.add("embedding", "embedding", 1, embed._replace(weight=embed.weight / tp), b.sc.act_dtype)
+    b.collective("embed_all_reduce", 1, f.all_reduce(T, D, tp, b.a), tp)  # vocab-parallel rows sum up
 
     # ---- attention block (every layer)
     b.norm("attn_norm", L, T, D)
@@ -111,6 +136,7 @@ def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
         _mla_attention(b, B, S, T, prefill)
     else:
         _standard_attention(b, B, S, T, Sq, prefill)
+    b.collective("attn_all_reduce", L, f.all_reduce(T, D, tp, b.a), tp)
     if m.norms_per_layer == 4:
         b.norm("post_attn_norm", L, T, D)
     b.add("attn_add", "elementwise", L, f.residual_add(T, D, b.a))
@@ -118,17 +144,21 @@ def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
     # ---- MLP block: dense layers and MoE layers
     if m.norms_per_layer >= 2:  # a parallel block with one shared input norm (Falcon-7B) has none
         b.norm("mlp_norm", L, T, D)
-    b.mlp("", m.n_dense_layers, T, m.intermediate)
+    b.mlp("", m.n_dense_layers, T, m.intermediate / tp)
     if m.is_moe:
         _moe(b, T)
+    # tensor parallelism sums the partial outputs of every MLP (dense, or the experts and shared expert together)
+    b.collective("mlp_all_reduce", L if not plan.attention_dp else 0, f.all_reduce(T, D, tp, b.a), tp)
     if m.norms_per_layer == 4:
         b.norm("post_mlp_norm", L, T, D)
     b.add("mlp_add", "elementwise", L, f.residual_add(T, D, b.a))
 
-    # ---- head
+    # ---- pipeline hand-overs and the head
+    b.collective("pp_send", plan.pp - 1, f.p2p_send(T, D, b.a), plan.devices if plan.pp > 1 else 1)
     b.norm("final_norm", 1, T, D)
     logits_rows = T if (prefill and sc.logits == "all") else B
-    b.linear("lm_head", 1, logits_rows, D, m.vocab)
+    b.linear("lm_head", 1, logits_rows, D, m.vocab / tp)
+    b.collective("logits_all_gather", 1, f.all_gather(logits_rows, m.vocab, tp, b.a), tp)
     return b.ops
 
 
@@ -166,8 +196,8 @@ def _attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, fr
 
 
 def _standard_attention(b: _Builder, B, S, T, Sq, prefill):
-    m, L = b.m, b.m.n_layers
-    H, Hkv, d, D = m.n_heads, m.n_kv_heads, m.head_dim, m.hidden
+    m, L, tp = b.m, b.m.n_layers, b.tp
+    H, Hkv, d, D = m.n_heads // tp, kv_heads_per_device(m.n_kv_heads, tp), m.head_dim, m.hidden
     bias = m.qkv_bias or m.linear_bias
     b.linear("q_proj", L, T, D, H * d, bias)
     b.linear("k_proj", L, T, D, Hkv * d, bias)
@@ -177,16 +207,17 @@ def _standard_attention(b: _Builder, B, S, T, Sq, prefill):
         b.norm("k_norm", L, T * Hkv, d)
     if m.positions == "rope":
         b.add("rope", "elementwise", L, f.rope(T, H + Hkv, d, b.a))
-    b.add("kv_cache_write", "elementwise", L, f.kv_cache_write(T, kv_elements_per_token(m), b.a, b.c))
-    _attention_core(b, B, S, prefill, H, Hkv, d, d)
+    b.add("kv_cache_write", "elementwise", L, f.kv_cache_write(T, 2 * Hkv * d, b.a, b.c))  # this device's K, V
+    _attention_core(b, B, S, prefill, H=H, Hkv=Hkv, d=d, dv=d)
     b.linear("o_proj", L, T, H * d, D, m.linear_bias)
 
 
 def _mla_attention(b: _Builder, B, S, T, prefill):
     """Multi-head latent attention (DeepSeek-V2/V3). Prefill always decompresses K/V (compute-efficient for long
-    prompts, what serving engines do); decode follows scenario.mla_mode."""
+    prompts, what serving engines do); decode follows scenario.mla_mode. Under tensor parallelism each device holds
+    H / tp heads; the latent projections and the latent cache are replicated."""
     m, L, mode = b.m, b.m.n_layers, b.sc.mla_mode
-    D, H, C, R = m.hidden, m.n_heads, m.kv_lora_rank, m.qk_rope_head_dim
+    D, H, C, R = m.hidden, m.n_heads // b.tp, m.kv_lora_rank, m.qk_rope_head_dim
     dn, dv, dq = m.qk_nope_head_dim, m.v_head_dim, m.qk_head_dim
     if m.q_lora_rank:
         b.linear("q_a_proj", L, T, D, m.q_lora_rank)
@@ -197,30 +228,45 @@ def _mla_attention(b: _Builder, B, S, T, prefill):
     b.linear("kv_a_proj_with_mqa", L, T, D, C + R)
     b.norm("kv_a_layernorm", L, T, C)
     b.add("rope", "elementwise", L, f.rope(T, H + 1, R, b.a))
-    b.add("kv_cache_write", "elementwise", L, f.kv_cache_write(T, kv_elements_per_token(m, mode), b.a, b.c))
+    kv_per_token = kv_elements_per_token(m, mode) // (b.tp if mode == "decompressed" else 1)
+    b.add("kv_cache_write", "elementwise", L, f.kv_cache_write(T, kv_per_token, b.a, b.c))
     if prefill or mode == "decompressed":
         b.linear("kv_b_proj", L, T, C, H * (dn + dv))
-        _attention_core(b, B, S, prefill, H, H, dq, dv)
+        _attention_core(b, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv)
     elif mode == "naive":
         # every step re-expands the whole cached latent of each sequence into per-head K_nope and V
         # (the rope key R of each cached row is read with it; the expanded K/V are fresh activations)
         Skv = _keys_attended(S, None, False)
         expand = f.linear(B * Skv, C, H * (dn + dv), b.w, b.a, cached_input_width=b.c)
         b.add("kv_b_proj", "gemm", L, expand._replace(kv_read=expand.kv_read * (C + R) / C), b.gemm_dtype)
-        _attention_core(b, B, S, prefill, H, H, dq, dv, from_cache=False)
+        _attention_core(b, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv, from_cache=False)
     else:  # absorbed: q_nope @ W_UK gives a query in latent space; attention reads the shared latent (Hkv = 1)
         b.linear("q_absorb", L, T * H, dn, C, weight_sets=H)
-        _attention_core(b, B, S, prefill, H, 1, C + R, C, kv_width=C + R)
+        _attention_core(b, B, S, prefill, H=H, Hkv=1, d=C + R, dv=C, kv_width=C + R)
         b.linear("out_absorb", L, T * H, C, dv, weight_sets=H)
     b.linear("o_proj", L, T, H * dv, D)
 
 
 def _moe(b: _Builder, T):
-    m, count = b.m, b.m.n_moe_layers
-    E, k = m.n_experts, m.top_k
+    """Router, routed experts, shared experts and the weighted combine of the MoE layers, for one device.
+
+    Tensor-parallel experts (ep = 1) see every token-expert pair at 1/tp of each expert's width. With ep > 1 the
+    busiest of the ep expert groups gets formulas.expected_max_load of the pairs (uniform routing) at 1/(tp/ep) of
+    the width, and touches 1/ep of the distinct experts. Under DP attention the tokens of all tp replicas meet at
+    the experts through an all-to-all dispatch and come back through an all-to-all combine."""
+    m, count, plan = b.m, b.m.n_moe_layers, b.plan
+    E, k, ep = m.n_experts, m.top_k, plan.ep
+    routing = b.sc.expert_routing
     b.linear("router", count, T, m.hidden, E, m.router_bias)
-    touched = f.distinct_experts(T, E, k, b.sc.expert_routing)
-    b.mlp("expert_", count, T, m.moe_intermediate, k=k, weight_sets=touched)
+    tokens = T * plan.tp if plan.attention_dp else T  # tokens routed by the whole expert-parallel group
+    pairs = tokens * k
+    rows = f.expected_max_load(pairs, ep) if routing == "uniform" else pairs / ep
+    touched = f.distinct_experts(tokens, E, k, routing) / ep
+    width = m.moe_intermediate / (plan.tp // ep)
+    b.collective("moe_dispatch", count if plan.attention_dp else 0, f.all_to_all(T * k, m.hidden, ep, b.a), ep)
+    b.mlp("expert_", count, rows, width, weight_sets=touched)
+    b.collective("moe_combine_all_to_all", count if plan.attention_dp else 0, f.all_to_all(T * k, m.hidden, ep, b.a),
+                 ep)
     if m.n_shared_experts:
-        b.mlp("shared_", count, T, m.moe_intermediate * m.n_shared_experts)
+        b.mlp("shared_", count, T, m.moe_intermediate * m.n_shared_experts / b.tp)
     b.add("moe_combine", "elementwise", count, f.moe_combine(T, m.hidden, k, b.a, bool(m.n_shared_experts)))

@@ -1,10 +1,17 @@
 """Accelerator specs and the built-in catalog (`data/accelerators.csv`, one row per device, sources per row).
 
 Units: peaks in FLOP/s (or OP/s for integer types) and bandwidth in byte/s, converted from the vendors' decimal
-TFLOP/s and GB/s (1 TB/s = 1e12 byte/s). Memory capacity: the number the vendor prints, times 1e9 bytes, for every
-vendor alike (NVIDIA's "80 GB" and Google's "16 GiB" are both binary sizes in fact): the ~7% the device holds
-beyond that is left as headroom for the runtime's reserved memory, and fit verdicts compare devices on one scale.
-Peaks are dense (2:4 sparsity figures halved) tensor-core rates with FP32 accumulate.
+TFLOP/s and GB/s (1 TB/s = 1e12 byte/s). Memory capacity: the real number of bytes. Vendors print "80 GB" for HBM
+and GDDR stacks that hold 80 GiB (nvidia-smi shows 81559 MiB of an H100 80GB after ECC and the driver's reserve;
+Google's docs print GiB), so the printed number is read as GiB (x 2**30) for every vendor alike. How much of it a
+deployment may use is the scenario's `memory_utilization` (default 0.90, as serving engines leave headroom for the
+runtime, CUDA graphs and fragmentation). Peaks are dense (2:4 sparsity figures halved) tensor-core rates with FP32
+accumulate.
+
+Interconnect (per device, used by multi-device deployments): the scale-up link (NVLink, xGMI, ICI, PCIe) with its
+per-direction bandwidth [byte/s] and the size of one scale-up domain (8 for HGX, 72 for GB200 NVL72, 1 for a device
+that has no link), the scale-out network per device (400 Gb/s InfiniBand = 50 GB/s) and a per-collective latency
+for each. A collective whose group fits in one domain uses the scale-up link, a larger one the scale-out network.
 """
 from __future__ import annotations
 
@@ -19,6 +26,8 @@ from .errors import RooflineInputError, did_you_mean, unknown
 
 TERA = 1e12
 GIGA = 1e9
+GIB = 2**30
+MICRO = 1e-6
 
 #: Devices whose PEAKS OR BANDWIDTH are not all vendor-printed dense figures, with the reason (from each row's notes
 #: in data/accelerators.csv). An L2 size or TDP that is only estimated does not make a device an estimate.
@@ -51,6 +60,24 @@ class Accelerator:
     source: str = ""
     notes: str = ""
     estimate: bool = False
+    scaleup_link: str = ""  # e.g. "NVLink 4"; "" = no scale-up link
+    scaleup_bandwidth_bytes_per_s: float = 0.0  # per device, per direction
+    scaleup_domain: int = 1  # devices one scale-up domain holds
+    scaleout_bandwidth_bytes_per_s: float = 0.0  # per device, per direction; 0 = none
+    scaleup_latency_s: float = 0.0  # per collective
+    scaleout_latency_s: float = 0.0
+    interconnect_source: str = ""
+
+    def link(self, span: int) -> tuple[float, float]:
+        """(bandwidth [byte/s], latency [s]) of a collective over `span` devices: scale-up inside one domain,
+        scale-out beyond it. A one-line error when the device has no such link."""
+        if span <= self.scaleup_domain and self.scaleup_bandwidth_bytes_per_s > 0:
+            return self.scaleup_bandwidth_bytes_per_s, self.scaleup_latency_s
+        if self.scaleout_bandwidth_bytes_per_s > 0:
+            return self.scaleout_bandwidth_bytes_per_s, self.scaleout_latency_s
+        raise RooflineInputError(
+            f"gpu '{self.key}' has no link for {span} devices (scale-up domain {self.scaleup_domain} device(s), "
+            "no scale-out network); use fewer devices or give scaleup_gbps/scaleup_domain/scaleout_gbps")
 
     def peak(self, dtype: str) -> float:
         """Dense peak for `dtype` [FLOP/s]; a clear error if the device publishes none."""
@@ -86,13 +113,20 @@ def _from_csv_row(row: dict[str, str]) -> Accelerator:
         key=key,
         name=row["name"],
         vendor=row["vendor"],
-        memory_bytes=memory_gb * GIGA,
+        memory_bytes=memory_gb * GIB,
         bandwidth_bytes_per_s=float(row["mem_bandwidth_GBps"]) * GIGA,
         peak_flops_per_s=peaks,
         l2_bytes=l2 * 1e6 if l2 else None,
         source=row.get("source", ""),
         notes=notes,
         estimate=key in ESTIMATED,
+        scaleup_link=row.get("scaleup_link", ""),
+        scaleup_bandwidth_bytes_per_s=(_float_or_none(row.get("scaleup_GBps", "")) or 0.0) * GIGA,
+        scaleup_domain=int(_float_or_none(row.get("scaleup_domain", "")) or 1),
+        scaleout_bandwidth_bytes_per_s=(_float_or_none(row.get("scaleout_GBps", "")) or 0.0) * GIGA,
+        scaleup_latency_s=(_float_or_none(row.get("scaleup_latency_us", "")) or 0.0) * MICRO,
+        scaleout_latency_s=(_float_or_none(row.get("scaleout_latency_us", "")) or 0.0) * MICRO,
+        interconnect_source=row.get("interconnect_source", ""),
     )
 
 
@@ -111,14 +145,41 @@ def get_accelerator(key: str) -> Accelerator:
         raise unknown("gpu", key, catalog()) from None
 
 
-def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
-    """Resolve a config entry: {} = catalog entry `key`; some fields = override them; a new key = new device.
+#: Numeric config fields of a gpus: entry -> (Accelerator field, unit factor to SI)
+_SCALED_FIELDS = {
+    "memory_gb": ("memory_bytes", GIB),
+    "bandwidth_gbps": ("bandwidth_bytes_per_s", GIGA),
+    "l2_mb": ("l2_bytes", 1e6),
+    "scaleup_gbps": ("scaleup_bandwidth_bytes_per_s", GIGA),
+    "scaleout_gbps": ("scaleout_bandwidth_bytes_per_s", GIGA),
+    "scaleup_latency_us": ("scaleup_latency_s", MICRO),
+    "scaleout_latency_us": ("scaleout_latency_s", MICRO),
+}
+#: Fields a gpus: entry may hold (besides `parallel`, which the config layer takes out first)
+ENTRY_FIELDS = ("base", "name", "vendor", "source", "peak_tflops", "scaleup_link", "scaleup_domain",
+                *_SCALED_FIELDS)
 
-    Entry fields (config units): name, vendor, memory_gb, bandwidth_gbps [decimal GB/s],
-    peak_tflops {dtype: dense TFLOP/s}, l2_mb, source.
+
+def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
+    """Resolve a config entry: {} = catalog entry `key`; some fields = override them; a new key = new device;
+    `base: <catalog key>` = the catalog device `base` under the new key `key` (e.g. with its own parallel plan).
+
+    Entry fields (config units): name, vendor, memory_gb [read as GiB, like the catalog], bandwidth_gbps [decimal
+    GB/s], peak_tflops {dtype: dense TFLOP/s}, l2_mb, source; interconnect: scaleup_link, scaleup_gbps [decimal GB/s
+    per direction], scaleup_domain [devices], scaleout_gbps, scaleup_latency_us, scaleout_latency_us.
     """
     entry = dict(entry or {})
-    base = catalog().get(key)
+    unknown_fields = sorted(set(entry) - set(ENTRY_FIELDS))
+    if unknown_fields:
+        raise unknown(f"gpus.{key}", unknown_fields[0], ENTRY_FIELDS)
+    base_key = entry.pop("base", None)
+    if base_key is not None:
+        try:
+            base = replace(catalog()[str(base_key)], key=key)
+        except KeyError:
+            raise unknown(f"gpus.{key}.base", base_key, catalog()) from None
+    else:
+        base = catalog().get(key)
     if base is None:
         missing = [k for k in ("memory_gb", "bandwidth_gbps", "peak_tflops") if k not in entry]
         if missing:
@@ -130,15 +191,18 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
         base = Accelerator(key=key, name=key, vendor="", memory_bytes=1.0, bandwidth_bytes_per_s=1.0,
                            source="config.yaml")
     changes: dict = {}
-    for name in ("name", "vendor", "source"):
+    for name in ("name", "vendor", "source", "scaleup_link"):
         if name in entry:
             changes[name] = str(entry[name])
-    if "memory_gb" in entry:
-        changes["memory_bytes"] = _positive(key, "memory_gb", entry["memory_gb"]) * GIGA
-    if "bandwidth_gbps" in entry:
-        changes["bandwidth_bytes_per_s"] = _positive(key, "bandwidth_gbps", entry["bandwidth_gbps"]) * GIGA
-    if "l2_mb" in entry:
-        changes["l2_bytes"] = _positive(key, "l2_mb", entry["l2_mb"]) * 1e6
+    for name, (field_name, factor) in _SCALED_FIELDS.items():
+        if name in entry:
+            changes[field_name] = _positive(key, name, entry[name]) * factor
+    if "scaleup_domain" in entry:
+        domain = entry["scaleup_domain"]
+        if isinstance(domain, bool) or not isinstance(domain, int) or not 1 <= domain <= 1 << 16:
+            raise RooflineInputError(f"gpus.{key}.scaleup_domain: {domain!r} is not allowed; expected an integer "
+                                     "from 1 to 65536 (devices in one scale-up domain)")
+        changes["scaleup_domain"] = domain
     if "peak_tflops" in entry:
         peaks = dict(base.peak_flops_per_s)
         for dtype, value in (entry["peak_tflops"] or {}).items():
@@ -146,13 +210,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
                 raise unknown(f"gpus.{key}.peak_tflops", dtype, PEAK_DTYPES)
             peaks[dtype] = _positive(key, f"peak_tflops.{dtype}", value) * TERA
         changes["peak_flops_per_s"] = peaks
-    if changes and key in catalog():
+    if changes and (key in catalog() or base_key is not None):
         changes["source"] = changes.get("source", base.source + " (overridden in config.yaml)")
-    unknown_fields = set(entry) - {"name", "vendor", "source", "memory_gb", "bandwidth_gbps", "l2_mb", "peak_tflops"}
-    if unknown_fields:
-        field_name = sorted(unknown_fields)[0]
-        raise unknown(f"gpus.{key}", field_name,
-                      ["name", "vendor", "source", "memory_gb", "bandwidth_gbps", "l2_mb", "peak_tflops"])
     return replace(base, **changes)
 
 

@@ -145,7 +145,7 @@ def write_plan_table(rows: list[dict], reason: str, path: str) -> None:
 
     columns = PLAN_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS
     text = ("model", "gpu", "weight_dtype", "act_dtype", "kv_dtype", "attention", "bound", "estimate", "deployment")
-    flags = ("fits",) + PLAN_TABLE_EXTRA_COLUMNS
+    flags = ("attention_dp", "fits") + PLAN_TABLE_EXTRA_COLUMNS
     counts = ("devices", "tp", "pp", "ep", "batch", "isl", "osl", "seq_len")
     schema = pa.schema([(name, pa.string() if name in text else pa.bool_() if name in flags
                          else pa.int64() if name in counts else pa.float64()) for name in columns])

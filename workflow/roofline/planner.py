@@ -21,29 +21,32 @@ Serving model (stated once here; the README repeats it):
   batch shares the weight reads and lands between the two.
 - Times are roofline lower bounds (`estimate` = "bound") until a calibration exists for a device.
 
-Candidates: device x parallel plan (tp, pp, ep; devices = tp x pp x ep <= max_devices) x weight dtype x KV dtype x
-attention kernel x batch. One engine call evaluates every batch of a (device, plan, dtypes, kernel) group at once:
+Candidates: device x parallel plan (roofline.parallel: tp, pp, ep, data-parallel attention; devices = tp x pp <=
+max_devices; every plan the engine accepts for the model and the device) x weight dtype x KV dtype x attention
+kernel x batch. Every time, footprint and fit is the engine's (sharding and communication included). One engine call evaluates every batch of a (device, plan, dtypes, kernel) group at once:
 build_operators accepts NumPy arrays, so the search runs at hundreds of thousands of candidates per second.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .analysis import aggregate, check_device_dtypes
+from .analysis import aggregate, check_device_dtypes, deployment_label, operator_table
 from .columns import PLAN_COLUMNS
 from .dtypes import DTYPE_BYTES, check_storage_dtype
 from .errors import RooflineInputError, unknown
 from .graph import build_operators
 from .hardware import Accelerator
 from .models import ModelSpec
+from .parallel import Parallel, check_plan
 from .scenario import ATTENTION_IMPLS, MAX_BATCH, MAX_SEQ_LEN, Scenario, check_context
 
-#: batch sizes searched: every batch from 1 to 256, then every 16th to 4096 (fine where latency targets bind)
-BATCH_GRID = np.concatenate([np.arange(1, 257), np.arange(272, 4097, 16)]).astype(float)
+#: batch sizes searched (concurrent requests of the whole deployment): every batch from 1 to 256, every 16th to
+#: 4096, every 64th to 16384 (fine where latency targets bind; wide for data-parallel attention over many devices)
+BATCH_GRID = np.concatenate([np.arange(1, 257), np.arange(272, 4097, 16), np.arange(4160, 16385, 64)]).astype(float)
 #: weight (and KV cache) dtypes searched by default
 DEFAULT_DTYPES = ("fp16", "fp8", "int8", "int4")
 #: KV caches narrower than 8 bits are left out of the search (rare in serving engines: accuracy)
@@ -96,45 +99,63 @@ class Workload:
 
 @dataclass(frozen=True)
 class Group:
-    """Candidates that differ only in batch: one device, one parallel plan, one scenario (dtypes, kernel)."""
+    """Candidates that differ only in batch: one device and one scenario (dtypes, kernel, parallel plan)."""
 
     gpu: Accelerator
-    tp: int
-    pp: int
-    ep: int
     scenario: Scenario
 
     @property
+    def plan(self) -> Parallel:
+        return self.scenario.parallel
+
+    @property
     def devices(self) -> int:
-        return self.tp * self.pp * self.ep
+        return self.plan.devices
 
     def deployment(self) -> str:
-        plan = ", ".join(f"{name.upper()} {n}" for name, n in (("tp", self.tp), ("pp", self.pp), ("ep", self.ep))
-                         if n > 1)
-        return f"{self.devices} x {self.gpu.name}" + (f", {plan}" if plan else "")
+        return deployment_label(self.gpu, self.plan)
 
 
-def parallel_plans(model: ModelSpec, max_devices: int) -> list[tuple[int, int, int]]:
-    """(tp, pp, ep) plans to search with at most `max_devices` devices. One device until the engine models
-    deployments over several (issue 8)."""
-    return [(1, 1, 1)]
+#: tensor-parallel degrees, pipeline depths and expert-parallel degrees searched: powers of two, as deployed
+POWERS_OF_TWO = tuple(2**i for i in range(13))
 
 
-def candidate_groups(model: ModelSpec, gpus: Sequence[Accelerator], dtypes: Sequence[str],
-                     max_devices: int) -> list[Group]:
-    """Every (device, plan, weight dtype, KV dtype, attention) the device can compute at (others are skipped)."""
-    scenarios = [Scenario(weight_dtype=w, act_dtype=activation_dtype(w), kv_dtype=kv, attention=attention)
-                 for w in dtypes for kv in dtypes if DTYPE_BYTES[kv] >= MIN_KV_BYTES for attention in ATTENTION_IMPLS]
+def parallel_plans(model: ModelSpec, gpu: Accelerator, max_devices: int) -> list[Parallel]:
+    """Every plan of at most `max_devices` devices (tp x pp) that the engine accepts for this model and device
+    (roofline.parallel.check_plan: heads, layers, experts, scale-up domain and network): tp and pp powers of two;
+    for MoE models also ep (a power of two dividing tp) and data-parallel attention (ep = tp)."""
+    plans = []
+    for tp in (n for n in POWERS_OF_TWO if n <= max_devices):
+        for pp in (n for n in POWERS_OF_TWO if tp * n <= max_devices):
+            eps = [n for n in POWERS_OF_TWO if n <= tp and tp % n == 0] if model.is_moe else [1]
+            for ep in eps:
+                for attention_dp in ((False, True) if model.is_moe and ep == tp > 1 else (False,)):
+                    plan = Parallel(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp)
+                    try:
+                        check_plan(model, gpu, plan.validate())
+                    except RooflineInputError:
+                        continue  # the model or the device cannot run it: not a candidate
+                    plans.append(plan)
+    return plans
+
+
+def candidate_groups(model: ModelSpec, gpus: Sequence[Accelerator], dtypes: Sequence[str], max_devices: int,
+                     memory_utilization: float = Scenario.memory_utilization) -> list[Group]:
+    """Every (device, plan, weight dtype, KV dtype, attention) the device can compute at and the engine accepts."""
+    recipes = [Scenario(weight_dtype=w, act_dtype=activation_dtype(w), kv_dtype=kv, attention=attention,
+                        memory_utilization=memory_utilization)
+               for w in dtypes for kv in dtypes if DTYPE_BYTES[kv] >= MIN_KV_BYTES for attention in ATTENTION_IMPLS]
     groups = []
     for gpu in gpus:
         usable = []
-        for sc in scenarios:
+        for sc in recipes:
             try:
                 check_device_dtypes(gpu, sc)
             except RooflineInputError:
                 continue  # the device publishes no peak for this recipe: not a candidate
             usable.append(sc)
-        groups += [Group(gpu, tp, pp, ep, sc) for tp, pp, ep in parallel_plans(model, max_devices) for sc in usable]
+        groups += [Group(gpu, replace(sc, parallel=plan)) for plan in parallel_plans(model, gpu, max_devices)
+                   for sc in usable]
     return groups
 
 
@@ -152,6 +173,7 @@ class Search:
     step_s: np.ndarray  # mean time between a user's tokens (TPOT, plus prefills under prefill="interleaved")
     tokens_per_s: np.ndarray
     memory_bound_share: np.ndarray
+    network_share: np.ndarray
     fits: np.ndarray
     footprint_bytes: np.ndarray
     seconds: float = 0.0  # wall-clock time of the search
@@ -199,14 +221,15 @@ def _evaluate(model: ModelSpec, groups: Sequence[Group], workload: Workload, bat
         step = tpot + (batches / workload.osl) * ttft if workload.prefill == "interleaved" else tpot
         parts.append({
             "ttft_s": np.full(len(batches), ttft), "tpot_s": tpot, "step_s": step, "tokens_per_s": batches / step,
-            "memory_bound_share": decode["memory_bound_share"][:, 0],
+            "memory_bound_share": decode["memory_bound_share"][:, 0], "network_share": decode["network_share"][:, 0],
             "fits": decode["fits"][:, 1] & bool(prefill["fits"]), "footprint_bytes": decode["footprint_bytes"][:, 1],
         })
     return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
 def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dtypes: Sequence[str] = DEFAULT_DTYPES,
-           max_devices: int = 8, batches: Iterable[int] | None = None) -> Search:
+           max_devices: int = 8, batches: Iterable[int] | None = None,
+           memory_utilization: float = Scenario.memory_utilization) -> Search:
     """Evaluate every candidate (see the module docstring); raises RooflineInputError when there is none."""
     workload.validate()
     for dtype in dtypes:
@@ -216,13 +239,14 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dt
     if batches.size == 0 or batches[0] < 1 or batches[-1] > MAX_BATCH:
         raise RooflineInputError(f"batches: expected integers from 1 to {MAX_BATCH}")
     start = time.perf_counter()
-    groups = candidate_groups(model, gpus, dtypes, max_devices)
+    Scenario(memory_utilization=memory_utilization).validate()
+    groups = candidate_groups(model, gpus, dtypes, max_devices, memory_utilization)
     if not groups:
         raise RooflineInputError(f"gpus: none of {', '.join(g.key for g in gpus)} publishes a peak for any of the "
                                  f"dtypes {', '.join(dtypes)}; add a dtype it supports (e.g. bf16)")
-    by_scenario: dict[tuple, list[Group]] = {}
-    for group in groups:  # same scenario and plan, another device: the same operator graph
-        by_scenario.setdefault((group.scenario, group.tp, group.pp, group.ep), []).append(group)
+    by_scenario: dict[Scenario, list[Group]] = {}
+    for group in groups:  # same scenario (plan included), another device: the same operator graph
+        by_scenario.setdefault(group.scenario, []).append(group)
     groups = [g for same in by_scenario.values() for g in same]
     parts = [_evaluate(model, same, workload, batches) for same in by_scenario.values()]
     columns = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
@@ -256,9 +280,12 @@ def frontier(result: Search, per_gpu: bool = False) -> np.ndarray:
     return np.concatenate(fronts) if fronts else ok[:0]
 
 
-def bound_of(memory_bound_share: float) -> str:
-    """The roof a candidate's decode step hits: the one its operators spend most of the time under."""
-    return "memory" if memory_bound_share >= 0.5 else "compute"
+def bound_of(memory_bound_share: float, network_share: float) -> str:
+    """The roof a candidate's decode step hits: the one its operators spend the largest share of time under
+    (memory-bound operators, communication operators, compute-bound operators)."""
+    shares = {"memory": memory_bound_share, "network": network_share,
+              "compute": 1.0 - memory_bound_share - network_share}
+    return max(shares, key=shares.get)
 
 
 def rows(result: Search, indices: Iterable[int]) -> list[dict]:
@@ -269,26 +296,48 @@ def rows(result: Search, indices: Iterable[int]) -> list[dict]:
         g = result.groups[result.group[i]]
         sc = g.scenario
         out.append({
-            "model": result.model.key, "gpu": g.gpu.key, "devices": g.devices, "tp": g.tp, "pp": g.pp, "ep": g.ep,
+            "model": result.model.key, "gpu": g.gpu.key, "devices": g.devices, "tp": g.plan.tp, "pp": g.plan.pp,
+            "ep": g.plan.ep, "attention_dp": g.plan.attention_dp,
             "batch": int(result.batch[i]), "weight_dtype": sc.weight_dtype, "act_dtype": sc.act_dtype,
             "kv_dtype": sc.kv_dtype, "attention": sc.attention, "isl": w.isl, "osl": w.osl,
             "seq_len": w.decode_seq_len, "ttft_s": float(result.ttft_s[i]), "tpot_s": float(result.step_s[i]),
             "decode_step_s": float(result.tpot_s[i]), "tokens_per_s": float(result.tokens_per_s[i]),
             "tokens_per_s_per_device": float(per_device[i]), "tokens_per_s_per_user": float(per_user[i]),
-            "footprint_bytes": float(result.footprint_bytes[i]), "memory_bytes": float(g.gpu.memory_bytes),
-            "fits": bool(result.fits[i]), "bound": bound_of(result.memory_bound_share[i]),
-            "memory_bound_share": float(result.memory_bound_share[i]), "estimate": ESTIMATE_BOUND,
+            "footprint_bytes": float(result.footprint_bytes[i]), "usable_memory_bytes": _usable(g),
+            "fits": bool(result.fits[i]), "bound": bound_of(result.memory_bound_share[i], result.network_share[i]),
+            "memory_bound_share": float(result.memory_bound_share[i]),
+            "network_share": float(result.network_share[i]), "estimate": ESTIMATE_BOUND,
             "deployment": g.deployment(),
         })
     assert all(tuple(r) == PLAN_COLUMNS for r in out)
     return out
 
 
+def _usable(group: Group) -> float:
+    """Memory of one device the deployment may fill (the engine's usable_memory_bytes)."""
+    return group.scenario.memory_utilization * group.gpu.memory_bytes
+
+
 def _describe(result: Search, i: int) -> str:
     g = result.groups[result.group[i]]
     sc = g.scenario
     return (f"{g.deployment()} at batch {int(result.batch[i])}, {sc.weight_dtype} weights, {sc.kv_dtype} KV cache, "
-            f"{sc.attention} attention, bound by {bound_of(result.memory_bound_share[i])}")
+            f"{sc.attention} attention, bound by {_roof(result, i)}")
+
+
+def _roof(result: Search, i: int) -> str:
+    """What bounds a candidate's decode step, in words: 'memory bandwidth', 'compute', or for the network the
+    collective that takes longest and whether its link latency or its bandwidth dominates (from the engine's
+    operator rows of that one candidate)."""
+    bound = bound_of(result.memory_bound_share[i], result.network_share[i])
+    if bound != "network":
+        return "memory bandwidth" if bound == "memory" else "compute"
+    g = result.groups[result.group[i]]
+    sc = g.scenario.with_(batch=int(result.batch[i]), seq_len=result.workload.decode_seq_len)
+    ops = [op for op in operator_table(result.model, g.gpu, "decode", sc) if op["op_class"] == "communication"]
+    top = max(ops, key=lambda op: op["count"] * op["t_s"])
+    transfer = top["bytes_network"] / top["network_bandwidth_bytes_per_s"]
+    return f"the {top['op']} {'latency' if top['t_network_s'] - transfer > transfer else 'bandwidth'}"
 
 
 def _ms(seconds: float) -> str:
@@ -300,10 +349,10 @@ def no_plan_reason(result: Search) -> str:
     w = result.workload
     fits = np.flatnonzero(result.fits)
     if fits.size == 0:
-        i = int(np.argmin(result.footprint_bytes / np.array([g.gpu.memory_bytes for g in result.groups])[result.group]))
-        gpu = result.groups[result.group[i]].gpu
+        i = int(np.argmin(result.footprint_bytes / np.array([_usable(g) for g in result.groups])[result.group]))
+        usable = _usable(result.groups[result.group[i]])
         return (f"no plan fits in memory: the smallest footprint, {result.footprint_bytes[i] / 1e9:.4g} GB per device "
-                f"for {w.isl} + {w.osl} tokens, is {_describe(result, i)}, on {gpu.memory_bytes / 1e9:.4g} GB")
+                f"for {w.isl} + {w.osl} tokens, is {_describe(result, i)}, on {usable / 1e9:.4g} GB usable")
     ttft_ok = fits if w.ttft_s is None else fits[result.ttft_s[fits] <= w.ttft_s]
     if ttft_ok.size == 0:
         i = fits[np.argmin(result.ttft_s[fits])]
@@ -324,19 +373,21 @@ class PlanSettings:
     gpus: tuple[Accelerator, ...]
     max_devices: int = 8
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
+    memory_utilization: float = Scenario.memory_utilization  # the config's scenario.memory_utilization
 
     @classmethod
     def from_params(cls, params: dict) -> "PlanSettings":
         """Rebuild from dataclasses.asdict(settings) (a Snakemake job's params)."""
-        return cls(workload=Workload(**params["workload"]), gpus=tuple(Accelerator(**g) for g in params["gpus"]),
-                   max_devices=params["max_devices"], dtypes=tuple(params["dtypes"]))
+        return cls(**{**params, "workload": Workload(**params["workload"]),
+                      "gpus": tuple(Accelerator(**g) for g in params["gpus"]), "dtypes": tuple(params["dtypes"])})
 
 
 def plan_table(model: ModelSpec, settings: PlanSettings) -> tuple[list[dict], str]:
     """(rows, reason) for results/plans/{model}.parquet: each device's Pareto frontier (PLAN_COLUMNS +
     PLAN_TABLE_EXTRA_COLUMNS), devices in the given order, best first within each; reason is "" unless no
     candidate fits and meets the targets."""
-    result = search(model, settings.gpus, settings.workload, settings.dtypes, settings.max_devices)
+    result = search(model, settings.gpus, settings.workload, settings.dtypes, settings.max_devices,
+                    memory_utilization=settings.memory_utilization)
     overall = frontier(result)
     if overall.size == 0:
         return [], no_plan_reason(result)

@@ -5,6 +5,7 @@ from dataclasses import dataclass, fields, replace
 
 from .dtypes import check_storage_dtype
 from .errors import RooflineInputError, unknown
+from .parallel import Parallel
 
 STAGES = ("prefill", "decode")
 ATTENTION_IMPLS = ("eager", "flash")
@@ -39,6 +40,12 @@ class Scenario:
     logits: str = "last"
     expert_routing: str = "uniform"
     mla_mode: str = "absorbed"
+    parallel: Parallel | str = Parallel()
+    memory_utilization: float = 0.90
+
+    def __post_init__(self):
+        if isinstance(self.parallel, dict):  # rebuilt from asdict() (job params, JSON)
+            object.__setattr__(self, "parallel", Parallel(**self.parallel))
 
     def validate(self) -> "Scenario":
         for name, upper in (("batch", MAX_BATCH), ("seq_len", MAX_SEQ_LEN)):
@@ -52,6 +59,11 @@ class Scenario:
                               ("expert_routing", EXPERT_ROUTINGS), ("mla_mode", MLA_MODES)):
             if getattr(self, name) not in allowed:
                 raise unknown(f"scenario.{name}", getattr(self, name), allowed)
+        object.__setattr__(self, "parallel", Parallel.from_value(self.parallel, "scenario.parallel"))
+        fraction = self.memory_utilization
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.05 <= fraction <= 1:
+            raise RooflineInputError(f"scenario.memory_utilization: {fraction!r} is not allowed; expected a "
+                                     "fraction from 0.05 to 1 of each device's memory")
         return self
 
     def with_(self, **changes) -> "Scenario":

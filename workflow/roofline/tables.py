@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import pandas as pd
 
-from .analysis import analyze
+from .analysis import analyze, prepare
 from .columns import (OP_COLUMNS, OP_EXTRA_COLUMNS, SCENARIO_COLUMNS, SWEEP_COLUMNS, TOTAL_COLUMNS,
                       TREATMENT_COLUMNS)
 from .hardware import Accelerator
@@ -31,6 +31,7 @@ def job_records(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenar
     The pipeline writes these to parquet through pyarrow directly: building four DataFrames per job cost more
     than computing them.
     """
+    scenario = prepare(model, gpu, stage, scenario)  # one concrete plan for the tables, treatments and sweeps
     rows, total = analyze(model, gpu, stage, scenario)
     scenario_values = {k: v for k, v in asdict(scenario).items() if k in SCENARIO_COLUMNS}
     return {

@@ -35,7 +35,7 @@ rule analyze:
     params:
         model=lambda wildcards: RESOLVED.model_params(wildcards.model),
         gpu=lambda wildcards: RESOLVED.gpu_params(wildcards.gpu),
-        scenario=RESOLVED.scenario_params(),
+        scenario=lambda wildcards: RESOLVED.job_scenario_params(wildcards.model, wildcards.gpu),
     run:
         from roofline.pipeline_io import write_job_tables
 

@@ -13,7 +13,7 @@ rule plan:
         "logs/plan/{model}.log",
     params:
         model=lambda wildcards: RESOLVED.model_params(wildcards.model),
-        plan=RESOLVED.plan_params() if RESOLVED.plan else {},
+        plan=RESOLVED.plan_search_params() if RESOLVED.plan_search else {},
     script:
         "../scripts/plan.py"
 
@@ -38,6 +38,6 @@ rule plan_figure:
 
 PLAN_TARGETS = (
     expand(rules.plan.output[0], model=MODELS) + expand(rules.plan_figure.output.svg, model=MODELS)
-    if RESOLVED.plan
+    if RESOLVED.plan_search
     else []
 )

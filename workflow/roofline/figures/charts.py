@@ -417,9 +417,9 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str):
         edge = math.sqrt(first * float(fitting["batch"].max())) if len(fitting) else x_low
         for ax in (top, bottom):
             ax.axvspan(edge, x_high, color="#f3dede", lw=0, zorder=0)
-        memory = f"{gpu.memory_bytes / 1e9:.0f} GB"
-        _misfit_note(bottom, (f"from batch {first:g}, weights + KV cache\nexceed {memory}",
-                              f"from batch {first:g}:\nweights + KV cache\nexceed {memory}"), edge, crit)
+        memory = f"{gpu.memory_bytes / 2**30:.0f} GiB"
+        _misfit_note(bottom, (f"from batch {first:g}, weights + KV cache\nexceed the usable part of {memory}",
+                              f"from batch {first:g}:\nweights + KV cache\nexceed usable {memory}"), edge, crit)
     _suptitle(fig, lambda limit: f"{plain(shorten(model_name, limit))} on {plain(shorten(gpu.name, limit))}: decode "
                                  "batch sweep", 0.1)
     return fig

@@ -87,7 +87,7 @@ def hardware_table(gpus: dict[str, Accelerator]) -> dict:
                 cells.append({"peak": units.sig(gpu.peak(dtype) / 1e12), "ridge": units.sig(gpu.ridge(dtype))})
             else:
                 cells.append({"peak": units.DASH, "ridge": ""})
-        rows.append({"key": key, "name": gpu.name, "vendor": gpu.vendor, "memory": units.nbytes(gpu.memory_bytes),
+        rows.append({"key": key, "name": gpu.name, "vendor": gpu.vendor, "memory": units.capacity(gpu.memory_bytes),
                      "bandwidth": units.bandwidth(gpu.bandwidth_bytes_per_s), "peaks": cells,
                      "source": gpu.source or units.DASH, "estimate": bool(gpu.estimate),
                      "l2": units.nbytes(gpu.l2_bytes) if gpu.l2_bytes else units.DASH})
@@ -159,7 +159,7 @@ def footprint_table(stage_totals: pd.DataFrame, gpu: Accelerator) -> dict:
     rows = [{"stage": stage, "weights": units.nbytes(r["weight_bytes"]), "kv_cache": units.nbytes(r["kv_cache_bytes"]),
              "activations": units.nbytes(r["activation_bytes"]), "footprint": units.nbytes(r["footprint_bytes"]),
              "fits": bool(r["fits"])} for stage, r in stage_totals.iterrows()]
-    return {"capacity": units.nbytes(gpu.memory_bytes), "rows": rows}
+    return {"capacity": units.capacity(gpu.memory_bytes), "rows": rows}
 
 
 def batch_sweep_caption(sweeps: pd.DataFrame, gpu: Accelerator) -> str:

@@ -117,8 +117,8 @@ def diagnose_decode(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scena
                 f"batch ({units.integer(crit)}), so the GEMMs are compute-bound")
         if not bool(total["fits"]):
             fit = largest_fitting_batch(sweeps)
-            text += (f"; this batch needs {units.nbytes(total['footprint_bytes'])} and does not fit in "
-                     f"{units.nbytes(gpu.memory_bytes)}")
+            text += (f"; this batch needs {units.nbytes(total['footprint_bytes'])} per device and does not fit in "
+                     f"{units.usable(total['usable_memory_bytes'], gpu.memory_bytes)}")
             if math.isfinite(fit):
                 text += f" (of the swept powers of two, batch {units.integer(fit)} is the largest that fits)"
         sentences.append(text + ".")
@@ -127,10 +127,10 @@ def diagnose_decode(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scena
         if math.isnan(fit):
             fit_text = "but not even the smallest swept batch fits in memory"
         elif fit >= crit:
-            fit_text = f"and a batch of that size fits in {units.nbytes(gpu.memory_bytes)}"
+            fit_text = f"and a batch of that size fits in {units.usable(total['usable_memory_bytes'], gpu.memory_bytes)}"
         else:
             fit_text = (f"but with {scenario['seq_len']}-token contexts only batch {units.integer(fit)} (of the swept "
-                        f"powers of two) fits in {units.nbytes(gpu.memory_bytes)}")
+                        f"powers of two) fits in {units.usable(total['usable_memory_bytes'], gpu.memory_bytes)}")
         sentences.append(
             f"The weight GEMMs run at {units.intensity(ai)} FLOP/byte against a ridge of {units.intensity(ridge)}: "
             f"they would turn compute-bound at batch {units.integer(crit)}, {fit_text}.")
@@ -185,9 +185,10 @@ def footprint_note(stage_totals: pd.DataFrame, ops: pd.DataFrame, treatments: pd
         return ""
     names = [stage for stage in misfit.index]
     both = len(names) > 1
-    sentences = [f"{' and '.join(names).capitalize()} {'do' if both else 'does'} not fit in "
-                 f"{units.nbytes(gpu.memory_bytes)}; {'their' if both else 'its'} times assume "
-                 f"{'they' if both else 'it'} did (no tensor parallelism or offloading is modelled)."]
+    usable = units.usable(float(misfit["usable_memory_bytes"].iloc[0]), gpu.memory_bytes)
+    sentences = [f"{' and '.join(names).capitalize()} {'do' if both else 'does'} not fit in {usable}; "
+                 f"{'their' if both else 'its'} times assume {'they' if both else 'it'} did (parallel: auto, or "
+                 "more devices in the plan, would spread the footprint)."]
     for stage, row in misfit.iterrows():
         if row["activation_bytes"] <= row["weight_bytes"] + row["kv_cache_bytes"]:
             continue

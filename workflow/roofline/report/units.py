@@ -43,6 +43,16 @@ def nbytes(value: float) -> str:
     return prefixed(value, "B")
 
 
+def capacity(value: float) -> str:
+    """A device's memory capacity as the vendor sizes it, in binary units: '48 GiB', '141 GiB'."""
+    return f"{value / 2**30:.4g} GiB"
+
+
+def usable(usable_bytes: float, memory_bytes: float) -> str:
+    """The part of a device's memory a deployment may fill: '46.4 GB usable of 48 GiB'."""
+    return f"{nbytes(usable_bytes)} usable of {capacity(memory_bytes)}"
+
+
 def rate(value: float, dtype: str | None = None) -> str:
     """An attainable rate in the unit of the roofline axes: '155 TFLOP/s', '0.768 TFLOP/s'; in TOP/s when the
     operator computes in an integer dtype ('619 TOP/s' for an int8 GEMM), as the roof it sits under says."""

@@ -1,0 +1,250 @@
+"""Deployments over several devices: communication formulas (exact, tiny shapes), sharding of the operator graph,
+per-device memory, the auto plan, validation, and the invariants of issue 8."""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from roofline import cli, formulas as f
+from roofline.analysis import analyze, resolve_plan, totals
+from roofline.errors import RooflineInputError
+from roofline.graph import build_operators
+from roofline.hardware import accelerator_from_entry, get_accelerator
+from roofline.models import get_model, norm_params, parameter_counts
+from roofline.parallel import Parallel, check_plan
+from roofline.scenario import Scenario
+
+H100 = get_accelerator("h100-sxm")
+
+
+def ops_by_name(model, stage, scenario):
+    return {op.name: op for op in build_operators(model, stage, scenario)}
+
+
+# ------------------------------------------------------------------------------------------ exact formulas
+def test_ring_all_reduce_bytes():
+    # x[2,4] at 2 bytes over 4 devices: 8 elements, 16 bytes; ring: 2(n-1)/n = 1.5 x 16 = 24 bytes on the link;
+    # (n-1)/n x 8 = 6 additions; the input is read (16 B) and the sum written (16 B) once
+    c = f.all_reduce(T=2, D=4, n=4, a=2)
+    assert (c.network, c.flops, c.act_read, c.act_write, c.bytes) == (24.0, 6.0, 16, 16, 32)
+
+
+def test_all_gather_all_to_all_and_send_bytes():
+    # all-gather of 4 shards of x[2,8] at 2 bytes: the full tensor is 32 B, 3/4 of it (24 B) arrives over the link;
+    # the local shard read is 32 / 4 = 8 B, the gathered tensor written 32 B
+    c = f.all_gather(T=2, N=8, n=4, a=2)
+    assert (c.network, c.act_read, c.act_write) == (24.0, 8.0, 32)
+    # all-to-all of 6 rows of width 4 at 1 byte over 3 devices: 24 B, of which 2/3 (16 B) leave the device
+    c = f.all_to_all(rows=6, D=4, n=3, a=1)
+    assert (c.network, c.act_read, c.act_write) == (16.0, 24, 24)
+    # a pipeline hand-over of x[2,4] at 2 bytes: the whole 16 B cross the link
+    assert f.p2p_send(T=2, D=4, a=2).network == 16
+
+
+def test_expected_max_load_of_random_routing():
+    assert f.expected_max_load(64, 1) == 64  # one group takes every pair
+    # 64 pairs over 4 groups: mean 16, variance 64 x 1/4 x 3/4 = 12; max ~ 16 + sqrt(12 x 2 ln 4) = 16 + 5.768
+    assert f.expected_max_load(64, 4) == pytest.approx(16 + math.sqrt(12 * 2 * math.log(4)), rel=1e-12)
+    assert f.expected_max_load(1, 64) <= 1  # never more than all pairs
+
+
+def test_network_bytes_are_not_dram_bytes():
+    c = f.all_reduce(T=1, D=1024, n=8, a=2)
+    assert c.bytes == c.act_read + c.act_write and c.network > 0
+
+
+# ---------------------------------------------------------------------------------------------- the graph
+def test_single_device_plan_has_no_communication_and_is_the_default():
+    model = get_model("llama-3.1-8b")
+    for stage in ("prefill", "decode"):
+        single = build_operators(model, stage, Scenario())
+        explicit = build_operators(model, stage, Scenario(parallel=Parallel(tp=1, pp=1, ep=1)))
+        assert single == explicit
+        assert not any(op.op_class == "communication" for op in single)
+
+
+def test_tensor_parallel_splits_heads_columns_and_rows():
+    model = get_model("llama-3.1-70b")  # D 8192, H 64, Hkv 8, d 128, F 28672, V 128256
+    one = ops_by_name(model, "decode", Scenario())
+    four = ops_by_name(model, "decode", Scenario(parallel=Parallel(tp=4)))
+    for name in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head"):
+        assert four[name].cost.weight * 4 == one[name].cost.weight, name
+        assert four[name].cost.flops * 4 == one[name].cost.flops, name
+    # decode batch 1: q_proj on one device is [1, 8192] x [8192, 16 heads x 128] = 2 x 8192 x 2048 FLOPs
+    assert four["q_proj"].cost.flops == 2 * 8192 * 2048
+    # norms and residual adds are replicated: the same cost on each device
+    assert four["attn_norm"].cost == one["attn_norm"].cost and four["mlp_add"].cost == one["mlp_add"].cost
+    # two all-reduces per layer of x[1, 8192] at 2 bytes over 4 devices: 2 x 3/4 x 16384 B = 24576 B on the link
+    for name in ("attn_all_reduce", "mlp_all_reduce"):
+        assert four[name].count == 80 and four[name].span == 4 and four[name].cost.network == 24576
+    # the vocab-parallel logits come back by an all-gather: 3/4 of [1, 128256] at 2 bytes
+    assert four["logits_all_gather"].cost.network == 0.75 * 128256 * 2
+
+
+def test_kv_heads_are_replicated_when_fewer_than_tp():
+    model = get_model("llama-3.1-8b")  # 8 KV heads
+    sixteen = ops_by_name(model, "decode", Scenario(parallel=Parallel(tp=16)))  # 32 q heads -> 2 per device
+    # 8 KV heads over 16 devices: one KV head per device (each replicated twice)
+    assert sixteen["k_proj"].cost.weight == 4096 * 1 * 128 * 2
+    assert sixteen["kv_cache_write"].cost.kv_write == 2 * 1 * 128 * 2  # one token, K and V of one head
+
+
+def test_pipeline_stages_add_sends_and_keep_the_per_token_work():
+    model = get_model("llama-3.1-70b")
+    one = build_operators(model, "decode", Scenario())
+    two = ops_by_name(model, "decode", Scenario(parallel=Parallel(pp=2)))
+    assert two["pp_send"].count == 1 and two["pp_send"].span == 2 and two["pp_send"].cost.network == 8192 * 2
+    # a token still visits all 80 layers: every non-communication row is unchanged
+    assert [op for op in one] == [op for op in two.values() if op.op_class != "communication"]
+
+
+def test_expert_parallel_routes_the_busiest_group():
+    model = get_model("mixtral-8x7b")  # 8 experts, top-2
+    sc = Scenario(batch=64, parallel=Parallel(tp=2, ep=2))
+    ep = ops_by_name(model, "decode", sc)
+    tp = ops_by_name(model, "decode", Scenario(batch=64, parallel=Parallel(tp=2)))
+    pairs = 64 * 2
+    rows = f.expected_max_load(pairs, 2)
+    # the busiest of 2 groups runs its share of the pairs at the full expert width (tp / ep = 1)
+    assert ep["expert_gate_proj"].cost.flops == pytest.approx(2 * rows * 4096 * 14336)
+    # tensor-parallel experts see all pairs at half the width: fewer FLOPs per device than the busiest EP group
+    assert tp["expert_gate_proj"].cost.flops == 2 * pairs * 4096 * 14336 / 2 < ep["expert_gate_proj"].cost.flops
+    assert "moe_dispatch" not in ep  # tokens are already on every device after the attention all-reduce
+
+
+def test_attention_data_parallel_all_to_all():
+    model = get_model("deepseek-v3")  # 61 layers, 58 MoE, top-8 of 256, D 7168
+    sc = Scenario(batch=64, parallel=Parallel(tp=8, ep=8, attention_dp=True))
+    ops = ops_by_name(model, "decode", sc)
+    assert "attn_all_reduce" not in ops and "mlp_all_reduce" not in ops
+    # each device serves 64 / 8 = 8 sequences; their 8 x 8 token-expert rows leave through the link, 7/8 of them
+    assert ops["moe_dispatch"].count == 58 and ops["moe_dispatch"].cost.network == 7 / 8 * 64 * 7168 * 2
+    assert ops["moe_combine_all_to_all"].cost == ops["moe_dispatch"].cost
+    assert ops["q_a_proj"].cost.flops == 2 * 8 * 7168 * 1536  # 8 tokens, replicated attention weights
+
+
+# --------------------------------------------------------------------------------------- per-device memory
+def test_weights_per_device_times_tp_is_the_total_of_the_split_layers():
+    model = get_model("llama-3.1-70b")
+    w = 2  # fp16
+    full = totals(model, H100, "decode", Scenario(parallel=Parallel(tp=1)))
+    four = totals(model, H100, "decode", Scenario(parallel=Parallel(tp=4)))
+    # every matrix is split 4 ways (8 KV heads >= 4); only the norm vectors are replicated
+    replicated = (80 * 2 * norm_params(model, 8192) + norm_params(model, 8192)) * w
+    assert four["weight_bytes_per_device"] * 4 == pytest.approx(full["weight_bytes"] + 3 * replicated, rel=1e-12)
+    assert full["weight_bytes"] == parameter_counts(model)[0] * w == full["weight_bytes_per_device"]
+    # the whole deployment's KV cache is the same; each device holds a quarter of the KV heads
+    assert four["kv_cache_bytes"] == full["kv_cache_bytes"] == 4 * four["kv_cache_bytes_per_device"]
+
+
+def test_fits_against_the_usable_memory():
+    model = get_model("llama-3.1-70b")
+    one = totals(model, H100, "decode", Scenario(parallel=Parallel()))
+    assert one["usable_memory_bytes"] == 0.9 * 80 * 2**30
+    assert not one["fits"]  # 141 GB of fp16 weights on one 80 GiB device
+    assert totals(model, H100, "decode", Scenario(parallel=Parallel(tp=2)))["fits"]
+
+
+# ------------------------------------------------------------------------------------------ invariants
+def test_decode_time_falls_with_tp_until_the_latency_floor():
+    model = get_model("llama-3.1-70b")
+    times = {tp: totals(model, H100, "decode", Scenario(parallel=Parallel(tp=tp))) for tp in (1, 2, 4, 8)}
+    assert times[1]["t_s"] > times[2]["t_s"] > times[4]["t_s"] > times[8]["t_s"]
+    # the floor: 2 all-reduces per layer + the embedding all-reduce + the logits all-gather, each at least the
+    # link latency (3 us on NVLink 4); the all-reduce time cannot shrink with more devices
+    collectives = 2 * 80 + 2
+    for tp in (2, 4, 8):
+        assert times[tp]["t_network_s"] >= collectives * H100.scaleup_latency_s
+    # a small model gains little from tp 4 -> 8 and the network's share grows
+    small = {tp: totals(get_model("llama-3.1-8b"), H100, "decode", Scenario(parallel=Parallel(tp=tp)))
+             for tp in (4, 8)}
+    assert small[8]["network_share"] > small[4]["network_share"]
+
+
+def test_pcie_is_never_faster_than_nvlink_for_the_same_plan():
+    pcie = accelerator_from_entry("h100-pcie-link", {"base": "h100-sxm", "scaleup_link": "PCIe Gen5 x16",
+                                                     "scaleup_gbps": 64, "scaleup_latency_us": 10})
+    for model_key, stage in (("llama-3.1-70b", "decode"), ("llama-3.1-70b", "prefill"), ("mixtral-8x7b", "decode")):
+        for tp in (2, 4, 8):
+            sc = Scenario(parallel=Parallel(tp=tp))
+            nvlink = totals(get_model(model_key), H100, stage, sc)
+            slow = totals(get_model(model_key), pcie, stage, sc)
+            assert slow["t_s"] >= nvlink["t_s"] and slow["network_share"] >= nvlink["network_share"]
+
+
+def test_pipeline_without_micro_batches_is_not_faster_per_token():
+    model = get_model("llama-3.1-70b")
+    one = totals(model, H100, "decode", Scenario(parallel=Parallel(tp=4)))
+    two = totals(model, H100, "decode", Scenario(parallel=Parallel(tp=4, pp=2)))
+    assert two["t_s"] > one["t_s"] and two["devices"] == 8 and two["deployment"] == "8 x H100 SXM5 80GB, TP 4, PP 2"
+    assert two["tokens_per_s_per_device"] < one["tokens_per_s_per_device"]
+    assert two["weight_bytes_per_device"] == pytest.approx(one["weight_bytes_per_device"] / 2, rel=0.02)
+
+
+def test_collectives_beyond_one_domain_use_the_scale_out_network():
+    model = get_model("llama-3.1-70b")
+    rows, total = analyze(model, H100, "decode", Scenario(parallel=Parallel(tp=8, pp=2)))
+    send = next(r for r in rows if r["op"] == "pp_send")
+    reduce = next(r for r in rows if r["op"] == "attn_all_reduce")
+    assert send["network_bandwidth_bytes_per_s"] == 50e9 and reduce["network_bandwidth_bytes_per_s"] == 450e9
+    assert send["t_network_s"] == pytest.approx(5e-6 + 8192 * 2 / 50e9)
+    assert reduce["bound"] == "network" and math.isnan(next(r for r in rows if r["op"] == "q_proj")
+                                                         ["network_bandwidth_bytes_per_s"])
+
+
+# ------------------------------------------------------------------------------------------ auto and errors
+@pytest.mark.parametrize("model, gpu, plan", [
+    ("llama-2-7b", "h100-sxm", Parallel()),
+    ("llama-3.1-70b", "h100-sxm", Parallel(tp=2)),
+    ("llama-3.1-70b", "rtx-a6000", Parallel(tp=4)),
+    ("deepseek-v3", "h200-sxm", Parallel(tp=8, pp=2)),  # 1.34 TB of fp16 weights: two HGX nodes
+    ("llama-3.1-70b", "m1-max", Parallel()),  # no link: one device, marked as not fitting
+])
+def test_auto_picks_the_smallest_plan_that_fits(model, gpu, plan):
+    resolved = resolve_plan(get_model(model), get_accelerator(gpu), Scenario(parallel="auto"))
+    assert resolved.parallel == plan
+
+
+@pytest.mark.parametrize("model, gpu, plan, message", [
+    ("qwen2.5-7b", "h100-sxm", Parallel(tp=8), "tp 8 does not divide the 28 attention heads"),
+    ("mixtral-8x7b", "h100-sxm", Parallel(tp=8, ep=8, attention_dp=True), None),  # valid
+    ("llama-2-7b", "h100-sxm", Parallel(tp=2, ep=2), "need a mixture-of-experts model"),
+    ("mixtral-8x7b", "h100-sxm", Parallel(tp=4, ep=3), "ep 3 does not divide tp 4"),
+    ("llama-2-7b", "m1-max", Parallel(tp=2), "single-device system"),
+    ("llama-2-7b", "h100-sxm", Parallel(pp=64), "pp 64 is more than the 32 layers"),
+])
+def test_invalid_plans_get_one_line(model, gpu, plan, message):
+    def check():
+        check_plan(get_model(model), get_accelerator(gpu), plan.validate())
+    if message is None:
+        check()
+        return
+    with pytest.raises(RooflineInputError, match=message) as error:
+        check()
+    assert "\n" not in str(error.value)
+
+
+def test_a_gpu_without_scale_out_refuses_more_devices_than_its_domain():
+    box = replace(accelerator_from_entry("box", {"base": "rtx-4090"}), scaleout_bandwidth_bytes_per_s=0.0)
+    # a 4-card workstation with no network: 8 devices cannot be reached
+    with pytest.raises(RooflineInputError, match="more than one scale-up domain"):
+        check_plan(get_model("llama-2-7b"), box, Parallel(tp=8))
+
+
+def test_cli_tp_acceptance():
+    out = cli.run(["totals", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--stage", "decode", "--tp", "4",
+                   "--format", "csv"]).splitlines()
+    row = dict(zip(out[0].split(","), next(__import__("csv").reader([out[1]]))))
+    assert (row["devices"], row["tp"], row["deployment"]) == ("4", "4", "4 x H100 SXM5 80GB, TP 4")
+    replicated = (80 * 2 + 1) * 8192 * 2  # the norm vectors of 80 layers and the final norm, fp16
+    assert float(row["weight_bytes_per_device"]) == pytest.approx((float(row["weight_bytes"]) - replicated) / 4
+                                                                  + replicated, rel=1e-12)
+    # --parallel auto and explicit options do not mix; a bad plan is one line
+    with pytest.raises(RooflineInputError, match="--parallel: auto cannot be combined with --tp"):
+        cli.run(["ops", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--stage", "decode", "--parallel", "auto",
+                 "--tp", "2"])
+    assert cli.main(["ops", "--model", "qwen2.5-7b", "--gpu", "h100-sxm", "--stage", "decode", "--tp", "8"]) == 2
+    auto = cli.run(["totals", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--stage", "decode", "--format", "json"])
+    assert '"deployment": "2 x H100 SXM5 80GB, TP 2"' in auto
