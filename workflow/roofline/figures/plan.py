@@ -6,8 +6,10 @@ import textwrap
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.ticker import NullFormatter
 
 from .. import display
+from .roofline import tick_label
 from .style import gpu_styles, styled
 
 PLAN_SIZE = (7.0, 4.2)  # inches
@@ -39,8 +41,10 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
         ax.text(0.5, 0.5, "\n".join(textwrap.wrap(reason or "no plan", 70)), ha="center", va="center",
                 transform=ax.transAxes, fontsize=8)
         return fig
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    for axis, scale in ((ax.xaxis, ax.set_xscale), (ax.yaxis, ax.set_yscale)):
+        scale("log")
+        axis.set_major_formatter(lambda value, _pos: tick_label(value))
+        axis.set_minor_formatter(NullFormatter())
     styles = gpu_styles(dict.fromkeys(table["gpu"]))
     for key, rows in table.groupby("gpu", sort=False):
         rows = rows.sort_values("tokens_per_s_per_user")
@@ -52,8 +56,8 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
                 mfc="white")
     if tpot_target_s:
         ax.axvline(1.0 / tpot_target_s, color="#777777", lw=0.8, ls=":")
-        ax.annotate(f"TPOT target {display.seconds(tpot_target_s)}", (1.0 / tpot_target_s, 1), xycoords=("data",
-                    "axes fraction"), xytext=(3, -3), textcoords="offset points", va="top", fontsize=6.5,
+        ax.annotate(f"TPOT target {display.seconds(tpot_target_s)}", (1.0 / tpot_target_s, 0), xycoords=("data",
+                    "axes fraction"), xytext=(3, 3), textcoords="offset points", va="bottom", fontsize=6.5,
                     color="#555555")
     chosen = table[table["chosen"]]
     for row in chosen.itertuples():
