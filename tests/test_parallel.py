@@ -13,7 +13,7 @@ from roofline.errors import RooflineInputError
 from roofline.graph import build_operators
 from roofline.hardware import accelerator_from_entry, get_accelerator
 from roofline.models import get_model, norm_params, parameter_counts
-from roofline.parallel import Parallel, check_plan
+from roofline.parallel import Parallel, check_plan, weight_params_per_device
 from roofline.scenario import Scenario
 
 H100 = get_accelerator("h100-sxm")
@@ -248,3 +248,60 @@ def test_cli_tp_acceptance():
     assert cli.main(["ops", "--model", "qwen2.5-7b", "--gpu", "h100-sxm", "--stage", "decode", "--tp", "8"]) == 2
     auto = cli.run(["totals", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--stage", "decode", "--format", "json"])
     assert '"deployment": "2 x H100 SXM5 80GB, TP 2"' in auto
+
+
+def test_treatments_price_more_devices_and_overlap():
+    from roofline.treatments import treatment_table
+
+    model = get_model("llama-3.1-70b")
+    rows = {r["treatment"]: r for r in treatment_table(model, H100, "decode", Scenario(parallel=Parallel(tp=2)))}
+    more, overlap = rows["more_devices"], rows["overlap_communication"]
+    assert more["applicable"] and more["label"].startswith("twice the tensor parallelism: 4 devices (TP 4)")
+    four = totals(model, H100, "decode", Scenario(parallel=Parallel(tp=4)))
+    assert more["t_s"] == four["t_s"] and more["speedup"] > 1
+    base = totals(model, H100, "decode", Scenario(parallel=Parallel(tp=2)))
+    # hiding every collective removes exactly the communication rows' time
+    assert overlap["t_s"] == pytest.approx(base["t_s"] * (1 - base["network_share"]), rel=1e-12)
+    single = {r["treatment"]: r for r in treatment_table(get_model("llama-2-7b"), H100, "decode", Scenario())}
+    assert not single["overlap_communication"]["applicable"]
+    odd = {r["treatment"]: r for r in treatment_table(get_model("qwen2.5-7b"), H100, "decode",
+                                                     Scenario(parallel=Parallel(tp=4)))}
+    assert not odd["more_devices"]["applicable"] and "does not divide the 28 attention heads" in odd["more_devices"]["note"]
+
+
+@pytest.mark.parametrize("model_key", ["llama-2-7b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b",
+                                       "gemma-2-9b", "falcon-7b"])
+def test_sharding_never_loses_weights_and_each_device_holds_less(model_key):
+    model = get_model(model_key)
+    total = parameter_counts(model)[0]
+    for plan in (Parallel(tp=2), Parallel(tp=4), Parallel(tp=2, pp=2), Parallel(pp=4)):
+        try:
+            check_plan(model, H100, plan)
+        except RooflineInputError:
+            continue  # e.g. falcon-7b's 71 heads
+        per_device = weight_params_per_device(model, plan)
+        # replicated pieces (norms, latent projections, KV heads) only add: devices x share >= all weights
+        assert per_device < total <= plan.devices * per_device + 1e-6 * total, plan
+        for stage in ("prefill", "decode"):
+            row = totals(model, H100, stage, Scenario(batch=4, seq_len=1024, parallel=plan))
+            assert row["t_s"] >= row["t_network_s"] >= 0 and 0 <= row["network_share"] <= 1
+            assert row["kv_cache_bytes_per_device"] <= row["kv_cache_bytes"]
+
+
+def test_the_report_says_when_the_link_is_the_bottleneck():
+    from roofline.report.text import network_sentence
+    from roofline.tables import job_tables
+
+    def sentence(gpu_key, plan, stage):
+        tables = job_tables(get_model("llama-3.1-70b"), get_accelerator(gpu_key), stage, Scenario(parallel=plan))
+        return network_sentence(stage, tables["totals"].iloc[0], tables["ops"], get_accelerator(gpu_key))
+
+    # PCIe cards in prefill: 2048 tokens x 8192 x 2 B = 33.6 MB per all-reduce, 1.5 x that on the link (50.3 MB),
+    # at 32 GB/s: 1.57 ms + 10 us latency, 161 of them
+    pcie = sentence("rtx-a6000", Parallel(tp=4), "prefill")
+    assert "161 all-reduces of 50.3 MB" in pcie and "PCIe Gen4 x16, 32.0 GB/s" in pcie
+    assert "set by the link's bandwidth" in pcie
+    # NVLink at batch 1: 28.7 kB per all-reduce is 64 ns of link time; the 3 us latency sets it
+    nvlink = sentence("h100-sxm", Parallel(tp=8), "decode")
+    assert "28.7 kB" in nvlink and "set by the 3.00 µs latency" in nvlink
+    assert sentence("h100-sxm", Parallel(), "decode") == ""  # one device: no collectives

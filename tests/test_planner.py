@@ -41,8 +41,8 @@ def _hand_made_search(tpot_s=None, ttft_s=None):
     return planner.Search(
         model=LLAMA2, workload=planner.Workload(16, 8, tpot_s=tpot_s, ttft_s=ttft_s), groups=[group],
         group=np.zeros(4, dtype=int), batch=batch, ttft_s=np.array([0.5, 0.5, 0.5, 2.0]), tpot_s=tpot, step_s=tpot,
-        tokens_per_s=batch / tpot, memory_bound_share=np.ones(4), network_share=np.zeros(4), fits=np.array([True, True, True, False]),
-        footprint_bytes=np.full(4, 1e9))
+        tokens_per_s=batch / tpot, memory_bound_share=np.ones(4), network_share=np.zeros(4),
+        fits=np.array([True, True, True, False]), footprint_bytes=np.full(4, 1e9))
 
 
 def test_targets_filter_exactly():

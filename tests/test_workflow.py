@@ -179,7 +179,9 @@ def test_specs_json_is_the_resolved_config(wf):
     import json
 
     specs = json.loads((wf.work / "results" / "specs.json").read_text())
-    assert set(specs) == {"models", "gpus", "scenario", "stages", "config_sha256"}
+    assert set(specs) == {"models", "gpus", "scenario", "stages", "plans", "config_sha256"}
+    # every (model, gpu) has its concrete plan, and the totals carry it
+    assert set(specs["plans"]) == set(MODELS) and all(set(p) == set(GPUS) for p in specs["plans"].values())
     assert list(specs["models"]) == MODELS and list(specs["gpus"]) == GPUS and specs["stages"] == STAGES
     h100 = Accelerator(**specs["gpus"]["h100-sxm"])
     totals = pd.read_parquet(wf.work / "results" / "totals.parquet")

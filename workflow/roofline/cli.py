@@ -149,8 +149,8 @@ def _plan_options(parser):
                         help="weight and KV-cache dtypes to search (KV: 8 bits or more)")
     parser.add_argument("--prefill", type=_choice("--prefill", planner.PREFILL_MODES), default="separate",
                         help="separate: decode is not slowed by prompts; interleaved: prompts time-share the devices")
-    parser.add_argument("--memory-utilization", type=_fraction("--memory-utilization"), default=Scenario.memory_utilization,
-                        help="usable fraction of each device's memory")
+    parser.add_argument("--memory-utilization", type=_fraction("--memory-utilization"),
+                        default=Scenario.memory_utilization, help="usable fraction of each device's memory")
     parser.add_argument("--top", type=_positive_int("--top"), help="print only the best N frontier rows")
     parser.add_argument("--format", type=_choice("--format", FORMATS), default="table")
 

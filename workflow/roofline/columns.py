@@ -76,9 +76,10 @@ TOTAL_COLUMNS = (
 #: Treatments: what each optimization buys for one (model, gpu, stage) baseline (roofline.treatments).
 TREATMENT_COLUMNS = (
     "model", "gpu", "stage",
-    "treatment",  # key: fusion | flash_attention | weight_int8 | weight_int4 | kv_int8 | kv_fp8 | fp8_compute | batching
+    "treatment",  # key: fusion | flash_attention | weight_int8 | weight_int4 | kv_int8 | kv_fp8 | fp8_compute |
+    # more_devices | overlap_communication | batching
     "label",  # human description of the change, e.g. "weights int4 (W4A16)"
-    "helps",  # which bottleneck it attacks: memory (fewer bytes) | compute (more FLOP/s, fewer FLOPs) | both
+    "helps",  # which bottleneck it attacks: memory (fewer bytes) | compute (more FLOP/s, fewer FLOPs) | both | network
     "applicable",  # False when the treatment does not apply (already in place, device lacks the dtype, ...)
     "note",  # why not applicable, or the condition it needs (e.g. memory for the larger batch)
     "baseline_t_s",  # s, stage time of the configured scenario

@@ -23,8 +23,9 @@ Serving model (stated once here; the README repeats it):
 
 Candidates: device x parallel plan (roofline.parallel: tp, pp, ep, data-parallel attention; devices = tp x pp <=
 max_devices; every plan the engine accepts for the model and the device) x weight dtype x KV dtype x attention
-kernel x batch. Every time, footprint and fit is the engine's (sharding and communication included). One engine call evaluates every batch of a (device, plan, dtypes, kernel) group at once:
-build_operators accepts NumPy arrays, so the search runs at hundreds of thousands of candidates per second.
+kernel x batch. Every time, footprint and fit is the engine's (sharding and communication included). One engine
+call evaluates every batch of a (device, plan, dtypes, kernel) group at once: build_operators accepts NumPy arrays,
+so the search runs at hundreds of thousands of candidates per second.
 """
 from __future__ import annotations
 
@@ -359,7 +360,8 @@ def no_plan_reason(result: Search) -> str:
         return (f"no plan meets TTFT <= {_ms(w.ttft_s)}: the lowest TTFT any plan that fits reaches is "
                 f"{_ms(result.ttft_s[i])}: {_describe(result, i)}")
     i = ttft_ok[np.argmin(result.step_s[ttft_ok])]
-    both = f" among plans that meet TTFT <= {_ms(w.ttft_s)}" if w.ttft_s is not None and ttft_ok.size < fits.size else ""
+    both = (f" among plans that meet TTFT <= {_ms(w.ttft_s)}" if w.ttft_s is not None and ttft_ok.size < fits.size
+            else "")
     return (f"no plan meets TPOT <= {_ms(w.tpot_s)}: the lowest TPOT any plan that fits{both} reaches is "
             f"{_ms(result.step_s[i])}: {_describe(result, i)}")
 

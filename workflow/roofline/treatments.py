@@ -3,20 +3,26 @@
 Each treatment is a change of scenario (dtypes, attention kernel, batch) or a transformation of the operator graph
 (fusion), re-evaluated with the same roofline. Memory-bound stages gain from fewer bytes (quantized weights or KV,
 fusion, FlashAttention); compute-bound stages from more FLOP/s (fp8) or fewer FLOPs (FlashAttention's causal
-skipping). Batching raises decode throughput (tokens/s), not latency. The "same workload on a faster GPU" comparison
-needs every configured GPU and is a ratio of totals, done by the report.
+skipping). Batching raises decode throughput (tokens/s), not latency. More devices (twice the tensor parallelism)
+split every device's bytes and FLOPs and add collectives; overlapping communication hides the collectives under
+the neighbouring kernels (an upper bound on what overlap buys, as fusion's). The "same workload on a faster GPU"
+comparison needs every configured GPU and is a ratio of totals, done by the report.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
 
+from dataclasses import replace
+
 from .analysis import aggregate, critical_batch, totals
 from .columns import TREATMENT_COLUMNS
 from .dtypes import DTYPE_BYTES
+from .errors import RooflineInputError
 from .graph import Op, build_operators
 from .hardware import Accelerator
 from .models import ModelSpec
+from .parallel import check_plan
 from .scenario import Scenario
 
 #: operator classes whose activation traffic disappears when fused into the neighbouring kernel
@@ -33,6 +39,12 @@ def fuse(ops: Sequence[Op]) -> list[Op]:
             op = op._replace(cost=op.cost._replace(act_read=0.0 * op.cost.act_read, act_write=0.0 * op.cost.act_write))
         fused.append(op)
     return fused
+
+
+def hide_communication(ops: Sequence[Op]) -> list[Op]:
+    """Perfect overlap: every collective runs while the neighbouring kernels compute, so its time vanishes from the
+    step (its DRAM traffic too). An upper bound on what overlap (async TP, micro-batch ping-pong) can buy."""
+    return [op for op in ops if op.op_class != "communication"]
 
 
 def _evaluate(model, gpu, stage, scenario, transform: Callable[[Sequence[Op]], list[Op]] | None = None) -> dict:
@@ -108,9 +120,30 @@ def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sc
         fp8_reason = "already fp8"
     scenario_change("fp8_compute", "FP8 weights and activations (W8A8-FP8 at the fp8 peak)", "both",
                     fp8_reason, weight_dtype="fp8", act_dtype="fp8")
+    _more_devices(model, gpu, scenario, scenario_change)
+    has_collectives = any(op.op_class == "communication" for op in build_operators(model, stage, scenario))
+    if has_collectives:
+        row("overlap_communication", "overlap the collectives with computation (all of their time hidden)",
+            "network", _evaluate(model, gpu, stage, scenario, hide_communication))
+    else:
+        row("overlap_communication", "overlap the collectives with computation", "network",
+            note="a single device: no collectives to hide")
     _batching(model, gpu, stage, scenario, row)
     assert all(tuple(r) == TREATMENT_COLUMNS for r in rows)
     return rows
+
+
+def _more_devices(model, gpu, scenario, scenario_change):
+    """Twice the tensor parallelism of the configured plan (pipeline stages unchanged)."""
+    plan = scenario.parallel
+    doubled = replace(plan, tp=plan.tp * 2, ep=plan.ep * 2 if plan.attention_dp else plan.ep)
+    reason = ""
+    try:
+        check_plan(model, gpu, doubled.validate())
+    except RooflineInputError as error:
+        reason = str(error)
+    scenario_change("more_devices", f"twice the tensor parallelism: {doubled.devices} devices ({doubled.describe()})",
+                    "both", reason, parallel=doubled)
 
 
 def _batching(model, gpu, stage, scenario, row):
@@ -123,7 +156,8 @@ def _batching(model, gpu, stage, scenario, row):
     fitting = _largest_fitting_batch(model, gpu, stage, scenario, target)
     if fitting == 0:
         return row("batching", label, "memory",
-                   note=f"even batch 1 does not fit in {gpu.memory_bytes / 1e9:.3g} GB")
+                   note=f"even batch 1 does not fit in {scenario.memory_utilization:.0%} of "
+                        f"{gpu.memory_bytes / 2**30:.4g} GiB per device")
     if scenario.batch >= target:
         return row("batching", label, "memory",
                    note=f"batch {scenario.batch} is already at or above the critical batch ({target})")

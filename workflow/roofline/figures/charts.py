@@ -80,9 +80,28 @@ def gemm_dtype(scenario: dict) -> str:
 
 def drawable(ops: pd.DataFrame) -> pd.DataFrame:
     """Operators that have a place on log-log axes: positive, finite intensity and attainable performance.
-    (Operators without FLOPs, such as the embedding gather or the KV-cache copy, have none.)"""
+    (Operators without FLOPs, such as the embedding gather or the KV-cache copy, have none.) Communication rows are
+    placed against the link, as in a hierarchical roofline: x = FLOPs per byte on the link, y = FLOPs / t_s (their
+    time with the link latency), so they sit on or under the network roof."""
+    ops = ops.copy()
+    comm = ops["op_class"] == "communication"
+    if comm.any():
+        network_bytes = ops.loc[comm, "bytes_network"].where(ops.loc[comm, "bytes_network"] > 0)
+        ops.loc[comm, "intensity"] = ops.loc[comm, "flops"] / network_bytes
+        ops.loc[comm, "attainable_flops_per_s"] = ops.loc[comm, "flops"] / ops.loc[comm, "t_s"]
     ok = (ops["intensity"] > 0) & np.isfinite(ops["intensity"]) & (ops["attainable_flops_per_s"] > 0)
     return ops[ok]
+
+
+def network_links(ops: pd.DataFrame, gpu: Accelerator) -> tuple[tuple[str, float], ...]:
+    """The links the deployment's collectives cross, (name, byte/s) for each: scale-up and, beyond one domain,
+    scale-out; () for a single device."""
+    comm = ops[ops["op_class"] == "communication"]
+    names = []
+    for bandwidth in sorted(set(comm["network_bandwidth_bytes_per_s"].dropna()), reverse=True):
+        up = bandwidth == gpu.scaleup_bandwidth_bytes_per_s
+        names.append(((gpu.scaleup_link or "link") if up else "scale-out", float(bandwidth)))
+    return tuple(names)
 
 
 def stage_shares(ops: pd.DataFrame) -> pd.Series:
@@ -218,8 +237,10 @@ def _canvas():
 
 
 @styled
-def roofline_figure(ops: pd.DataFrame, gpu: Accelerator, scenario: dict, model_name: str):
-    """Figure 1: every operator of every stage of one model on one GPU; colour = stage, marker = class."""
+def roofline_figure(ops: pd.DataFrame, gpu: Accelerator, scenario: dict, model_name: str,
+                    deployment: str | None = None):
+    """Figure 1: every operator of every stage of one model on one GPU; colour = stage, marker = class.
+    `deployment` ("4 x H100 SXM5 80GB, TP 4") names the setup in the title; the GPU's name by default."""
     ops = ops.assign(share=stage_shares(ops))
     points = drawable(ops)
     fig, ax = _canvas()
@@ -228,7 +249,7 @@ def roofline_figure(ops: pd.DataFrame, gpu: Accelerator, scenario: dict, model_n
                     "stage time", fontsize=6, color="#555555", va="bottom")
     _legends(fig, {s: {"marker": "o", "ls": "none", "color": STAGE_COLORS[s], "markersize": 5} for s in stages},
              "Stage", points["op_class"], bottom=note.get_window_extent(fig.canvas.get_renderer()).y1 + 4)
-    _title(fig, lambda limit: f"{plain(shorten(model_name, limit))} on {plain(shorten(gpu.name, limit))}",
+    _title(fig, lambda limit: f"{plain(shorten(model_name, limit))} on {plain(shorten(deployment or gpu.name, limit))}",
            scenario_caption(scenario))
     series, labels = [], []
     for stage in stages:
@@ -238,7 +259,8 @@ def roofline_figure(ops: pd.DataFrame, gpu: Accelerator, scenario: dict, model_n
         for row in points[points["stage"] == stage].itertuples():
             labels.append(PointLabel(row.intensity, row.attainable_flops_per_s, row.op, row.share, stage,
                                      STAGE_COLORS[stage]))
-    result = draw_roofline(ax, [roof_for(gpu, gemm_dtype(scenario))], series, labels=labels)
+    roof = roof_for(gpu, gemm_dtype(scenario), links=network_links(ops, gpu))
+    result = draw_roofline(ax, [roof], series, labels=labels)
     return fig, result
 
 

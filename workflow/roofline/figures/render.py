@@ -21,6 +21,8 @@ import pandas as pd
 
 from ..hardware import Accelerator
 from ..scenario import STAGES
+from ..analysis import deployment_label
+from ..parallel import Parallel
 from .charts import (batch_sweep_figure, cross_gpu_figure, drawable, roofline_figure, seq_sweep_figure,
                      time_breakdown_figure)
 from .style import style
@@ -96,8 +98,10 @@ def _render(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict, di
     manifest = []
     left_out = sorted(set(ops["op"]) - set(drawable(ops)["op"]))
     note = (f"Not drawn (no FLOPs, so no place on a log axis): {', '.join(left_out)}." if left_out else "")
+    plans = specs.get("plans", {}).get(model, {})
     for key, gpu in gpus.items():
-        fig, _ = roofline_figure(ops[ops["gpu"] == key], gpu, scenario, name)
+        deployment = deployment_label(gpu, Parallel(**plans[key])) if key in plans else None
+        fig, _ = roofline_figure(ops[ops["gpu"] == key], gpu, scenario, name, deployment)
         manifest.append({"kind": "roofline", "gpu": key, "stage": None, "note": note,
                          **save(fig, directory, f"roofline_{key}")})
         if "decode" in stages and len(sweeps[(sweeps["gpu"] == key) & (sweeps["stage"] == "decode")]):

@@ -18,7 +18,7 @@ from .. import display
 from ..display import INT_DTYPES
 from ..hardware import Accelerator
 from .labels import PointLabel, cluster_requests, hits_paths, marker_boxes, overlaps_any, place_labels
-from .style import REGION_COLORS, ROOF_COLOR
+from .style import LINK_COLOR, REGION_COLORS, ROOF_COLOR
 
 #: a faint white ground under ceiling labels, so a line they must cross does not cut through the text
 LABEL_BOX = {"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none", "alpha": 0.6}
@@ -35,6 +35,9 @@ class Roof:
     peaks: tuple[tuple[str, float], ...]  # (dtype label, FLOP/s), main first; equal values merged ("fp16/bf16")
     color: str = ROOF_COLOR
     linestyle: object = "-"  # of the solid ceilings (several GPUs: tells apart GPUs that share a colour)
+    #: network roofs of a multi-device deployment: (link name, byte/s per direction); communication points sit at
+    #: FLOPs per byte on the link (a hierarchical roofline: each level's points against that level's roof)
+    links: tuple[tuple[str, float], ...] = ()
 
     @property
     def main_peak(self) -> float:
@@ -46,7 +49,7 @@ class Roof:
 
 
 def roof_for(gpu: Accelerator, compute_dtype: str, *, other_dtypes: bool = True, color: str = ROOF_COLOR,
-             linestyle: object = "-") -> Roof:
+             linestyle: object = "-", links: tuple[tuple[str, float], ...] = ()) -> Roof:
     """A Roof from the accelerator spec: the compute dtype's peak first, then (optionally) every other distinct
     peak the device publishes, dtypes with the same value merged into one label."""
     by_value: dict[float, list[str]] = {}
@@ -59,7 +62,7 @@ def roof_for(gpu: Accelerator, compute_dtype: str, *, other_dtypes: bool = True,
     if other_dtypes:
         peaks += [("/".join(names), value) for value, names in sorted(by_value.items(), reverse=True)]
     return Roof(name=gpu.name, bandwidth=gpu.bandwidth_bytes_per_s, peaks=tuple(peaks), color=color,
-                linestyle=linestyle)
+                linestyle=linestyle, links=links)
 
 
 @dataclass
@@ -241,6 +244,13 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
         if show_ridges:
             guides += ax.plot([roof.ridge, roof.ridge], [ylim[0], roof.main_peak], color=roof.color, lw=0.8,
                               ls=(0, (1, 2)), zorder=2)
+    link_lines = []  # (roof, link name, bandwidth, Line2D): dash-dot network roofs up to the main peak
+    for roof in roofs:
+        for name, link_bw in roof.links:
+            xs = np.array([x_low, min(x_high, roof.main_peak / link_bw)])
+            (line,) = ax.plot(xs, link_bw * xs, color=LINK_COLOR, lw=0.9, ls="-.", zorder=2)
+            link_lines.append((roof, name, link_bw, line))
+            weak.append(line)
     path_of = {line: ax.transData.transform(line.get_xydata()) for line in strong + weak + guides}
 
     markers = [box for s in series for box in marker_boxes(ax, s.x, s.y, s.sizes, renderer)]
@@ -282,6 +292,21 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
         candidates = [(x_start * (roof.ridge / x_start) ** f,) for f in np.linspace(0.03, 0.7, 15)]
         keep(_best(ax, renderer, make, candidates, taken=taken, markers=markers,
                    paths=[path_of[line] for line in strong + weak + guides if line not in memory_lines[i]]))
+    for roof, name, link_bw, line in link_lines:  # the link's name and bandwidth along its roof
+        x_start = max(x_low, ylim[0] / link_bw)
+        x_end = float(line.get_xdata()[-1])
+        if x_end <= x_start:
+            continue
+        angle = _screen_angle(ax, (x_start, link_bw * x_start), (x_end, link_bw * x_end))
+
+        def make(x, name=name, link_bw=link_bw, angle=angle):
+            return ax.annotate(f"{name} {bandwidth_label(link_bw)}", (x, link_bw * x), xytext=(0, 2.5),
+                               textcoords="offset points", rotation=angle, rotation_mode="anchor", ha="left",
+                               va="bottom", fontsize=6.5, color=LINK_COLOR, zorder=3)
+
+        candidates = [(x_start * (x_end / x_start) ** f,) for f in np.linspace(0.03, 0.7, 15)]
+        keep(_best(ax, renderer, make, candidates, taken=taken, markers=markers,
+                   paths=[path_of[other] for other in strong + weak + guides if other is not line]))
     if show_ridges:
         ridge_boxes = []
         for roof in roofs:

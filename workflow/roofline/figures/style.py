@@ -31,16 +31,19 @@ RC = {
 STAGE_COLORS = {"prefill": "#0072B2", "decode": "#D55E00"}
 STAGE_LINESTYLES = {"prefill": "-", "decode": "--"}
 #: marker = operator class in every roofline
-CLASS_MARKERS = {"gemm": "o", "attention": "s", "norm": "^", "elementwise": "D", "embedding": "v"}
+CLASS_MARKERS = {"gemm": "o", "attention": "s", "norm": "^", "elementwise": "D", "embedding": "v",
+                 "communication": "P"}
 #: colour = operator class in the time breakdown (bars carry no stage colour: stages are separate panels)
 CLASS_COLORS = {"gemm": "#56B4E9", "attention": "#E69F00", "norm": "#009E73", "elementwise": "#CC79A7",
-                "embedding": "#999999"}
+                "embedding": "#999999", "communication": "#8C510A"}
 #: colour = GPU in cross-GPU figures, assigned in config order
 GPU_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#882255",
                "#44AA99", "#999933", "#AA4499", "#332288")
 #: light shading of the memory-bound and compute-bound regions
 REGION_COLORS = {"memory": "#eef3f8", "compute": "#fbf4ea"}
 ROOF_COLOR = "#444444"
+#: the network (link) roofs of multi-device deployments
+LINK_COLOR = "#8C510A"
 
 
 #: after every len(GPU_PALETTE) GPUs the colours repeat; each round of the palette gets its own line style (roofs)

@@ -14,14 +14,15 @@ from ..hardware import Accelerator
 from . import units
 
 CLASS_NAMES = {"gemm": "GEMMs", "attention": "attention", "norm": "norms", "elementwise": "element-wise ops",
-               "embedding": "the embedding"}
+               "embedding": "the embedding", "communication": "communication"}
 #: which bottleneck a treatment attacks (treatments table `helps`): memory = fewer bytes, compute = more FLOP/s or
 #: fewer FLOPs
-HELPS = {"memory": "memory-bound", "compute": "compute-bound", "both": "both"}
+HELPS = {"memory": "memory-bound", "compute": "compute-bound", "both": "both", "network": "network-bound"}
 #: short names of the engine's treatments for sentences (the table shows the engine's full label)
 SHORT = {"fusion": "fusion", "flash_attention": "FlashAttention", "weight_int8": "int8 weights",
          "weight_int4": "int4 weights", "kv_int8": "int8 KV cache", "kv_fp8": "fp8 KV cache",
-         "fp8_compute": "fp8 compute", "batching": "batching"}
+         "fp8_compute": "fp8 compute", "batching": "batching", "more_devices": "twice the tensor parallelism",
+         "overlap_communication": "overlapped communication"}
 
 
 def short(treatment: str) -> str:
@@ -211,7 +212,8 @@ GAIN = 1.05
 SLOWER = 0.995
 #: what shortens each kind of operator (the words of the treatments table's Helps column, HELPS)
 SHORTENS = {"memory": "fewer bytes", "compute": "more FLOP/s or fewer FLOPs"}
-GAIN_GROUP = {"memory": "for memory-bound operators", "compute": "for compute-bound operators", "both": "for both"}
+GAIN_GROUP = {"memory": "for memory-bound operators", "compute": "for compute-bound operators", "both": "for both",
+              "network": "for the collectives"}
 
 
 def balance_sentence(stage: str, share: float) -> str:
@@ -419,3 +421,39 @@ def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.Data
                              f"throughput {_range(speedups, units.times)}{_where(speedups, names)}.")
     sentences.append(fit_sentence(totals, names))
     return sentences
+
+
+#: the collectives' names in sentences
+COLLECTIVE_NAMES = {"attn_all_reduce": "all-reduce", "mlp_all_reduce": "all-reduce", "embed_all_reduce": "all-reduce",
+                    "logits_all_gather": "all-gather", "moe_dispatch": "all-to-all",
+                    "moe_combine_all_to_all": "all-to-all", "pp_send": "pipeline send"}
+#: below this share of a step the collectives are not worth a sentence
+NETWORK_SENTENCE_SHARE = 0.05
+
+
+def network_sentence(stage: str, total: pd.Series, ops: pd.DataFrame, gpu: Accelerator) -> str:
+    """When the link, not memory, bounds part of a multi-device step: the share of time in collectives, the link
+    and its bandwidth, the largest collective's bytes and time, and whether latency or bandwidth sets that time
+    (small decode batches: the per-collective latency; prefill and PCIe cards: the link's bandwidth). '' when the
+    deployment is one device or the collectives take under 5% of the step. `ops` holds this (gpu, stage)."""
+    comm = ops[ops["op_class"] == "communication"]
+    share = float(total["network_share"])
+    if comm.empty or share < NETWORK_SENTENCE_SHARE:
+        return ""
+    weighted = comm["t_s"] * comm["count"]
+    top = comm.loc[weighted.idxmax()]
+    count = int(comm.loc[comm["op"].map(COLLECTIVE_NAMES) == COLLECTIVE_NAMES.get(top["op"]), "count"].sum())
+    link_bw = float(top["network_bandwidth_bytes_per_s"])
+    link = gpu.scaleup_link if link_bw == gpu.scaleup_bandwidth_bytes_per_s else "the scale-out network"
+    latency = float(top["t_network_s"]) - float(top["bytes_network"]) / link_bw
+    name = COLLECTIVE_NAMES.get(top["op"], top["op"])
+    text = (f"On {total['deployment']} the collectives take {units.percent(share)} of the {stage} step: "
+            f"{count} {name}s of {units.nbytes(top['bytes_network'])} on each device's link ({link}, "
+            f"{units.bandwidth(link_bw)} per direction) at {units.seconds(top['t_s'])} apiece")
+    if latency >= float(top["bytes_network"]) / link_bw:
+        text += (f", set by the {units.seconds(latency)} latency of a collective rather than by the bytes: fewer "
+                 "devices, larger batches or overlapping them with compute is what helps")
+    else:
+        text += (f", set by the link's bandwidth ({units.bandwidth(gpu.bandwidth_bytes_per_s)} of memory bandwidth "
+                 "is not the limit there): a faster link, fewer devices or overlap with compute helps")
+    return text + "."
