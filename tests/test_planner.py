@@ -68,8 +68,9 @@ def test_workload_lengths_and_bad_input():
         planner.Workload(16, 0).validate()
     with pytest.raises(ValueError, match="prefill: unknown value 'chunky'"):
         planner.Workload(16, 8, prefill="chunky").validate()
-    with pytest.raises(ValueError, match="max_position"):  # 4096 + 1 tokens exceed Llama-2's context of 4096
+    with pytest.raises(ValueError, match=r"4000 \+ 97 = 4097 tokens do not fit the context of llama-2-7b \(4096"):
         planner.search(LLAMA2, [H100], planner.Workload(4000, 97))
+    planner.search(LLAMA2, [H100], planner.Workload(4000, 96), batches=(1,), max_devices=1)  # exactly 4096: fine
 
 
 def test_rows_agree_with_engine_totals():

@@ -24,7 +24,7 @@ from .errors import RooflineInputError, unknown
 from .hardware import Accelerator, accelerator_from_entry, catalog as gpu_catalog
 from .models import ModelSpec, model_from_entry
 from .parallel import Parallel, check_plan
-from .planner import DEFAULT_DTYPES, PlanSettings, Workload
+from .planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
 from .scenario import STAGES, Scenario, check_context
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
@@ -211,10 +211,10 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
     except RooflineInputError as error:
         raise RooflineInputError(f"plan.{error}") from None
     for key, model in models.items():
-        if model.max_position and workload.isl + workload.osl > model.max_position:
-            raise RooflineInputError(
-                f"plan: isl + osl = {workload.isl + workload.osl} tokens do not fit the context of models.{key} "
-                f"({model.max_position}, max_position); use a shorter isl or osl, or override max_position")
+        try:
+            check_workload_context(model, workload)
+        except RooflineInputError as error:
+            raise RooflineInputError(f"plan.{error} (models.{key})") from None
     return PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
                         max_devices=section.get("max_devices", 8), dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
                         memory_utilization=scenario.memory_utilization)

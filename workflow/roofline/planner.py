@@ -43,7 +43,7 @@ from .graph import build_operators
 from .hardware import Accelerator
 from .models import ModelSpec
 from .parallel import Parallel, check_plan
-from .scenario import ATTENTION_IMPLS, MAX_BATCH, MAX_SEQ_LEN, Scenario, check_context
+from .scenario import ATTENTION_IMPLS, MAX_BATCH, MAX_SEQ_LEN, Scenario
 
 #: batch sizes searched (concurrent requests of the whole deployment): every batch from 1 to 256, every 16th to
 #: 4096, every 64th to 16384 (fine where latency targets bind; wide for data-parallel attention over many devices)
@@ -96,6 +96,15 @@ class Workload:
     def final_seq_len(self) -> int:
         """Tokens in the cache at the last decode step (the step writes the request's isl + osl-th token)."""
         return self.isl + self.osl - 1
+
+
+def check_workload_context(model: ModelSpec, workload: Workload) -> None:
+    """Refuse requests longer than the model's context: a request ends with isl + osl tokens in its cache."""
+    tokens = workload.isl + workload.osl
+    if model.max_position and tokens > model.max_position:
+        raise RooflineInputError(
+            f"isl + osl: {workload.isl} + {workload.osl} = {tokens} tokens do not fit the context of {model.key} "
+            f"({model.max_position}, max_position); use a shorter isl or osl, or override max_position")
 
 
 @dataclass(frozen=True)
@@ -235,7 +244,7 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dt
     workload.validate()
     for dtype in dtypes:
         check_storage_dtype("dtypes", dtype)
-    check_context(model, "decode", Scenario(seq_len=workload.final_seq_len))
+    check_workload_context(model, workload)
     batches = BATCH_GRID if batches is None else np.asarray(sorted(set(batches)), dtype=float)
     if batches.size == 0 or batches[0] < 1 or batches[-1] > MAX_BATCH:
         raise RooflineInputError(f"batches: expected integers from 1 to {MAX_BATCH}")
