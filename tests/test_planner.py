@@ -71,6 +71,11 @@ def test_workload_lengths_and_bad_input():
     with pytest.raises(ValueError, match=r"4000 \+ 97 = 4097 tokens do not fit the context of llama-2-7b \(4096"):
         planner.search(LLAMA2, [H100], planner.Workload(4000, 97))
     planner.search(LLAMA2, [H100], planner.Workload(4000, 96), batches=(1,), max_devices=1)  # exactly 4096: fine
+    with pytest.raises(ValueError, match="dtypes: int4 has no dtype of 8 bits or more for the KV cache"):
+        planner.search(LLAMA2, [H100], planner.Workload(16, 8), dtypes=("int4",))
+    repeated = planner.search(LLAMA2, [H100], planner.Workload(16, 8), dtypes=("fp16", "fp16"), batches=(1,))
+    assert len(repeated) == len(planner.search(LLAMA2, [H100], planner.Workload(16, 8), dtypes=("fp16",),
+                                               batches=(1,)))
 
 
 def test_rows_agree_with_engine_totals():

@@ -242,8 +242,10 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dt
            memory_utilization: float = Scenario.memory_utilization) -> Search:
     """Evaluate every candidate (see the module docstring); raises RooflineInputError when there is none."""
     workload.validate()
-    for dtype in dtypes:
-        check_storage_dtype("dtypes", dtype)
+    dtypes = tuple(dict.fromkeys(check_storage_dtype("dtypes", dtype) for dtype in dtypes))
+    if not any(DTYPE_BYTES[dtype] >= MIN_KV_BYTES for dtype in dtypes):
+        raise RooflineInputError(f"dtypes: {' '.join(dtypes)} has no dtype of 8 bits or more for the KV cache; add "
+                                 "one (e.g. fp8 or fp16)")
     check_workload_context(model, workload)
     batches = BATCH_GRID if batches is None else np.asarray(sorted(set(batches)), dtype=float)
     if batches.size == 0 or batches[0] < 1 or batches[-1] > MAX_BATCH:
