@@ -6,7 +6,7 @@ import json
 import pytest
 
 from roofline import cli
-from roofline.columns import OP_COLUMNS, TOTAL_COLUMNS
+from roofline.columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
 
 
 def run(capsys, *argv):
@@ -20,7 +20,7 @@ def test_ops_csv_has_exactly_the_documented_columns(capsys):
                        "--format", "csv")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert tuple(rows[0]) == OP_COLUMNS
+    assert tuple(rows[0]) == OP_COLUMNS + OP_EXPECTED_COLUMNS  # every documented column, then the estimates
     q = next(r for r in rows if r["op"] == "q_proj")
     assert float(q["flops"]) == 68719476736 and q["bound"] == "compute" and q["count"] == "32"
 
@@ -29,7 +29,7 @@ def test_totals_csv_one_row(capsys):
     code, out, _ = run(capsys, "totals", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--stage", "decode",
                        "--format", "csv", "--batch", "8")
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert code == 0 and len(rows) == 1 and tuple(rows[0]) == TOTAL_COLUMNS
+    assert code == 0 and len(rows) == 1 and tuple(rows[0]) == TOTAL_COLUMNS + TOTAL_EXPECTED_COLUMNS
     row = rows[0]
     assert float(row["tokens_per_s"]) == pytest.approx(8 / float(row["tpot_s"]))
     assert row["fits"] == "True" and row["ttft_s"] == "nan"

@@ -123,13 +123,13 @@ def test_tiny_deepseek_parameter_count_with_router_bias():
 def test_mla_decode_modes_exact():
     m = models.model_from_hf_dict(_tiny_deepseek(), "tiny-ds")
     B, S = 1, 3  # decode: one new token attending S + 1 = 4 keys; H=2, C=4, R=2, dn=2, dv=3, dq=4
-    absorbed = _ops(m, "decode", batch=B, seq_len=S)
+    absorbed = _ops(m, "decode", batch=B, seq_len=S, attention="eager")  # QK and PV as separate rows
     # q_absorb: [B*H, dn] @ [dn, C] = 2*2*2*4 = 32; out_absorb [B*H, C] @ [C, dv] = 2*2*4*3 = 48
     assert absorbed["q_absorb"].cost.flops == 32 and absorbed["out_absorb"].cost.flops == 48
     # attention over the latent: QK 2*B*H*Skv*(C+R) = 2*1*2*4*6 = 96; PV 2*B*H*Skv*C = 2*1*2*4*4 = 64
     assert absorbed["qk_matmul"].cost.flops == 96 and absorbed["sv_matmul"].cost.flops == 64
     assert "kv_b_proj" not in absorbed
-    naive = _ops(m, "decode", batch=B, seq_len=S, mla_mode="naive")
+    naive = _ops(m, "decode", batch=B, seq_len=S, mla_mode="naive", attention="eager")
     # re-expands all 4 cached latents: 2 * 4 rows * C * H*(dn+dv) = 2*4*4*10 = 320
     assert naive["kv_b_proj"].cost.flops == 320
     # per-head attention: QK 2*1*2*4*4 = 64; PV 2*1*2*4*3 = 48
@@ -219,7 +219,7 @@ def test_layer_types_decide_the_sliding_layers():
     typed = dict(gemma, layer_types=["full_attention", "sliding_attention", "full_attention"])
     m = models.model_from_hf_dict(typed, "g")
     assert (m.sliding_window, m.sliding_layers) == (4, 1)
-    ops = _ops(m, "decode", batch=1, seq_len=9)
+    ops = _ops(m, "decode", batch=1, seq_len=9, attention="eager")
     # one windowed layer attends min(9+1, 4) = 4 keys: QK 2*1*2*4*4 = 64; two global layers 10 keys: 160 each
     assert (ops["qk_matmul_swa"].count, ops["qk_matmul_swa"].cost.flops) == (1, 64)
     assert (ops["qk_matmul"].count, ops["qk_matmul"].cost.flops) == (2, 160)

@@ -12,8 +12,8 @@ def _ops(model, stage, **kw):
 
 
 def test_tiny_prefill_rows(tiny):
-    # B=1, S=4 -> T=4 tokens; D=8, H=2, Hkv=1, d=4, F=16, V=32, fp16
-    ops = _ops(tiny, "prefill", batch=1, seq_len=4)
+    # B=1, S=4 -> T=4 tokens; D=8, H=2, Hkv=1, d=4, F=16, V=32, fp16, eager attention (three attention rows)
+    ops = _ops(tiny, "prefill", batch=1, seq_len=4, attention="eager")
     assert list(ops) == ["embedding", "attn_norm", "q_proj", "k_proj", "v_proj", "rope", "kv_cache_write",
                          "qk_matmul", "softmax", "sv_matmul", "o_proj", "attn_add", "mlp_norm", "gate_proj",
                          "up_proj", "mlp_act", "down_proj", "mlp_add", "final_norm", "lm_head"]
@@ -25,7 +25,7 @@ def test_tiny_prefill_rows(tiny):
     qk = ops["qk_matmul"].cost
     assert qk.flops == 256 and qk.act_read == 96 and qk.kv_read == 0
     # with an int8 cache, prefill attention still reads K at the activation width and computes at fp16
-    int8 = _ops(tiny, "prefill", batch=1, seq_len=4, kv_dtype="int8")["qk_matmul"]
+    int8 = _ops(tiny, "prefill", batch=1, seq_len=4, kv_dtype="int8", attention="eager")["qk_matmul"]
     assert int8.cost == qk and int8.compute_dtype == "fp16"
     # SwiGLU acts on F=16: 5*4*16 = 320 FLOPs
     assert ops["mlp_act"].cost.flops == 320
@@ -38,17 +38,17 @@ def test_tiny_prefill_rows(tiny):
 
 def test_tiny_decode_attends_cache_plus_new_token(tiny):
     # decode with 4 cached tokens: one new token attends 5 keys: qk 2*1*2*1*5*4 = 80 FLOPs
-    ops = _ops(tiny, "decode", batch=1, seq_len=4)
+    ops = _ops(tiny, "decode", batch=1, seq_len=4, attention="eager")
     assert ops["qk_matmul"].cost.flops == 80
     # K cache read once: 5 keys * 1 head * 4 * 2 bytes = 40, and not again in sv_matmul's K (only V: 40)
     assert ops["qk_matmul"].cost.kv_read == 40 and ops["sv_matmul"].cost.kv_read == 40
     # an int8 cache halves them: 5 * 4 * 1 = 20
-    int8 = _ops(tiny, "decode", batch=1, seq_len=4, kv_dtype="int8")
+    int8 = _ops(tiny, "decode", batch=1, seq_len=4, kv_dtype="int8", attention="eager")
     assert int8["qk_matmul"].cost.kv_read == 20 and int8["sv_matmul"].cost.kv_read == 20
 
 
 def test_flash_is_causal_and_never_moves_more_bytes(tiny):
-    eager = _ops(tiny, "prefill", seq_len=4)
+    eager = _ops(tiny, "prefill", seq_len=4, attention="eager")
     flash = _ops(tiny, "prefill", seq_len=4, attention="flash")
     assert "qk_matmul" not in flash and "fused_attention" in flash
     # causal pairs 4*5/2 = 10 per head: 1*2*10*(2*4 + 2*4 + 5) = 420
@@ -59,10 +59,10 @@ def test_flash_is_causal_and_never_moves_more_bytes(tiny):
 
 def test_sliding_window_caps_decode_keys():
     m = models.get_model("mistral-7b-v0.1")
-    long = _ops(m, "decode", seq_len=10_000)
+    long = _ops(m, "decode", seq_len=10_000, attention="eager")
     # window 4096: the new token attends 4096 keys, not 10001
     assert long["qk_matmul"].cost.flops == 2 * 32 * 4096 * 128
-    gemma = _ops(models.get_model("gemma-2-9b"), "decode", seq_len=10_000)
+    gemma = _ops(models.get_model("gemma-2-9b"), "decode", seq_len=10_000, attention="eager")
     assert gemma["qk_matmul"].count == 21 and gemma["qk_matmul_swa"].count == 21
     assert gemma["qk_matmul_swa"].cost.flops == 2 * 16 * 4096 * 256
     assert gemma["qk_matmul"].cost.flops == 2 * 16 * 10_001 * 256
@@ -74,7 +74,7 @@ def test_dense_prefill_flops_match_2_params_tokens_plus_attention(key):
     """Independent estimate: 2 x (non-embedding params) x tokens + eager attention 4*L*S^2*H*d*B."""
     m = models.get_model(key)
     B, S = 2, 1024
-    sc = Scenario(batch=B, seq_len=S, logits="all")
+    sc = Scenario(batch=B, seq_len=S, logits="all", attention="eager")
     total = analysis.totals(m, hardware.get_accelerator("h100-sxm"), "prefill", sc)["flops"]
     params, _ = models.parameter_counts(m)
     matmul_params = params - m.vocab * m.hidden - m.learned_positions * m.hidden  # embedding gathers, no FLOPs
@@ -115,7 +115,7 @@ def test_mla_cache_holds_latent_per_token():
     # per-head K/V are activations: an int8 cache halves the cache read and leaves attention's reads alone
     S = 4096
     for kv_dtype, c in (("fp16", 2), ("int8", 1)):
-        naive = _ops(m, "decode", seq_len=S, mla_mode="naive", kv_dtype=kv_dtype)
+        naive = _ops(m, "decode", seq_len=S, mla_mode="naive", kv_dtype=kv_dtype, attention="eager")
         assert naive["kv_b_proj"].cost.kv_read == (S + 1) * (512 + 64) * c
         assert naive["qk_matmul"].cost.kv_read == 0
         assert naive["qk_matmul"].cost.act_read == (128 * 192 + 128 * (S + 1) * 192) * 2  # Q and the expanded K

@@ -377,7 +377,8 @@ def test_known_difference_mla_absorbed_decode(tmp_dir):
     L, H, C, R = spec.n_layers, spec.n_heads, spec.kv_lora_rank, spec.qk_rope_head_dim
     dn, dv, dq, Skv = spec.qk_nope_head_dim, spec.v_head_dim, spec.qk_head_dim, S + 1
     hf = run["decode"]
-    engine = engine_groups(spec, "decode", Scenario(batch=B, seq_len=S))  # all defaults
+    # defaults, but eager: the HF reference counts QK^T and PV only, the fused kernel also softmax's FLOPs
+    engine = engine_groups(spec, "decode", Scenario(batch=B, seq_len=S, attention="eager"))
     assert "kv_b_proj" not in engine
     assert hf["attention"] == L * 2 * B * H * Skv * (dq + dv)  # per-head QK^T and PV, the HF reference
     assert engine["attention"] == L * (2 * B * H * Skv * (C + R) + 2 * B * H * Skv * C)
@@ -389,7 +390,8 @@ def test_known_difference_mla_absorbed_decode(tmp_dir):
         assert engine[group] == hf[group], group
     # prefill decompresses in every mode, as HF does
     for mode in ("absorbed", "naive", "decompressed"):
-        prefill = engine_groups(spec, "prefill", Scenario(batch=B, seq_len=S, logits="all", mla_mode=mode))
+        prefill = engine_groups(spec, "prefill", Scenario(batch=B, seq_len=S, logits="all", mla_mode=mode,
+                                                          attention="eager"))
         _compare(prefill, run["prefill"], f"deepseek-v3 prefill mla_mode={mode}", spec, "prefill")
 
 

@@ -19,12 +19,14 @@ import numpy as np
 
 from dataclasses import replace
 
+from .calibration import add_expected
 from .dtypes import DTYPE_BYTES, matmul_dtype
-from .graph import Op, attention_groups, build_operators
+from .graph import Op, attention_groups, build_operators, scenario_dtypes
 from .hardware import Accelerator
-from .models import ModelSpec, kv_elements_per_token, parameter_counts
+from .models import ModelSpec, embedding_params, kv_elements_per_token, parameter_counts
 from .columns import TOTAL_COLUMNS
 from .errors import RooflineInputError
+from .formulas import distinct_experts
 from .parallel import Parallel, busiest_stage_layer_share, check_plan, kv_heads_per_device, weight_params_per_device
 from .scenario import STAGES, Scenario, check_context, check_stage
 
@@ -32,11 +34,16 @@ NAN = float("nan")
 
 
 def required_peak_dtypes(scenario: Scenario) -> dict[str, str]:
-    """{dtype: why} for every dtype whose peak the scenario computes at (rule in roofline.dtypes): the weight
-    GEMMs', attention's (KV x activation) and the activation dtype of the non-matmul operators."""
-    needs = {matmul_dtype(scenario.weight_dtype, scenario.act_dtype): "weight GEMMs (weight_dtype x act_dtype)"}
-    needs.setdefault(matmul_dtype(scenario.kv_dtype, scenario.act_dtype), "attention (kv_dtype x act_dtype)")
-    needs.setdefault(scenario.act_dtype, "norms and element-wise operators (act_dtype)")
+    """{dtype: why} for every dtype whose peak the scenario computes at (rules in roofline.dtypes): the weight
+    GEMMs', attention's (KV x activation), the non-matmul operators' (activations, 16 bits at least) and lm_head's
+    (16 bits unless quantize_embeddings)."""
+    dtypes = scenario_dtypes(scenario)
+    named = dtypes.act16 in (scenario.act_dtype, scenario.kv_dtype, scenario.weight_dtype)
+    act16 = "16-bit activations" + ("" if named else ", bf16 when no scenario dtype is 16-bit")
+    needs = {dtypes.gemm: "weight GEMMs (weight_dtype x act_dtype)"}
+    needs.setdefault(dtypes.attention, f"attention (kv_dtype x {act16})")
+    needs.setdefault(dtypes.act16, f"norms and element-wise operators ({act16})")
+    needs.setdefault(dtypes.head, "lm_head (16 bits unless quantize_embeddings)")
     return needs
 
 
@@ -137,13 +144,18 @@ def kv_share_per_device(model: ModelSpec, scenario: Scenario, batch) -> float:
 
 
 def weight_bytes(model: ModelSpec, scenario: Scenario) -> float:
-    """All weights resident in memory (total parameters, every expert) at the weight dtype."""
-    return parameter_counts(model)[0] * DTYPE_BYTES[scenario.weight_dtype]
+    """All weights resident in memory (total parameters, every expert) at the weight dtype; the embedding table and
+    lm_head at theirs (16 bits unless quantize_embeddings)."""
+    tables = embedding_params(model)
+    tables_bytes = tables * DTYPE_BYTES[scenario_dtypes(scenario).head_weight]
+    return (parameter_counts(model)[0] - tables) * DTYPE_BYTES[scenario.weight_dtype] + tables_bytes
 
 
 def weight_bytes_per_device(model: ModelSpec, scenario: Scenario) -> float:
-    """Weights the busiest device of the deployment holds (roofline.parallel.weight_params_per_device)."""
-    return weight_params_per_device(model, scenario.parallel) * DTYPE_BYTES[scenario.weight_dtype]
+    """Weights the busiest device of the deployment holds (roofline.parallel.weight_params_per_device); the
+    embedding table and lm_head at their own dtype (16 bits unless quantize_embeddings)."""
+    return weight_params_per_device(model, scenario.parallel, DTYPE_BYTES[scenario.weight_dtype],
+                                    DTYPE_BYTES[scenario_dtypes(scenario).head_weight])
 
 
 def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: Sequence[Op], B, S) -> dict:
@@ -214,6 +226,7 @@ def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, o
         "total_params": float(total_params), "active_params": float(active_params),
         "ridge_flops_per_byte": gpu.ridge(matmul_dtype(scenario.weight_dtype, scenario.act_dtype)),
         "critical_batch": critical_batch(model, gpu, scenario),
+        "critical_tokens_per_expert": critical_tokens_per_expert(model, gpu, scenario),
     })
     plan = scenario.parallel
     result.update({
@@ -273,11 +286,14 @@ def _fits(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) ->
 
 
 def analyze(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> tuple[list[dict], dict]:
-    """(per-operator rows, totals) for one (model, gpu, stage, scenario); `parallel: auto` is resolved first."""
+    """(per-operator rows, totals) for one (model, gpu, stage, scenario), with the expected-time columns;
+    `parallel: auto` is resolved first."""
     scenario = prepare(model, gpu, stage, scenario)
     ops = build_operators(model, stage, scenario)
     rows = [op_row(model.key, gpu, stage, op) for op in ops]
-    return rows, totals(model, gpu, stage, scenario, ops)
+    total = totals(model, gpu, stage, scenario, ops)
+    add_expected(gpu, stage, rows, total)  # calibrated estimates next to the bound (roofline.calibration)
+    return rows, total
 
 
 def _decode_gemm_intensity(model: ModelSpec, scenario: Scenario, batch: int) -> float:
@@ -298,15 +314,16 @@ def critical_batch(model: ModelSpec, gpu: Accelerator, scenario: Scenario) -> fl
     """
     ridge = gpu.ridge(matmul_dtype(scenario.weight_dtype, scenario.act_dtype))
     # the weight GEMMs depend on the dtypes and on MoE routing / MLA mode only: cache on those
-    key = (scenario.weight_dtype, scenario.act_dtype, scenario.expert_routing, scenario.mla_mode)
+    key = (scenario.weight_dtype, scenario.act_dtype, scenario.expert_routing, scenario.mla_mode,
+           scenario.quantize_embeddings)
     return _critical_batch(model, ridge, key)
 
 
 @lru_cache(maxsize=4096)
 def _critical_batch(model: ModelSpec, ridge: float, key: tuple, limit: int = 1 << 20) -> float:
-    weight_dtype, act_dtype, expert_routing, mla_mode = key
+    weight_dtype, act_dtype, expert_routing, mla_mode, quantize_embeddings = key
     scenario = Scenario(batch=1, seq_len=1, weight_dtype=weight_dtype, act_dtype=act_dtype,
-                        expert_routing=expert_routing, mla_mode=mla_mode)
+                        expert_routing=expert_routing, mla_mode=mla_mode, quantize_embeddings=quantize_embeddings)
     if _decode_gemm_intensity(model, scenario, limit) < ridge:
         return NAN
     low, high = 1, limit  # invariant: AI(high) >= ridge; AI grows with batch
@@ -319,3 +336,13 @@ def _critical_batch(model: ModelSpec, ridge: float, key: tuple, limit: int = 1 <
         else:
             low = mid
     return float(high)
+
+
+def critical_tokens_per_expert(model: ModelSpec, gpu: Accelerator, scenario: Scenario) -> float:
+    """The MoE critical batch stated per expert: tokens reaching one routed expert at the critical decode batch,
+    batch x top_k / experts touched (formulas.distinct_experts under the scenario's routing). NaN for a dense
+    model (its critical batch already counts the tokens of its one MLP) and when the ridge is never reached."""
+    batch = critical_batch(model, gpu, scenario)
+    if not model.is_moe or not math.isfinite(batch):
+        return NAN
+    return batch * model.top_k / float(distinct_experts(batch, model.n_experts, model.top_k, scenario.expert_routing))

@@ -11,11 +11,13 @@ import json
 import math
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from . import display, hardware, models, planner
 from .analysis import analyze, critical_batch
-from .columns import OP_COLUMNS, PLAN_COLUMNS, TOTAL_COLUMNS
+from .calibration import check_table
+from .columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, PLAN_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
 from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES
 from .errors import RooflineInputError, did_you_mean, unknown
 from .parallel import Parallel
@@ -104,6 +106,8 @@ def _scenario_options(parser):
     parser.add_argument("--memory-utilization", type=_fraction("--memory-utilization"),
                         default=defaults.memory_utilization, help="usable fraction of each device's memory")
     parser.add_argument("--format", type=_choice("--format", FORMATS), default="table")
+    parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure --out); "
+                                              "default: the one shipped for --gpu, if any")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -118,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
                                        "in --dtype)")
     _plan_options(sub.add_parser("plan", help="deployment search: the Pareto frontier of tokens/s per device vs "
                                               "tokens/s per user under latency targets"))
+    measure = sub.add_parser("measure", help="microbenchmarks on this machine: a calibration table (needs torch)")
+    measure.add_argument("--device", type=_choice("--device", ("cuda", "cpu", "mps")),
+                         help="default: the best available (cuda, then mps, then cpu)")
+    measure.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (< 1 minute on a GPU)")
+    measure.add_argument("--out", default="calibration.csv", help="CSV path; the parquet copy goes next to it")
+    measure.add_argument("--gpu", help="catalog key to compute the bounds for (default: from the device name)")
     listing = sub.add_parser("list", help="catalog keys")
     listing.add_argument("what", metavar="list", type=_choice("list", ("models", "gpus")))
     return parser
@@ -232,7 +242,8 @@ def _si(value, unit: str) -> str:
 
 
 _HUMAN_OPS = (("op", None), ("op_class", None), ("count", None), ("flops", "FLOP"), ("bytes", "B"),
-              ("intensity", "FLOP/B"), ("attainable_flops_per_s", "FLOP/s"), ("t_s", "s"), ("bound", None))
+              ("intensity", "FLOP/B"), ("attainable_flops_per_s", "FLOP/s"), ("t_s", "s"), ("bound", None),
+              ("t_expected_s", "s"), ("estimate", None))
 
 
 def _format_table(rows: list[dict], spec) -> str:
@@ -282,6 +293,13 @@ def run(argv: list[str] | None = None) -> str:
                      "dtypes": " ".join(g.peak_flops_per_s) or "- (no published peaks)"}
                     for k, g in hardware.catalog().items()]
         return _format_table(rows, [(k, None) for k in rows[0]])
+    if args.command == "measure":
+        from .measure import measure, write  # torch is imported only here
+
+        if not args.out.endswith(".csv"):
+            raise RooflineInputError(f"--out: '{args.out}' is not allowed; expected a path ending in .csv")
+        rows, text = measure(args.device, args.quick, args.gpu)
+        return text + "\nwrote " + ", ".join(write(rows, args.out))
     if args.command == "ridge":
         gpu = _gpu(args.gpu)
         if not gpu.peak_flops_per_s:
@@ -306,22 +324,29 @@ def run(argv: list[str] | None = None) -> str:
     if args.command == "plan":
         return _deployment_search(args)
     model, gpu, scenario = _model(args.model), _gpu(args.gpu), _scenario(args)
+    if args.calibration:
+        try:
+            gpu = replace(gpu, calibration=check_table(str(Path(args.calibration).resolve())))
+        except RooflineInputError as error:
+            raise RooflineInputError(f"--{error}") from None
     rows, total = analyze(model, gpu, args.stage, scenario)
     if args.command == "ops":
         if args.format == "csv":
-            return _csv(rows, OP_COLUMNS)
+            return _csv(rows, OP_COLUMNS + OP_EXPECTED_COLUMNS)
         if args.format == "json":
-            return json.dumps([{k: r[k] for k in OP_COLUMNS} for r in map(_json_safe, rows)], indent=1)
+            return json.dumps([{k: r[k] for k in OP_COLUMNS + OP_EXPECTED_COLUMNS} for r in map(_json_safe, rows)],
+                              indent=1)
         return _format_table(rows, _HUMAN_OPS)
     if args.format == "csv":
-        return _csv([total], TOTAL_COLUMNS)
+        return _csv([total], TOTAL_COLUMNS + TOTAL_EXPECTED_COLUMNS)
     if args.format == "json":
         return json.dumps(_json_safe(total), indent=1)
     units = {"flops": "FLOP", "bytes": "B", "t_compute_s": "s", "t_memory_s": "s", "t_s": "s", "ttft_s": "s",
              "tpot_s": "s", "weight_bytes": "B", "kv_cache_bytes": "B", "activation_bytes": "B",
              "footprint_bytes": "B", "memory_bytes": "B", "total_params": "", "active_params": "",
              "tokens_per_s": "token/s", "weight_bytes_per_device": "B", "kv_cache_bytes_per_device": "B",
-             "usable_memory_bytes": "B", "tokens_per_s_per_device": "token/s", "t_network_s": "s"}
+             "usable_memory_bytes": "B", "tokens_per_s_per_device": "token/s", "t_network_s": "s",
+             "ttft_expected_s": "s", "tpot_expected_s": "s", "tokens_per_s_expected": "token/s"}
     lines = []
     for key, value in total.items():
         text = _si(value, units[key]) if key in units else (f"{value:.4g}" if isinstance(value, float) else str(value))

@@ -35,6 +35,7 @@ OP_EXTRA_COLUMNS = ("compute_dtype",)
 SCENARIO_COLUMNS = (
     "batch", "seq_len", "weight_dtype", "act_dtype", "kv_dtype", "attention", "logits", "expert_routing", "mla_mode",
     "memory_utilization",
+    "quantize_embeddings",
 )
 
 #: Totals per (model, gpu, stage, scenario).
@@ -61,6 +62,7 @@ TOTAL_COLUMNS = (
     "active_params",  # parameters touched per token (MoE: top-k routed + shared experts)
     "ridge_flops_per_byte",  # FLOP/byte, ridge of the GEMM compute dtype
     "critical_batch",  # decode batch at which the weight GEMMs reach the ridge (NaN if never)
+    "critical_tokens_per_expert",  # MoE: tokens per routed expert at critical_batch = batch x top_k / experts touched
     "devices",  # accelerators of the deployment = tp x pp
     "tp", "pp", "ep",  # tensor-, pipeline- and expert-parallel degrees
     "attention_dp",  # attention data-parallel over the tp devices (DeepSeek-style MLA serving)
@@ -140,4 +142,36 @@ PLAN_TABLE_EXTRA_COLUMNS = (
     "on_frontier",  # also on the frontier across every device
     "recommended",  # the best plan of its device: most tokens/s per device meeting the targets
     "chosen",  # the best plan over every device
+)
+
+#: Calibrated estimates (roofline.calibration), after OP_COLUMNS in every per-operator table.
+OP_EXPECTED_COLUMNS = (
+    "t_expected_s",  # s, expected time of one instance: measured efficiency and launch floor applied; >= t_s
+    "estimate",  # calibrated (measured on this device) | default (fallback from the shipped measurements)
+)
+
+#: Calibrated estimates of the totals, after TOTAL_COLUMNS ("estimate": calibrated only if every operator is).
+TOTAL_EXPECTED_COLUMNS = (
+    "ttft_expected_s",  # s, expected time to first token (prefill; NaN for decode)
+    "tpot_expected_s",  # s, expected time per output token (decode; NaN for prefill)
+    "tokens_per_s_expected",  # token/s, the same tokens as tokens_per_s over the expected time
+    "estimate",  # calibrated | default
+)
+
+#: Calibration table (roofline measure; data/calibrations/*.csv): one row per measured kernel or ceiling.
+CALIBRATION_COLUMNS = (
+    "device",  # device name as the framework reports it (e.g. "NVIDIA H200")
+    "gpu",  # catalog key the bound_s column is computed for ("" = the measured ceilings of `device`)
+    "source",  # measured (timed on `device`) | derived (rescaled from another device's measurements)
+    "op_class",  # gemm | attention | norm | elementwise | embedding | ceiling (copy/read bandwidth, square matmul)
+    "op",  # kernel: matmul, qkv_proj, sdpa_prefill, sdpa_decode, rmsnorm, layernorm, silu_mul, residual_add, copy, ...
+    "dtype",  # compute dtype whose peak bounds the kernel
+    "m", "n", "k",  # GEMM [m x k] @ [k x n]; element-wise ops: m rows x n channels; 0 where not applicable
+    "batch", "q_len", "kv_len",  # attention: sequences, query tokens per sequence, keys attended; 0 elsewhere
+    "heads", "kv_heads", "head_dim",  # attention heads (query, key/value) and head size; 0 elsewhere
+    "flops",  # FLOP (engine formulas, roofline.formulas)
+    "bytes",  # byte, compulsory DRAM traffic (engine formulas)
+    "measured_s",  # s, median kernel time
+    "bound_s",  # s, the engine's roofline bound of the same kernel on `gpu`
+    "provenance",  # how it was measured or derived (tool, timer, versions, source file)
 )

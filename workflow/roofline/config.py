@@ -20,6 +20,7 @@ import yaml
 from dataclasses import replace
 
 from .analysis import check_device_dtypes, resolve_plan
+from .calibration import check_table
 from .errors import RooflineInputError, unknown
 from .hardware import Accelerator, accelerator_from_entry, catalog as gpu_catalog
 from .models import ModelSpec, model_from_entry
@@ -126,8 +127,17 @@ def resolve_model(key: str, entry: dict | None, base_dir: Path) -> ModelSpec:
     return model_from_entry(key, entry, base_dir)
 
 
-def resolve_gpu(key: str, entry: dict | None) -> Accelerator:
+def resolve_gpu(key: str, entry: dict | None, base_dir: Path = Path(".")) -> Accelerator:
     check_key("gpus", key)
+    entry = dict(entry or {})
+    if "calibration" in entry:  # an absolute path, read once here so that a bad table stops the run before any job
+        path = Path(str(entry["calibration"]))
+        full = path if path.is_absolute() else base_dir / path
+        try:
+            entry["calibration"] = check_table(str(full.resolve()))
+        except RooflineInputError as error:
+            raise RooflineInputError(f"gpus.{key}.{error} (relative paths start at the working directory "
+                                     f"{base_dir})") from None
     return accelerator_from_entry(key, entry)
 
 
@@ -151,7 +161,7 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
     scenario = Scenario.from_dict(config.get("scenario"))
     models = {key: resolve_model(key, entry, base_dir) for key, entry in models_cfg.items()}
     gpu_plans = {key: _gpu_plan(key, entry) for key, entry in gpus_cfg.items()}
-    gpus = {key: resolve_gpu(key, {k: v for k, v in (entry or {}).items() if k != "parallel"})
+    gpus = {key: resolve_gpu(key, {k: v for k, v in (entry or {}).items() if k != "parallel"}, base_dir)
             for key, entry in gpus_cfg.items()}
     for key, gpu in gpus.items():
         try:

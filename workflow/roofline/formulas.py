@@ -29,6 +29,10 @@ Conventions (stated once, used everywhere):
   for the small messages of decode). All-gather and all-to-all move (n-1)/n, a point-to-point send the whole tensor.
   Default overlap: none. Communication time adds to the compute and memory times of the other operators, as every
   operator's time adds to the others'; the `overlap_communication` treatment prices hiding it.
+* Quantized activations (rule in dtypes.py): an 8-bit (or narrower) act_dtype applies to GEMM inputs only, so a
+  GEMM reads its input at act_dtype's width and writes its output at 16 bits; every other activation tensor (norms,
+  softmax, residual adds, RoPE, attention's Q/K/V/output) is read and written at 16 bits. The embedding table and
+  lm_head of quantized weights stay at 16 bits unless the scenario sets quantize_embeddings.
 * Every formula accepts Python numbers or NumPy arrays for the shape symbols, so one call can evaluate a whole
   sweep; hence `np.minimum` rather than `min` and no branching on shape values.
 
@@ -82,16 +86,18 @@ def formula(name: str):
 
 
 @formula("linear")
-def linear(T, K, N, w, a, bias=False, weight_sets=1, cached_input_width=None) -> Cost:
+def linear(T, K, N, w, a, bias=False, weight_sets=1, cached_input_width=None, out_width=None) -> Cost:
     """y[T,N] = x[T,K] @ W[K,N] (+ b[N]); `weight_sets` matrices are streamed (MoE: distinct experts touched).
 
+    `a`: bytes per element of x; `out_width`: of y (defaults to `a`; 16 bits when x is quantized to 8 bits).
     `cached_input_width`: x is read from the KV cache at that many bytes per element (MLA's naive decode expands
     the cached latent every step) and is booked as KV-cache traffic.
     """
     weight = weight_sets * (K * N + (N if bias else 0)) * w
+    y = a if out_width is None else out_width
     if cached_input_width is None:
-        return Cost(2 * T * K * N, weight, T * K * a, T * N * a, 0.0, 0.0)
-    return Cost(2 * T * K * N, weight, 0.0, T * N * a, T * K * cached_input_width, 0.0)
+        return Cost(2 * T * K * N, weight, T * K * a, T * N * y, 0.0, 0.0)
+    return Cost(2 * T * K * N, weight, 0.0, T * N * y, T * K * cached_input_width, 0.0)
 
 
 def from_activations(cost: Cost) -> Cost:

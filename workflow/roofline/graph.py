@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import formulas as f
-from .dtypes import DTYPE_BYTES, matmul_dtype
+from .dtypes import DTYPE_BYTES, matmul_dtype, unquantized_dtype
 from .errors import RooflineInputError
 from .models import ACTIVATION_FLOPS, ModelSpec, kv_elements_per_token
 from .parallel import Parallel, kv_heads_per_device
@@ -41,6 +41,30 @@ class Op(NamedTuple):
     span: int = 1
 
 
+class ScenarioDtypes(NamedTuple):
+    """The dtypes a scenario computes and stores at, beyond its three fields (rules in roofline.dtypes)."""
+
+    gemm: str  # weight GEMMs: weight_dtype x act_dtype
+    act16: str  # every activation but a GEMM's input, and the non-matmul operators' compute: 16 bits at least
+    attention: str  # attention over the KV cache: kv_dtype x act16
+    head_weight: str  # embedding table and lm_head: 16 bits at least unless quantize_embeddings
+    head_input: str  # lm_head's input
+    head: str  # lm_head's compute: head_weight x head_input
+
+
+def scenario_dtypes(sc: Scenario) -> ScenarioDtypes:
+    """Which dtype each part of the graph uses: 8-bit activations only as GEMM inputs; embedding table and lm_head
+    at 16 bits unless sc.quantize_embeddings (rules in roofline.dtypes)."""
+    act16 = unquantized_dtype(sc.act_dtype, sc.kv_dtype, sc.weight_dtype)
+    if sc.quantize_embeddings:
+        head_weight, head_input = sc.weight_dtype, sc.act_dtype
+    else:
+        head_weight, head_input = unquantized_dtype(sc.weight_dtype, act16), act16
+    return ScenarioDtypes(gemm=matmul_dtype(sc.weight_dtype, sc.act_dtype), act16=act16,
+                          attention=matmul_dtype(sc.kv_dtype, act16), head_weight=head_weight, head_input=head_input,
+                          head=matmul_dtype(head_weight, head_input))
+
+
 class _Builder:
     """Collects Op rows; holds the scenario's byte widths and compute dtypes so each call site stays one line."""
 
@@ -53,12 +77,15 @@ class _Builder:
         self.tp = 1 if self.plan.attention_dp else self.plan.tp
         self.w, self.a, self.c = (DTYPE_BYTES[sc.weight_dtype], DTYPE_BYTES[sc.act_dtype], DTYPE_BYTES[sc.kv_dtype])
         self.gemm_dtype = matmul_dtype(sc.weight_dtype, sc.act_dtype)
-        self.attn_dtype = matmul_dtype(sc.kv_dtype, sc.act_dtype)
+        self.dtypes = scenario_dtypes(sc)
+        self.attn_dtype = self.dtypes.attention
+        # an 8-bit act_dtype is the width of GEMM inputs only; every other activation is 16 bits at least
+        self.gemm_a, self.a = self.a, DTYPE_BYTES[self.dtypes.act16]
         self.ops: list[Op] = []
 
     def add(self, name, op_class, count, cost, dtype=None, span=1):
         if count:
-            self.ops.append(Op(name, op_class, count, cost, dtype or self.sc.act_dtype, span))
+            self.ops.append(Op(name, op_class, count, cost, dtype or self.dtypes.act16, span))
 
     def collective(self, name, count, cost, span):
         """A communication row over `span` devices (nothing when the plan keeps it on one device)."""
@@ -66,7 +93,8 @@ class _Builder:
             self.add(name, "communication", count, cost, span=span)
 
     def linear(self, name, count, T, K, N, bias=False, **kw):
-        self.add(name, "gemm", count, f.linear(T, K, N, self.w, self.a, bias=bias, **kw), self.gemm_dtype)
+        self.add(name, "gemm", count, f.linear(T, K, N, self.w, self.gemm_a, bias=bias, out_width=self.a, **kw),
+                 self.gemm_dtype)
 
     def norm(self, name, count, T, D):
         per_channel = 2 if self.m.norm == "layernorm" else 1
@@ -126,8 +154,8 @@ def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
     T = B * S if prefill else B  # tokens processed by every token-wise operator (on one device)
     Sq = S if prefill else 1  # queries per sequence
 
-    embed = f.embedding(T, D, m.vocab, b.w, b.a, m.learned_positions)
-    b.add("embedding", "embedding", 1, embed._replace(weight=embed.weight / tp), b.sc.act_dtype)
+    embed = f.embedding(T, D, m.vocab, DTYPE_BYTES[b.dtypes.head_weight], b.a, m.learned_positions)
+    b.add("embedding", "embedding", 1, embed._replace(weight=embed.weight / tp), b.dtypes.act16)
     b.collective("embed_all_reduce", 1, f.all_reduce(T, D, tp, b.a), tp)  # vocab-parallel rows sum up
 
     # ---- attention block (every layer)
@@ -157,7 +185,9 @@ def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
     b.collective("pp_send", plan.pp - 1, f.p2p_send(T, D, b.a), plan.devices if plan.pp > 1 else 1)
     b.norm("final_norm", 1, T, D)
     logits_rows = T if (prefill and sc.logits == "all") else B
-    b.linear("lm_head", 1, logits_rows, D, m.vocab / tp)
+    dt = b.dtypes  # the embedding table and lm_head stay at 16 bits unless quantize_embeddings
+    b.add("lm_head", "gemm", 1, f.linear(logits_rows, D, m.vocab / tp, DTYPE_BYTES[dt.head_weight],
+                                         DTYPE_BYTES[dt.head_input], out_width=b.a), dt.head)
     b.collective("logits_all_gather", 1, f.all_gather(logits_rows, m.vocab, tp, b.a), tp)
     return b.ops
 
@@ -179,7 +209,7 @@ def _attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, fr
     from_cache = (not prefill) if from_cache is None else from_cache
     width = b.c if from_cache else b.a
     rebook = (lambda cost: cost) if from_cache else f.from_activations
-    dtype = b.attn_dtype if from_cache else b.sc.act_dtype
+    dtype = b.attn_dtype if from_cache else b.dtypes.act16
     Sq = S if prefill else 1
     for suffix, window, count in attention_groups(b.m):
         Skv = _keys_attended(S, window, prefill)

@@ -67,6 +67,7 @@ class Accelerator:
     scaleup_latency_s: float = 0.0  # per collective
     scaleout_latency_s: float = 0.0
     interconnect_source: str = ""
+    calibration: str = ""  # path of a calibration table (roofline.calibration); "" = the shipped one, if any
 
     def link(self, span: int) -> tuple[float, float]:
         """(bandwidth [byte/s], latency [s]) of a collective over `span` devices: scale-up inside one domain,
@@ -157,7 +158,7 @@ _SCALED_FIELDS = {
 }
 #: Fields a gpus: entry may hold (besides `parallel`, which the config layer takes out first)
 ENTRY_FIELDS = ("base", "name", "vendor", "source", "peak_tflops", "scaleup_link", "scaleup_domain",
-                *_SCALED_FIELDS)
+                *_SCALED_FIELDS, "calibration")
 
 
 def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
@@ -166,7 +167,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
 
     Entry fields (config units): name, vendor, memory_gb [read as GiB, like the catalog], bandwidth_gbps [decimal
     GB/s], peak_tflops {dtype: dense TFLOP/s}, l2_mb, source; interconnect: scaleup_link, scaleup_gbps [decimal GB/s
-    per direction], scaleup_domain [devices], scaleout_gbps, scaleup_latency_us, scaleout_latency_us.
+    per direction], scaleup_domain [devices], scaleout_gbps, scaleup_latency_us, scaleout_latency_us; calibration
+    (path of a calibration table, as given).
     """
     entry = dict(entry or {})
     unknown_fields = sorted(set(entry) - set(ENTRY_FIELDS))
@@ -212,6 +214,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
         changes["peak_flops_per_s"] = peaks
     if changes and (key in catalog() or base_key is not None):
         changes["source"] = changes.get("source", base.source + " (overridden in config.yaml)")
+    if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
+        changes["calibration"] = str(entry["calibration"])
     return replace(base, **changes)
 
 

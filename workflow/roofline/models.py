@@ -180,6 +180,12 @@ def norm_params(m: ModelSpec, width: int) -> int:
 
 
 @lru_cache(maxsize=256)
+def embedding_params(m: ModelSpec) -> int:
+    """Parameters of the embedding table, learned positions and an untied lm_head (kept at 16 bits by quantized
+    checkpoints unless the scenario sets quantize_embeddings)."""
+    return (m.vocab + m.learned_positions) * m.hidden + (0 if m.tie_embeddings else m.vocab * m.hidden)
+
+
 def parameter_counts(m: ModelSpec) -> tuple[int, int]:
     """(total, active per token) parameters. Active counts top_k routed experts plus shared ones."""
     D, V = m.hidden, m.vocab

@@ -166,16 +166,19 @@ def _stage_bounds(n_layers: int, pp: int) -> list[tuple[int, int]]:
 
 
 @lru_cache(maxsize=1024)
-def weight_params_per_device(model, plan: Parallel) -> float:
+def weight_params_per_device(model, plan: Parallel, block_width: float = 1.0, table_width: float = 1.0) -> float:
     """Parameters held by the busiest device: its stage's layers (tensor/expert split) plus the embedding on the
-    first stage and lm_head and the final norm on the last (vocab-parallel over tp unless attention is DP)."""
+    first stage and lm_head and the final norm on the last (vocab-parallel over tp unless attention is DP).
+    With `block_width` and `table_width` (bytes per parameter of the blocks and final norm, and of the embedding
+    table and lm_head, which quantized checkpoints keep at 16 bits): the bytes the busiest device holds."""
     from .models import norm_params
 
     m = model
     split = 1 if plan.attention_dp else plan.tp
-    embed = (m.vocab * m.hidden + m.learned_positions * m.hidden) / split
-    head = (0 if m.tie_embeddings else m.vocab * m.hidden / split) + norm_params(m, m.hidden)
-    layers = _layer_weights(m, plan)
+    embed = (m.vocab * m.hidden + m.learned_positions * m.hidden) / split * table_width
+    head = ((0 if m.tie_embeddings else m.vocab * m.hidden / split) * table_width
+            + norm_params(m, m.hidden) * block_width)
+    layers = [params * block_width for params in _layer_weights(m, plan)]
     stages = _stage_bounds(m.n_layers, plan.pp)
     best = 0.0
     for i, (start, end) in enumerate(stages):
@@ -185,7 +188,7 @@ def weight_params_per_device(model, plan: Parallel) -> float:
         if i == len(stages) - 1:
             held += head
             if m.tie_embeddings and plan.pp > 1:
-                held += m.vocab * m.hidden / split  # the last stage keeps its own copy of the tied matrix
+                held += m.vocab * m.hidden / split * table_width  # the last stage keeps its own tied copy
         best = max(best, held)
     return best
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 #: Package modules that are not engine code: editing them must not rerun the compute jobs.
-NOT_ENGINE = ("cli.py",)
+NOT_ENGINE = ("cli.py", "measure.py")  # measure: microbenchmarks (torch), not used by the compute jobs
 
 
 def engine_sources(relative_to: str | Path | None = None) -> list[str]:

@@ -22,13 +22,16 @@ class Scenario:
     """batch: sequences in flight. seq_len: prefill = prompt tokens per sequence; decode = tokens already in the KV
     cache per sequence (the step adds one new token each, which attends to seq_len + 1 keys).
 
-    attention: 'eager' materializes the full seq x seq score matrix in DRAM (as unfused kernels do, the causal mask
-    applied after the matmul); 'flash' is one fused kernel: no score traffic, causal (and windowed) pairs only.
+    attention: 'flash' (default: what Hugging Face's SDPA path and every serving engine run) is one fused kernel: no
+    score traffic, causal (and windowed) pairs only; 'eager' materializes the full seq x seq score matrix in DRAM (as
+    unfused kernels do, the causal mask applied after the matmul; the paper's Table 1 case).
     logits: prefill computes lm_head for the 'last' token of each sequence (serving default) or for 'all'.
     expert_routing: how many distinct MoE experts a layer loads (see formulas.distinct_experts).
     mla_mode: MLA decode; 'absorbed' (default: W_UK/W_UV folded into q and the output, attention over the cached
     latent, as DeepSeek's, vLLM's and SGLang's kernels do), 'naive' (latent cache, re-decompressed with kv_b_proj
     every step, as transformers 5 does), 'decompressed' (per-head K and V cached, as transformers 4.x does).
+    quantize_embeddings: with weights narrower than 16 bits, False (default) keeps the embedding table and lm_head at
+    16 bits, as GPTQ/AWQ/FP8 checkpoints ship them; True quantizes them with the other weights (rule in dtypes.py).
     """
 
     batch: int = 1
@@ -36,12 +39,13 @@ class Scenario:
     weight_dtype: str = "fp16"
     act_dtype: str = "fp16"
     kv_dtype: str = "fp16"
-    attention: str = "eager"
+    attention: str = "flash"
     logits: str = "last"
     expert_routing: str = "uniform"
     mla_mode: str = "absorbed"
     parallel: Parallel | str = Parallel()
     memory_utilization: float = 0.90
+    quantize_embeddings: bool = False
 
     def __post_init__(self):
         if isinstance(self.parallel, dict):  # rebuilt from asdict() (job params, JSON)
@@ -64,6 +68,9 @@ class Scenario:
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.05 <= fraction <= 1:
             raise RooflineInputError(f"scenario.memory_utilization: {fraction!r} is not allowed; expected a "
                                      "fraction from 0.05 to 1 of each device's memory")
+        if not isinstance(self.quantize_embeddings, bool):
+            raise RooflineInputError(f"scenario.quantize_embeddings: {self.quantize_embeddings!r} is not allowed; "
+                                     "expected true or false")
         return self
 
     def with_(self, **changes) -> "Scenario":

@@ -7,8 +7,8 @@ from dataclasses import asdict
 import pandas as pd
 
 from .analysis import analyze, prepare
-from .columns import (OP_COLUMNS, OP_EXTRA_COLUMNS, SCENARIO_COLUMNS, SWEEP_COLUMNS, TOTAL_COLUMNS,
-                      TREATMENT_COLUMNS)
+from .columns import (OP_COLUMNS, OP_EXPECTED_COLUMNS, OP_EXTRA_COLUMNS, SCENARIO_COLUMNS, SWEEP_COLUMNS,
+                      TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS, TREATMENT_COLUMNS)
 from .hardware import Accelerator
 from .models import ModelSpec
 from .scenario import Scenario
@@ -18,8 +18,8 @@ from .treatments import treatment_table
 
 #: Columns of each per-job table, in order.
 JOB_COLUMNS: dict[str, tuple[str, ...]] = {
-    "ops": (*OP_COLUMNS, *OP_EXTRA_COLUMNS, *SCENARIO_COLUMNS),
-    "totals": (*TOTAL_COLUMNS, *SCENARIO_COLUMNS),
+    "ops": (*OP_COLUMNS, *OP_EXPECTED_COLUMNS, *OP_EXTRA_COLUMNS, *SCENARIO_COLUMNS),
+    "totals": (*TOTAL_COLUMNS, *TOTAL_EXPECTED_COLUMNS, *SCENARIO_COLUMNS),
     "treatments": TREATMENT_COLUMNS,
     "sweeps": SWEEP_COLUMNS,
 }

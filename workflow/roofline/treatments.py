@@ -118,7 +118,9 @@ def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sc
         fp8_reason = f"{gpu.key} has no fp8 peak"
     elif scenario.weight_dtype == "fp8" and scenario.act_dtype == "fp8":
         fp8_reason = "already fp8"
-    scenario_change("fp8_compute", "FP8 weights and activations (W8A8-FP8 at the fp8 peak)", "both",
+    # GEMM operands only: softmax, norms and residuals stay 16-bit, the KV cache stays at kv_dtype (rule in dtypes.py)
+    scenario_change("fp8_compute", "FP8 GEMMs (W8A8-FP8: weights and GEMM inputs at the fp8 peak; the rest stays "
+                    "16-bit)", "both",
                     fp8_reason, weight_dtype="fp8", act_dtype="fp8")
     _more_devices(model, gpu, scenario, scenario_change)
     has_collectives = any(op.op_class == "communication" for op in build_operators(model, stage, scenario))

@@ -6,6 +6,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # the roofline package of this checkout
+from roofline.calibration import table_path
 from roofline.config import coerce_strings, describe_schema_error, load_schema, resolve_config
 from roofline.errors import RooflineInputError
 from roofline.pipeline_io import engine_sources

@@ -23,6 +23,7 @@ from ..dtypes import matmul_dtype
 from ..hardware import Accelerator
 from ..scenario import STAGES
 from .labels import PointLabel, hits_paths, wrap
+from .measured import draw_measured_roofs, measured_note, measured_series
 from .roofline import (Series, bandwidth_label, draw_roofline, fmt_value, legend_handles, roof_for,
                        tick_label)
 from .style import (CLASS_MARKERS, GPU_PALETTE, STAGE_COLORS, STAGE_LINESTYLES, class_color, class_marker,
@@ -245,8 +246,9 @@ def roofline_figure(ops: pd.DataFrame, gpu: Accelerator, scenario: dict, model_n
     points = drawable(ops)
     fig, ax = _canvas()
     stages = [s for s in STAGES if s in set(points["stage"])]
+    measured = measured_series(gpu, gemm_dtype(scenario))  # the device's calibration table, if it has one
     note = fig.text(LEGEND_X, ax.get_position().y0, "marker area ~ share\nof stage time;\nlabels: share of\n"
-                    "stage time", fontsize=6, color="#555555", va="bottom")
+                    "stage time" + (measured_note(gpu) if measured else ""), fontsize=6, color="#555555", va="bottom")
     _legends(fig, {s: {"marker": "o", "ls": "none", "color": STAGE_COLORS[s], "markersize": 5} for s in stages},
              "Stage", points["op_class"], bottom=note.get_window_extent(fig.canvas.get_renderer()).y1 + 4)
     _title(fig, lambda limit: f"{plain(shorten(model_name, limit))} on {plain(shorten(deployment or gpu.name, limit))}",
@@ -260,7 +262,9 @@ def roofline_figure(ops: pd.DataFrame, gpu: Accelerator, scenario: dict, model_n
             labels.append(PointLabel(row.intensity, row.attainable_flops_per_s, row.op, row.share, stage,
                                      STAGE_COLORS[stage]))
     roof = roof_for(gpu, gemm_dtype(scenario), links=network_links(ops, gpu))
-    result = draw_roofline(ax, [roof], series, labels=labels)
+    result = draw_roofline(ax, [roof], series + ([measured] if measured else []), labels=labels)
+    if measured:
+        draw_measured_roofs(ax, gpu, gemm_dtype(scenario), result.xlim)
     return fig, result
 
 

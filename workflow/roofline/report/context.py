@@ -16,7 +16,7 @@ from ..dtypes import DTYPE_BYTES, PEAK_DTYPES
 from ..hardware import Accelerator
 from ..models import ModelSpec, kv_elements_per_token
 from ..scenario import STAGES
-from . import paper, text, units
+from . import calibration, paper, text, units
 
 CAVEATS = (
     "A roofline is an upper bound on speed (a lower bound on time): real kernels reach 60-90% of peak bandwidth "
@@ -197,10 +197,12 @@ def stage_section(stage: str, total: pd.Series, ops: pd.DataFrame, treatments: p
     if stage == "decode":
         diagnosis = text.diagnose_decode(total, ops, gpu, scenario, sweeps)
         headline = [("time per output token", units.seconds(total["tpot_s"])),
+                    (f"expected ({total['estimate']})", units.seconds(total["tpot_expected_s"])),
                     ("throughput", units.tokens_per_s(total["tokens_per_s"]))]
     else:
         diagnosis = text.diagnose_prefill(total, ops, gpu, scenario)
         headline = [("time to first token", units.seconds(total["ttft_s"])),
+                    (f"expected ({total['estimate']})", units.seconds(total["ttft_expected_s"])),
                     ("throughput", units.tokens_per_s(total["tokens_per_s"]))]
     diagnosis.append(text.class_sentence(ops))
     headline += [("memory-bound share", units.percent(total["memory_bound_share"])),
@@ -240,13 +242,9 @@ def appendix(model: str, tables: dict[str, pd.DataFrame], specs: dict) -> dict:
         return {**base, "available": False,
                 "message": "The paper's Table 1 covers prefill and decode; this configuration runs only "
                            f"{', '.join(sorted(set(pair['stage'])))}."}
-    if not paper.scenario_matches(pair):
-        wanted = ", ".join(f"{k} {v}" for k, v in paper.SCENARIO.items())
-        return {**base, "available": False,
-                "message": f"The paper's Table 1 uses {wanted}; this configuration's scenario differs, so its "
-                           "numbers are not comparable row by row. Run with the default scenario to see the "
-                           "comparison."}
-    sections = paper.comparison(pair)
+    # the comparison runs in the paper's own scenario (eager, fp16, batch 1, seq 2048), whatever the grid's
+    sections = paper.comparison(paper.paper_ops(model_spec(specs["models"][paper.MODEL]),
+                                                accelerators(specs)[paper.GPU]))
     matches = sum(s["n_match"] for s in sections)
     total = sum(len(s["rows"]) for s in sections)
     unexplained = sum(s["n_unexplained"] for s in sections)
@@ -371,7 +369,7 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
         "figures": figures,
         "gpus": gpu_sections,
         "appendix": appendix(model, tables, specs),
-        "caveats": list(CAVEATS),
+        "caveats": [*CAVEATS, calibration.caveat(gpus)],
     }
     check_context(context)
     return context

@@ -1,0 +1,203 @@
+"""Calibrated estimates (roofline.calibration), `roofline measure` and a measured table through the workflow."""
+import csv
+import math
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from roofline import analysis, cli, columns, hardware, models
+from roofline import config as rc
+from roofline.calibration import (Curve, add_expected, calibration_for, fit_interp, fit_knn, read_table,
+                                  shipped_path)
+from roofline.errors import RooflineInputError
+from roofline.parallel import Parallel
+from roofline.scenario import Scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+LLAMA = models.catalog()["llama-3.1-8b"]
+
+
+def test_interp_curve_exact():
+    # bounds 1 us and 10 us (one bin each), measured 2 us and 15 us: ratios 2 and 1.5, floor 2 us
+    curve = fit_interp(np.array([1e-6, 1e-5]), np.array([2e-6, 1.5e-5]))
+    assert curve(1e-6) == pytest.approx(2e-6)
+    assert curve(1e-4) == pytest.approx(1.5e-4)  # beyond the ladder: the last ratio
+    assert curve(1e-7) == pytest.approx(2e-6)  # below it: the floor (2e-7 x 2 < 2 us)
+    assert curve(10 ** -5.5) == pytest.approx(10 ** -5.5 * 10 ** ((math.log10(2) + math.log10(1.5)) / 2))
+
+
+def test_knn_curve_follows_the_local_slope_of_time_against_the_bound():
+    one = np.ones(3)
+    # bandwidth-like: time = 2 x bound (slope 1): 3 us -> 6 us inside, 100 us -> 200 us beyond the ladder
+    proportional = fit_knn(np.array([1e-6, 2e-6, 4e-6]), np.array([2e-6, 4e-6, 8e-6]), one)
+    assert proportional(3e-6, 1.0) == pytest.approx(6e-6) and proportional(1e-4, 1.0) == pytest.approx(2e-4)
+    # launch-bound: 5 us whatever the bound (slope 0): a smaller kernel still takes 5 us
+    flat = replace(fit_knn(np.array([1e-9, 2e-9, 4e-9]), np.array([5e-6, 5e-6, 5e-6]), one), floor_s=0.0)
+    assert flat(5e-10, 1.0) == pytest.approx(5e-6)  # not the floor (0 here): the slope
+    # a measurement faster than its bound (ratio 0.5) never lowers the bound
+    assert Curve(np.zeros(1), np.array([math.log10(0.5)]), 0.0)(1e-3) == 1e-3
+
+
+@pytest.mark.parametrize("gpu", ["a100-sxm-80gb", "h100-sxm", "h200-sxm", "rtx-a6000", "mi300x"])
+@pytest.mark.parametrize("stage", ["prefill", "decode"])
+def test_expected_is_never_below_the_bound_and_sums_to_the_totals(gpu, stage):
+    rows, total = analysis.analyze(LLAMA, hardware.get_accelerator(gpu), stage, Scenario(batch=4, seq_len=512))
+    assert all(r["t_expected_s"] >= r["t_s"] > 0 for r in rows)
+    expected = sum(r["count"] * r["t_expected_s"] for r in rows)
+    column = "ttft_expected_s" if stage == "prefill" else "tpot_expected_s"
+    assert total[column] == pytest.approx(expected) and total[column] >= total["t_s"]
+    assert math.isnan(total["tpot_expected_s" if stage == "prefill" else "ttft_expected_s"])
+    assert total["tokens_per_s_expected"] == pytest.approx(total["tokens_per_s"] * total["t_s"] / expected)
+    assert set(columns.OP_EXPECTED_COLUMNS) <= set(rows[0]) and set(columns.TOTAL_EXPECTED_COLUMNS) <= set(total)
+
+
+def test_estimate_labels_follow_what_was_measured_on_the_device():
+    flash = Scenario(attention="flash")
+    a100_rows, a100_total = analysis.analyze(LLAMA, hardware.get_accelerator("a100-sxm-80gb"), "decode", flash)
+    assert {r["estimate"] for r in a100_rows} == {"calibrated"} and a100_total["estimate"] == "calibrated"
+    h100_rows, h100_total = analysis.analyze(LLAMA, hardware.get_accelerator("h100-sxm"), "decode", flash)
+    by_class = {r["op_class"]: r["estimate"] for r in h100_rows}
+    assert by_class["gemm"] == "calibrated" and by_class["attention"] == "default"  # vidur: no H100 attention
+    assert h100_total["estimate"] == "default"
+    for gpu in ("h200-sxm", "rtx-a6000"):  # derived table; no table at all
+        rows, total = analysis.analyze(LLAMA, hardware.get_accelerator(gpu), "decode", flash)
+        assert {r["estimate"] for r in rows} == {"default"} and total["estimate"] == "default"
+
+
+def test_shipped_tables_have_the_documented_columns_and_say_what_is_measured():
+    for key, sources in (("a100-sxm-80gb", {"measured"}), ("h100-sxm", {"measured"}),
+                         ("h200-sxm", {"measured", "derived"})):
+        with shipped_path(key).open(newline="") as handle:
+            assert tuple(csv.DictReader(handle).fieldnames) == columns.CALIBRATION_COLUMNS
+        rows = read_table(str(shipped_path(key)))
+        assert {r["source"] for r in rows} == sources
+        # only the H200 ceilings are measured on it; every ladder row there is derived from the H100
+        assert all(r["source"] == "derived" for r in rows if key == "h200-sxm" and r["op_class"] != "ceiling")
+
+
+def test_bound_exceeds_a_measurement_only_for_the_l2_resident_residual_add():
+    for key in ("a100-sxm-80gb", "h100-sxm"):
+        gpu = hardware.get_accelerator(key)
+        faster = {r["op"] for r in read_table(str(shipped_path(key)))
+                  if r["measured_s"] < max(r["flops"] / gpu.peak(r["dtype"]), r["bytes"] / gpu.bandwidth_bytes_per_s)}
+        assert faster <= {"residual_add"}
+
+
+def test_config_calibration_errors_name_the_key(tmp_path):
+    with pytest.raises(RooflineInputError, match=r"gpus\.h100-sxm\.calibration: file .*nope\.csv' does not exist"):
+        rc.resolve_gpu("h100-sxm", {"calibration": "nope.csv"}, tmp_path)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("op_class,dtype\ngemm,fp16\n")
+    with pytest.raises(RooflineInputError, match=r"gpus\.h100-sxm\.calibration: .*lacks column\(s\) flops"):
+        rc.resolve_gpu("h100-sxm", {"calibration": "bad.csv"}, tmp_path)
+    good = rc.resolve_gpu("h100-sxm", {"calibration": str(shipped_path("h200-sxm"))}, tmp_path)
+    assert good.calibration == str(shipped_path("h200-sxm")) and good.source == hardware.catalog()["h100-sxm"].source
+
+
+@pytest.fixture(scope="module")
+def cpu_table(tmp_path_factory):
+    pytest.importorskip("torch")
+    out = tmp_path_factory.mktemp("measure") / "cpu.csv"
+    assert cli.main(["measure", "--device", "cpu", "--quick", "--out", str(out)]) == 0
+    return out
+
+
+def test_measure_cpu_quick_writes_a_well_formed_table(cpu_table):
+    table = pd.read_csv(cpu_table)
+    assert tuple(table.columns) == columns.CALIBRATION_COLUMNS
+    assert pd.read_parquet(cpu_table.with_suffix(".parquet")).shape == table.shape
+    assert set(table["op_class"]) == {"ceiling", "gemm", "attention", "norm", "elementwise", "embedding"}
+    assert (table["measured_s"] > 0).all() and (table["bound_s"] > 0).all() and (table["bytes"] > 0).all()
+    assert (table["source"] == "measured").all() and table["provenance"].str.contains("torch").all()
+    gemm = table[(table["op"] == "qkv_proj")].iloc[0]
+    assert gemm["flops"] == 2 * gemm["m"] * gemm["k"] * gemm["n"]  # 1 multiply-add = 2 FLOPs
+
+
+def test_a_measured_table_calibrates_the_engine(cpu_table):
+    gpu = replace(hardware.get_accelerator("h100-sxm"), calibration=str(cpu_table))
+    fp32 = Scenario(weight_dtype="fp32", act_dtype="fp32", kv_dtype="fp32")
+    rows, total = analysis.analyze(LLAMA, gpu, "decode", fp32)
+    assert {r["estimate"] for r in rows} == {"calibrated"} and total["estimate"] == "calibrated"
+    assert calibration_for(gpu).measured
+
+
+def test_measure_rejects_a_device_that_is_not_there(capsys):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    assert cli.main(["measure", "--device", "cuda", "--quick"]) == 2
+    assert "--device: 'cuda' is not available here" in capsys.readouterr().err
+
+
+def test_a_measured_table_flows_through_snakemake_into_the_report(cpu_table, tmp_path):
+    repo, work = tmp_path / "repo", tmp_path / "work"
+    for name in ("Snakefile", "workflow", "profiles", "templates"):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            repo.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, repo / name)
+    work.mkdir()
+    shutil.copy(cpu_table, work / "cpu.csv")
+    (work / "config.yaml").write_text(
+        "models: {llama-2-7b: {}}\ngpus: {h100-sxm: {calibration: cpu.csv}}\nstages: [decode]\n"
+        "scenario: {weight_dtype: fp32, act_dtype: fp32, kv_dtype: fp32}\n")
+    run = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory",
+                          str(work), "--configfile", "config.yaml", "--replace-workflow-config", "--cores", "2",
+                          "reports/llama-2-7b.html"], cwd=work, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    totals = pd.read_parquet(work / "results" / "totals.parquet" if (work / "results/totals.parquet").exists()
+                             else work / "results" / "models" / "llama-2-7b" / "totals.parquet")
+    assert list(totals["estimate"]) == ["calibrated"] and (totals["tpot_expected_s"] > totals["tpot_s"]).all()
+    html = (work / "reports" / "llama-2-7b.html").read_text()
+    assert "expected (calibrated)" in html and "kernels measured on this GPU model" in html
+
+
+@pytest.mark.parametrize("name", columns.OP_EXPECTED_COLUMNS + columns.TOTAL_EXPECTED_COLUMNS
+                         + columns.CALIBRATION_COLUMNS)
+def test_readme_lists_the_calibration_columns(name):
+    assert f"`{name}`" in (ROOT / "README.md").read_text()
+
+
+def test_cli_calibration_option(capsys, tmp_path):
+    argv = ["totals", "--model", "llama-2-7b", "--gpu", "rtx-a6000", "--stage", "decode", "--format", "csv"]
+    assert cli.main(argv + ["--calibration", str(tmp_path / "missing.csv")]) == 2
+    assert "--calibration: file" in capsys.readouterr().err
+    assert cli.main(argv + ["--calibration", str(shipped_path("a100-sxm-80gb"))]) == 0
+    row = next(csv.DictReader(capsys.readouterr().out.splitlines()))
+    assert row["estimate"] == "calibrated" and float(row["tpot_expected_s"]) > float(row["tpot_s"])
+
+
+def test_figure_overlay_measured_points_and_roofs():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from roofline.figures.measured import draw_measured_roofs, measured_series
+
+    h200 = hardware.get_accelerator("h200-sxm")
+    points = measured_series(h200, "fp16")  # the table is fp16: same rate as bf16
+    assert points is not None and 0 < len(points.x) <= 240 and (points.y > 0).all()
+    assert measured_series(hardware.get_accelerator("rtx-a6000"), "fp16") is None
+    fig, ax = plt.subplots()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    assert draw_measured_roofs(ax, h200, "bf16", (0.1, 1e4))  # 4.31 TB/s and 785 TFLOP/s, measured
+    assert any("measured 785 TFLOP/s" in t.get_text() for t in ax.texts)
+    assert not draw_measured_roofs(ax, hardware.get_accelerator("h100-sxm"), "fp16", (0.1, 1e4))  # no ceilings
+    plt.close(fig)
+
+
+def test_communication_rows_keep_their_bound():
+    # nothing measured times a collective: its expected time is the bound, labelled default
+    rows, _ = analysis.analyze(models.catalog()["llama-3.1-70b"], hardware.get_accelerator("h100-sxm"), "decode",
+                               Scenario(parallel=Parallel(tp=4)))
+    comm = [r for r in rows if r["op_class"] == "communication"]
+    assert comm and all(r["t_expected_s"] == r["t_s"] and r["estimate"] == "default" for r in comm)

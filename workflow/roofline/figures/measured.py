@@ -1,0 +1,65 @@
+"""Measured kernels and measured ceilings on a roofline, from the device's calibration table (if it has one).
+
+Points: achieved FLOP/s (flops / measured_s) at the kernel's intensity, small grey pluses beside the model's
+operators; at most MAX_POINTS of them, spread evenly over each op of the ladder. Roofs: the measured bandwidth and
+matmul throughput, dashed beside the datasheet ones, labelled "measured".
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..calibration import CEILING, SAME_RATE, measured_ceilings, read_table, table_path
+from ..hardware import Accelerator
+from .roofline import Series, fmt_value
+
+MEASURED_COLOR = "#7f7f7f"
+MAX_POINTS = 240
+
+
+def _rows(gpu: Accelerator):
+    path = table_path(gpu)
+    return read_table(path) if path else ()
+
+
+def measured_series(gpu: Accelerator, dtype: str) -> Series | None:
+    """The ladder kernels of `gpu`'s calibration at `dtype` (or its same-rate twin) as grey filled pluses, or None."""
+    rows = [r for r in _rows(gpu) if r["op_class"] != CEILING and r["dtype"] in (dtype, SAME_RATE.get(dtype))
+            and r["flops"] > 0 and r["bytes"] > 0 and r["measured_s"] > 0]
+    if not rows:
+        return None
+    by_op: dict[str, list] = {}
+    for r in rows:
+        by_op.setdefault(r["op"], []).append(r)
+    per_op = max(MAX_POINTS // len(by_op), 1)
+    picked = []
+    for group in by_op.values():
+        picked += [group[int(i)] for i in np.unique(np.linspace(0, len(group) - 1, min(per_op, len(group))))]
+    x = np.array([r["flops"] / r["bytes"] for r in picked])
+    y = np.array([r["flops"] / r["measured_s"] for r in picked])
+    return Series(x, y, MEASURED_COLOR, "P", 12.0, label="measured kernels")
+
+
+def measured_note(gpu: Accelerator) -> str:
+    """The legend note's lines for the measured overlay."""
+    roofs = measured_ceilings(_rows(gpu))["bandwidth_bytes_per_s"]
+    return "\n+ (grey) measured kernels" + ("\ndashed grey: measured\nceilings" if roofs else "")
+
+
+def draw_measured_roofs(ax, gpu: Accelerator, dtype: str, xlim: tuple[float, float]) -> bool:
+    """Dashed measured roofs (bandwidth, and the matmul peak at `dtype` if measured) on an already-limited `ax`."""
+    ceilings = measured_ceilings(_rows(gpu))
+    bandwidth = ceilings["bandwidth_bytes_per_s"]
+    peaks = ceilings["peak_flops_per_s"]
+    peak = peaks.get(dtype) or peaks.get(SAME_RATE.get(dtype, ""))
+    if not bandwidth:
+        return False
+    ridge = peak / bandwidth if peak else xlim[1]
+    style = {"color": MEASURED_COLOR, "lw": 0.9, "ls": (0, (5, 2)), "zorder": 2}
+    ax.plot([xlim[0], ridge], [bandwidth * xlim[0], bandwidth * ridge], **style)
+    ax.annotate(f"measured {fmt_value(bandwidth / 1e12)} TB/s", (xlim[0] * 1.6, bandwidth * xlim[0] * 1.6),
+                fontsize=5.5, color=MEASURED_COLOR, va="top", ha="left", rotation=0)
+    if peak:
+        ax.plot([ridge, xlim[1]], [peak, peak], **style)
+        ax.annotate(f"measured {fmt_value(peak / 1e12)} TFLOP/s", (xlim[1] / 1.2, peak / 1.15), fontsize=5.5,
+                    color=MEASURED_COLOR, va="top", ha="right")
+    return True

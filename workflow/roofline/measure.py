@@ -1,0 +1,314 @@
+"""`roofline measure`: microbenchmarks on this machine's accelerator, written as a calibration table.
+
+Ceilings (copy and read bandwidth, large square matmuls per dtype: fp16, bf16, fp32/tf32, fp8 through
+torch._scaled_mm and int8 through torch._int_mm where the device runs them) and a ladder of LLM-shaped kernels
+(GEMMs at Llama-3-8B's (k, n) pairs from decode m = 1 to prefill m = 16k, SDPA causal prefill and decode with GQA,
+RMSNorm, LayerNorm, SiLU-and-multiply, residual add, embedding gather), each timed as the median of repetitions
+after a warm-up, with the L2 cache flushed before every repetition (CUDA events on a GPU). FLOPs, bytes and the
+bound of every kernel come from the engine's formulas (roofline.formulas, roofline.calibration.bound_seconds), so
+the table reads as measured vs bound for the same kernel. Needs torch (the `measure` extra); the engine does not.
+"""
+from __future__ import annotations
+
+import math
+import platform
+import statistics
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from . import formulas as f
+from .calibration import CEILING, bound_seconds, measured_ceilings
+from .columns import CALIBRATION_COLUMNS
+from .errors import RooflineInputError, unknown
+from .hardware import GIGA, TERA, Accelerator, catalog
+from .models import ACTIVATION_FLOPS
+
+DEVICES = ("cuda", "cpu", "mps")
+#: Llama-3-8B: hidden, intermediate, query heads, KV heads, head dim, vocab.
+D, F, H, HKV, HD, V = 4096, 14336, 32, 8, 128, 128256
+#: (op, k, n) of the weight GEMMs (q/k/v fused, as serving engines run them).
+GEMMS = (("qkv_proj", D, (H + 2 * HKV) * HD), ("o_proj", H * HD, D), ("gate_up_proj", D, 2 * F),
+         ("down_proj", F, D))
+#: Catalog key per substring of the device name the driver reports.
+NAMES = (("H200", "h200-sxm"), ("H100 PCIe", "h100-pcie"), ("H100 NVL", "h100-nvl"), ("H100", "h100-sxm"),
+         ("A100-SXM4-80GB", "a100-sxm-80gb"), ("A100-PCIE-40GB", "a100-pcie-40gb"), ("L40S", "l40s"), ("L4", "l4"),
+         ("B200", "b200"), ("MI300X", "mi300x"), ("A6000", "rtx-a6000"), ("4090", "rtx-4090"))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes of one run: full on an accelerator, --quick (< 1 min on a GPU), and small on a CPU."""
+
+    scale: int  # (k, n) and hidden sizes divided by this
+    decode_m: tuple[int, ...]
+    prefill_m: tuple[int, ...]
+    prefill_s: tuple[int, ...]
+    decode_kv: tuple[int, ...]
+    decode_batch: tuple[int, ...]
+    tokens: tuple[int, ...]  # norms and element-wise ops
+    square: int
+    stream_bytes: int
+    reps: int
+
+
+def plan(device: str, quick: bool) -> Plan:
+    if device != "cuda":  # CPU / MPS: small shapes, the same ladder
+        return Plan(8, (1, 4, 16, 64), (256,) if quick else (256, 1024), (128, 256), (256, 1024), (1, 4),
+                    (1, 64, 1024), 512 if quick else 1024, 1 << 25, 3 if quick else 10)
+    if quick:
+        return Plan(1, (1, 8, 32, 128, 512), (2048, 8192), (1024, 4096), (1024, 8192), (1, 16),
+                    (1, 64, 1024, 8192), 8192, 1 << 31, 20)
+    return Plan(1, (1, 2, 4, 8, 16, 32, 64, 128, 256, 512), (512, 1024, 2048, 4096, 8192, 16384),
+                (512, 1024, 2048, 4096, 8192), (512, 2048, 8192, 32768), (1, 8, 32, 64),
+                (1, 8, 64, 256, 1024, 4096, 16384), 8192, 1 << 31, 50)
+
+
+class Timer:
+    """Median seconds of fn() over reps, after warm-up, with the L2 (or CPU caches) flushed before each rep."""
+
+    def __init__(self, torch, device: str, reps: int):
+        self.torch, self.device, self.reps = torch, device, reps
+        # 256 MB: over twice the L2 of any GPU in the catalog; 16 MB on a CPU keeps a quick run quick
+        self.flush = torch.empty(256 << 20 if device == "cuda" else 16 << 20, dtype=torch.uint8, device=device)
+
+    def __call__(self, fn) -> float:
+        torch = self.torch
+        for _ in range(2):
+            fn()
+        times = []
+        for _ in range(self.reps):
+            self.flush.zero_()
+            if self.device == "cuda":
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) * 1e-3)
+            else:
+                self._sync()
+                begin = time.perf_counter()
+                fn()
+                self._sync()
+                times.append(time.perf_counter() - begin)
+        return statistics.median(times)
+
+    def _sync(self):
+        if self.device == "mps":
+            self.torch.mps.synchronize()
+
+
+def best_device(torch) -> str:
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def describe(torch, device: str) -> tuple[str, str]:
+    """(device name, provenance: versions, driver and clocks) of this run."""
+    versions = f"torch {torch.__version__}"
+    if device == "cuda":
+        name = torch.cuda.get_device_name()
+        versions += f", CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}"
+        try:
+            smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.max.sm,clocks.mem",
+                                  "--format=csv,noheader"], capture_output=True, text=True, timeout=10).stdout
+            versions += f", driver/SM clock/max SM clock/memory clock: {smi.strip()}"
+        except (OSError, subprocess.SubprocessError):
+            versions += ", nvidia-smi unavailable (clocks not recorded)"
+        timer = "CUDA events"
+    else:
+        name = platform.processor() or platform.machine() if device == "cpu" else "Apple GPU (MPS)"
+        timer = "perf_counter"
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return name, f"roofline measure on {device}, {when}: {timer}, median, caches flushed; {versions}"
+
+
+def catalog_gpu(name: str, key: str | None) -> Accelerator | None:
+    """The catalog entry to compute bounds for: --gpu, else the one whose name the device reports, else None."""
+    if key:
+        if key not in catalog():
+            raise unknown("--gpu", key, catalog())
+        return catalog()[key]
+    return next((catalog()[k] for part, k in NAMES if part in name), None)
+
+
+TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def ceilings(torch, device: str, p: Plan):
+    """(fields, Cost, fn) of the ceiling benchmarks: copy, read, square matmuls per dtype the device runs."""
+    n = p.stream_bytes // 4
+    src, dst = torch.ones(n, device=device), torch.empty(n, device=device)
+    yield {"op": "copy", "m": n}, f.Cost(0.0, 0.0, 4 * n, 4 * n), lambda: dst.copy_(src)
+    yield {"op": "read", "m": n}, f.Cost(float(n), 0.0, 4 * n, 4.0), lambda: src.sum()
+    s = p.square
+    for dtype in ("fp16", "bf16", "fp32"):
+        if device == "cpu" and dtype != "fp32" and p.reps < 5:
+            continue  # quick CPU run: 16-bit matmuls on a CPU crawl, and the ladder runs in fp32
+        a = torch.randn(s, s, device=device, dtype=getattr(torch, TORCH_DTYPES[dtype]))
+        w = 4 if dtype == "fp32" else 2
+        label = "tf32" if dtype == "fp32" and device == "cuda" and torch.backends.cuda.matmul.allow_tf32 else dtype
+        yield ({"op": "matmul", "dtype": label, "m": s, "n": s, "k": s}, f.linear(s, s, s, w, w),
+               lambda a=a: a @ a)
+    if device == "cuda":
+        yield from _low_precision(torch, s)
+
+
+def _low_precision(torch, s: int):
+    """fp8 (e4m3, torch._scaled_mm) and int8 (torch._int_mm) square matmuls, where this GPU and torch run them."""
+    try:
+        a = torch.randn(s, s, device="cuda").to(torch.float8_e4m3fn)
+        one = torch.tensor(1.0, device="cuda")
+        torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        yield ({"op": "matmul", "dtype": "fp8", "m": s, "n": s, "k": s}, f.linear(s, s, s, 1, 1),
+               lambda: torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+    except (RuntimeError, AttributeError, TypeError):
+        pass
+    b = torch.randint(-8, 8, (s, s), device="cuda", dtype=torch.int8)
+    for second in (b.t().contiguous().t(), b):  # cuBLASLt int8 wants a column-major second operand on some versions
+        try:
+            torch._int_mm(b, second)
+        except (RuntimeError, AttributeError, TypeError):
+            continue
+        yield ({"op": "matmul", "dtype": "int8", "m": s, "n": s, "k": s}, f.linear(s, s, s, 1, 1),
+               lambda second=second: torch._int_mm(b, second))
+        return
+
+
+def ladder(torch, device: str, p: Plan, dtype: str):
+    """(fields, Cost, fn) of the LLM-shaped kernels at `dtype` (fp16 / bf16 / fp32)."""
+    fn_ = torch.nn.functional
+    t = getattr(torch, TORCH_DTYPES[dtype])
+    a = 4 if dtype == "fp32" else 2
+    d, ff = D // p.scale, F // p.scale
+    for op, k, n in GEMMS:
+        k, n = k // p.scale, n // p.scale
+        w = torch.randn(n, k, device=device, dtype=t)
+        for m in p.decode_m + p.prefill_m:
+            x = torch.randn(m, k, device=device, dtype=t)
+            yield ({"op_class": "gemm", "op": op, "m": m, "n": n, "k": k}, f.linear(m, k, n, a, a),
+                   lambda x=x, w=w: fn_.linear(x, w))
+    heads, kv_heads = max(H // p.scale, 1), max(HKV // p.scale, 1)
+    for s in p.prefill_s:
+        q = torch.randn(1, heads, s, HD, device=device, dtype=t)
+        kv = torch.randn(2, 1, kv_heads, s, HD, device=device, dtype=t)  # K and V: separate memory
+        cost = f.from_activations(f.fused_attention(1, heads, kv_heads, s, s * (s + 1) / 2, s, HD, HD, a, a))
+        yield ({"op_class": "attention", "op": "sdpa_prefill", "batch": 1, "q_len": s, "kv_len": s, "heads": heads,
+                "kv_heads": kv_heads, "head_dim": HD}, cost,
+               lambda q=q, kv=kv: fn_.scaled_dot_product_attention(q, kv[0], kv[1], is_causal=True, enable_gqa=True))
+    for b in p.decode_batch:
+        for keys in p.decode_kv:
+            q = torch.randn(b, heads, 1, HD, device=device, dtype=t)
+            kv = torch.randn(2, b, kv_heads, keys, HD, device=device, dtype=t)
+            cost = f.fused_attention(b, heads, kv_heads, 1, keys, keys, HD, HD, a, a)
+            yield ({"op_class": "attention", "op": "sdpa_decode", "batch": b, "q_len": 1, "kv_len": keys,
+                    "heads": heads, "kv_heads": kv_heads, "head_dim": HD}, cost,
+                   lambda q=q, kv=kv: fn_.scaled_dot_product_attention(q, kv[0], kv[1], enable_gqa=True))
+    table = torch.randn(V // p.scale, d, device=device, dtype=t)
+    for m in p.tokens:
+        x, r = torch.randn(m, d, device=device, dtype=t), torch.randn(m, d, device=device, dtype=t)
+        g, u = torch.randn(m, ff, device=device, dtype=t), torch.randn(m, ff, device=device, dtype=t)
+        scale, shift = torch.ones(d, device=device, dtype=t), torch.zeros(d, device=device, dtype=t)
+        ids = torch.randint(0, table.shape[0], (m,), device=device)
+        shape = {"m": m, "n": d}
+        yield ({"op_class": "norm", "op": "rmsnorm", **shape}, f.norm(m, d, a),
+               lambda x=x, scale=scale: fn_.rms_norm(x, (d,), scale))
+        yield ({"op_class": "norm", "op": "layernorm", **shape}, f.norm(m, d, a, 2),
+               lambda x=x, scale=scale, shift=shift: fn_.layer_norm(x, (d,), scale, shift))
+        yield ({"op_class": "elementwise", "op": "residual_add", **shape}, f.residual_add(m, d, a),
+               lambda x=x, r=r: x + r)
+        # NB: eager PyTorch runs silu and the multiply as two kernels (serving engines fuse them into one)
+        yield ({"op_class": "elementwise", "op": "silu_mul", "m": m, "n": ff},
+               f.activation(m, ff, a, ACTIVATION_FLOPS["silu"], True), lambda g=g, u=u: fn_.silu(g) * u)
+        yield ({"op_class": "embedding", "op": "embedding", **shape}, f.embedding(m, d, table.shape[0], a, a),
+               lambda ids=ids: fn_.embedding(ids, table))
+
+
+def _ceiling_spec(name: str, rows: list[dict]) -> Accelerator:
+    """A device spec made of the measured ceilings: the bound of a device the catalog does not know (a CPU)."""
+    measured = measured_ceilings(rows)
+    peaks = dict(measured["peak_flops_per_s"])
+    for alias, source in (("fp32", "tf32"), ("fp16", "bf16"), ("bf16", "fp16"), ("fp32", "bf16")):
+        peaks.setdefault(alias, peaks.get(source, 0.0))
+    return Accelerator(key="", name=name, vendor="", memory_bytes=0.0,
+                       bandwidth_bytes_per_s=measured["bandwidth_bytes_per_s"] or 1.0,
+                       peak_flops_per_s={k: v for k, v in peaks.items() if v})
+
+
+def _record(fields: dict, cost, seconds: float, context: dict) -> dict:
+    row = {c: 0 for c in CALIBRATION_COLUMNS}
+    row.update(fields)
+    row.update(device=context["device"], gpu=context["gpu"], source="measured", flops=float(cost.flops),
+               bytes=float(cost.bytes), measured_s=seconds, provenance=context["provenance"])
+    return row
+
+
+def measure(device: str | None = None, quick: bool = False, gpu_key: str | None = None) -> tuple[list[dict], str]:
+    """(calibration rows in CALIBRATION_COLUMNS, summary text: measured ceilings vs the catalog's)."""
+    try:
+        import torch
+    except ImportError:
+        raise RooflineInputError("measure: needs PyTorch; install it with pip install -e '.[measure]'") from None
+    device = device or best_device(torch)
+    if device not in DEVICES or (device == "cuda" and not torch.cuda.is_available()) or (
+            device == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())):
+        raise RooflineInputError(f"--device: '{device}' is not available here; available: "
+                                 f"{', '.join(d for d in DEVICES if d == 'cpu' or d == best_device(torch))}")
+    p = plan(device, quick)
+    name, provenance = describe(torch, device)
+    spec = catalog_gpu(name, gpu_key)
+    context = {"device": name, "gpu": spec.key if spec else "", "provenance": provenance}
+    timer = Timer(torch, device, p.reps)
+    rows = []
+    with torch.inference_mode():
+        for fields, cost, fn in ceilings(torch, device, p):
+            rows.append(_record({"op_class": CEILING, "dtype": "fp32", **fields}, cost, timer(fn), context))
+        spec = spec or _ceiling_spec(name, rows)
+        dtype = {"cuda": "bf16", "mps": "fp16", "cpu": "fp32"}[device]
+        for fields, cost, fn in ladder(torch, device, p, dtype):
+            rows.append(_record({"dtype": dtype, **fields}, cost, timer(fn), context))
+    for row in rows:
+        row["bound_s"] = bound_seconds(spec, row["dtype"], row["flops"], row["bytes"])
+    return rows, summary(rows, spec)
+
+
+def summary(rows: list[dict], spec: Accelerator) -> str:
+    """Measured ceilings against the catalog's (or, for an unknown device, alone) and the launch floor."""
+    measured = measured_ceilings(rows)
+    known = bool(spec.key)
+    lines = [f"{rows[0]['device']}: bounds computed for {spec.key or 'the measured ceilings (not in the catalog)'}"]
+    bandwidth = measured["bandwidth_bytes_per_s"]
+    if bandwidth:
+        sheet = spec.bandwidth_bytes_per_s
+        ref = f" of {sheet / GIGA:.0f} GB/s datasheet ({bandwidth / sheet:.0%})"
+        lines.append(f"  bandwidth {bandwidth / GIGA:9.1f} GB/s" + (ref if known else ""))
+    for dtype, peak in measured["peak_flops_per_s"].items():
+        sheet = spec.peak_flops_per_s.get(dtype)
+        ref = f" of {sheet / TERA:.1f} TFLOP/s datasheet ({peak / sheet:.0%})" if known and sheet else ""
+        lines.append(f"  {dtype:5s} matmul {peak / TERA:9.2f} TFLOP/s{ref}")
+    ladder_rows = [r for r in rows if r["op_class"] != CEILING]
+    floor = min(r["measured_s"] for r in ladder_rows)
+    ratios = [r["measured_s"] / r["bound_s"] for r in ladder_rows if r["bound_s"] > 0 and math.isfinite(r["bound_s"])]
+    lines.append(f"  launch floor (shortest kernel) {floor * 1e6:.1f} us; measured / bound median "
+                 f"{statistics.median(ratios):.2f}x over {len(ladder_rows)} kernels")
+    return "\n".join(lines)
+
+
+def write(rows: list[dict], out: str) -> list[str]:
+    """Write `out` (CSV) and the same table as parquet next to it; returns the paths."""
+    import pandas as pd
+
+    from pathlib import Path
+
+    csv_path = Path(out)
+    csv_path.parent.mkdir(parents=True, exist_ok=True)
+    table = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
+    table.to_csv(csv_path, index=False)
+    parquet = csv_path.with_suffix(".parquet")
+    table.to_parquet(parquet, index=False)
+    return [str(csv_path), str(parquet)]
