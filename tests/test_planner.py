@@ -186,6 +186,10 @@ def test_acceptance_frontier_rows_reevaluate_with_roofline_totals(capsys):
         _, decode, _ = run(capsys, "totals", "--stage", "decode", "--batch", row["batch"], "--seq-len",
                            row["seq_len"], *options)
         assert json.loads(decode)["tpot_s"] == pytest.approx(float(row["tpot_s"]), rel=0.01), row["deployment"]
+        # the calibrated estimate of the same step is the engine's too, never below the bound
+        assert json.loads(decode)["tpot_expected_s"] == pytest.approx(float(row["tpot_expected_s"]), rel=1e-9)
+        assert float(row["tpot_expected_s"]) >= float(row["tpot_s"])
+        assert row["estimate"] == ("calibrated" if json.loads(decode)["estimate"] == "calibrated" else "bound")
         assert json.loads(decode)["deployment"] == row["deployment"]
         _, prefill, _ = run(capsys, "totals", "--stage", "prefill", "--batch", "1", "--seq-len", row["isl"],
                             *options)

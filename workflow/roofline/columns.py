@@ -133,7 +133,10 @@ PLAN_COLUMNS = (
     "bound",  # memory | compute | network: the roof the decode step spends most of its time under
     "memory_bound_share",  # fraction of the decode step in memory-bound operators
     "network_share",  # fraction of the decode step in communication operators
-    "estimate",  # bound (roofline lower bounds) | calibrated
+    "ttft_expected_s",  # s, the engine's calibrated estimate of ttft_s (roofline.calibration)
+    "tpot_expected_s",  # s, the engine's calibrated estimate of tpot_s
+    "tokens_per_s_per_device_expected",  # token/s, batch / tpot_expected_s / devices
+    "estimate",  # calibrated (expected times from this device's own measurements) | bound (only the bound is backed)
     "deployment",  # text, e.g. "4 x H100 SXM5 80GB, TP 4"
 )
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .analysis import aggregate, check_device_dtypes, deployment_label, operator_table
+from .analysis import aggregate, analyze, check_device_dtypes, deployment_label, operator_table
 from .columns import PLAN_COLUMNS
 from .dtypes import DTYPE_BYTES, check_storage_dtype
 from .errors import RooflineInputError, unknown
@@ -53,8 +53,9 @@ DEFAULT_DTYPES = ("fp16", "fp8", "int8", "int4")
 #: KV caches narrower than 8 bits are left out of the search (rare in serving engines: accuracy)
 MIN_KV_BYTES = 1.0
 PREFILL_MODES = ("separate", "interleaved")
-#: what a row's times are: roofline lower bounds (a calibrated estimate once issue 9's calibrations exist)
-ESTIMATE_BOUND = "bound"
+#: a row's `estimate`: its expected times are calibrated on the device's own measurements, or only the bound is
+#: backed (the expected times then come from other devices' measurements: the engine's `default`)
+ESTIMATE_CALIBRATED, ESTIMATE_BOUND = "calibrated", "bound"
 
 
 def activation_dtype(weight_dtype: str) -> str:
@@ -301,12 +302,23 @@ def bound_of(memory_bound_share: float, network_share: float) -> str:
 
 
 def rows(result: Search, indices: Iterable[int]) -> list[dict]:
-    """PLAN_COLUMNS records of the given candidates."""
+    """PLAN_COLUMNS records of the given candidates: the search's bounds, and the engine's calibrated estimates of
+    the same decode step and prefill (roofline.calibration, through analysis.analyze)."""
     out = []
     w, per_device, per_user = result.workload, result.tokens_per_s_per_device, result.tokens_per_s_per_user
+    prefills: dict[int, dict] = {}  # one prefill per group
     for i in indices:
         g = result.groups[result.group[i]]
         sc = g.scenario
+        batch = int(result.batch[i])
+        if result.group[i] not in prefills:
+            prefills[result.group[i]] = analyze(result.model, g.gpu, "prefill", sc.with_(batch=1, seq_len=w.isl))[1]
+        prefill = prefills[result.group[i]]
+        decode = analyze(result.model, g.gpu, "decode", sc.with_(batch=batch, seq_len=w.decode_seq_len))[1]
+        ttft_expected = prefill["ttft_expected_s"]
+        tpot_expected = decode["tpot_expected_s"] + (batch / w.osl * ttft_expected if w.prefill == "interleaved"
+                                                     else 0.0)
+        calibrated = decode["estimate"] == prefill["estimate"] == "calibrated"
         out.append({
             "model": result.model.key, "gpu": g.gpu.key, "devices": g.devices, "tp": g.plan.tp, "pp": g.plan.pp,
             "ep": g.plan.ep, "attention_dp": g.plan.attention_dp,
@@ -318,8 +330,9 @@ def rows(result: Search, indices: Iterable[int]) -> list[dict]:
             "footprint_bytes": float(result.footprint_bytes[i]), "usable_memory_bytes": _usable(g),
             "fits": bool(result.fits[i]), "bound": bound_of(result.memory_bound_share[i], result.network_share[i]),
             "memory_bound_share": float(result.memory_bound_share[i]),
-            "network_share": float(result.network_share[i]), "estimate": ESTIMATE_BOUND,
-            "deployment": g.deployment(),
+            "network_share": float(result.network_share[i]), "ttft_expected_s": ttft_expected,
+            "tpot_expected_s": tpot_expected, "tokens_per_s_per_device_expected": batch / tpot_expected / g.devices,
+            "estimate": ESTIMATE_CALIBRATED if calibrated else ESTIMATE_BOUND, "deployment": g.deployment(),
         })
     assert all(tuple(r) == PLAN_COLUMNS for r in out)
     return out
