@@ -166,7 +166,8 @@ def _plan_options(parser):
 
 
 _HUMAN_PLAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
-               ("attention", None), ("ttft_s", "s"), ("tpot_s", "s"), ("tokens_per_s", "token/s"),
+               ("attention", None), ("ttft_s", "s"), ("tpot_s", "s"), ("tpot_expected_s", "s"),
+               ("tokens_per_s", "token/s"),
                ("tokens_per_s_per_device", "token/s"), ("tokens_per_s_per_user", "token/s"), ("bound", None),
                ("estimate", None))
 
