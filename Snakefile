@@ -14,6 +14,7 @@ include: "workflow/rules/analyze.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/plan.smk"
 
 
 rule all:
@@ -30,3 +31,4 @@ rule all:
         expand(rules.report.output.pdf, model=MODELS),
         rules.summary.output,
         rules.index.output,
+        PLAN_TARGETS,

@@ -15,10 +15,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from . import display, hardware, models
+from . import display, hardware, models, planner
 from .analysis import analyze, critical_batch
 from .calibration import check_table
-from .columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
+from .columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, PLAN_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
 from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES, WEIGHT_DTYPES
 from .errors import RooflineInputError, did_you_mean, unknown
 from .parallel import Parallel
@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     ridge.add_argument("--dtype", type=_choice("--dtype", PEAK_DTYPES))
     ridge.add_argument("--model", help="also give this model's exact critical decode batch (weights and activations "
                                        "in --dtype)")
+    _plan_options(sub.add_parser("plan", help="deployment search: the Pareto frontier of tokens/s per device vs "
+                                              "tokens/s per user under latency targets"))
     measure = sub.add_parser("measure", help="microbenchmarks on this machine: a calibration table (needs torch)")
     measure.add_argument("--device", type=_choice("--device", ("cuda", "cpu", "mps")),
                          help="default: the best available (cuda, then mps, then cpu)")
@@ -158,6 +160,67 @@ def _version() -> str:
         return importlib.metadata.version("llm-roofline")
     except importlib.metadata.PackageNotFoundError:  # run from a checkout without `pip install`
         return "(not installed)"
+
+
+def _positive_float(option):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; expected a positive number")
+        if not value > 0 or not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; expected a positive number")
+        return value
+    return parse
+
+
+def _plan_options(parser):
+    parser.add_argument("--model", required=True, help="catalog key (roofline list models) or path to a config.json")
+    parser.add_argument("--gpu", action="append", help="candidate device (repeat the option); default: every "
+                                                       "catalog device")
+    parser.add_argument("--isl", required=True, type=_positive_int("--isl"), help="prompt tokens per request")
+    parser.add_argument("--osl", required=True, type=_positive_int("--osl"), help="output tokens per request")
+    parser.add_argument("--tpot-ms", type=_positive_float("--tpot-ms"), help="target: time per output token [ms]")
+    parser.add_argument("--ttft-ms", type=_positive_float("--ttft-ms"), help="target: time to first token [ms]")
+    parser.add_argument("--max-devices", type=_positive_int("--max-devices"), default=8)
+    parser.add_argument("--dtypes", nargs="+", type=_choice("--dtypes", STORAGE_DTYPES),
+                        default=list(planner.DEFAULT_DTYPES),
+                        help="weight and KV-cache dtypes to search (KV: 8 bits or more)")
+    parser.add_argument("--prefill", type=_choice("--prefill", planner.PREFILL_MODES), default="separate",
+                        help="separate: decode is not slowed by prompts; interleaved: prompts time-share the devices")
+    parser.add_argument("--memory-utilization", type=_fraction("--memory-utilization"),
+                        default=Scenario.memory_utilization, help="usable fraction of each device's memory")
+    parser.add_argument("--top", type=_positive_int("--top"), help="print only the best N frontier rows")
+    parser.add_argument("--format", type=_choice("--format", FORMATS), default="table")
+
+
+_HUMAN_PLAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
+               ("attention", None), ("ttft_s", "s"), ("tpot_s", "s"), ("tpot_expected_s", "s"),
+               ("tokens_per_s", "token/s"),
+               ("tokens_per_s_per_device", "token/s"), ("tokens_per_s_per_user", "token/s"), ("bound", None),
+               ("estimate", None))
+
+
+def _deployment_search(args) -> str:
+    """`roofline plan`: the frontier rows (best first), `evaluated N configurations in S s` on stderr, and one
+    line saying why when no candidate fits and meets the targets."""
+    gpus = [_gpu(key) for key in args.gpu] if args.gpu else list(hardware.catalog().values())
+    workload = planner.Workload(isl=args.isl, osl=args.osl, prefill=args.prefill,
+                                tpot_s=args.tpot_ms / 1e3 if args.tpot_ms else None,
+                                ttft_s=args.ttft_ms / 1e3 if args.ttft_ms else None)
+    result = planner.search(_model(args.model), gpus, workload, dtypes=args.dtypes, max_devices=args.max_devices,
+                            memory_utilization=args.memory_utilization)
+    print(f"evaluated {len(result)} configurations in {result.seconds:.3f} s "
+          f"({len(result) / result.seconds:,.0f} per second)", file=sys.stderr)
+    rows = planner.rows(result, planner.frontier(result)[:args.top])
+    reason = "" if rows else planner.no_plan_reason(result)
+    if reason and args.format != "table":
+        print(reason, file=sys.stderr)
+    if args.format == "csv":
+        return _csv(rows, PLAN_COLUMNS)
+    if args.format == "json":
+        return json.dumps([_json_safe(r) for r in rows], indent=1)
+    return _format_table(rows, _HUMAN_PLAN) if rows else reason
 
 
 def _model(text: str) -> models.ModelSpec:
@@ -291,6 +354,8 @@ def run(argv: list[str] | None = None) -> str:
                          # dense decode GEMM: 2*B*K*N FLOPs over K*N*w weight bytes -> ridge at B ~ ridge * w / 2
                          "approx_critical_batch": f"{gpu.ridge(dtype) * DTYPE_BYTES[dtype] / 2:.0f}", **exact})
         return _format_table(rows, [(k, None) for k in rows[0]])
+    if args.command == "plan":
+        return _deployment_search(args)
     model, gpu, scenario = _model(args.model), _gpu(args.gpu), _scenario(args)
     if args.calibration:
         try:

@@ -112,6 +112,42 @@ SWEEP_COLUMNS = (
     "critical_batch",  # decode batch where the weight GEMMs reach the ridge (same for every row of a sweep)
 )
 
+#: Deployment search: one row per candidate deployment (roofline.planner; `roofline plan`, results/plans/).
+PLAN_COLUMNS = (
+    "model", "gpu",
+    "devices",  # devices in the deployment (tp x pp)
+    "tp", "pp", "ep",  # tensor-, pipeline- and expert-parallel degrees
+    "attention_dp",  # data-parallel attention (MoE: ep = tp)
+    "batch",  # concurrent requests
+    "weight_dtype", "act_dtype", "kv_dtype", "attention",
+    "isl", "osl",  # prompt and output tokens per request
+    "seq_len",  # tokens in the KV cache at the mean decode step: isl + osl // 2
+    "ttft_s",  # s, prefill of one request of isl tokens
+    "tpot_s",  # s, mean time between a user's tokens (the decode step; plus prefills when interleaved)
+    "decode_step_s",  # s, one decode step at batch and seq_len (the engine's tpot_s)
+    "tokens_per_s",  # token/s, whole deployment: batch / tpot_s
+    "tokens_per_s_per_device",  # token/s: tokens_per_s / devices
+    "tokens_per_s_per_user",  # token/s: 1 / tpot_s
+    "footprint_bytes",  # byte, the busiest device's footprint with every request at its full isl + osl tokens
+    "usable_memory_bytes",  # byte, memory_utilization x one device's memory: what the footprint is compared with
+    "fits",  # decode at the full length and the one-request prefill both fit
+    "bound",  # memory | compute | network: the roof the decode step spends most of its time under
+    "memory_bound_share",  # fraction of the decode step in memory-bound operators
+    "network_share",  # fraction of the decode step in communication operators
+    "ttft_expected_s",  # s, the engine's calibrated estimate of ttft_s (roofline.calibration)
+    "tpot_expected_s",  # s, the engine's calibrated estimate of tpot_s
+    "tokens_per_s_per_device_expected",  # token/s, batch / tpot_expected_s / devices
+    "estimate",  # calibrated (expected times from this device's own measurements) | bound (only the bound is backed)
+    "deployment",  # text, e.g. "4 x H100 SXM5 80GB, TP 4"
+)
+
+#: Extra columns of results/plans/{model}.parquet (each device's frontier, after PLAN_COLUMNS).
+PLAN_TABLE_EXTRA_COLUMNS = (
+    "on_frontier",  # also on the frontier across every device
+    "recommended",  # the best plan of its device: most tokens/s per device meeting the targets
+    "chosen",  # the best plan over every device
+)
+
 #: Calibrated estimates (roofline.calibration), after OP_COLUMNS in every per-operator table.
 OP_EXPECTED_COLUMNS = (
     "t_expected_s",  # s, expected time of one instance: measured efficiency and launch floor applied; >= t_s

@@ -22,11 +22,12 @@ from dataclasses import replace
 from .analysis import check_device_dtypes, resolve_plan
 from .calibration import check_table
 from .errors import RooflineInputError, unknown
-from .hardware import Accelerator, accelerator_from_entry
+from .hardware import Accelerator, accelerator_from_entry, catalog as gpu_catalog
 from .errors import clip
 from .hf_config import not_a_file
 from .models import ModelSpec, model_from_entry
 from .parallel import Parallel, check_plan
+from .planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
 from .scenario import STAGES, Scenario, check_context
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
@@ -37,7 +38,7 @@ MAX_KEY_LENGTH = 64
 #: Model keys that would collide with the report files reports/summary.* and reports/index.html.
 RESERVED_MODEL_KEYS = ("summary", "index")
 #: Top-level sections of config.yaml.
-SECTIONS = ("models", "gpus", "stages", "scenario")
+SECTIONS = ("models", "gpus", "stages", "scenario", "plan")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,11 @@ class ResolvedConfig:
     scenario: Scenario
     stages: tuple[str, ...]
     plans: dict[str, dict[str, Parallel]]  # model -> gpu -> the concrete plan of that deployment
+    plan_search: PlanSettings | None = None  # the optional deployment search (config section `plan`)
+
+    def plan_search_params(self) -> dict:
+        """JSON-able plan settings (PlanSettings.from_params rebuilds them): the plan jobs' `params`."""
+        return asdict(self.plan_search)
 
     def model_params(self, key: str) -> dict:
         """JSON-able spec of one model (ModelSpec(**params) rebuilds it): a job's `params`."""
@@ -213,7 +219,8 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
                 raise RooflineInputError(f"models.{key}: {error}") from None
     plans = {key: {gpu_key: _plan(model, gpu, gpu_plans[gpu_key], scenario, stages) for gpu_key, gpu in gpus.items()}
              for key, model in models.items()}
-    return ResolvedConfig(models=models, gpus=gpus, scenario=scenario, stages=stages, plans=plans)
+    return ResolvedConfig(models=models, gpus=gpus, scenario=scenario, stages=stages, plans=plans,
+                          plan_search=resolve_plan_section(config.get("plan"), gpus, models, scenario))
 
 
 def _gpu_plan(key: str, entry: dict | None) -> Parallel | str | None:
@@ -301,6 +308,36 @@ def typed_config(files: list, overrides: dict, schema: dict) -> dict:
     for path in files:
         merge_config(config, load_config_file(path))
     return merge_config(whole_numbers(config, schema), coerce_strings(overrides, schema))
+
+
+def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], models: dict[str, ModelSpec],
+                         scenario: Scenario) -> PlanSettings | None:
+    """The `plan` section (None when absent): candidate gpus are keys of `gpus:` or of the catalog (default: every
+    configured gpu); every model must hold a whole request (isl + osl tokens) in its context; the scenario's
+    memory_utilization applies."""
+    if section is None:
+        return None
+    section = dict(section)
+    keys = section.get("gpus") or list(gpus)
+    for key in keys:
+        if key not in gpus and key not in gpu_catalog():
+            raise unknown("plan.gpus", key, [*gpus, *gpu_catalog()])
+    milliseconds = {name: section.get(f"{name}_ms") for name in ("tpot", "ttft")}
+    try:
+        workload = Workload(isl=section.get("isl", 1024), osl=section.get("osl", 1024),
+                            tpot_s=milliseconds["tpot"] / 1e3 if milliseconds["tpot"] else None,
+                            ttft_s=milliseconds["ttft"] / 1e3 if milliseconds["ttft"] else None,
+                            prefill=section.get("prefill", "separate")).validate()
+    except RooflineInputError as error:
+        raise RooflineInputError(f"plan.{error}") from None
+    for key, model in models.items():
+        try:
+            check_workload_context(model, workload)
+        except RooflineInputError as error:
+            raise RooflineInputError(f"plan.{error} (models.{key})") from None
+    return PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
+                        max_devices=section.get("max_devices", 8), dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
+                        memory_utilization=scenario.memory_utilization)
 
 
 def load_schema(path: str | Path) -> dict:

@@ -133,3 +133,31 @@ def write_json(data: dict, path: str, log: str | None = None) -> None:
         with _atomic([path]) as temps:
             temps[str(path)].write_text(json.dumps(data, indent=2) + "\n")
         say(f"{path}: {len(data)} sections")
+
+
+def write_plan_table(rows: list[dict], reason: str, path: str) -> None:
+    """results/plans/{model}.parquet: roofline.planner.plan_table's rows (PLAN_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS,
+    typed even when empty) and, in the parquet metadata key `reason`, why there are none."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from .columns import PLAN_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
+
+    columns = PLAN_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS
+    text = ("model", "gpu", "weight_dtype", "act_dtype", "kv_dtype", "attention", "bound", "estimate", "deployment")
+    flags = ("attention_dp", "fits") + PLAN_TABLE_EXTRA_COLUMNS
+    counts = ("devices", "tp", "pp", "ep", "batch", "isl", "osl", "seq_len")
+    schema = pa.schema([(name, pa.string() if name in text else pa.bool_() if name in flags
+                         else pa.int64() if name in counts else pa.float64()) for name in columns])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    table = table.replace_schema_metadata({"reason": reason})
+    with _atomic([path]) as temps:
+        pq.write_table(table, temps[str(path)])
+
+
+def read_plan_table(path: str):
+    """(DataFrame, reason) of a results/plans/{model}.parquet file."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    return table.to_pandas(), (table.schema.metadata or {}).get(b"reason", b"").decode()

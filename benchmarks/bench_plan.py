@@ -1,0 +1,44 @@
+"""Deployment search speed (`roofline plan`): candidate configurations evaluated per second, one process.
+
+Run: python benchmarks/bench_plan.py   (not a test; timings vary by machine). The issue's bar: >= 100,000 candidate
+configurations per second on one core, on a search of at least 100,000 candidates. Reports wall time and the
+process's CPU time (the search is single-threaded NumPy; on a shared machine CPU time is the one-core figure).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
+
+from roofline import hardware, models, planner  # noqa: E402
+
+SEARCHES = (  # (model, devices or None = the whole catalog, isl, osl, TPOT target [s])
+    ("llama-3.1-8b", None, 1024, 1024, 0.02),
+    ("llama-3.1-70b", None, 1024, 1024, 0.05),
+    ("llama-3.1-70b", ("h100-sxm", "h200-sxm"), 1024, 1024, 0.05),
+    ("mixtral-8x7b", ("h100-sxm", "h200-sxm", "mi300x"), 4096, 512, 0.05),
+)
+
+
+def main():
+    planner.search(models.get_model("llama-2-7b"), [hardware.get_accelerator("h100-sxm")],
+                   planner.Workload(128, 128))  # warm up: catalogs, imports
+    for key, gpu_keys, isl, osl, tpot in SEARCHES:
+        gpus = [hardware.get_accelerator(k) for k in gpu_keys] if gpu_keys else list(hardware.catalog().values())
+        best = None
+        for _ in range(2):
+            wall, cpu = time.perf_counter(), time.process_time()
+            result = planner.search(models.get_model(key), gpus, planner.Workload(isl, osl, tpot_s=tpot))
+            front = planner.frontier(result)
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            best = min(best or (wall, cpu), (wall, cpu))
+        n = len(result)
+        where = f"{len(gpus)} devices" if gpu_keys is None else "+".join(gpu_keys)
+        print(f"{key:14s} on {where:25s} isl {isl:5d} osl {osl:4d}: {n:7d} candidates, {len(front):4d} on the "
+              f"frontier, {best[0]:6.3f} s wall = {n / best[0]:9,.0f}/s, {best[1]:6.3f} s CPU = {n / best[1]:9,.0f}/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""The deployment search's Pareto figure: tokens/s per device against tokens/s per user, one curve per GPU (that
+GPU's frontier under the targets), the chosen plan marked, the TPOT target as a vertical line."""
+from __future__ import annotations
+
+import textwrap
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.ticker import NullFormatter
+
+from .. import display
+from .roofline import tick_label
+from .style import gpu_styles, styled
+
+PLAN_SIZE = (7.0, 4.2)  # inches
+
+
+def _label(row) -> str:
+    """The chosen plan in a few short lines (the star's caption beside the plot)."""
+    lines = [f"★ chosen: {row.deployment}", f"batch {row.batch}, {row.weight_dtype} weights, {row.kv_dtype} KV cache",
+             f"{display.prefixed(row.tokens_per_s_per_device, 'token/s')} per device",
+             f"TPOT {display.seconds(row.tpot_s)}, TTFT {display.seconds(row.ttft_s)}, {row.bound}-bound"]
+    return "\n".join(line for text in lines for line in textwrap.wrap(text, 38))
+
+
+@styled
+def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_target_s: float | None = None,
+                gpu_names: dict[str, str] | None = None):
+    """Figure of results/plans/{model}.parquet (PLAN_COLUMNS + extras); `reason` is shown when it is empty;
+    `gpu_names` (key -> display name) label the curves."""
+    fig, ax = plt.subplots(figsize=PLAN_SIZE)
+    fig.subplots_adjust(left=0.11, right=0.70, bottom=0.13, top=0.88)
+    first = table.iloc[0] if len(table) else None
+    subtitle = f"{first.isl} prompt + {first.osl} output tokens per request" if first is not None else ""
+    fig.suptitle(f"{model_name}: best deployments", x=0.11, ha="left", fontsize=9)
+    fig.text(0.11, 0.91, subtitle, fontsize=7, color="#555555")
+    ax.set_xlabel("tokens/s per user [token/s] (= 1 / TPOT)")
+    ax.set_ylabel("tokens/s per device [token/s]")
+    if first is None:
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, "\n".join(textwrap.wrap(reason or "no plan", 70)), ha="center", va="center",
+                transform=ax.transAxes, fontsize=8)
+        return fig
+    for axis, scale in ((ax.xaxis, ax.set_xscale), (ax.yaxis, ax.set_yscale)):
+        scale("log")
+        axis.set_major_formatter(lambda value, _pos: tick_label(value))
+        axis.set_minor_formatter(NullFormatter())
+    styles = gpu_styles(dict.fromkeys(table["gpu"]))
+    for key, rows in table.groupby("gpu", sort=False):
+        rows = rows.sort_values("tokens_per_s_per_user")
+        style = styles[key]
+        ax.plot(rows["tokens_per_s_per_user"], rows["tokens_per_s_per_device"], color=style.color,
+                ls=style.linestyle, lw=1.2, label=(gpu_names or {}).get(key, key))
+        best = rows[rows["recommended"]]
+        ax.plot(best["tokens_per_s_per_user"], best["tokens_per_s_per_device"], "o", color=style.color, ms=4,
+                mfc="white")
+    if tpot_target_s:
+        ax.axvline(1.0 / tpot_target_s, color="#777777", lw=0.8, ls=":")
+        ax.annotate(f"TPOT target {display.seconds(tpot_target_s)}", (1.0 / tpot_target_s, 0), xycoords=("data",
+                    "axes fraction"), xytext=(3, 3), textcoords="offset points", va="bottom", fontsize=6.5,
+                    color="#555555")
+    chosen = table[table["chosen"]]
+    for row in chosen.itertuples():
+        ax.plot([row.tokens_per_s_per_user], [row.tokens_per_s_per_device], "*", color="black", ms=10, zorder=5)
+        fig.text(0.72, 0.13, _label(row), fontsize=6.5, va="bottom")
+    ax.legend(title="Device (open dot:\nits best plan)", loc="upper left", bbox_to_anchor=(1.02, 1.0),
+              frameon=False)
+    ax.grid(True, which="major", lw=0.3, color="#dddddd")
+    return fig
