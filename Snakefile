@@ -29,3 +29,6 @@ rule all:
         expand(rules.report.output.pdf, model=MODELS),
         rules.summary.output,
         rules.index.output,
+
+
+include: "workflow/rules/publish.smk"

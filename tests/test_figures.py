@@ -184,7 +184,7 @@ def test_sweep_and_breakdown_axes_contain_their_data(data):
     assert f"critical batch {decode['critical_batch'].iloc[0]:g}" in texts
     # llama-2-7b, 2048 tokens: 32 sequences fit in 48 GB
     note = next(t for t in bottom.texts if t.get_text().startswith("from batch 64"))
-    assert note.get_text().endswith("exceed 48 GB")
+    assert note.get_text().endswith("exceed 48.0 GB")
     # the note sits inside the panel and clear of the dashed critical-batch line (batch 219 lies in the shading)
     renderer = fig.canvas.get_renderer()
     box, frame = note.get_window_extent(renderer), bottom.get_window_extent(renderer)
