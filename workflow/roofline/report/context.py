@@ -155,7 +155,8 @@ def other_gpu_rows(stage_totals: pd.DataFrame, key: str, gpus: dict[str, Acceler
     for other, row in indexed.iterrows():
         if other == key:
             continue
-        rows.append({"name": gpus[other].name, "key": other, "time": units.seconds(row["t_s"]),
+        rows.append({"name": gpus[other].name, "key": other,
+                     "time": decision.cell(units.seconds(row["t_s"]), decision.misfit_text(row, gpus[other])),
                      "versus": compared(mine, float(row["t_s"])),
                      "faster": bool(mine > float(row["t_s"])),
                      "bound": text.bound_phrase(float(row["memory_bound_share"])),
