@@ -132,6 +132,7 @@ def test_failing_push_says_why_in_one_line_and_keeps_the_bundle(bundle, remote, 
         publish(target, str(remote), "master", "Update", tmp_path / "clone")
     message = str(error.value)
     assert "\n" not in message and message.startswith(f"pushing to {remote} failed:"), message
+    assert "pre-receive hook declined" in message and "wiki is read-only today" in message, message
     assert {name: (target / name).read_bytes() for name in files} == before
     with pytest.raises(PublishError, match=r"^cloning .*missing.git failed: .*"):
         publish(target, str(tmp_path / "missing.git"), "master", "Update", tmp_path / "clone2")

@@ -28,11 +28,24 @@ def _git(*args: str, cwd: Path, what: str) -> str:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
     if done.returncode:
-        lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
-        reason = next((line for line in reversed(lines) if "error" in line.lower() or "fatal" in line.lower()),
-                      lines[-1] if lines else f"git exited with status {done.returncode}")
-        raise PublishError(f"{what} failed: {reason}")
+        raise PublishError(f"{what} failed: {_reason(done)}")
     return done.stdout
+
+
+def _reason(done: subprocess.CompletedProcess) -> str:
+    """The line of git's output that says why: a fatal error (no such repository, authentication), a rejected
+    ref with what the remote said, else the last error."""
+    lines = [line.strip() for line in (done.stderr or done.stdout).splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith("fatal:")]
+    rejected = [line.lstrip("! ") for line in lines if line.startswith("! [")]
+    remote = [line.removeprefix("remote:").strip() for line in lines if line.startswith("remote:")]
+    remote = [line for line in remote if line]
+    if fatal:
+        return fatal[-1]
+    if rejected:
+        return rejected[-1] + (f"; the remote says: {remote[-1]}" if remote else "")
+    errors = [line for line in lines if line.startswith("error:")]
+    return (errors or lines or [f"git exited with status {done.returncode}"])[-1]
 
 
 def checkout(remote: str, branch: str, clone: Path) -> None:
