@@ -169,7 +169,8 @@ def test_pdf_has_page_numbers_and_the_context_numbers(built):
     for table in context["decision"]:
         assert table["title"] in first
         for row in table["rows"]:
-            assert row["time"]["text"] in first and row["lever"] in first and row["deployment"] in first
+            assert row["time"]["text"] in first and row["lever"] in first
+            assert " ".join(row["deployment"].split()[:3]) in first  # the name may wrap in its cell
     summary = pdftotext(built["dir"] / "summary.pdf")
     assert "Page 1 of 1" in summary
     for group in built["summary"]["groups"]:
@@ -396,13 +397,15 @@ def test_footprint_names_each_stage_in_model_report_and_summary(long_context):
     summary = summary_context(tables, specs)
     row = next(r for g in summary["groups"] if g["model"] == "llama-3.1-8b" for r in g["rows"]
                if r["gpu_key"] == "rtx-a6000")["cells"]
-    assert (row["footprint"]["text"], row["fits"]["text"]) == (
-        f"{units.nbytes(prefill['footprint_bytes'])} (prefill)", "no (prefill)")
+    # 48 GB holds decode, not prefill: at least ceil(prefill footprint / 48 GB) devices, for prefill
+    needed = -(-int(prefill["footprint_bytes"]) // int(48e9))
+    assert (row["footprint"]["text"], row["devices"]["text"]) == (
+        f"{units.nbytes(prefill['footprint_bytes'])} (prefill)", f"≥ {needed} (prefill)")
     # the prefill time is marked, the decode time (it fits) is not
     assert row["ttft"]["misfit"] == (f"does not fit: needs {units.nbytes(prefill['footprint_bytes'])}, has "
                                      "48.0 GB") and row["tpot"]["misfit"] == ""
     html = render_html(summary)
-    assert "no (prefill)" in html
+    assert f"≥ {needed} (prefill)" in html
     assert f'title="{row["ttft"]["misfit"]}"><span class="cross">✗</span> {row["ttft"]["text"]}</td>' in html
 
 

@@ -425,10 +425,10 @@ def largest_footprint(stage_totals: pd.DataFrame) -> dict:
 #: carries no information and becomes one line under the table instead
 SUMMARY_COLUMNS = (
     ("ttft", "Time to first token", True, False), ("tpot", "Time per output token", True, False),
-    ("tokens_per_s", "Decode tokens/s", True, False), ("max_throughput", "Max decode throughput", True, True),
+    ("tokens_per_s", "Decode tokens/s", True, False), ("max_throughput", "Max decode tokens/s (batch)", True, True),
     ("prefill_bound", "Prefill bound", False, True), ("decode_bound", "Decode bound", False, True),
-    ("lever", "Best decode lever", False, True), ("prefill_lever", "Best prefill lever", False, True),
-    ("devices", "Devices needed", True, True), ("footprint", "Footprint", True, True), ("fits", "Fits", False, True),
+    ("prefill_lever", "Best prefill lever", False, True), ("lever", "Best decode lever", False, True),
+    ("devices", "Devices needed", True, True), ("footprint", "Footprint", True, True),
 )
 
 
@@ -440,9 +440,9 @@ def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame, gpu: Accelerator
             return decision.cell(units.DASH)
         return decision.cell(make(here.loc[stage]), decision.misfit_text(here.loc[stage], gpu))
 
-    def bound(stage: str) -> dict:
-        return decision.cell(text.bound_phrase(here.loc[stage, "memory_bound_share"]) if stage in here.index
-                             else units.DASH)
+    def bound(stage: str) -> dict:  # the words of bound_phrase without the '-bound' the header already says
+        return decision.cell(text.bound_phrase(here.loc[stage, "memory_bound_share"]).removesuffix("-bound")
+                             if stage in here.index else units.DASH)
 
     def lever(stage: str) -> dict:
         return decision.cell(decision.best_lever(treatments[treatments["stage"] == stage])["text"]
@@ -450,19 +450,20 @@ def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame, gpu: Accelerator
 
     decode = here.loc["decode"] if "decode" in here.index else None
     worst = here.loc[here["footprint_bytes"].idxmax()]
+    misfit = [stage for stage, ok in here["fits"].astype(bool).items() if not ok]
     fit = largest_footprint(here)
     return {
         "ttft": stage_cell("prefill", lambda r: units.seconds(r["ttft_s"])),
         "tpot": stage_cell("decode", lambda r: units.seconds(r["tpot_s"])),
         "tokens_per_s": stage_cell("decode", lambda r: units.sig(r["tokens_per_s"])),
-        "max_throughput": (decision.max_throughput(treatments[treatments["stage"] == "decode"], decode, gpu)
-                           if decode is not None else decision.cell(units.DASH)),
+        "max_throughput": (decision.max_throughput(treatments[treatments["stage"] == "decode"], decode, gpu,
+                                                   short=True) if decode is not None else decision.cell(units.DASH)),
         "prefill_bound": bound("prefill"), "decode_bound": bound("decode"),
         "lever": lever("decode"), "prefill_lever": lever("prefill"),
-        "devices": decision.cell(decision.devices_needed(worst, gpu)),
+        "devices": decision.cell(decision.devices_needed(worst, gpu) + (f" ({', '.join(misfit)})" if misfit and
+                                 len(misfit) < len(here) else ""), css="" if fit["fits"] else "misfit"),
         "footprint": decision.cell(fit["footprint"] + (f" ({fit['footprint_stage']})" if fit["footprint_stage"]
                                                        else "")),
-        "fits": decision.cell(fit["fits_text"], css="" if fit["fits"] else "misfit"),
     }
 
 

@@ -72,16 +72,16 @@ def best_lever(rows: pd.DataFrame) -> dict:
             "speedup": float(best["speedup"])}
 
 
-def max_throughput(rows: pd.DataFrame, total: pd.Series, gpu: Accelerator) -> dict:
+def max_throughput(rows: pd.DataFrame, total: pd.Series, gpu: Accelerator, short: bool = False) -> dict:
     """Decode tokens/s at the largest useful batch (the batching treatment: up to the critical batch, as far as
-    memory allows) as a cell; the configured batch's throughput when batching does not apply."""
+    memory allows) as a cell, '4,480 tokens/s at batch 166' ('4,480 (166)' when `short`); the configured batch's
+    throughput when batching does not apply."""
     batching = rows[(rows["treatment"] == "batching") & rows["applicable"].astype(bool)]
-    if len(batching):
-        best = batching.iloc[0]
-        return cell(f"{units.tokens_per_s(best['tokens_per_s'])} at batch {units.integer(best['batch'])}",
-                    "" if bool(best["fits"]) else misfit_text(best, gpu))
-    return cell(f"{units.tokens_per_s(total['tokens_per_s'])} at batch {units.integer(total['batch'])}"
-                if "batch" in total.index else units.tokens_per_s(total["tokens_per_s"]), misfit_text(total, gpu))
+    best = batching.iloc[0] if len(batching) else total
+    rate, batch = float(best["tokens_per_s"]), units.integer(best["batch"]) if "batch" in best.index else ""
+    shown = (f"{units.sig(rate)} ({batch})" if short else f"{units.tokens_per_s(rate)} at batch {batch}") \
+        if batch else units.tokens_per_s(rate)
+    return cell(shown, misfit_text(best, gpu))
 
 
 def decision_row(stage: str, total: pd.Series, treatments: pd.DataFrame, gpu: Accelerator) -> dict:
@@ -100,7 +100,7 @@ def decision_row(stage: str, total: pd.Series, treatments: pd.DataFrame, gpu: Ac
         "tokens_per_s_per_device": cell(units.sig(place["tokens_per_s_per_device"]), misfit),
         "memory_bound_share": units.percent(share), "bound": text.bound_phrase(share),
         "lever": best_lever(treatments)["text"],
-        "max_throughput": max_throughput(treatments, total, gpu) if stage == "decode" else None,
+        "max_throughput": max_throughput(treatments, total, gpu, short=True) if stage == "decode" else None,
         "sort": (bool(misfit), float(total[time_column])),
     }
 

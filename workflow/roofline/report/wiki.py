@@ -86,7 +86,7 @@ def model_page(context: dict, figures: list[dict]) -> str:
                       escape(row["memory_bound_share"]), escape(row["bound"]), escape(row["lever"])]
             rows.append(cells + ([cell(row["max_throughput"])] if decode else []))
         lines += ["", f"### {decision['title']}", ""]
-        lines += table(header + (["Max throughput"] if decode else []), rows,
+        lines += table(header + (["Max tokens/s (batch)"] if decode else []), rows,
                        [False, False, True, True, True, True, False, False] + ([True] if decode else []))
     lines += ["", "## Figures", ""]
     for figure in figures:
