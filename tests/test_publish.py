@@ -4,11 +4,10 @@ repository commits once, adds no commit when nothing changed, removes the pages 
 push says why in one line and leaves the bundle intact."""
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from roofline.report import model_context, summary_context, wiki
+from roofline.report import model_context, summary_context, units, wiki
 from roofline.report.publish import OWNED, PublishError, publish
 from grids import grid
 
@@ -72,7 +71,6 @@ def test_pages_escape_names_and_mark_setups_that_do_not_fit(bundle):
     misfit = totals.loc[("llama-3.1-70b", "rtx-a6000", "decode")]
     assert not misfit["fits"]
     seventy = (target / "llama-3.1-70b.md").read_text()
-    from roofline.report import units
     time = units.seconds(misfit["tpot_s"])
     assert f"✗ ~~{time}~~ (does not fit: needs {units.nbytes(misfit['footprint_bytes'])}, has 48.0 GB)" in seventy
     assert f"| {time} |" not in seventy and f"| {time} |" not in home

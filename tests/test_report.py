@@ -591,3 +591,32 @@ def test_kv_cache_traffic_is_told_apart_from_the_cache_size(long_context):
     llama = contexts["llama-3.1-8b"]["gpus"][0]
     decode = " ".join(next(s for s in llama["stages"] if s["stage"] == "decode")["diagnosis"])
     assert "KV-cache traffic adds" in decode and "the cache itself holds" not in decode  # traffic = size: no note
+
+
+def test_decision_reads_deployment_and_expected_columns_when_the_totals_carry_them(data):
+    """Issues 8 and 9 add totals columns; the decision table reads them in one place each (decision.deployment,
+    decision.expected_time, decision.capacity_bytes), so adding them switches the table over."""
+    from roofline.report import decision
+
+    tables, specs = data
+    totals = tables["totals"].copy()
+    totals["devices"] = 4
+    totals["deployment"] = "4 × H100, TP 4"
+    totals["tokens_per_s_per_device"] = totals["tokens_per_s"] / 4
+    totals["ttft_expected_s"] = totals["ttft_s"] * 1.5
+    totals["tpot_expected_s"] = totals["tpot_s"] * 1.25
+    totals["usable_memory_bytes"] = 1e9  # 1 GB usable: nothing fits
+    gpus = accelerators(specs)
+    tables_ = decision.decision_tables(totals.assign(fits=False), tables["treatments"], gpus, ["prefill", "decode"])
+    decode = next(t for t in tables_ if t["stage"] == "decode")
+    assert decode["has_expected"]
+    row = next(r for r in decode["rows"] if r["gpu_key"] == "h100-sxm")
+    total = totals[(totals["gpu"] == "h100-sxm") & (totals["stage"] == "decode")].iloc[0]
+    assert (row["deployment"], row["devices"]) == ("4 × H100, TP 4", "4")
+    assert row["tokens_per_s_per_device"]["text"] == units.sig(total["tokens_per_s"] / 4)
+    assert row["expected"]["text"] == units.seconds(total["tpot_s"] * 1.25)
+    assert row["fit_text"] == f"does not fit: needs {units.nbytes(total['footprint_bytes'])}, has 1.00 GB"
+    # without the columns: one device of the row's GPU, no expected column, the device's whole memory
+    plain = decision.decision_tables(tables["totals"], tables["treatments"], gpus, ["decode"])[0]
+    assert not plain["has_expected"] and all(r["devices"] == "1" and r["expected"] is None for r in plain["rows"])
+    assert {r["deployment"] for r in plain["rows"]} == {f"1 × {g.name}" for g in gpus.values()}

@@ -76,18 +76,21 @@ def model_page(context: dict, figures: list[dict]) -> str:
               "", "## Decision", ""]
     lines += [f"- {escape(sentence)}" for sentence in context["summary"]]
     for decision in context["decision"]:
-        header = ["Deployment", "Fits", decision["time_label"], "Tokens/s", "Tokens/s per device",
-                  "Memory-bound share", "Bound", "Best lever"]
-        decode = decision["stage"] == "decode"
+        decode, expected = decision["stage"] == "decode", decision["has_expected"]
+        header = ["Deployment", "Fits", decision["time_label"], *(["Expected"] if expected else []), "Tokens/s",
+                  "Tokens/s per device", "Memory-bound share", "Bound", "Best lever",
+                  *(["Max tokens/s (batch)"] if decode else [])]
+        numeric = [False, False, True, *([True] if expected else []), True, True, True, False, False,
+                   *([True] if decode else [])]
         rows = []
         for row in decision["rows"]:
-            cells = [escape(row["deployment"]), escape(row["fit_text"]), cell(row["time"])]
-            cells += [cell(row["tokens_per_s"]), cell(row["tokens_per_s_per_device"]),
-                      escape(row["memory_bound_share"]), escape(row["bound"]), escape(row["lever"])]
-            rows.append(cells + ([cell(row["max_throughput"])] if decode else []))
+            rows.append([escape(row["deployment"]), escape(row["fit_text"]), cell(row["time"]),
+                         *([cell(row["expected"]) if row["expected"] else "—"] if expected else []),
+                         cell(row["tokens_per_s"]), cell(row["tokens_per_s_per_device"]),
+                         escape(row["memory_bound_share"]), escape(row["bound"]), escape(row["lever"]),
+                         *([cell(row["max_throughput"])] if decode else [])])
         lines += ["", f"### {decision['title']}", ""]
-        lines += table(header + (["Max tokens/s (batch)"] if decode else []), rows,
-                       [False, False, True, True, True, True, False, False] + ([True] if decode else []))
+        lines += table(header, rows, numeric)
     lines += ["", "## Figures", ""]
     for figure in figures:
         lines += [f"![{escape(figure['caption'])}]({figure['png']})", "", f"*{escape(figure['caption'])}*", ""]
