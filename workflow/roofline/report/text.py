@@ -344,6 +344,8 @@ def fit_sentence(totals: pd.DataFrame, names: dict[str, str]) -> str:
             verdict = "fits every configured GPU" if len(fits) > 1 else "fits"
         elif not fits.any():
             verdict = "fits no configured GPU" if len(fits) > 1 else f"does not fit on {names[fits.index[0]]}"
+        elif fits.sum() < (~fits).sum():  # name the shorter list
+            verdict = f"fits only on {', '.join(names[k] for k, ok in fits.items() if ok)}"
         else:
             verdict = f"does not fit on {', '.join(names[k] for k, ok in fits.items() if not ok)}"
         parts.append(f"{stage} needs {footprint_parts(largest[stage])} and {verdict}")
