@@ -72,7 +72,9 @@ def test_pages_escape_names_and_mark_setups_that_do_not_fit(bundle):
     assert not misfit["fits"]
     seventy = (target / "llama-3.1-70b.md").read_text()
     time = units.seconds(misfit["tpot_s"])
-    assert f"✗ ~~{time}~~ (does not fit: needs {units.nbytes(misfit['footprint_bytes'])}, has 48.0 GB)" in seventy
+    why = f"does not fit: needs {units.nbytes(misfit['footprint_bytes'])}, has 48.0 GB"
+    assert f"| {why} | ✗ ~~{time}~~ |" in seventy  # the Fits column says why, the time is struck through
+    assert f"✗ ~~{time}~~ ({why})" in home  # the summary has no Fits column: the first marked cell says why
     assert f"| {time} |" not in seventy and f"| {time} |" not in home
     assert "## Decision" in seventy and "### Decode" in seventy and "![" in seventy
 

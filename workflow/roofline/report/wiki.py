@@ -27,11 +27,16 @@ def escape(text: str) -> str:
     return text.replace("://", ":&#47;&#47;").replace("www.", "www&#46;")
 
 
-def cell(c: dict) -> str:
-    """A table cell of decision.cell: a marked one (the setup does not fit) is struck through, with ✗ and why."""
-    if c["misfit"]:
-        return f"✗ ~~{escape(c['text'])}~~ ({escape(c['misfit'])})"
-    return escape(c["text"])
+def cell(c: dict, said: set | None = None) -> str:
+    """A table cell of decision.cell: a marked one (the setup does not fit) is struck through, with ✗ and why;
+    the reason once per row (`said` collects the reasons a row has given already)."""
+    if not c["misfit"]:
+        return escape(c["text"])
+    if said is not None and c["misfit"] in said:
+        return f"✗ ~~{escape(c['text'])}~~"
+    if said is not None:
+        said.add(c["misfit"])
+    return f"✗ ~~{escape(c['text'])}~~ ({escape(c['misfit'])})"
 
 
 def table(header: list[str], rows: list[list[str]], numeric: list[bool] | None = None) -> list[str]:
@@ -55,7 +60,8 @@ def home_page(summary: dict, models: dict[str, str]) -> str:
     for group in summary["groups"]:
         for i, row in enumerate(group["rows"]):
             name = f"[{escape(group['name'])}]({group['model']}.md)" if i == 0 else ""
-            rows.append([name, escape(row["gpu"])] + [cell(row["cells"][c["key"]]) for c in columns])
+            said: set = set()
+            rows.append([name, escape(row["gpu"])] + [cell(row["cells"][c["key"]], said) for c in columns])
     lines = header_lines(summary["header"])
     lines += [f"Summary as PDF: [summary.pdf]({FILES}/summary.pdf).", ""]
     lines += table(["Model", "GPU"] + [escape(c["header"]) for c in columns], rows,
@@ -84,11 +90,12 @@ def model_page(context: dict, figures: list[dict]) -> str:
                    *([True] if decode else [])]
         rows = []
         for row in decision["rows"]:
-            rows.append([escape(row["deployment"]), escape(row["fit_text"]), cell(row["time"]),
-                         *([cell(row["expected"]) if row["expected"] else "—"] if expected else []),
-                         cell(row["tokens_per_s"]), cell(row["tokens_per_s_per_device"]),
+            said = {row["fit_text"]}  # the Fits column says why already
+            rows.append([escape(row["deployment"]), escape(row["fit_text"]), cell(row["time"], said),
+                         *([cell(row["expected"], said) if row["expected"] else "—"] if expected else []),
+                         cell(row["tokens_per_s"], said), cell(row["tokens_per_s_per_device"], said),
                          escape(row["memory_bound_share"]), escape(row["bound"]), escape(row["lever"]),
-                         *([cell(row["max_throughput"])] if decode else [])])
+                         *([cell(row["max_throughput"], said)] if decode else [])])
         lines += ["", f"### {decision['title']}", ""]
         lines += table(header, rows, numeric)
     lines += ["", "## Figures", ""]
