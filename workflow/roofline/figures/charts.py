@@ -298,8 +298,9 @@ def _time_unit(seconds: float) -> tuple[float, str]:
 CROWDED_BARS = 9
 
 
-#: a bar of a (gpu, stage) that does not fit: faded, cross-hatched in red, its total prefixed with a cross
-MISFIT_ALPHA, MISFIT_COLOR, MISFIT_MARK = 0.3, "#aa3333", "✗ "
+#: a bar of a (gpu, stage) that does not fit: faded, cross-hatched in red, its total under a cross (on a line of
+#: its own, so that the label is no wider than a plain total and neighbouring labels do not touch)
+MISFIT_ALPHA, MISFIT_COLOR, MISFIT_MARK = 0.3, "#aa3333", "✗"
 
 
 @styled
@@ -338,7 +339,8 @@ def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model
             misfit = (key, stage) in misfits
             if misfit:
                 ax.bar(xi, total, 0.6, color="none", hatch="xxxx", edgecolor=MISFIT_COLOR, lw=0.4)
-            totals_text.append(ax.annotate((MISFIT_MARK if misfit else "") + fmt_value(total), (xi, total),
+            label = (MISFIT_MARK + (" " if crowded else "\n") if misfit else "") + fmt_value(total)
+            totals_text.append(ax.annotate(label, (xi, total),
                                            xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
                                            fontsize=5.5 if crowded else 6.5, rotation=90 if crowded else 0,
                                            color=MISFIT_COLOR if misfit else "black"))
@@ -359,7 +361,7 @@ def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model
                 Patch(facecolor="white", edgecolor="#555555", hatch="////", label="compute-bound")]
     if misfits & {(k, s) for k in gpus for s in stages}:
         handles.append(Patch(facecolor="white", edgecolor=MISFIT_COLOR, hatch="xxxx",
-                             label=MISFIT_MARK + "does not fit"))
+                             label=f"{MISFIT_MARK} does not fit"))
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.81, axes[0][0].get_position().y1),
                frameon=False, title="Operator class")
     return fig
