@@ -32,3 +32,6 @@ rule all:
         rules.summary.output,
         rules.index.output,
         PLAN_TARGETS,
+
+
+include: "workflow/rules/publish.smk"

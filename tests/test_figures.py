@@ -15,7 +15,7 @@ from roofline.figures import render as render_module  # noqa: E402
 from roofline.figures.charts import drawable, legend_name, plain, shorten  # noqa: E402
 from roofline.figures.labels import compact_names, wrap  # noqa: E402
 from roofline.figures.render import specs_objects  # noqa: E402
-from roofline.figures.roofline import Series, draw_roofline, peak_label  # noqa: E402
+from roofline.figures.roofline import Series, draw_roofline, fmt_value, peak_label  # noqa: E402
 from roofline.figures.style import gpu_styles  # noqa: E402
 from roofline.hardware import get_accelerator  # noqa: E402
 from roofline.report import units  # noqa: E402
@@ -446,3 +446,29 @@ def test_interrupted_figure_job_leaves_the_previous_folder(tmp_path, monkeypatch
     assert "old.svg" not in names and "figures.json" in names  # replaced as a whole
     assert names == {"figures.json"} | {e[k] for e in manifest for k in ("svg", "png")}
     assert sorted(p.name for p in target.parent.iterdir()) == [".gpt2.x.k1ll3d_9.part", "gpt2"]
+
+
+def test_time_breakdown_marks_the_setups_that_do_not_fit():
+    """llama-3.1-70b at fp16 (~141 GB of weights) does not fit the A6000 (48 GB) but fits the MI300X (192 GB): its
+    A6000 bars are faded and cross-hatched, their totals start with ✗, the legend says what that means; the MI300X
+    bars stay plain."""
+    tables, specs = grid({"models": {"llama-3.1-70b": {}}, "gpus": {"rtx-a6000": {}, "mi300x": {}}})
+    gpus, _ = specs_objects(specs)
+    misfits = render_module.misfit_pairs(tables["totals"], "llama-3.1-70b")
+    assert misfits == {("rtx-a6000", "prefill"), ("rtx-a6000", "decode")}
+    fig = time_breakdown_figure(tables["ops"], gpus, "llama-3.1-70b", ["prefill", "decode"], misfits)
+    ops = tables["ops"].assign(time=tables["ops"]["t_s"] * tables["ops"]["count"])
+    for ax, stage in zip(fig.axes, ["prefill", "decode"]):
+        labels = [t.get_text() for t in ax.texts]
+        a6000, mi300x = labels  # config order
+        assert a6000.startswith("✗\n") and not mi300x.startswith("✗")
+        scale = 1e3 if ops[(ops["stage"] == stage)].groupby("gpu")["time"].sum().max() < 1 else 1.0
+        assert a6000 == "✗\n" + fmt_value(ops[(ops["stage"] == stage) & (ops["gpu"] == "rtx-a6000")]["time"].sum()
+                                          * scale)
+        assert any(p.get_hatch() == "xxxx" for p in ax.patches)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "✗ does not fit" in legend
+    plt.close(fig)
+    plain_fig = time_breakdown_figure(tables["ops"], gpus, "llama-3.1-70b", ["prefill", "decode"])
+    assert "✗ does not fit" not in [t.get_text() for t in plain_fig.legends[0].get_texts()]
+    plt.close(plain_fig)

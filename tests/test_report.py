@@ -1,5 +1,6 @@
 """Report: the context is complete and NaN-free, names are escaped, the PDF has page numbers and the numbers of
 the context, and the renderer reads nothing outside the report folder. The PDF is built once per session."""
+import math
 import re
 import shutil
 import subprocess
@@ -64,7 +65,29 @@ def test_model_context_has_every_section_filled(built, data):
     context = built["context"]
     tables, _ = data
     check_context(context)  # no NaN, no unformatted float anywhere
-    assert len(context["summary"]) >= 5
+    assert 3 <= len(context["summary"]) <= 5
+    # page 1: one decision table per stage, one row per GPU, fastest first (both fit)
+    assert [d["stage"] for d in context["decision"]] == ["prefill", "decode"]
+    totals = tables["totals"].set_index(["gpu", "stage"])
+    for table in context["decision"]:
+        column = "ttft_s" if table["stage"] == "prefill" else "tpot_s"
+        expected = sorted(["rtx-a6000", "h100-sxm"], key=lambda g: totals.loc[(g, table["stage"]), column])
+        assert [r["gpu_key"] for r in table["rows"]] == expected
+        for row in table["rows"]:
+            total = totals.loc[(row["gpu_key"], table["stage"])]
+            assert row["time"] == {"text": units.seconds(total[column]), "misfit": "", "css": ""}
+            assert row["devices"] == "1" and row["deployment"].startswith("1 x ") and row["fit_text"] == "yes"
+            assert row["tokens_per_s_per_device"]["text"] == units.sig(total["tokens_per_s"])
+    # operators x GPUs: the GPU-independent columns once, then one time column per GPU
+    for stage in context["matrices"]:
+        mine = tables["ops"][(tables["ops"]["gpu"] == "h100-sxm") & (tables["ops"]["stage"] == stage["stage"])]
+        operators = stage["operators"]
+        assert operators["same_everywhere"] and [c["key"] for c in operators["columns"]] == ["rtx-a6000", "h100-sxm"]
+        assert [r["op"] for r in operators["rows"]] == list(mine["op"])
+        q = next(r for r in operators["rows"] if r["op"] == "q_proj")
+        row = mine[mine["op"] == "q_proj"].iloc[0]
+        assert q["flops"] == units.flops(row["flops"]) and q["times"][1]["text"] == units.seconds(row["t_s"] * row["count"])
+        assert [r["treatment"] for r in stage["treatments"]["rows"]][:2] == ["fusion", "flash_attention"]
     assert [row["key"] for row in context["hardware"]["rows"]] == ["rtx-a6000", "h100-sxm"]
     assert {f["src"].rsplit("/", 1)[1] for f in context["figures"]} == {
         "time_breakdown.svg", "cross_gpu_prefill.svg", "cross_gpu_decode.svg", "seq_sweep.svg"}
@@ -91,7 +114,7 @@ def test_no_nan_reaches_the_page(built):
     # prefill rows have NaN tpot, decode rows NaN ttft: they must show as a dash
     summary = built["summary"]
     check_context(summary)
-    assert all(row["ttft"] != units.DASH and row["tpot"] != units.DASH
+    assert all(row["cells"]["ttft"]["text"] != units.DASH and row["cells"]["tpot"]["text"] != units.DASH
                for group in summary["groups"] for row in group["rows"])
     assert "nan" not in built["html"].lower().replace("nanosecond", "")
     with pytest.raises(ValueError, match="NaN"):
@@ -103,8 +126,10 @@ def test_no_nan_reaches_the_page(built):
 def test_prefill_only_config_shows_dashes_not_nan():
     tables, specs = grid({"models": {MODEL: {}}, "gpus": {"rtx-a6000": {}}, "stages": ["prefill"]})
     summary = summary_context(tables, specs)
-    row = summary["groups"][0]["rows"][0]
-    assert row["tpot"] == units.DASH and row["tokens_per_s"] == units.DASH and row["ttft"] != units.DASH
+    row = summary["groups"][0]["rows"][0]["cells"]
+    assert row["tpot"]["text"] == units.DASH and row["tokens_per_s"]["text"] == units.DASH
+    assert row["ttft"]["text"] != units.DASH
+    assert "tpot" not in [c["key"] for c in summary["columns"]]  # a column of dashes only is not shown
     html = render_html(summary)
     assert "nan" not in html.lower()
 
@@ -124,26 +149,34 @@ def test_html_escapes_hostile_names(built):
 def test_pdf_has_page_numbers_and_the_context_numbers(built):
     text = pdftotext(built["dir"] / f"{MODEL}.pdf")
     pages = re.findall(r"Page (\d+) of (\d+)", text)
-    assert pages and pages[0] == ("1", pages[0][1]) and int(pages[-1][0]) == int(pages[-1][1]) > 5
+    assert pages and pages[0] == ("1", pages[0][1]) and int(pages[-1][0]) == int(pages[-1][1]) <= 8
     flat = " ".join(text.split())
     context = built["context"]
     expected = [context["header"]["config_hash"], "<script>alert(1)</script> & Co"]
     for row in context["hardware"]["rows"]:
         expected += [row["memory"], row["bandwidth"]]
-    for gpu in context["gpus"]:
-        for stage in gpu["stages"]:
-            expected += [value for _name, value in stage["headline"]]
-            expected += [stage["operators"][2]["flops"], stage["operators"][2]["time_total"]]
-            expected += [t["speedup"] for t in stage["treatments"] if t["applicable"]]
+    for stage in context["matrices"]:
+        expected += [stage["operators"]["rows"][2]["flops"], stage["operators"]["rows"][2]["times"][0]["text"]]
+        expected += [c["text"] for c in stage["operators"]["total"]]
+        expected += [c["text"] for row in stage["treatments"]["rows"] for c in row["cells"]]
     for section in context["appendix"]["sections"]:
         expected += [section["rows"][0]["paper_flops"], section["rows"][0]["ours_bytes"]]
     missing = [value for value in expected if value not in flat]
     assert not missing
+    # page 1 holds the decision: every stage's table with every GPU's time and the best lever
+    first = " ".join(subprocess.run(["pdftotext", "-f", "1", "-l", "1", str(built["dir"] / f"{MODEL}.pdf"), "-"],
+                                    check=True, capture_output=True, text=True).stdout.split())
+    assert "Decision: where to run it" in first
+    for table in context["decision"]:
+        assert table["title"] in first
+        for row in table["rows"]:
+            assert row["time"]["text"] in first and row["lever"] in first
+            assert " ".join(row["deployment"].split()[:3]) in first  # the name may wrap in its cell
     summary = pdftotext(built["dir"] / "summary.pdf")
     assert "Page 1 of 1" in summary
     for group in built["summary"]["groups"]:
         for row in group["rows"]:
-            assert row["ttft"] in summary and row["tpot"] in summary
+            assert row["cells"]["ttft"]["text"] in summary and row["cells"]["tpot"]["text"] in summary
 
 
 def test_pdf_embeds_its_fonts_and_vector_figures(built):
@@ -182,15 +215,28 @@ def test_appendix_explains_every_difference_or_says_why_it_is_absent(built, data
     assert "scale vector" in rows["prefill", "attn_norm"]["why"]
     assert "a row we add" in rows["decode", "rope"]["why"] and "a row we add" in rows["decode", "kv_cache_write"]["why"]
     assert all(r["explained"] for s in sections for r in s["rows"])
-    tables, specs = data
-    without = {name: frame[frame["gpu"] != "rtx-a6000"] for name, frame in tables.items()}
-    absent = appendix(MODEL, without, specs)
-    assert not absent["available"] and "rtx-a6000 is not in this configuration" in absent["message"]
-    # another model's report links to the llama-2-7b report only when that report holds the comparison
-    other = appendix("other-model", tables, specs)
+    _tables, specs = data
+    # another model's report links to the llama-2-7b report when that model is configured
+    other = appendix("other-model", specs)
     assert not other["available"] and other["link"]["href"] == "llama-2-7b.html#appendix"
-    other = appendix("other-model", without, specs)
-    assert not other["available"] and other["link"] is None and "no report of this configuration" in other["message"]
+    without = {**specs, "models": {"other-model": {}}}
+    other = appendix("other-model", without)
+    assert not other["available"] and other["link"] is None and "add `llama-2-7b: {}`" in other["message"]
+
+
+def test_appendix_reproduces_the_papers_case_whatever_the_scenario():
+    """The paper's case (batch 1, 2048 tokens, fp16, eager attention on the A6000) is computed by the engine even
+    when the configuration runs another scenario on other GPUs: the same rows as in the default scenario."""
+    tables, specs = grid({"models": {MODEL: {}}, "gpus": {"h100-sxm": {}}, "stages": ["decode"],
+                          "scenario": {"batch": 16, "seq_len": 512, "weight_dtype": "int4", "attention": "flash"}})
+    sections = appendix(MODEL, specs)["sections"]
+    rows = {(s["stage"], r["op"].split()[0]): r for s in sections for r in s["rows"]}
+    assert [s["stage"] for s in sections] == ["prefill", "decode"]
+    # q_proj prefill: 2 x 2048 x 4096 x 4096 = 68.7 GFLOP; 33.6 MB weight + 16.8 MB in + 16.8 MB out = 67.1 MB
+    assert rows["prefill", "q_proj"]["ours_flops"] == "68.7 GFLOP" and rows["prefill", "q_proj"]["matches"]
+    assert rows["prefill", "q_proj"]["ours_bytes"] == "67.1 MB"
+    assert "2,049" in rows["decode", "qk_matmul"]["why"]  # seq_len 2048 of the paper, not the configured 512
+    assert all(r["explained"] for s in sections for r in s["rows"])
 
 
 def test_summary_and_index_link_everything(built):
@@ -199,10 +245,10 @@ def test_summary_and_index_link_everything(built):
     for target in (f"{MODEL}.html", f"{MODEL}.pdf", "summary.html", "summary.pdf",
                    f"figures/{MODEL}/roofline_rtx-a6000.png"):
         assert f'href="{target}"' in index
-    for link in re.findall(r'href="([^"#]+)"', index):
-        if not link.startswith("../results/"):  # the pipeline's tables live next to reports/, not in this test
-            assert (built["dir"] / link).exists(), link
-    assert 'href="../results/ops.csv"' in index and 'href="../results/specs.json"' in index
+    for link in re.findall(r'href="([^"#]+)"', index):  # every link stays inside reports/: it can be copied alone
+        assert (built["dir"] / link).resolve().is_relative_to(built["dir"].resolve()), link
+        assert (built["dir"] / link).exists(), link
+    assert "../results" not in index and "<code>results/ops.csv</code>" in index
 
 
 def test_fetcher_serves_only_the_report_folder(built, tmp_path):
@@ -354,10 +400,17 @@ def test_footprint_names_each_stage_in_model_report_and_summary(long_context):
     assert "<th>Fits in 48 GiB</th>" in html
     summary = summary_context(tables, specs)
     row = next(r for g in summary["groups"] if g["model"] == "llama-3.1-8b" for r in g["rows"]
-               if r["gpu_key"] == "rtx-a6000")
-    assert (row["footprint"], row["footprint_stage"], row["fits"], row["fits_text"]) == (
-        units.nbytes(prefill["footprint_bytes"]), "prefill", False, "no (prefill)")
-    assert "no (prefill)" in render_html(summary)
+               if r["gpu_key"] == "rtx-a6000")["cells"]
+    # 90% of 48 GiB holds decode, not prefill: at least ceil(prefill footprint / 46.4 GB) devices, for prefill
+    needed = math.ceil(prefill["footprint_bytes"] / prefill["usable_memory_bytes"])
+    assert (row["footprint"]["text"], row["devices"]["text"]) == (
+        f"{units.nbytes(prefill['footprint_bytes'])} (prefill)", f"≥ {needed} (prefill)")
+    # the prefill time is marked, the decode time (it fits) is not
+    assert row["ttft"]["misfit"] == (f"does not fit: needs {units.nbytes(prefill['footprint_bytes'])}, has "
+                                     "46.4 GB") and row["tpot"]["misfit"] == ""
+    html = render_html(summary)
+    assert f"≥ {needed} (prefill)" in html
+    assert f'title="{row["ttft"]["misfit"]}"><span class="cross">✗</span> {row["ttft"]["text"]}</td>' in html
 
 
 def test_mla_and_moe_model_facts(long_context):
@@ -395,7 +448,7 @@ def test_other_gpus_say_faster_or_slower_and_no_empty_appendix(long_context):
     # llama-2-7b is not configured: one sentence, no appendix section or table of contents entry, no link
     html = render_html(contexts["deepseek-v3"])
     assert 'id="appendix"' not in html and 'href="#appendix"' not in html and 'class="paper"' not in html
-    assert "no report of this configuration compares with it" in html and "llama-2-7b.html" not in html
+    assert "add `llama-2-7b: {}` under models" in html and "llama-2-7b.html" not in html
 
 
 def test_other_models_link_to_the_table1_comparison_when_it_exists():
@@ -440,10 +493,10 @@ def test_long_names_wrap_and_keep_every_number_on_the_page(tmp_path):
     assert not words_past_the_margin(tmp_path / "gpt2.pdf")
     flat = " ".join(pdftotext(tmp_path / "summary.pdf").split())
     for row in summary["groups"][0]["rows"]:
-        assert row["tpot"] in flat and row["tokens_per_s"] in flat and row["footprint"] in flat
+        assert row["cells"]["tpot"]["text"] in flat and row["cells"]["tokens_per_s"]["text"] in flat
     text = " ".join(pdftotext(tmp_path / "gpt2.pdf").split())
-    for row in context["hardware"]["rows"]:
-        assert row["l2"] in text and row["bandwidth"] in text
+    for row in context["hardware"]["rows"]:  # the sources table (with the L2) is in the HTML only
+        assert row["bandwidth"] in text and f'<td class="num">{row["l2"]}</td>' in render_html(context)
     # the summary breaks a long model-name part anywhere, short parts only after '/'
     assert [p["nowrap"] for p in summary["groups"][0]["name_parts"]] == [True, False]
     assert [r["gpu_nowrap"] for r in summary["groups"][0]["rows"]] == [True, False]  # 'T4' stays on one line
@@ -543,3 +596,35 @@ def test_kv_cache_traffic_is_told_apart_from_the_cache_size(long_context):
     llama = contexts["llama-3.1-8b"]["gpus"][0]
     decode = " ".join(next(s for s in llama["stages"] if s["stage"] == "decode")["diagnosis"])
     assert "KV-cache traffic adds" in decode and "the cache itself holds" not in decode  # traffic = size: no note
+
+
+def test_decision_reads_deployment_and_expected_columns_of_the_totals(data):
+    """The decision table reads the deployment, the expected times and the usable memory of the totals in one place
+    each (decision.deployment, decision.expected_time, decision.capacity_bytes)."""
+    from roofline.report import decision
+
+    tables, specs = data
+    totals = tables["totals"].copy()
+    totals["devices"] = 4
+    totals["deployment"] = "4 × H100, TP 4"
+    totals["tokens_per_s_per_device"] = totals["tokens_per_s"] / 4
+    totals["ttft_expected_s"] = totals["ttft_s"] * 1.5
+    totals["tpot_expected_s"] = totals["tpot_s"] * 1.25
+    totals["usable_memory_bytes"] = 1e9  # 1 GB usable: nothing fits
+    gpus = accelerators(specs)
+    tables_ = decision.decision_tables(totals.assign(fits=False), tables["treatments"], gpus, ["prefill", "decode"])
+    decode = next(t for t in tables_ if t["stage"] == "decode")
+    assert decode["has_expected"]
+    row = next(r for r in decode["rows"] if r["gpu_key"] == "h100-sxm")
+    total = totals[(totals["gpu"] == "h100-sxm") & (totals["stage"] == "decode")].iloc[0]
+    assert (row["deployment"], row["devices"]) == ("4 × H100, TP 4", "4")
+    assert row["tokens_per_s_per_device"]["text"] == units.sig(total["tokens_per_s"] / 4)
+    assert row["expected"]["text"] == units.seconds(total["tpot_s"] * 1.25)
+    assert row["fit_text"] == f"does not fit: needs {units.nbytes(total['footprint_bytes'])}, has 1.00 GB"
+    # the pipeline's own totals: the engine's deployment and expected times, as they are
+    plain = decision.decision_tables(tables["totals"], tables["treatments"], gpus, ["decode"])[0]
+    for r in plain["rows"]:
+        real = tables["totals"].set_index(["gpu", "stage"]).loc[(r["gpu_key"], "decode")]
+        assert (r["devices"], r["deployment"]) == (str(real["devices"]), real["deployment"])
+        assert r["expected"]["text"] == units.seconds(real["tpot_expected_s"])
+    assert {r["deployment"] for r in plain["rows"]} == {f"1 x {g.name}" for g in gpus.values()}

@@ -315,3 +315,52 @@ def test_lint_has_no_advice_beyond_conda_or_container(wf):
     run = snakemake(wf, "--lint")
     findings = [line.strip() for line in run.stdout.splitlines() if line.strip().startswith("* ")]
     assert all("conda environment or container" in finding for finding in findings), findings
+
+
+def test_publish_pushes_the_wiki_once_and_a_failing_push_says_why(wf, tmp_path, monkeypatch):
+    """`snakemake publish` with publish.git pointing at a local bare repository: the clone holds Home.md, a page per
+    model, the PDFs and PNGs, and every relative link resolves; a second publish adds no commit; a push the remote
+    refuses fails with one line and leaves reports/wiki/ as it was."""
+    for variable in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):  # an identity, as the user's git setup gives
+        monkeypatch.setenv(variable, "tester")
+    for variable in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(variable, "tester@example.com")
+
+    def git(*args, cwd=tmp_path):
+        return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+    def publish_to(bare):
+        (wf.work / "publish.yaml").write_text(yaml.safe_dump({**TEST_CONFIG, "publish": {"git": str(bare)}}))
+        return snakemake(wf, "--cores", "2", "publish", configfile="publish.yaml")
+
+    bare = tmp_path / "wiki.git"
+    git("init", "--quiet", "--bare", str(bare))
+    run = publish_to(bare)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    clone = tmp_path / "clone"
+    git("clone", "--quiet", str(bare), str(clone))
+    names = {str(p.relative_to(clone)) for p in clone.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert {"Home.md", "_Sidebar.md", "files/summary.pdf"} <= names
+    for model in MODELS:
+        assert {f"{model}.md", f"files/{model}.pdf"} <= names
+        assert any(name.startswith(f"files/{model}/") and name.endswith(".png") for name in names)
+    for page in [name for name in names if name.endswith(".md")]:
+        for link in re.findall(r"(?<!\\)\]\(([^)\s]+)\)", (clone / page).read_text()):
+            assert (clone / link).resolve().is_relative_to(clone) and (clone / link).is_file(), (page, link)
+    assert git("rev-list", "--count", "master", cwd=bare).strip() == "1"
+    again = publish_to(bare)
+    assert again.returncode == 0 and "nothing changed" in again.stdout + again.stderr
+    assert git("rev-list", "--count", "master", cwd=bare).strip() == "1"
+
+    refusing = tmp_path / "refusing.git"
+    git("init", "--quiet", "--bare", str(refusing))
+    (refusing / "hooks" / "pre-receive").write_text("#!/bin/sh\necho 'no pushes today' >&2\nexit 1\n")
+    (refusing / "hooks" / "pre-receive").chmod(0o755)
+    wiki = {p: p.read_bytes() for p in (wf.work / "reports" / "wiki").rglob("*") if p.is_file()}
+    failed = publish_to(refusing)
+    lines = [line for line in (failed.stdout + failed.stderr).splitlines() if line.startswith("publish: ")]
+    # one line (Snakemake shows it twice: as the job's output and from the job's log)
+    assert failed.returncode != 0 and len(set(lines)) == 1, failed.stdout[-3000:] + failed.stderr[-3000:]
+    assert lines[0].startswith(f"publish: pushing to {refusing} failed: ") and "no pushes today" in lines[0]
+    assert "(the bundle in reports/wiki is intact)" in lines[0]
+    assert {p: p.read_bytes() for p in (wf.work / "reports" / "wiki").rglob("*") if p.is_file()} == wiki

@@ -94,6 +94,7 @@ TREATMENT_COLUMNS = (
     "footprint_bytes",  # byte, memory footprint after the treatment
     "fits",  # footprint fits device memory
     "batch",  # batch used (differs from the scenario only for batching)
+    "usable_memory_bytes",  # byte, what the footprint is held against (memory_utilization x one device's memory)
 )
 
 #: Sweeps: totals along one axis, the other scenario fields fixed (roofline.sweeps).

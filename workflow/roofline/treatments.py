@@ -87,7 +87,7 @@ def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sc
             "bound": ("memory" if share >= 0.5 else "compute") if applicable else "",
             "footprint_bytes": result["footprint_bytes"] if applicable else math.nan,
             "fits": bool(result["fits"]) if applicable else False,
-            "batch": batch or scenario.batch,
+            "batch": batch or scenario.batch, "usable_memory_bytes": base["usable_memory_bytes"],
         })
 
     def scenario_change(key, label, helps, skip_reason="", **changes):

@@ -7,10 +7,12 @@ FIGURE_CODE = sorted(str(p) for p in (Path(workflow.basedir) / "workflow/rooflin
 
 rule figures:
     """reports/figures/{model}/: roofline per GPU, cross-GPU roofline per stage, time breakdown, batch and
-    sequence-length sweeps, each as SVG (report) and PNG, plus figures.json (the list the report reads)."""
+    sequence-length sweeps, each as SVG (report) and PNG, plus figures.json (the list the report reads); the totals
+    say which setups do not fit (their timings are marked)."""
     input:
         ops="results/models/{model}/ops.parquet",
         sweeps="results/models/{model}/sweeps.parquet",
+        totals="results/models/{model}/totals.parquet",
         specs="results/models/{model}/specs.json",
         code=ENGINE_SOURCES + FIGURE_CODE,
     output:

@@ -35,9 +35,11 @@ rule report:
 
 
 rule summary:
-    """reports/summary.html and .pdf: one page, model x GPU."""
+    """reports/summary.html and .pdf: one page, model x GPU (the treatments give the best lever and the maximum
+    throughput)."""
     input:
         totals="results/totals.parquet",
+        treatments="results/treatments.parquet",
         specs=rules.specs.output[0],
         code=ENGINE_SOURCES + REPORT_CODE,
     output:

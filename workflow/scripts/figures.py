@@ -15,5 +15,6 @@ from roofline.figures import render_model_figures  # noqa: E402
 model = snakemake.wildcards.model  # noqa: F821
 specs = json.loads(Path(snakemake.input.specs).read_text())  # noqa: F821
 manifest = render_model_figures(model, pd.read_parquet(snakemake.input.ops),  # noqa: F821
-                                pd.read_parquet(snakemake.input.sweeps), specs, snakemake.output[0])  # noqa: F821
+                                pd.read_parquet(snakemake.input.sweeps), specs, snakemake.output[0],  # noqa: F821
+                                totals=pd.read_parquet(snakemake.input.totals))  # noqa: F821
 print(f"{model}: {len(manifest)} figures in {snakemake.output[0]}", file=sys.stderr)  # noqa: F821

@@ -324,10 +324,17 @@ def _time_unit(seconds: float) -> tuple[float, str]:
 CROWDED_BARS = 9
 
 
+#: a bar of a (gpu, stage) that does not fit: faded, cross-hatched in red, its total under a cross (on a line of
+#: its own, so that the label is no wider than a plain total and neighbouring labels do not touch)
+MISFIT_ALPHA, MISFIT_COLOR, MISFIT_MARK = 0.3, "#aa3333", "✗"
+
+
 @styled
-def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model_name: str, stages):
+def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model_name: str, stages,
+                          misfits=frozenset()):
     """Figure 3: per stage a panel; per GPU a bar of time by operator class, memory-bound solid, compute-bound
-    hatched. Many GPUs: vertical GPU names and totals, with the margins and headroom they need (measured)."""
+    hatched; a bar whose (gpu, stage) is in `misfits` (does not fit) is faded, red cross-hatched and its total
+    marked. Many GPUs: vertical GPU names and totals, with the margins and headroom they need (measured)."""
     stages = [s for s in STAGES if s in stages]
     fig, axes = plt.subplots(1, len(stages), figsize=(7.0, 3.3), squeeze=False)
     fig.subplots_adjust(left=0.08, right=0.8, bottom=0.2, top=0.86, wspace=0.35)
@@ -348,13 +355,21 @@ def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model
                 if (op_class, bound) not in table.columns:
                     continue
                 values = table.loc[keys, (op_class, bound)].to_numpy() * scale
-                ax.bar(x, values, 0.6, bottom=bottom, color=class_color(op_class), hatch=hatch, edgecolor="white",
-                       lw=0.4)
+                bars = ax.bar(x, values, 0.6, bottom=bottom, color=class_color(op_class), hatch=hatch,
+                              edgecolor="white", lw=0.4)
+                for key, bar in zip(keys, bars):
+                    if (key, stage) in misfits:
+                        bar.set_alpha(MISFIT_ALPHA)
                 bottom += values
-        for xi, total in zip(x, bottom):
-            totals_text.append(ax.annotate(fmt_value(total), (xi, total), xytext=(0, 2), textcoords="offset points",
-                                           ha="center", va="bottom", fontsize=5.5 if crowded else 6.5,
-                                           rotation=90 if crowded else 0))
+        for key, xi, total in zip(keys, x, bottom):
+            misfit = (key, stage) in misfits
+            if misfit:
+                ax.bar(xi, total, 0.6, color="none", hatch="xxxx", edgecolor=MISFIT_COLOR, lw=0.4)
+            label = (MISFIT_MARK + (" " if crowded else "\n") if misfit else "") + fmt_value(total)
+            totals_text.append(ax.annotate(label, (xi, total),
+                                           xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
+                                           fontsize=5.5 if crowded else 6.5, rotation=90 if crowded else 0,
+                                           color=MISFIT_COLOR if misfit else "black"))
         if crowded:
             ax.set_xticks(x, [plain(shorten(k, 24)) for k in keys], rotation=90, ha="right", va="center",
                           rotation_mode="anchor", fontsize=5.5)
@@ -370,6 +385,9 @@ def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model
     handles = [Patch(facecolor=class_color(c), label=c) for c in classes]
     handles += [Patch(facecolor="white", edgecolor="#555555", label="memory-bound"),
                 Patch(facecolor="white", edgecolor="#555555", hatch="////", label="compute-bound")]
+    if misfits & {(k, s) for k in gpus for s in stages}:
+        handles.append(Patch(facecolor="white", edgecolor=MISFIT_COLOR, hatch="xxxx",
+                             label=f"{MISFIT_MARK} does not fit"))
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.81, axes[0][0].get_position().y1),
                frameon=False, title="Operator class")
     return fig
@@ -427,12 +445,12 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str):
             ax.axvline(crit, color="#0072B2", ls=(0, (4, 2)), lw=0.9)
         right_side = math.log(crit / x_low) / math.log(x_high / x_low) < 0.5  # label on the roomier side
         # at the foot of the line: the time curve rises with the batch, so the bottom of the panel is free
-        top.annotate(f"critical batch {crit:g}\n(GEMMs reach the ridge)", (crit, 0),
+        top.annotate(f"critical batch {round(crit):,}\n(GEMMs reach the ridge)", (crit, 0),
                      xycoords=("data", "axes fraction"), xytext=(4 if right_side else -4, 3),
                      textcoords="offset points", ha="left" if right_side else "right", va="bottom", fontsize=6.5,
                      color="#0072B2", bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.7})
     else:
-        text = (f"critical batch {crit:g}: beyond the sweep" if math.isfinite(crit)
+        text = (f"critical batch {round(crit):,}: beyond the sweep" if math.isfinite(crit)
                 else "GEMMs never reach the ridge in this sweep")
         top.annotate(text, (0, 1), xycoords="axes fraction", xytext=(4, -3), textcoords="offset points",
                      ha="left", va="top", fontsize=6.5, color="#0072B2")

@@ -80,15 +80,24 @@ def atomic_directory(target: str | Path):
         raise
 
 
+def misfit_pairs(totals: pd.DataFrame | None, model: str) -> frozenset[tuple[str, str]]:
+    """(gpu, stage) of `model` whose footprint does not fit (the totals' `fits`); none without totals."""
+    if totals is None:
+        return frozenset()
+    rows = totals[(totals["model"] == model) & ~totals["fits"].astype(bool)]
+    return frozenset(zip(rows["gpu"], rows["stage"]))
+
+
 def render_model_figures(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict,
-                         directory: str | Path) -> list[dict]:
+                         directory: str | Path, totals: pd.DataFrame | None = None) -> list[dict]:
     """All figures of `model` into `directory` (replacing it as a whole, see `atomic_directory`); returns (and
-    writes) the manifest."""
+    writes) the manifest. With `totals`, timings of setups that do not fit are marked."""
     with atomic_directory(directory) as temp:
-        return _render(model, ops, sweeps, specs, temp)
+        return _render(model, ops, sweeps, specs, temp, misfit_pairs(totals, model))
 
 
-def _render(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict, directory: Path) -> list[dict]:
+def _render(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict, directory: Path,
+            misfits: frozenset = frozenset()) -> list[dict]:
     gpus, scenario = specs_objects(specs)
     scenario = scenario_for_model(scenario, specs["models"][model])
     name = specs["models"][model]["name"]
@@ -113,7 +122,7 @@ def _render(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict, di
         fig, _ = cross_gpu_figure(ops, gpus, scenario, name, stage)
         manifest.append({"kind": "cross_gpu", "gpu": None, "stage": stage, "note": note,
                          **save(fig, directory, f"cross_gpu_{stage}")})
-    fig = time_breakdown_figure(ops, gpus, name, stages)
+    fig = time_breakdown_figure(ops, gpus, name, stages, misfits)
     manifest.append({"kind": "time_breakdown", "gpu": None, "stage": None, "note": "",
                      **save(fig, directory, "time_breakdown")})
     if len(sweeps[sweeps["sweep"] == "seq_len"]):

@@ -17,7 +17,7 @@ from ..dtypes import DTYPE_BYTES, PEAK_DTYPES
 from ..hardware import Accelerator
 from ..models import ModelSpec, kv_elements_per_token
 from ..scenario import STAGES, scenario_for_model
-from . import calibration, paper, text, units
+from . import calibration, decision, matrix, paper, text, units
 
 CAVEATS = (
     "A roofline is an upper bound on speed (a lower bound on time): real kernels reach 60-90% of peak bandwidth "
@@ -31,11 +31,12 @@ CAVEATS = (
     "Peaks are dense datasheet values; rows flagged as estimates in the hardware table were derived rather than "
     "printed by the vendor.",
     "A single device runs the whole model: tensor or pipeline parallelism, offloading and communication are not "
-    "modelled, so a model that does not fit is still timed as if it did.",
+    "modelled. A setup that does not fit is still timed as if it did, and every such time is marked ✗ (greyed, "
+    "hatched) with what it needs and what the device has.",
 )
 
 
-#: the pipeline's result files (paths fixed by the file contract), linked from the index relative to reports/
+#: the pipeline's result files (paths fixed by the file contract), named by the index
 RESULT_FILES = (
     ("ops.csv", "per-operator rows (also ops.parquet)"),
     ("totals.csv", "one row per model, GPU and stage (also totals.parquet)"),
@@ -61,11 +62,21 @@ def accelerators(specs: dict) -> dict[str, Accelerator]:
     return {key: Accelerator(**entry) for key, entry in specs["gpus"].items()}
 
 
-def title_block(specs: dict, title: str, subtitle: str) -> dict:
+#: what the hash in a page's header digests: the grid-wide results/specs.json (summary, index) or a model report's
+#: own inputs, results/models/{model}/specs.json (so that editing another model leaves that report unchanged)
+HASH_NAMES = {"config": ("config hash", "SHA-256 of the resolved configuration (results/specs.json)"),
+              "inputs": ("model inputs hash", "SHA-256 of this report's inputs (this model, every GPU, the scenario "
+                                              "and the stages: results/models/{model}/specs.json); the config hash "
+                                              "of the whole grid is in the summary")}
+
+
+def title_block(specs: dict, title: str, subtitle: str, hash_kind: str = "config") -> dict:
     when = generated_at()
     scenario = specs["scenario"]
+    hash_name, hash_what = HASH_NAMES[hash_kind]
     return {
         "title": title, "subtitle": subtitle, "date": when.strftime("%Y-%m-%d"),
+        "hash_name": hash_name, "hash_what": hash_what,
         "config_hash": specs["config_sha256"][:12], "config_hash_full": specs["config_sha256"],
         "scenario": [
             ("batch", str(scenario["batch"])), ("sequence length", f"{scenario['seq_len']} tokens"),
@@ -145,7 +156,8 @@ def other_gpu_rows(stage_totals: pd.DataFrame, key: str, gpus: dict[str, Acceler
     for other, row in indexed.iterrows():
         if other == key:
             continue
-        rows.append({"name": gpus[other].name, "key": other, "time": units.seconds(row["t_s"]),
+        rows.append({"name": gpus[other].name, "key": other,
+                     "time": decision.cell(units.seconds(row["t_s"]), decision.misfit_text(row, gpus[other])),
                      "versus": compared(mine, float(row["t_s"])),
                      "faster": bool(mine > float(row["t_s"])),
                      "bound": text.bound_phrase(float(row["memory_bound_share"])),
@@ -218,34 +230,22 @@ def stage_section(stage: str, total: pd.Series, ops: pd.DataFrame, treatments: p
     }
 
 
-def appendix(model: str, tables: dict[str, pd.DataFrame], specs: dict) -> dict:
-    """The Table 1 comparison, when llama-2-7b on rtx-a6000 is configured; otherwise why it is absent."""
-    ops = tables["ops"]
-    pair = ops[(ops["model"] == paper.MODEL) & (ops["gpu"] == paper.GPU)]
+def appendix(model: str, specs: dict) -> dict:
+    """The Table 1 comparison in the paper model's report, computed by the engine in the paper's own case
+    (paper.paper_case_ops: catalog model and GPU, batch 1, 2048 tokens, fp16, eager attention) whatever the
+    configuration; another model's report links to it when the paper model is configured."""
     base = {"model": paper.MODEL, "gpu": paper.GPU, "sections": [], "note": "", "link": None}
     if model != paper.MODEL:
-        if paper.MODEL in specs["models"] and appendix(paper.MODEL, tables, specs)["available"]:
+        if paper.MODEL in specs["models"]:
             return {**base, "available": False,
                     "message": f"The comparison with the paper's Table 1 ({paper.MODEL} on {paper.GPU}) is in the "
                                "appendix of the",
                     "link": {"href": f"{paper.MODEL}.html#appendix", "pdf": f"{paper.MODEL}.pdf",
                              "text": f"{paper.MODEL} report"}}
         return {**base, "available": False,
-                "message": f"The paper's Table 1 describes {paper.MODEL} on {paper.GPU}; no report of this "
-                           "configuration compares with it (it needs that model on that GPU, both stages and the "
-                           "paper's scenario)."}
-    if pair.empty:
-        return {**base, "available": False,
-                "message": f"The paper's Table 1 describes {paper.MODEL} on {paper.GPU}; {paper.GPU} is not in this "
-                           f"configuration, so there is nothing to compare. Add `{paper.GPU}: {{}}` under gpus in "
-                           "config.yaml to include it."}
-    if set(pair["stage"]) != set(STAGES):
-        return {**base, "available": False,
-                "message": "The paper's Table 1 covers prefill and decode; this configuration runs only "
-                           f"{', '.join(sorted(set(pair['stage'])))}."}
-    # the comparison runs in the paper's own scenario (eager, fp16, batch 1, seq 2048), whatever the grid's
-    sections = paper.comparison(paper.paper_ops(model_spec(specs["models"][paper.MODEL]),
-                                                accelerators(specs)[paper.GPU]))
+                "message": f"The paper's Table 1 describes {paper.MODEL} on {paper.GPU}; add `{paper.MODEL}: {{}}` "
+                           "under models in config.yaml to see the comparison in its report."}
+    sections = paper.comparison(paper.paper_case_ops())
     matches = sum(s["n_match"] for s in sections)
     total = sum(len(s["rows"]) for s in sections)
     unexplained = sum(s["n_unexplained"] for s in sections)
@@ -310,66 +310,86 @@ def model_facts(m: ModelSpec, scenario: dict, total: pd.Series) -> list[tuple[st
     return facts
 
 
-def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, manifest: list[dict],
-                  figures_href: str) -> dict:
-    """Everything the model report shows, for one model across the configured GPUs and stages."""
-    gpus_all = accelerators(specs)
-    spec = specs["models"][model]
-    scenario = scenario_for_model(specs["scenario"], spec)
-    ops = tables["ops"][tables["ops"]["model"] == model]
-    totals = tables["totals"][tables["totals"]["model"] == model]
-    treatments = tables["treatments"][tables["treatments"]["model"] == model]
-    sweeps = tables["sweeps"][tables["sweeps"]["model"] == model]
-    gpus = {k: g for k, g in gpus_all.items() if k in set(totals["gpu"])}
-    stages = [s for s in STAGES if s in set(totals["stage"])]
-    facts = model_facts(model_spec(spec), scenario, totals.iloc[0])
-    gpu_sections = []
-    for key, gpu in gpus.items():
-        stage_sections = []
-        for stage in stages:
-            select = (lambda df: df[(df["gpu"] == key) & (df["stage"] == stage)])
-            total = select(totals).iloc[0]
-            stage_sections.append(stage_section(
-                stage, total, select(ops), select(treatments), select(sweeps),
-                totals[totals["stage"] == stage], gpu, gpus, scenario))
-        mine = totals[totals["gpu"] == key].set_index("stage").loc[stages]
-        gpu_sections.append({
-            "key": key, "name": gpu.name, "anchor": f"gpu-{key}",
-            "roofline": figure_entry(manifest, figures_href, "roofline", (
-                f"Roofline of {spec['name']} on {gpu.name}: each operator of "
-                f"{' and '.join(stages)} at its arithmetic intensity and attainable performance; solid lines: "
-                f"memory bandwidth and the {text.gemm_peak(gpu, scenario)[0]} peak, dashed: other dtypes' peaks, "
-                "dotted: the ridge."), gpu=key),
-            "batch_sweep": figure_entry(manifest, figures_href, "batch_sweep",
-                                        batch_sweep_caption(sweeps[sweeps["gpu"] == key], gpu), gpu=key,
-                                        stage="decode"),
-            "footprint": footprint_table(mine, gpu),
-            "footprint_note": text.footprint_note(mine, ops[ops["gpu"] == key],
-                                                  treatments[treatments["gpu"] == key], gpu),
-            "fits": bool(mine["fits"].astype(bool).all()),
-            "stages": stage_sections,
-        })
-    figures = [f for f in (
-        figure_entry(manifest, figures_href, "time_breakdown",
+def key_figures(manifest: list[dict], href: str, stages: list[str]) -> list[dict]:
+    """The figures of the printed report (and the wiki page): where the time goes, the operators of each stage on
+    every GPU, attention versus sequence length. Per-GPU figures stay in the HTML's details."""
+    return [f for f in (
+        figure_entry(manifest, href, "time_breakdown",
                      "Where the time goes: per GPU and stage, time by operator class; hatched parts are "
-                     "compute-bound, solid parts memory-bound."),
-        *(figure_entry(manifest, figures_href, "cross_gpu",
+                     "compute-bound, solid parts memory-bound; a greyed bar marked ✗ does not fit on that GPU."),
+        *(figure_entry(manifest, href, "cross_gpu",
                        f"{stage.capitalize()} operators on every configured GPU (colour = GPU): which operators "
                        "cross the ridge on which device.", stage=stage) for stage in stages),
-        figure_entry(manifest, figures_href, "seq_sweep",
+        figure_entry(manifest, href, "seq_sweep",
                      "Attention versus sequence length: the arithmetic intensity of attention and its share of the "
                      "stage time."),
     ) if f is not None]
+
+
+def gpu_detail(key: str, gpu: Accelerator, stages: list[str], spec: dict, tables: dict[str, pd.DataFrame],
+               gpus: dict[str, Accelerator], scenario: dict, manifest: list[dict], figures_href: str) -> dict:
+    """One GPU's detail (HTML only, collapsed): footprint, roofline, per stage the diagnosis, the operators with
+    their attainable rate, every treatment and the other GPUs, and the batch sweep."""
+    ops, totals, treatments, sweeps = (tables[name] for name in ("ops", "totals", "treatments", "sweeps"))
+    stage_sections = []
+    for stage in stages:
+        select = (lambda df: df[(df["gpu"] == key) & (df["stage"] == stage)])
+        total = select(totals).iloc[0]
+        section = stage_section(stage, total, select(ops), select(treatments), select(sweeps),
+                                totals[totals["stage"] == stage], gpu, gpus, scenario)
+        stage_sections.append({**section, "misfit": decision.misfit_text(total, gpu)})
+    mine = totals[totals["gpu"] == key].set_index("stage").loc[stages]
+    return {
+        "key": key, "name": gpu.name, "anchor": f"gpu-{key}",
+        "roofline": figure_entry(manifest, figures_href, "roofline", (
+            f"Roofline of {spec['name']} on {gpu.name}: each operator of "
+            f"{' and '.join(stages)} at its arithmetic intensity and attainable performance; solid lines: "
+            f"memory bandwidth and the {text.gemm_peak(gpu, scenario)[0]} peak, dashed: other dtypes' peaks, "
+            "dotted: the ridge."), gpu=key),
+        "batch_sweep": figure_entry(manifest, figures_href, "batch_sweep",
+                                    batch_sweep_caption(sweeps[sweeps["gpu"] == key], gpu), gpu=key,
+                                    stage="decode"),
+        "footprint": footprint_table(mine, gpu),
+        "footprint_note": text.footprint_note(mine, ops[ops["gpu"] == key],
+                                              treatments[treatments["gpu"] == key], gpu),
+        "fits": bool(mine["fits"].astype(bool).all()),
+        "stages": stage_sections,
+    }
+
+
+def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, manifest: list[dict],
+                  figures_href: str) -> dict:
+    """Everything the model report shows, for one model across the configured GPUs and stages: page 1 the
+    decision (sentences and one table per stage), then operators × GPUs and treatments × GPUs per stage, the
+    hardware, the key figures, the Table 1 appendix and the caveats; per-GPU detail for the HTML."""
+    gpus_all = accelerators(specs)
+    spec = specs["models"][model]
+    scenario = scenario_for_model(specs["scenario"], spec)  # weight_dtype 'native' resolved for this model
+    mine = {name: frame[frame["model"] == model] for name, frame in tables.items()}
+    totals, treatments, ops = mine["totals"], mine["treatments"], mine["ops"]
+    gpus = {k: g for k, g in gpus_all.items() if k in set(totals["gpu"])}
+    stages = [s for s in STAGES if s in set(totals["stage"])]
+    matrices = []
+    for stage in stages:
+        stage_totals = totals[totals["stage"] == stage]
+        matrices.append({
+            "stage": stage, "title": stage.capitalize(),
+            "operators": matrix.operator_matrix(ops[ops["stage"] == stage], stage_totals, gpus),
+            "treatments": matrix.treatment_matrix(treatments[treatments["stage"] == stage], stage_totals, gpus),
+        })
     context = {
         "page": "model", "model": model, "model_name": spec["name"],
         "header": title_block({**specs, "scenario": scenario}, f"Roofline report: {spec['name']}",
-                              f"{plural(len(gpus), 'GPU')}, {', '.join(stages)}"),
-        "facts": facts,
+                              f"{plural(len(gpus), 'GPU')}, {', '.join(stages)}", hash_kind="inputs"),
+        "facts": model_facts(model_spec(spec), scenario, totals.iloc[0]),
         "summary": text.executive_summary(spec["name"], totals, treatments, gpus, scenario),
+        "decision": decision.decision_tables(totals, treatments, gpus, stages),
+        "matrices": matrices,
         "hardware": hardware_table(gpus),
-        "figures": figures,
-        "gpus": gpu_sections,
-        "appendix": appendix(model, tables, specs),
+        "figures": key_figures(manifest, figures_href, stages),
+        "gpus": [gpu_detail(key, gpu, stages, spec, mine, gpus, scenario, manifest, figures_href)
+                 for key, gpu in gpus.items()],
+        "appendix": appendix(model, specs),
         "caveats": [*CAVEATS, calibration.caveat(gpus)],
     }
     check_context(context, user=user_text(specs))
@@ -404,9 +424,57 @@ def largest_footprint(stage_totals: pd.DataFrame) -> dict:
             else f"no ({', '.join(misfit)})"}
 
 
+#: the summary's columns: (key, header, numeric, droppable); a droppable column whose cells all read the same
+#: carries no information and becomes one line under the table instead
+SUMMARY_COLUMNS = (
+    ("ttft", "Time to first token", True, False), ("tpot", "Time per output token", True, False),
+    ("tokens_per_s", "Decode tokens/s", True, False), ("max_throughput", "Max decode tokens/s (batch)", True, True),
+    ("prefill_bound", "Prefill bound", False, True), ("decode_bound", "Decode bound", False, True),
+    ("prefill_lever", "Best prefill lever", False, True), ("lever", "Best decode lever", False, True),
+    ("devices", "Devices needed", True, True), ("footprint", "Footprint", True, True),
+)
+
+
+def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame, gpu: Accelerator) -> dict[str, dict]:
+    """The summary's cells of one (model, GPU) (totals and treatments indexed/filtered to it); a time of a stage
+    that does not fit is marked."""
+    def stage_cell(stage: str, make) -> dict:
+        if stage not in here.index:
+            return decision.cell(units.DASH)
+        return decision.cell(make(here.loc[stage]), decision.misfit_text(here.loc[stage], gpu))
+
+    def bound(stage: str) -> dict:  # the words of bound_phrase without the '-bound' the header already says
+        return decision.cell(text.bound_phrase(here.loc[stage, "memory_bound_share"]).removesuffix("-bound")
+                             if stage in here.index else units.DASH)
+
+    def lever(stage: str) -> dict:
+        return decision.cell(decision.best_lever(treatments[treatments["stage"] == stage])["text"]
+                             if stage in here.index else units.DASH)
+
+    decode = here.loc["decode"] if "decode" in here.index else None
+    worst = here.loc[here["footprint_bytes"].idxmax()]
+    misfit = [stage for stage, ok in here["fits"].astype(bool).items() if not ok]
+    fit = largest_footprint(here)
+    return {
+        "ttft": stage_cell("prefill", lambda r: units.seconds(r["ttft_s"])),
+        "tpot": stage_cell("decode", lambda r: units.seconds(r["tpot_s"])),
+        "tokens_per_s": stage_cell("decode", lambda r: units.sig(r["tokens_per_s"])),
+        "max_throughput": (decision.max_throughput(treatments[treatments["stage"] == "decode"], decode, gpu,
+                                                   short=True) if decode is not None else decision.cell(units.DASH)),
+        "prefill_bound": bound("prefill"), "decode_bound": bound("decode"),
+        "lever": lever("decode"), "prefill_lever": lever("prefill"),
+        "devices": decision.cell(decision.devices_needed(worst, gpu) + (f" ({', '.join(misfit)})" if misfit and
+                                 len(misfit) < len(here) else ""), css="" if fit["fits"] else "misfit"),
+        "footprint": decision.cell(fit["footprint"] + (f" ({fit['footprint_stage']})" if fit["footprint_stage"]
+                                                       else "")),
+    }
+
+
 def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
-    """The one-page matrix model × GPU: TTFT, TPOT, tokens/s, memory-bound share per stage, fit."""
+    """The one-page matrix model × GPU: TTFT, TPOT, tokens/s and the decision columns (bound, best lever, devices
+    needed, max throughput, fit); a column that reads the same in every row is dropped and stated once."""
     totals = tables["totals"]
+    treatments = tables.get("treatments", pd.DataFrame(columns=["model", "gpu", "stage", "treatment"]))
     gpus = accelerators(specs)
     groups = []
     for model, spec in specs["models"].items():
@@ -416,25 +484,27 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
             here = mine[mine["gpu"] == key].set_index("stage")
             if here.empty:
                 continue
-            get = (lambda stage, column: here.loc[stage, column] if stage in here.index else math.nan)
-            rows.append({
-                "gpu": gpus[key].name, "gpu_key": key, "gpu_nowrap": len(gpus[key].name) <= NAME_NOWRAP_MAX,
-                "ttft": units.seconds(get("prefill", "ttft_s")),
-                "tpot": units.seconds(get("decode", "tpot_s")),
-                "tokens_per_s": units.sig(get("decode", "tokens_per_s")),
-                "prefill_memory": units.percent(get("prefill", "memory_bound_share")),
-                "decode_memory": units.percent(get("decode", "memory_bound_share")),
-                **largest_footprint(here),
-            })
+            cells = summary_cells(here, treatments[(treatments["model"] == model) & (treatments["gpu"] == key)],
+                                  gpus[key])
+            rows.append({"gpu": gpus[key].name, "gpu_key": key, "gpu_nowrap": len(gpus[key].name) <= NAME_NOWRAP_MAX,
+                         "cells": cells})
         if rows:
             groups.append({"model": model, "name": spec["name"], "name_parts": name_parts(spec["name"]),
-                           "rows": rows, "span": len(rows),
-                           "href": f"{model}.html"})
+                           "rows": rows, "span": len(rows), "href": f"{model}.html"})
+    everything = [row["cells"] for group in groups for row in group["rows"]]
+    columns, constant = [], []
+    for key, header, numeric, droppable in SUMMARY_COLUMNS:
+        values = {cells[key]["text"] for cells in everything}
+        if droppable and len(everything) > 1 and len(values) == 1:
+            constant.append(f"{header}: {values.pop()}")
+        elif values != {units.DASH}:
+            columns.append({"key": key, "header": header, "numeric": numeric})
     context = {
         "page": "summary",
         "header": title_block(specs, "Roofline summary",
                               f"{plural(len(groups), 'model')} × {plural(len(gpus), 'GPU')}"),
-        "groups": groups,
+        "groups": groups, "columns": columns,
+        "constant": ("The same in every row: " + "; ".join(constant) + ".") if constant else "",
         "caveats": [CAVEATS[0], CAVEATS[1]],
     }
     check_context(context, user=user_text(specs))
@@ -452,7 +522,9 @@ def index_context(specs: dict, manifests: dict[str, list[dict]]) -> dict:
         models.append({"model": model, "name": spec["name"], "html": f"{model}.html", "pdf": f"{model}.pdf",
                        "figures": figures})
     gpus = accelerators(specs)
-    tables = [{"href": f"../results/{name}", "label": name, "what": what} for name, what in RESULT_FILES]
+    # named, not linked: they live in results/, beside reports/, and a link out of reports/ breaks as soon as
+    # reports/ is copied alone (a wiki, a web server)
+    tables = [{"path": f"results/{name}", "what": what} for name, what in RESULT_FILES]
     context = {
         "page": "index",
         "tables": tables,

@@ -30,8 +30,10 @@ def environment(templates: str | Path = TEMPLATES) -> jinja2.Environment:
                               keep_trailing_newline=True)
 
 
-def render_html(context: dict, templates: str | Path = TEMPLATES) -> str:
-    return environment(templates).get_template(PAGES[context["page"]]).render(**context)
+def render_html(context: dict, templates: str | Path = TEMPLATES, for_print: bool = False) -> str:
+    """The page of `context`; `for_print` leaves out what the PDF does not show (the HTML's collapsed details),
+    so that WeasyPrint does not style and lay out a hidden half of the page."""
+    return environment(templates).get_template(PAGES[context["page"]]).render(**context, for_print=for_print)
 
 
 def _fetcher_class():
@@ -109,5 +111,5 @@ def write_report(context: dict, html_path: str | Path, pdf_path: str | Path | No
     with atomic_path(html_path) as temp:
         temp.write_text(html, encoding="utf-8")
         if pdf_path is not None:
-            write_pdf(html, pdf_path, html_path.parent)
+            write_pdf(render_html(context, templates, for_print=True), pdf_path, html_path.parent)
     return html

@@ -347,78 +347,85 @@ def fit_sentence(totals: pd.DataFrame, names: dict[str, str]) -> str:
             verdict = "fits every configured GPU" if len(fits) > 1 else "fits"
         elif not fits.any():
             verdict = "fits no configured GPU" if len(fits) > 1 else f"does not fit on {names[fits.index[0]]}"
+        elif fits.sum() < (~fits).sum():  # name the shorter list
+            verdict = f"fits only on {', '.join(names[k] for k, ok in fits.items() if ok)}"
         else:
             verdict = f"does not fit on {', '.join(names[k] for k, ok in fits.items() if not ok)}"
         parts.append(f"{stage} needs {footprint_parts(largest[stage])} and {verdict}")
     return ("Memory: " + "; ".join(parts) + ". Where it does not fit, the times assume it did (no tensor "
-            "parallelism or offloading is modelled).")
+            "parallelism or offloading is modelled) and are marked ✗.")
+
+
+def speed_sentence(totals: pd.DataFrame, names: dict[str, str], scenario: dict) -> str:
+    """Per stage, the fastest setup among those that fit (a time of a setup that does not fit is never quoted)."""
+    parts = []
+    for stage, column, what in (("prefill", "ttft_s", "to the first token"), ("decode", "tpot_s", "per output token")):
+        rows = totals[totals["stage"] == stage]
+        if rows.empty:
+            continue
+        fitting = rows[rows["fits"].astype(bool)]
+        if fitting.empty:
+            parts.append(f"{stage} fits {'no configured GPU' if len(rows) > 1 else 'nowhere'}")
+            continue
+        best = fitting.loc[fitting[column].idxmin()]
+        extra = (f" ({units.tokens_per_s(best['tokens_per_s'])} at batch {scenario['batch']})" if stage == "decode"
+                 else f" for {scenario['batch']} × {scenario['seq_len']} prompt tokens")
+        parts.append(f"{stage} {units.seconds(best[column])} {what} on {names[best['gpu']]}{extra}")
+    return f"Fastest setup that fits: {'; '.join(parts)}."
+
+
+def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[str, Accelerator],
+                   scenario: dict) -> str:
+    """What bounds the stage on each GPU (grouped by the words of `bound_phrase`), what that means for the choice
+    of GPU, the largest single lever and, for decode, what batching buys (rows: that stage's totals by gpu)."""
+    names = {k: g.name for k, g in gpus.items()}
+    shares = rows["memory_bound_share"].to_dict()
+    groups: dict[str, list[str]] = {}
+    for key, share in shares.items():
+        groups.setdefault(bound_phrase(share), []).append(key)
+    if len(groups) == 1:
+        where = "on every configured GPU" if len(rows) > 1 else f"on {names[rows.index[0]]}"
+        text = (f"{stage.capitalize()} is {next(iter(groups))} {where} ({_range(shares, units.percent)} of its "
+                "time in memory-bound operators)")
+    else:
+        parts = [f"{phrase} on {', '.join(names[k] for k in keys)} "
+                 f"({_range({k: shares[k] for k in keys}, units.percent)})" for phrase, keys in groups.items()]
+        text = f"{stage.capitalize()} is " + "; ".join(parts) + " (share of time in memory-bound operators)"
+    if len(rows) > 1:
+        fast, slow = rows["t_s"].idxmin(), rows["t_s"].idxmax()
+        ratio = float(rows["t_s"][slow] / rows["t_s"][fast])
+        if min(shares.values()) >= 0.5:
+            text += (f", so it follows memory bandwidth: {names[fast]} "
+                     f"({units.bandwidth(gpus[fast].bandwidth_bytes_per_s)}) is {units.times(ratio)} faster than "
+                     f"{names[slow]} ({units.bandwidth(gpus[slow].bandwidth_bytes_per_s)})")
+        elif max(shares.values()) < 0.5:
+            dtype, _ = gemm_peak(gpus[fast], scenario)
+            text += (f", so it follows peak FLOP/s: {names[fast]} ({units.peak(gpus[fast].peak(dtype), dtype)}) "
+                     f"is {units.times(ratio)} faster than {names[slow]} "
+                     f"({units.peak(gpus[slow].peak(dtype), dtype)})")
+    text += "."
+    mine = treatments[(treatments["stage"] == stage) & treatments["applicable"].astype(bool)]
+    latency = mine[mine["treatment"] != "batching"]
+    if len(latency):
+        text += " " + lever_sentence(stage, latency, names)
+    batching = mine[mine["treatment"] == "batching"]
+    if len(batching):
+        speedups = dict(zip(batching["gpu"], batching["speedup"]))
+        text += (f" Batching decode up to the critical batch (or as many sequences as fit) raises throughput "
+                 f"{_range(speedups, units.times)}{_where(speedups, names)}.")
+    return text
 
 
 def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.DataFrame,
                       gpus: dict[str, Accelerator], scenario: dict) -> list[str]:
-    """A handful of sentences on the whole model: latency range, what bounds each stage, the best levers, fit."""
-    sentences = []
+    """Four paragraphs of page 1: the fastest setups that fit; per stage what bounds it and the best levers; what
+    fits where."""
     names = {k: g.name for k, g in gpus.items()}
-    by_stage = {stage: rows.set_index("gpu") for stage, rows in totals.groupby("stage")}
-    prefill, decode = by_stage.get("prefill"), by_stage.get("decode")
-    if prefill is not None:
-        t = prefill["t_s"]
-        if len(t) > 1:
-            sentences.append(
-                f"Time to first token for {scenario['batch']} × {scenario['seq_len']} prompt tokens ranges from "
-                f"{units.seconds(t.min())} on {names[t.idxmin()]} to {units.seconds(t.max())} on "
-                f"{names[t.idxmax()]}.")
-        else:
-            sentences.append(f"Time to first token for {scenario['batch']} × {scenario['seq_len']} prompt tokens is "
-                             f"{units.seconds(t.iloc[0])} on {names[t.index[0]]}.")
-    if decode is not None:
-        t, tps = decode["t_s"], decode["tokens_per_s"]
-        if len(t) > 1:
-            sentences.append(
-                f"Each output token takes from {units.seconds(t.min())} on {names[t.idxmin()]} "
-                f"({units.tokens_per_s(tps[t.idxmin()])} at batch {scenario['batch']}) to {units.seconds(t.max())} "
-                f"on {names[t.idxmax()]} ({units.tokens_per_s(tps[t.idxmax()])}).")
-        else:
-            sentences.append(f"Each output token takes {units.seconds(t.iloc[0])} on {names[t.index[0]]} "
-                             f"({units.tokens_per_s(tps.iloc[0])} at batch {scenario['batch']}).")
-    for stage, rows in (("prefill", prefill), ("decode", decode)):
-        if rows is None:
-            continue
-        shares = rows["memory_bound_share"].to_dict()
-        groups: dict[str, list[str]] = {}
-        for key, share in shares.items():
-            groups.setdefault(bound_phrase(share), []).append(key)
-        if len(groups) == 1:
-            where = "on every configured GPU" if len(rows) > 1 else f"on {names[rows.index[0]]}"
-            text = (f"{stage.capitalize()} is {next(iter(groups))} {where} ({_range(shares, units.percent)} of its "
-                    "time in memory-bound operators)")
-        else:
-            parts = [f"{phrase} on {', '.join(names[k] for k in keys)} "
-                     f"({_range({k: shares[k] for k in keys}, units.percent)})" for phrase, keys in groups.items()]
-            text = f"{stage.capitalize()} is " + "; ".join(parts) + " (share of time in memory-bound operators)"
-        if len(rows) > 1:
-            fast, slow = rows["t_s"].idxmin(), rows["t_s"].idxmax()
-            ratio = float(rows["t_s"][slow] / rows["t_s"][fast])
-            if min(shares.values()) >= 0.5:
-                text += (f", so it follows memory bandwidth: {names[fast]} "
-                         f"({units.bandwidth(gpus[fast].bandwidth_bytes_per_s)}) is {units.times(ratio)} faster than "
-                         f"{names[slow]} ({units.bandwidth(gpus[slow].bandwidth_bytes_per_s)})")
-            elif max(shares.values()) < 0.5:
-                dtype, _ = gemm_peak(gpus[fast], scenario)
-                text += (f", so it follows peak FLOP/s: {names[fast]} ({units.peak(gpus[fast].peak(dtype), dtype)}) "
-                         f"is {units.times(ratio)} faster than {names[slow]} "
-                         f"({units.peak(gpus[slow].peak(dtype), dtype)})")
-        sentences.append(text + ".")
+    sentences = [speed_sentence(totals, names, scenario)]
     for stage in ("prefill", "decode"):
-        mine = treatments[(treatments["stage"] == stage) & treatments["applicable"].astype(bool)]
-        latency = mine[mine["treatment"] != "batching"]
-        if len(latency):
-            sentences.append(lever_sentence(stage, latency, names))
-        batching = mine[mine["treatment"] == "batching"]
-        if len(batching):
-            speedups = dict(zip(batching["gpu"], batching["speedup"]))
-            sentences.append(f"Batching decode up to the critical batch (or as many sequences as fit) raises "
-                             f"throughput {_range(speedups, units.times)}{_where(speedups, names)}.")
+        rows = totals[totals["stage"] == stage].set_index("gpu")
+        if len(rows):
+            sentences.append(stage_sentence(stage, rows, treatments, gpus, scenario))
     sentences.append(fit_sentence(totals, names))
     return sentences
 

@@ -1,0 +1,124 @@
+"""Page 1 of a model report: per stage, one row per GPU that answers "on which hardware, how many devices, how fast,
+what bounds it, what to do", and the cells every table uses for a timing (marked when the setup does not fit).
+
+The deployment of a totals row (roofline.parallel: its devices and plan) and its expected (calibrated) times are
+read in exactly one place each (`deployment`, `expected_time`).
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..hardware import Accelerator
+from . import text, units
+
+
+def deployment(total: pd.Series, gpu: Accelerator) -> dict:
+    """{"text", "devices", "tokens_per_s_per_device"} of one totals row: THE place where the report learns the
+    deployment ('4 x H100 SXM5 80GB, TP 4', 4; roofline.parallel)."""
+    return {"text": str(total["deployment"]), "devices": int(total["devices"]),
+            "tokens_per_s_per_device": float(total["tokens_per_s_per_device"])}
+
+
+#: the calibrated estimate of each stage's time (roofline.calibration), shown beside the roofline bound
+EXPECTED_COLUMNS = {"prefill": "ttft_expected_s", "decode": "tpot_expected_s"}
+
+
+def expected_time(total: pd.Series, stage: str) -> float | None:
+    """The expected (calibrated or default-calibrated) time of the stage; None where the engine gave none."""
+    value = total[EXPECTED_COLUMNS[stage]]
+    return None if units.missing(value) else float(value)
+
+
+def capacity_bytes(total: pd.Series, gpu: Accelerator) -> float:
+    """The memory a device's footprint is held against: its usable memory (memory_utilization x capacity)."""
+    return float(total["usable_memory_bytes"])
+
+
+def misfit_text(total: pd.Series, gpu: Accelerator) -> str:
+    """'does not fit: needs 140 GB, has 48.0 GB' for a setup that does not fit, '' for one that does."""
+    if bool(total["fits"]):
+        return ""
+    return (f"does not fit: needs {units.nbytes(total['footprint_bytes'])}, has "
+            f"{units.nbytes(capacity_bytes(total, gpu))}")
+
+
+def cell(text_value: str, misfit: str = "", css: str = "") -> dict:
+    """A table cell: its text, the reason it is marked ('' = a plain value) and a CSS class (e.g. the bound).
+    Templates render a marked cell greyed and hatched with a ✗ and the reason as its title."""
+    return {"text": text_value, "misfit": misfit, "css": css}
+
+
+def best_lever(rows: pd.DataFrame) -> dict:
+    """The applicable latency treatment with the largest speed-up among those whose result fits, as
+    {"text": 'int4 weights 3.25×', "name", "speedup"}; 'none ≥ 5%' when none gains 5% (rows of one gpu, stage)."""
+    latency = rows[rows["applicable"].astype(bool) & rows["fits"].astype(bool) & (rows["treatment"] != "batching")]
+    if latency.empty or round(float(latency["speedup"].max()), 2) < text.GAIN:
+        return {"text": "none ≥ 5%", "name": "", "speedup": math.nan}
+    best = latency.loc[latency["speedup"].idxmax()]
+    return {"text": f"{text.short(best['treatment'])} {units.times(best['speedup'])}", "name": best["treatment"],
+            "speedup": float(best["speedup"])}
+
+
+def max_throughput(rows: pd.DataFrame, total: pd.Series, gpu: Accelerator, short: bool = False) -> dict:
+    """Decode tokens/s at the largest useful batch (the batching treatment: up to the critical batch, as far as
+    memory allows) as a cell, '4,480 tokens/s at batch 166' ('4,480 (166)' when `short`); the configured batch's
+    throughput when batching does not apply."""
+    batching = rows[(rows["treatment"] == "batching") & rows["applicable"].astype(bool)]
+    best = batching.iloc[0] if len(batching) else total
+    rate, batch = float(best["tokens_per_s"]), units.integer(best["batch"]) if "batch" in best.index else ""
+    shown = (f"{units.sig(rate)} ({batch})" if short else f"{units.tokens_per_s(rate)} at batch {batch}") \
+        if batch else units.tokens_per_s(rate)
+    return cell(shown, misfit_text(best, gpu))
+
+
+def decision_row(stage: str, total: pd.Series, treatments: pd.DataFrame, gpu: Accelerator) -> dict:
+    """One GPU's row of a stage's decision table (the treatments of that gpu and stage)."""
+    place = deployment(total, gpu)
+    misfit = misfit_text(total, gpu)
+    time_column = "ttft_s" if stage == "prefill" else "tpot_s"
+    expected = expected_time(total, stage)
+    share = float(total["memory_bound_share"])
+    return {
+        "gpu_key": gpu.key, "deployment": place["text"], "devices": str(place["devices"]),
+        "fits": not misfit, "fit_text": misfit or "yes",
+        "time": cell(units.seconds(total[time_column]), misfit),
+        "expected": cell(units.seconds(expected), misfit) if expected is not None else None,
+        "tokens_per_s": cell(units.sig(total["tokens_per_s"]), misfit),
+        "tokens_per_s_per_device": cell(units.sig(place["tokens_per_s_per_device"]), misfit),
+        "memory_bound_share": units.percent(share), "bound": text.bound_phrase(share),
+        "lever": best_lever(treatments)["text"],
+        "max_throughput": max_throughput(treatments, total, gpu, short=True) if stage == "decode" else None,
+        "sort": (bool(misfit), float(total[time_column])),
+    }
+
+
+def decision_tables(totals: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[str, Accelerator],
+                    stages: list[str]) -> list[dict]:
+    """Per stage, the decision table: the GPUs whose setup fits first, fastest first, then those that do not."""
+    tables = []
+    for stage in stages:
+        rows = []
+        for key, gpu in gpus.items():
+            mine = totals[(totals["gpu"] == key) & (totals["stage"] == stage)]
+            if mine.empty:
+                continue
+            rows.append(decision_row(stage, mine.iloc[0], treatments[(treatments["gpu"] == key)
+                                                                     & (treatments["stage"] == stage)], gpu))
+        rows.sort(key=lambda row: row.pop("sort"))
+        tables.append({"stage": stage, "title": stage.capitalize(),
+                       "time_label": "Time to first token" if stage == "prefill" else "Time per output token",
+                       "has_expected": any(row["expected"] is not None for row in rows), "rows": rows})
+    return tables
+
+
+def devices_needed(total: pd.Series, gpu: Accelerator) -> str:
+    """The devices the setup runs on ('4'); for one that does not fit, the fewest devices whose usable memory could
+    hold the busiest device's footprint times the devices ('≥ 3'), a lower bound that ignores how the model is
+    split (memory only)."""
+    devices = deployment(total, gpu)["devices"]
+    if bool(total["fits"]):
+        return str(devices)
+    held = devices * float(total["footprint_bytes"])
+    return f"≥ {max(devices + 1, math.ceil(held / capacity_bytes(total, gpu)))}"
