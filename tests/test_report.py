@@ -1,6 +1,7 @@
 """Report: the context is complete and NaN-free, names are escaped, the PDF has page numbers and the numbers of
 the context, and the renderer reads nothing outside the report folder. The PDF is built once per session."""
 import math
+from dataclasses import replace
 import re
 import shutil
 import subprocess
@@ -628,3 +629,35 @@ def test_decision_reads_deployment_and_expected_columns_of_the_totals(data):
         assert (r["devices"], r["deployment"]) == (str(real["devices"]), real["deployment"])
         assert r["expected"]["text"] == units.seconds(real["tpot_expected_s"])
     assert {r["deployment"] for r in plain["rows"]} == {f"1 x {g.name}" for g in gpus.values()}
+
+
+def test_model_report_states_the_recommended_deployment_per_gpu(data, tmp_path):
+    """With a `plan` section the decision page lists each GPU's recommended plan (planner.plan_table), best first,
+    read back from the parquet file the pipeline writes; an impossible target gives the planner's reason."""
+    from roofline import planner
+    from roofline.hardware import get_accelerator
+    from roofline.models import get_model
+    from roofline.pipeline_io import write_plan_table
+    from roofline.report import load_plan
+
+    tables, specs = data
+    settings = planner.PlanSettings(workload=planner.Workload(isl=512, osl=256, tpot_s=0.05).validate(),
+                                    gpus=(get_accelerator("rtx-a6000"), get_accelerator("h100-sxm")), max_devices=2)
+    rows, reason = planner.plan_table(get_model(MODEL), settings)
+    write_plan_table(rows, reason, str(tmp_path / "plan.parquet"))
+    plans = model_context(MODEL, {**tables, "plans": load_plan(tmp_path / "plan.parquet")}, specs, [],
+                          "figures")["plans"]
+    recommended = [r for r in rows if r["recommended"]]
+    assert len(plans["rows"]) == len(recommended) == 2 and plans["reason"] == ""
+    best = max(recommended, key=lambda r: r["tokens_per_s_per_device"])
+    assert plans["rows"][0]["deployment"] == best["deployment"] and plans["rows"][0]["chosen"]
+    assert plans["rows"][0]["tpot"] == units.seconds(best["tpot_s"]) and best["tpot_s"] <= 0.05
+    assert "512 prompt and 256 output tokens" in plans["workload"]
+    html = render_html(model_context(MODEL, {**tables, "plans": load_plan(tmp_path / "plan.parquet")}, specs, [],
+                                     "figures"))
+    assert "Recommended deployments (deployment search)" in html
+    impossible = replace(settings, workload=planner.Workload(isl=512, osl=256, tpot_s=1e-6).validate())
+    rows, reason = planner.plan_table(get_model(MODEL), impossible)
+    write_plan_table(rows, reason, str(tmp_path / "none.parquet"))
+    none = model_context(MODEL, {**tables, "plans": load_plan(tmp_path / "none.parquet")}, specs, [], "figures")
+    assert none["plans"]["rows"] == [] and none["plans"]["reason"] == reason != ""

@@ -12,10 +12,16 @@ REPORT_CODE = sorted(
 )
 
 
+def plan_inputs(wildcards):
+    """The model's deployment search (config section `plan`): its recommended plans go into the decision page."""
+    return {"plan": f"results/plans/{wildcards.model}.parquet"} if RESOLVED.plan_search else {}
+
+
 rule report:
     """reports/{model}.html and .pdf: the deep dive of one model on every configured GPU and stage."""
     input:
         unpack(paper_inputs),
+        unpack(plan_inputs),
         ops="results/models/{model}/ops.parquet",
         totals="results/models/{model}/totals.parquet",
         treatments="results/models/{model}/treatments.parquet",

@@ -27,6 +27,8 @@ if "paper_ops" in inputs.keys():
     tables["ops"] = pd.concat([tables["ops"], report.load_tables({"ops": inputs.paper_ops})["ops"]],
                               ignore_index=True)
     specs["models"].update(report.load_specs(inputs.paper_specs)["models"])
+if "plan" in inputs.keys():  # the deployment search of this model (config section `plan`)
+    tables["plans"] = report.load_plan(inputs.plan)
 if page == "model":
     figures = Path(inputs.figures)
     context = report.model_context(snakemake.wildcards.model, tables, specs,  # noqa: F821

@@ -218,6 +218,8 @@ def stage_section(stage: str, total: pd.Series, ops: pd.DataFrame, treatments: p
                     (f"expected ({total['estimate']})", units.seconds(total["ttft_expected_s"])),
                     ("throughput", units.tokens_per_s(total["tokens_per_s"]))]
     diagnosis.append(text.class_sentence(ops))
+    if network := text.network_sentence(stage, total, ops, gpu):
+        diagnosis.append(network)
     headline += [("memory-bound share", units.percent(total["memory_bound_share"])),
                  ("compute busy", units.percent(total["compute_utilization"])),
                  ("FLOPs", units.flops(total["flops"])), ("bytes", units.nbytes(total["bytes"])),
@@ -365,7 +367,8 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
     gpus_all = accelerators(specs)
     spec = specs["models"][model]
     scenario = scenario_for_model(specs["scenario"], spec)  # weight_dtype 'native' resolved for this model
-    mine = {name: frame[frame["model"] == model] for name, frame in tables.items()}
+    plans = tables.get("plans")  # the deployment search (config section `plan`), when configured
+    mine = {name: frame[frame["model"] == model] for name, frame in tables.items() if name != "plans"}
     totals, treatments, ops = mine["totals"], mine["treatments"], mine["ops"]
     gpus = {k: g for k, g in gpus_all.items() if k in set(totals["gpu"])}
     stages = [s for s in STAGES if s in set(totals["stage"])]
@@ -382,8 +385,9 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
         "header": title_block({**specs, "scenario": scenario}, f"Roofline report: {spec['name']}",
                               f"{plural(len(gpus), 'GPU')}, {', '.join(stages)}", hash_kind="inputs"),
         "facts": model_facts(model_spec(spec), scenario, totals.iloc[0]),
-        "summary": text.executive_summary(spec["name"], totals, treatments, gpus, scenario),
+        "summary": text.executive_summary(spec["name"], totals, treatments, gpus, scenario, ops),
         "decision": decision.decision_tables(totals, treatments, gpus, stages),
+        "plans": decision.recommended_plans(plans, gpus_all) if plans is not None else None,
         "matrices": matrices,
         "hardware": hardware_table(gpus),
         "figures": key_figures(manifest, figures_href, stages),

@@ -108,7 +108,7 @@ def decision_tables(totals: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[s
                                                                      & (treatments["stage"] == stage)], gpu))
         rows.sort(key=lambda row: row.pop("sort"))
         tables.append({"stage": stage, "title": stage.capitalize(),
-                       "time_label": "Time to first token" if stage == "prefill" else "Time per output token",
+                       "time_label": "TTFT (bound)" if stage == "prefill" else "TPOT (bound)",
                        "has_expected": any(row["expected"] is not None for row in rows), "rows": rows})
     return tables
 
@@ -122,3 +122,22 @@ def devices_needed(total: pd.Series, gpu: Accelerator) -> str:
         return str(devices)
     held = devices * float(total["footprint_bytes"])
     return f"≥ {max(devices + 1, math.ceil(held / capacity_bytes(total, gpu)))}"
+
+
+def recommended_plans(plans: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict:
+    """The deployment search's recommendation per GPU (roofline.planner: the plan with the most tokens/s per device
+    that fits and meets the targets), best first, the overall choice marked; `reason` when no plan qualifies."""
+    picked = plans[plans["recommended"].astype(bool)].sort_values("tokens_per_s_per_device", ascending=False)
+    rows = [{
+        "deployment": str(r["deployment"]), "batch": units.integer(r["batch"]),
+        "dtypes": f"{r['weight_dtype']} weights, {r['kv_dtype']} KV cache, {r['attention']}",
+        "ttft": units.seconds(r["ttft_s"]), "tpot": units.seconds(r["tpot_s"]),
+        "tpot_expected": units.seconds(r["tpot_expected_s"]),
+        "per_device": units.sig(r["tokens_per_s_per_device"]), "per_user": units.sig(r["tokens_per_s_per_user"]),
+        "bound": str(r["bound"]), "chosen": bool(r["chosen"]),
+        "gpu": gpus[r["gpu"]].name if r["gpu"] in gpus else str(r["gpu"]),
+    } for _, r in picked.iterrows()]
+    first = plans.iloc[0] if len(plans) else None
+    workload = (f"{units.integer(first['isl'])} prompt and {units.integer(first['osl'])} output tokens per request"
+                if first is not None else "")
+    return {"rows": rows, "workload": workload, "reason": plans.attrs.get("reason", "") if not rows else ""}

@@ -15,6 +15,15 @@ def load_tables(paths: dict[str, str | Path]) -> dict[str, pd.DataFrame]:
     return {name: pd.read_parquet(path) for name, path in paths.items()}
 
 
+def load_plan(path: str | Path) -> pd.DataFrame:
+    """The frontier table of results/plans/{model}.parquet; attrs["reason"] says why it is empty."""
+    from ..pipeline_io import read_plan_table
+
+    table, reason = read_plan_table(str(path))
+    table.attrs["reason"] = reason
+    return table
+
+
 def load_specs(path: str | Path) -> dict:
     return json.loads(Path(path).read_text())
 

@@ -352,12 +352,13 @@ def fit_sentence(totals: pd.DataFrame, names: dict[str, str]) -> str:
         else:
             verdict = f"does not fit on {', '.join(names[k] for k, ok in fits.items() if not ok)}"
         parts.append(f"{stage} needs {footprint_parts(largest[stage])} and {verdict}")
-    return ("Memory: " + "; ".join(parts) + ". Where it does not fit, the times assume it did (no tensor "
-            "parallelism or offloading is modelled) and are marked ✗.")
+    return ("Memory (the busiest device of each deployment): " + "; ".join(parts) + ". Where it does not fit, the "
+            "times assume it did and are marked ✗ (parallel: auto, or a plan with more devices, spreads it).")
 
 
 def speed_sentence(totals: pd.DataFrame, names: dict[str, str], scenario: dict) -> str:
-    """Per stage, the fastest setup among those that fit (a time of a setup that does not fit is never quoted)."""
+    """Per stage, the fastest deployment among those that fit, by its expected (calibrated) time, with the roofline
+    bound beside it (a time of a setup that does not fit is never quoted)."""
     parts = []
     for stage, column, what in (("prefill", "ttft_s", "to the first token"), ("decode", "tpot_s", "per output token")):
         rows = totals[totals["stage"] == stage]
@@ -367,11 +368,24 @@ def speed_sentence(totals: pd.DataFrame, names: dict[str, str], scenario: dict) 
         if fitting.empty:
             parts.append(f"{stage} fits {'no configured GPU' if len(rows) > 1 else 'nowhere'}")
             continue
-        best = fitting.loc[fitting[column].idxmin()]
-        extra = (f" ({units.tokens_per_s(best['tokens_per_s'])} at batch {scenario['batch']})" if stage == "decode"
-                 else f" for {scenario['batch']} × {scenario['seq_len']} prompt tokens")
-        parts.append(f"{stage} {units.seconds(best[column])} {what} on {names[best['gpu']]}{extra}")
+        expected = column.replace("_s", "_expected_s")
+        best = fitting.loc[fitting[expected].idxmin()]
+        extra = (f" ({units.tokens_per_s(best['tokens_per_s_expected'])} at batch {scenario['batch']})"
+                 if stage == "decode" else f" for {scenario['batch']} × {scenario['seq_len']} prompt tokens")
+        parts.append(f"{stage} {units.seconds(best[expected])} {what} expected (bound "
+                     f"{units.seconds(best[column])}) on {best['deployment']}{extra}")
     return f"Fastest setup that fits: {'; '.join(parts)}."
+
+
+def network_summary(totals: pd.DataFrame, ops: pd.DataFrame, gpus: dict[str, Accelerator]) -> str:
+    """Page 1's word on the links: network_sentence for the (gpu, stage) whose collectives take the largest share,
+    when some multi-device deployment spends 5% or more of a step in them; '' otherwise."""
+    multi = totals[(totals["devices"] > 1) & (totals["network_share"] >= NETWORK_SENTENCE_SHARE)]
+    if multi.empty:
+        return ""
+    worst = multi.loc[multi["network_share"].idxmax()]
+    mine = ops[(ops["gpu"] == worst["gpu"]) & (ops["stage"] == worst["stage"])]
+    return network_sentence(str(worst["stage"]), worst, mine, gpus[worst["gpu"]])
 
 
 def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[str, Accelerator],
@@ -417,15 +431,18 @@ def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpu
 
 
 def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.DataFrame,
-                      gpus: dict[str, Accelerator], scenario: dict) -> list[str]:
-    """Four paragraphs of page 1: the fastest setups that fit; per stage what bounds it and the best levers; what
-    fits where."""
+                      gpus: dict[str, Accelerator], scenario: dict, ops: pd.DataFrame | None = None) -> list[str]:
+    """Four or five paragraphs of page 1: the fastest deployments that fit (expected time, bound beside it); per
+    stage what bounds it and the best levers; where the link between devices bounds a step (from `ops`); what fits
+    where."""
     names = {k: g.name for k, g in gpus.items()}
     sentences = [speed_sentence(totals, names, scenario)]
     for stage in ("prefill", "decode"):
         rows = totals[totals["stage"] == stage].set_index("gpu")
         if len(rows):
             sentences.append(stage_sentence(stage, rows, treatments, gpus, scenario))
+    if ops is not None and (network := network_summary(totals, ops, gpus)):
+        sentences.append(network)
     sentences.append(fit_sentence(totals, names))
     return sentences
 
