@@ -17,6 +17,13 @@ prefill GEMM of the same bound time sit at different fractions of it); beyond th
 floor = the shortest kernel of the table (the device's launch floor). `max(t, ...)` keeps t_expected >= t_s even
 where a measurement beat its bound (a residual add whose input is still in L2).
 
+Launch gaps: the shipped tables hold kernel durations (vidur times the GPU kernels inside each op, launch gaps
+excluded; the H200 table is derived from those), while a serving step pays a gap between consecutive kernels and
+a kernel timed alone with CUDA events (as `roofline measure` does) includes its launch. So an operator calibrated
+from a kernel-duration table (KERNEL_TIME_TABLES, or the pooled default built from them) gets LAUNCH_GAP_S added
+to its expected time; a table written by `roofline measure` is used as measured. Communication rows keep their
+bound (their latency already holds the collective's start-up).
+
 Method choice by leave-one-out error (benchmarks/validate_calibration.py; the README quotes the numbers): "knn"
 against interpolation along the bound time alone in BIN_DECADES bins ("interp"), a fitted latency + throughput
 curve t = floor + t / efficiency ("affine") and one median ratio ("ratio"): knn has the lowest median and p90
@@ -56,6 +63,13 @@ DEFAULT_TABLES = ("a100-sxm-80gb", "h100-sxm")
 SAME_RATE = {"bf16": "fp16", "fp16": "bf16"}
 #: op_class of the ceiling rows (copy/read bandwidth, square matmuls): roofs, not ladder points.
 CEILING = "ceiling"
+#: Shipped tables whose times are kernel durations without the launch gap (vidur, and the H200 table derived from
+#: it): an expected time from them gets LAUNCH_GAP_S added.
+KERNEL_TIME_TABLES = ("a100-sxm-80gb", "h100-sxm", "h200-sxm")
+#: Time between two consecutive kernels of a step that kernel-duration tables leave out [s]: an empty kernel timed
+#: alone with CUDA events takes 2-5 us on Ampere and Hopper, CUDA graphs bring back-to-back launches to 1-2 us;
+#: 3 us sits between (NB: an estimate, not a measurement of these tables).
+LAUNCH_GAP_S = 3e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -231,8 +245,8 @@ def _curves(rows, gpu: Accelerator, method: str) -> dict[tuple, Curve]:
 class Calibration:
     """Expected-time lookup of one device: its own curves (labelled by the table's source) and the pooled default."""
 
-    def __init__(self, own: dict, measured: bool, pooled: dict):
-        self.own, self.measured, self.pooled = own, measured, pooled
+    def __init__(self, own: dict, measured: bool, pooled: dict, own_gap_s: float = 0.0):
+        self.own, self.measured, self.pooled, self.own_gap_s = own, measured, pooled, own_gap_s
 
     def expected(self, op_class: str, dtype: str, bound: str, t_bound: float, intensity: float) -> tuple[float, str]:
         """(t_expected_s, estimate) of one operator instance: its bound t_bound [s] on the `bound` side (memory |
@@ -240,12 +254,14 @@ class Calibration:
         for candidate in (dtype, SAME_RATE.get(dtype)):
             curve = self.own.get((op_class, candidate, bound)) or self.own.get((op_class, candidate, None))
             if curve is not None:
-                return curve(t_bound, intensity), "calibrated" if self.measured else "default"
+                return curve(t_bound, intensity) + self.own_gap_s, "calibrated" if self.measured else "default"
         curve = next((c for (cls, _, side), c in self.own.items() if cls == op_class and side is None), None)
-        curve = curve or self.pooled.get((op_class, bound)) or self.pooled.get((op_class, None))
+        if curve is not None:
+            return curve(t_bound, intensity) + self.own_gap_s, "default"
+        curve = self.pooled.get((op_class, bound)) or self.pooled.get((op_class, None))
         if curve is None:  # a class nothing measured (communication): no fraction to apply, the bound itself
             return t_bound, "default"
-        return curve(t_bound, intensity), "default"
+        return curve(t_bound, intensity) + LAUNCH_GAP_S, "default"  # the pooled tables are kernel durations
 
 
 def _spec_key(gpu: Accelerator) -> tuple:
@@ -263,7 +279,9 @@ def calibration_for(gpu: Accelerator, method: str = METHOD) -> Calibration:
         path = table_path(gpu)
         rows = read_table(path) if path else ()
         measured = bool(rows) and all(row["source"] == "measured" for row in rows)
-        _CACHE[key] = Calibration(_curves(rows, gpu, method), measured, _pooled(method))
+        kernel_times = path is not None and any(path == str(shipped_path(k)) for k in KERNEL_TIME_TABLES)
+        _CACHE[key] = Calibration(_curves(rows, gpu, method), measured, _pooled(method),
+                                  LAUNCH_GAP_S if kernel_times else 0.0)
     return _CACHE[key]
 
 
