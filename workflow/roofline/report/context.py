@@ -169,7 +169,8 @@ def other_gpu_rows(stage_totals: pd.DataFrame, key: str, gpus: dict[str, Acceler
 def footprint_table(stage_totals: pd.DataFrame, gpu: Accelerator) -> dict:
     """Memory footprint of each stage on one GPU (rows indexed by stage): prefill holds the prompt's activations
     (the score matrix with eager attention), decode the whole KV cache, so the two can disagree on the fit."""
-    rows = [{"stage": stage, "weights": units.nbytes(r["weight_bytes"]), "kv_cache": units.nbytes(r["kv_cache_bytes"]),
+    rows = [{"stage": stage, "weights": units.nbytes(r["weight_bytes_per_device"]),
+             "kv_cache": units.nbytes(r["kv_cache_bytes_per_device"]),
              "activations": units.nbytes(r["activation_bytes"]), "footprint": units.nbytes(r["footprint_bytes"]),
              "fits": bool(r["fits"])} for stage, r in stage_totals.iterrows()]
     return {"capacity": units.capacity(gpu.memory_bytes), "rows": rows}

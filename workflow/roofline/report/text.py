@@ -21,8 +21,8 @@ HELPS = {"memory": "memory-bound", "compute": "compute-bound", "both": "both", "
 #: short names of the engine's treatments for sentences (the table shows the engine's full label)
 SHORT = {"fusion": "fusion", "flash_attention": "FlashAttention", "weight_int8": "int8 weights",
          "weight_int4": "int4 weights", "kv_int8": "int8 KV cache", "kv_fp8": "fp8 KV cache",
-         "fp8_compute": "fp8 compute", "batching": "batching", "more_devices": "twice the tensor parallelism",
-         "overlap_communication": "overlapped communication"}
+         "fp8_compute": "fp8 compute", "batching": "batching", "more_devices": "TP ×2",
+         "overlap_communication": "comm. overlap"}
 
 
 def short(treatment: str) -> str:
@@ -191,7 +191,7 @@ def footprint_note(stage_totals: pd.DataFrame, ops: pd.DataFrame, treatments: pd
                  f"{'their' if both else 'its'} times assume {'they' if both else 'it'} did (parallel: auto, or "
                  "more devices in the plan, would spread the footprint)."]
     for stage, row in misfit.iterrows():
-        if row["activation_bytes"] <= row["weight_bytes"] + row["kv_cache_bytes"]:
+        if row["activation_bytes"] <= row["weight_bytes_per_device"] + row["kv_cache_bytes_per_device"]:
             continue
         op, nbytes = largest_activation_op(ops[ops["stage"] == stage])
         text = (f"{stage.capitalize()}'s activations ({units.nbytes(nbytes)}) are the inputs and outputs of its "
@@ -325,9 +325,12 @@ def lever_sentence(stage: str, latency: pd.DataFrame, names: dict[str, str]) -> 
 
 
 def footprint_parts(row: pd.Series) -> str:
-    """'571 GB (weights 4.02 GB, KV cache 17.2 GB, activations 550 GB)'."""
-    return (f"{units.nbytes(row['footprint_bytes'])} (weights {units.nbytes(row['weight_bytes'])}, KV cache "
-            f"{units.nbytes(row['kv_cache_bytes'])}, activations {units.nbytes(row['activation_bytes'])})")
+    """'571 GB (weights 4.02 GB, KV cache 17.2 GB, activations 550 GB)': the busiest device of the deployment, with
+    the deployment named when it has several devices."""
+    where = f" per device of {row['deployment']}" if int(row["devices"]) > 1 else ""
+    return (f"{units.nbytes(row['footprint_bytes'])}{where} (weights {units.nbytes(row['weight_bytes_per_device'])}, "
+            f"KV cache {units.nbytes(row['kv_cache_bytes_per_device'])}, activations "
+            f"{units.nbytes(row['activation_bytes'])})")
 
 
 def fit_sentence(totals: pd.DataFrame, names: dict[str, str]) -> str:
