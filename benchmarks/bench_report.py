@@ -27,7 +27,8 @@ def main(config_path: Path) -> None:
     resolved = resolve_config(yaml.safe_load(config_path.read_text()), base_dir=ROOT)
     specs = resolved.specs()
     start = time.perf_counter()
-    tables = grid_tables(resolved.models.values(), resolved.gpus.values(), resolved.stages, resolved.scenario)
+    tables = grid_tables(resolved.models.values(), resolved.gpus.values(), resolved.stages, resolved.scenario,
+                         resolved.plans)
     t_tables = time.perf_counter() - start
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

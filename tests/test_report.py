@@ -661,3 +661,24 @@ def test_model_report_states_the_recommended_deployment_per_gpu(data, tmp_path):
     write_plan_table(rows, reason, str(tmp_path / "none.parquet"))
     none = model_context(MODEL, {**tables, "plans": load_plan(tmp_path / "none.parquet")}, specs, [], "figures")
     assert none["plans"]["rows"] == [] and none["plans"]["reason"] == reason != ""
+
+
+def test_operator_matrix_matches_operators_by_name_across_deployments():
+    """Two keys of one device with other plans: the TP 4 deployment has collectives the single device lacks; every
+    operator keeps its own time in each column (matched by name, not by position), a missing one shows a dash, and
+    the columns and sentences name the deployments."""
+    tables, specs = grid({"models": {"llama-3.1-8b": {}},
+                          "gpus": {"h100-tp1": {"base": "h100-sxm", "parallel": {"tp": 1}},
+                                   "h100-tp4": {"base": "h100-sxm", "parallel": {"tp": 4}}},
+                          "stages": ["decode"]})
+    context = model_context("llama-3.1-8b", tables, specs, [], "figures")
+    matrix = context["matrices"][0]["operators"]
+    assert [c["name"] for c in matrix["columns"]] == ["1 x H100 SXM5 80GB", "4 x H100 SXM5 80GB, TP 4"]
+    rows = {r["op"]: r["times"] for r in matrix["rows"]}
+    ops = tables["ops"].set_index(["gpu", "op"])
+    for op in ("q_proj", "down_proj", "lm_head"):
+        for i, gpu in enumerate(("h100-tp1", "h100-tp4")):
+            assert rows[op][i]["text"] == units.seconds(ops.loc[(gpu, op), "t_s"] * ops.loc[(gpu, op), "count"])
+    assert rows["attn_all_reduce"][0]["text"] == units.DASH and rows["attn_all_reduce"][1]["text"] != units.DASH
+    assert not matrix["same_everywhere"]
+    assert "4 x H100 SXM5 80GB, TP 4" in " ".join(context["summary"])

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pandas as pd
 
@@ -50,14 +50,16 @@ def job_tables(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenari
 
 
 def grid_tables(models: Iterable[ModelSpec], gpus: Iterable[Accelerator], stages: Iterable[str],
-                scenario: Scenario) -> dict[str, pd.DataFrame]:
+                scenario: Scenario, plans: dict[str, dict[str, object]] | None = None) -> dict[str, pd.DataFrame]:
     """The four tables of a whole grid in one process (what the pipeline's aggregates hold), for tests and
-    benchmarks that need them without running Snakemake."""
+    benchmarks that need them without running Snakemake. `plans` ({model: {gpu: Parallel}}, as
+    config.ResolvedConfig.plans) gives each cell its own deployment, as the pipeline's jobs get it."""
     gpus, stages = list(gpus), list(stages)
     records: dict[str, list[dict]] = {name: [] for name in JOB_COLUMNS}
     for model in models:
         for gpu in gpus:
+            cell = replace(scenario, parallel=plans[model.key][gpu.key]) if plans else scenario
             for stage in stages:
-                for name, rows in job_records(model, gpu, stage, scenario).items():
+                for name, rows in job_records(model, gpu, stage, cell).items():
                     records[name] += rows
     return {name: pd.DataFrame(rows, columns=list(JOB_COLUMNS[name])) for name, rows in records.items()}

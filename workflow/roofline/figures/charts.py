@@ -279,9 +279,11 @@ def gpu_legend_entry(style, many: bool) -> dict:
 
 
 @styled
-def cross_gpu_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], scenario: dict, model_name: str, stage: str):
+def cross_gpu_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], scenario: dict, model_name: str, stage: str,
+                     plans: dict[str, str] | None = None):
     """Figure 2: one stage's operators on every configured GPU; colour = GPU (beyond 12 GPUs also line style and
-    hollow points), marker = class."""
+    hollow points), marker = class; the links of multi-device deployments as network roofs (`plans`: {gpu: "TP 4"}
+    names them in the legend)."""
     ops = ops[ops["stage"] == stage]
     ops = ops.assign(share=stage_shares(ops))
     points = drawable(ops)
@@ -289,14 +291,15 @@ def cross_gpu_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], scenario: 
     many = len(gpus) > len(GPU_PALETTE)
     fig, ax = _canvas()
     dtype = gemm_dtype(scenario)
-    entries = [(f"{legend_name(g.name)}\n{fmt_value(g.peak(dtype) / 1e12)} {rate_unit(dtype)}, "
-                f"{bandwidth_label(g.bandwidth_bytes_per_s)}", gpu_legend_entry(styles[k], many))
-               for k, g in gpus.items()]
+    plans = plans or {}
+    entries = [(f"{legend_name(g.name + (f' ({plans[k]})' if plans.get(k) else ''))}\n"
+                f"{fmt_value(g.peak(dtype) / 1e12)} {rate_unit(dtype)}, {bandwidth_label(g.bandwidth_bytes_per_s)}",
+                gpu_legend_entry(styles[k], many)) for k, g in gpus.items()]
     _legends(fig, entries, f"GPU: {dtype} peak,\nbandwidth", points["op_class"])
     _title(fig, lambda limit: f"{plain(shorten(model_name, limit))}, {stage}, on every configured GPU",
            scenario_caption(scenario))
-    roofs = [roof_for(gpu, dtype, other_dtypes=False, color=styles[key].color, linestyle=styles[key].linestyle)
-             for key, gpu in gpus.items()]
+    roofs = [roof_for(gpu, dtype, other_dtypes=False, color=styles[key].color, linestyle=styles[key].linestyle,
+                      links=network_links(ops[ops["gpu"] == key], gpu)) for key, gpu in gpus.items()]
     series = []
     for key in gpus:
         for op_class, group in points[points["gpu"] == key].groupby("op_class", sort=False):
@@ -331,10 +334,11 @@ MISFIT_ALPHA, MISFIT_COLOR, MISFIT_MARK = 0.3, "#aa3333", "✗"
 
 @styled
 def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model_name: str, stages,
-                          misfits=frozenset()):
+                          misfits=frozenset(), plans: dict[str, str] | None = None):
     """Figure 3: per stage a panel; per GPU a bar of time by operator class, memory-bound solid, compute-bound
-    hatched; a bar whose (gpu, stage) is in `misfits` (does not fit) is faded, red cross-hatched and its total
-    marked. Many GPUs: vertical GPU names and totals, with the margins and headroom they need (measured)."""
+    hatched, network-bound (collectives) dotted; a bar whose (gpu, stage) is in `misfits` (does not fit) is faded,
+    red cross-hatched and its total marked. `plans` ({gpu: "TP 4"}) names multi-device deployments under their
+    bars. Many GPUs: vertical GPU names and totals, with the margins and headroom they need (measured)."""
     stages = [s for s in STAGES if s in stages]
     fig, axes = plt.subplots(1, len(stages), figsize=(7.0, 3.3), squeeze=False)
     fig.subplots_adjust(left=0.08, right=0.8, bottom=0.2, top=0.86, wspace=0.35)
@@ -351,7 +355,7 @@ def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model
         bottom = np.zeros(len(keys))
         x = np.arange(len(keys))
         for op_class in classes:
-            for bound, hatch in (("memory", None), ("compute", "////")):
+            for bound, hatch in (("memory", None), ("compute", "////"), ("network", "....")):
                 if (op_class, bound) not in table.columns:
                     continue
                 values = table.loc[keys, (op_class, bound)].to_numpy() * scale
@@ -370,11 +374,11 @@ def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model
                                            xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
                                            fontsize=5.5 if crowded else 6.5, rotation=90 if crowded else 0,
                                            color=MISFIT_COLOR if misfit else "black"))
+        names = [plain(shorten(k, 24)) + (f" ({(plans or {}).get(k)})" if (plans or {}).get(k) else "") for k in keys]
         if crowded:
-            ax.set_xticks(x, [plain(shorten(k, 24)) for k in keys], rotation=90, ha="right", va="center",
-                          rotation_mode="anchor", fontsize=5.5)
+            ax.set_xticks(x, names, rotation=90, ha="right", va="center", rotation_mode="anchor", fontsize=5.5)
         else:
-            ax.set_xticks(x, [plain(shorten(k, 24)) for k in keys], rotation=30, ha="right", rotation_mode="anchor")
+            ax.set_xticks(x, names, rotation=30, ha="right", rotation_mode="anchor")
         ax.set_xlim(-0.6, len(keys) - 0.4)
         ax.set_ylabel(f"{'time to first token' if stage == 'prefill' else 'time per output token'} [{unit}]")
         ax.set_title(stage, fontsize=8)
@@ -385,6 +389,8 @@ def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model
     handles = [Patch(facecolor=class_color(c), label=c) for c in classes]
     handles += [Patch(facecolor="white", edgecolor="#555555", label="memory-bound"),
                 Patch(facecolor="white", edgecolor="#555555", hatch="////", label="compute-bound")]
+    if "network" in set(ops["bound"]):
+        handles.append(Patch(facecolor="white", edgecolor="#555555", hatch="....", label="network-bound"))
     if misfits & {(k, s) for k in gpus for s in stages}:
         handles.append(Patch(facecolor="white", edgecolor=MISFIT_COLOR, hatch="xxxx",
                              label=f"{MISFIT_MARK} does not fit"))

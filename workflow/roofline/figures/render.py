@@ -109,6 +109,8 @@ def _render(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict, di
     left_out = sorted(set(ops["op"]) - set(drawable(ops)["op"]))
     note = (f"Not drawn (no FLOPs, so no place on a log axis): {', '.join(left_out)}." if left_out else "")
     plans = specs.get("plans", {}).get(model, {})
+    described = {key: Parallel(**plans[key]).describe() for key in gpus if key in plans}
+    multi_device = {key: text for key, text in described.items() if text != "single device"}  # {gpu: "TP 4"}
     for key, gpu in gpus.items():
         deployment = deployment_label(gpu, Parallel(**plans[key])) if key in plans else None
         fig, _ = roofline_figure(ops[ops["gpu"] == key], gpu, scenario, name, deployment)
@@ -119,10 +121,10 @@ def _render(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict, di
             manifest.append({"kind": "batch_sweep", "gpu": key, "stage": "decode", "note": "",
                              **save(fig, directory, f"batch_sweep_{key}")})
     for stage in stages:
-        fig, _ = cross_gpu_figure(ops, gpus, scenario, name, stage)
+        fig, _ = cross_gpu_figure(ops, gpus, scenario, name, stage, multi_device)
         manifest.append({"kind": "cross_gpu", "gpu": None, "stage": stage, "note": note,
                          **save(fig, directory, f"cross_gpu_{stage}")})
-    fig = time_breakdown_figure(ops, gpus, name, stages, misfits)
+    fig = time_breakdown_figure(ops, gpus, name, stages, misfits, multi_device)
     manifest.append({"kind": "time_breakdown", "gpu": None, "stage": None, "note": "",
                      **save(fig, directory, "time_breakdown")})
     if len(sweeps[sweeps["sweep"] == "seq_len"]):

@@ -245,8 +245,12 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
             guides += ax.plot([roof.ridge, roof.ridge], [ylim[0], roof.main_peak], color=roof.color, lw=0.8,
                               ls=(0, (1, 2)), zorder=2)
     link_lines = []  # (roof, link name, bandwidth, Line2D): dash-dot network roofs up to the main peak
+    drawn = set()  # several GPUs on one link (NVLink 4 of the H100 and the H200): one roof
     for roof in roofs:
         for name, link_bw in roof.links:
+            if (name, link_bw) in drawn:
+                continue
+            drawn.add((name, link_bw))
             xs = np.array([x_low, min(x_high, roof.main_peak / link_bw)])
             (line,) = ax.plot(xs, link_bw * xs, color=LINK_COLOR, lw=0.9, ls="-.", zorder=2)
             link_lines.append((roof, name, link_bw, line))

@@ -30,9 +30,12 @@ CAVEATS = (
     "re-reads and fusion inside a framework change them.",
     "Peaks are dense datasheet values; rows flagged as estimates in the hardware table were derived rather than "
     "printed by the vendor.",
-    "A single device runs the whole model: tensor or pipeline parallelism, offloading and communication are not "
-    "modelled. A setup that does not fit is still timed as if it did, and every such time is marked ✗ (greyed, "
-    "hatched) with what it needs and what the device has.",
+    "Deployments over several devices (tensor, pipeline and expert parallelism) show one device's share per "
+    "operator; collectives are ring all-reduces, all-gathers and all-to-alls at the link's datasheet bandwidth plus "
+    "a per-collective latency, not overlapped with computation (the overlap treatment prices hiding them); NVSwitch "
+    "in-network reduction (NVLS) and offloading are not modelled. Pipeline stages run without micro-batching. A "
+    "setup that does not fit is still timed as if it did, and every such time is marked ✗ (greyed, hatched) with "
+    "what it needs and what the device has.",
 )
 
 

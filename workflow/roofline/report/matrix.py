@@ -13,33 +13,51 @@ from .decision import cell, misfit_text
 
 
 def gpu_columns(stage_totals: pd.DataFrame, gpus: dict[str, Accelerator]) -> list[dict]:
-    """The GPU columns of a stage (config order) with the reason each is marked ('' when it fits)."""
+    """The GPU columns of a stage (config order), each named by its deployment ('4 x H100 SXM5 80GB, TP 4'), with
+    the reason each is marked ('' when it fits)."""
     indexed = stage_totals.set_index("gpu")
-    return [{"key": key, "name": gpu.name, "misfit": misfit_text(indexed.loc[key], gpu)}
+    return [{"key": key, "name": str(indexed.loc[key, "deployment"]), "misfit": misfit_text(indexed.loc[key], gpu)}
             for key, gpu in gpus.items() if key in indexed.index]
 
 
+def merged_order(lists: list[list[str]]) -> list[str]:
+    """The operator names of every GPU's graph in one order: each list's order kept, an operator only some
+    deployments have (a collective, a pipeline send) placed after its predecessor in the list that has it."""
+    order: list[str] = []
+    for names in lists:
+        for i, name in enumerate(names):
+            if name in order:
+                continue
+            previous = next((n for n in reversed(names[:i]) if n in order), None)
+            order.insert(order.index(previous) + 1 if previous is not None else 0, name)
+    return order
+
+
 def operator_matrix(ops: pd.DataFrame, stage_totals: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict:
-    """Operators of one stage in graph order: class, instances, FLOPs, bytes and intensity per instance (taken from
-    the first GPU; `same_everywhere` says whether every GPU agrees), and per GPU the time of all instances
-    (t_s × count) coloured by its bound, plus the stage total per GPU."""
+    """Operators of one stage in graph order (every deployment's operators, matched by name): class, instances,
+    FLOPs, bytes and intensity per instance (from the first GPU that has the operator; `same_everywhere` says
+    whether every GPU agrees: deployments with other parallel plans hold other shares), and per GPU the time of
+    all instances (t_s × count) coloured by its bound, '—' where its deployment has no such operator, plus the
+    stage total per GPU."""
     columns = gpu_columns(stage_totals, gpus)
-    per_gpu = {c["key"]: ops[ops["gpu"] == c["key"]].reset_index(drop=True) for c in columns}
+    per_gpu = {c["key"]: ops[ops["gpu"] == c["key"]].set_index("op", drop=False) for c in columns}
+    order = merged_order([list(table["op"]) for table in per_gpu.values()])
     first = per_gpu[columns[0]["key"]]
-    same = all(len(t) == len(first) and (t["op"] == first["op"]).all() and (t["flops"] == first["flops"]).all()
-               and (t["bytes"] == first["bytes"]).all() for t in per_gpu.values())
+    same = all(list(t["op"]) == list(first["op"]) and (t["flops"].to_numpy() == first["flops"].to_numpy()).all()
+               and (t["bytes"].to_numpy() == first["bytes"].to_numpy()).all() for t in per_gpu.values())
     rows = []
-    for i, r in enumerate(first.itertuples()):
+    for op in order:
+        r = next(table.loc[op] for table in per_gpu.values() if op in table.index)
         times = []
         for c in columns:
             mine = per_gpu[c["key"]]
-            if i < len(mine) and mine.loc[i, "op"] == r.op:
-                times.append(cell(units.seconds(mine.loc[i, "t_s"] * mine.loc[i, "count"]), c["misfit"],
-                                  str(mine.loc[i, "bound"])))
+            if op in mine.index:
+                row = mine.loc[op]
+                times.append(cell(units.seconds(row["t_s"] * row["count"]), c["misfit"], str(row["bound"])))
             else:
                 times.append(cell(units.DASH))
-        rows.append({"op": r.op, "op_class": r.op_class, "count": str(int(r.count)), "flops": units.flops(r.flops),
-                     "bytes": units.nbytes(r.bytes), "intensity": units.intensity(r.intensity), "times": times})
+        rows.append({"op": op, "op_class": r["op_class"], "count": str(int(r["count"])), "flops": units.flops(r["flops"]),
+                     "bytes": units.nbytes(r["bytes"]), "intensity": units.intensity(r["intensity"]), "times": times})
     indexed = stage_totals.set_index("gpu")
     total = [cell(units.seconds(indexed.loc[c["key"], "t_s"]), c["misfit"]) for c in columns]
     return {"columns": columns, "rows": rows, "total": total, "same_everywhere": same,

@@ -391,11 +391,20 @@ def network_summary(totals: pd.DataFrame, ops: pd.DataFrame, gpus: dict[str, Acc
     return network_sentence(str(worst["stage"]), worst, mine, gpus[worst["gpu"]])
 
 
+def deployment_names(totals: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict[str, str]:
+    """{gpu key: its deployment as the tables name it ('4 x H100 SXM5 80GB, TP 4'), or the device's name for a
+    single device}: two keys of one device with other plans read apart."""
+    named = {key: text for key, text, devices in zip(totals["gpu"], totals["deployment"], totals["devices"])
+             if int(devices) > 1}  # one device: its name reads better in a sentence than "1 x ..."
+    return {key: str(named.get(key, gpu.name)) for key, gpu in gpus.items()}
+
+
 def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[str, Accelerator],
-                   scenario: dict) -> str:
+                   scenario: dict, names: dict[str, str] | None = None) -> str:
     """What bounds the stage on each GPU (grouped by the words of `bound_phrase`), what that means for the choice
-    of GPU, the largest single lever and, for decode, what batching buys (rows: that stage's totals by gpu)."""
-    names = {k: g.name for k, g in gpus.items()}
+    of GPU, the largest single lever and, for decode, what batching buys (rows: that stage's totals by gpu;
+    `names`: how to call each gpu key, by default its name)."""
+    names = names or {k: g.name for k, g in gpus.items()}
     shares = rows["memory_bound_share"].to_dict()
     groups: dict[str, list[str]] = {}
     for key, share in shares.items():
@@ -438,12 +447,12 @@ def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.Data
     """Four or five paragraphs of page 1: the fastest deployments that fit (expected time, bound beside it); per
     stage what bounds it and the best levers; where the link between devices bounds a step (from `ops`); what fits
     where."""
-    names = {k: g.name for k, g in gpus.items()}
+    names = deployment_names(totals, gpus)
     sentences = [speed_sentence(totals, names, scenario)]
     for stage in ("prefill", "decode"):
         rows = totals[totals["stage"] == stage].set_index("gpu")
         if len(rows):
-            sentences.append(stage_sentence(stage, rows, treatments, gpus, scenario))
+            sentences.append(stage_sentence(stage, rows, treatments, gpus, scenario, names))
     if ops is not None and (network := network_summary(totals, ops, gpus)):
         sentences.append(network)
     sentences.append(fit_sentence(totals, names))
