@@ -157,7 +157,7 @@ def test_a_measured_table_flows_through_snakemake_into_the_report(cpu_table, tmp
                              else work / "results" / "models" / "llama-2-7b" / "totals.parquet")
     assert list(totals["estimate"]) == ["calibrated"] and (totals["tpot_expected_s"] > totals["tpot_s"]).all()
     html = (work / "reports" / "llama-2-7b.html").read_text()
-    assert "expected (calibrated)" in html and "kernels measured on this GPU model" in html
+    assert "expected (calibrated)" in html and "single launches measured on this GPU model" in html
 
 
 @pytest.mark.parametrize("name", columns.OP_EXPECTED_COLUMNS + columns.TOTAL_EXPECTED_COLUMNS

@@ -5,21 +5,23 @@ from __future__ import annotations
 import csv
 from importlib import resources
 
-from ..calibration import CEILING, read_table, table_path
+from ..calibration import CEILING, LAUNCH_GAP_S, KERNEL_TIME_TABLES, read_table, shipped_path, table_path
 from ..hardware import Accelerator
 from . import units
 
 
 def _basis(gpu: Accelerator) -> str:
+    """What a GPU's expected times rest on (without its name: GPUs on the same basis are listed together)."""
     path = table_path(gpu)
     if path is None:
-        return f"{gpu.name}: no calibration, the default fallback (the shipped A100 and H100 measurements)"
+        return "no table of their own: the default fallback (the shipped A100 and H100 measurements)"
     ladder = [r for r in read_table(path) if r["op_class"] != CEILING]
     floor = units.seconds(min(r["measured_s"] for r in ladder))
+    gap = any(path == str(shipped_path(key)) for key in KERNEL_TIME_TABLES)
+    kernels = "kernel durations" if gap else "single launches"
     if all(r["source"] == "measured" for r in ladder):
-        return f"{gpu.name}: {len(ladder)} kernels measured on this GPU model, launch floor {floor}"
-    return (f"{gpu.name}: derived from another device's measurements, not measured on it (marked default), "
-            f"launch floor {floor}")
+        return f"{len(ladder)} {kernels} measured on this GPU model, launch floor {floor}"
+    return f"derived from another device's {kernels}, not measured on it (marked default), launch floor {floor}"
 
 
 def _validation() -> str:
@@ -37,6 +39,10 @@ def _validation() -> str:
 
 def caveat(gpus: dict[str, Accelerator]) -> str:
     """One paragraph: expected times vs bounds, each GPU's calibration basis and launch floor, the validation."""
-    return ("Expected times (next to each bound) scale the bound by the fraction measured kernels of the same class, "
-            "size and intensity achieve, and never fall below the launch floor: "
-            + "; ".join(_basis(gpu) for gpu in gpus.values()) + ". " + _validation())
+    groups: dict[str, list[str]] = {}
+    for gpu in gpus.values():
+        groups.setdefault(_basis(gpu), []).append(gpu.name)
+    return ("Expected times scale each bound by what measured kernels of the same class, size and intensity achieve, "
+            f"never below the launch floor, plus a {units.seconds(LAUNCH_GAP_S)} launch gap per kernel where a table "
+            "holds kernel durations: " + "; ".join(f"{', '.join(names)}: {basis}" for basis, names in groups.items())
+            + ". " + _validation())

@@ -20,22 +20,18 @@ from ..scenario import STAGES, scenario_for_model
 from . import calibration, decision, matrix, paper, text, units
 
 CAVEATS = (
-    "A roofline is an upper bound on speed (a lower bound on time): real kernels reach 60-90% of peak bandwidth "
-    "and less of peak FLOP/s, so measured times are longer.",
-    "No kernel launch overhead is counted; at batch-1 decode, hundreds of small kernels per token can add tens of "
-    "microseconds each unless captured in a CUDA graph.",
+    "A roofline bound is a lower bound on time: real kernels reach 60-90% of peak bandwidth and less of peak FLOP/s, "
+    "and each kernel pays a launch; the expected times add both back (last caveat).",
     "Operators do not overlap: each operator's time is the slower of its compute and its memory time, and the "
     "stage time is their sum.",
     "Bytes are compulsory DRAM traffic of unfused kernels (inputs read once, outputs written once); caches, tiling "
     "re-reads and fusion inside a framework change them.",
     "Peaks are dense datasheet values; rows flagged as estimates in the hardware table were derived rather than "
     "printed by the vendor.",
-    "Deployments over several devices (tensor, pipeline and expert parallelism) show one device's share per "
-    "operator; collectives are ring all-reduces, all-gathers and all-to-alls at the link's datasheet bandwidth plus "
-    "a per-collective latency, not overlapped with computation (the overlap treatment prices hiding them); NVSwitch "
-    "in-network reduction (NVLS) and offloading are not modelled. Pipeline stages run without micro-batching. A "
-    "setup that does not fit is still timed as if it did, and every such time is marked ✗ (greyed, hatched) with "
-    "what it needs and what the device has.",
+    "Several devices: rows are one device's share; collectives (ring all-reduce, all-gather, all-to-all) run at the "
+    "link's datasheet bandwidth plus a latency each, not overlapped with computation; NVLS and offloading are not "
+    "modelled; pipeline stages run without micro-batching. A setup that does not fit is timed as if it did and "
+    "marked ✗.",
 )
 
 
