@@ -374,8 +374,8 @@ def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model
                                            xytext=(0, 2), textcoords="offset points", ha="center", va="bottom",
                                            fontsize=5.5 if crowded else 6.5, rotation=90 if crowded else 0,
                                            color=MISFIT_COLOR if misfit else "black"))
-        names = [plain(shorten(k, 24)) + (f" ({(plans or {}).get(k)})" if (plans or {}).get(k) else "") for k in keys]
-        if crowded:
+        names = [plain(shorten(k, 24)) + (f" ({(plans or {})[k]})" if (plans or {}).get(k) else "") for k in keys]
+        if crowded or any((plans or {}).get(k) for k in keys):  # long labels stand upright, never off the left edge
             ax.set_xticks(x, names, rotation=90, ha="right", va="center", rotation_mode="anchor", fontsize=5.5)
         else:
             ax.set_xticks(x, names, rotation=30, ha="right", rotation_mode="anchor")
