@@ -91,16 +91,26 @@ def network_time(gpu: Accelerator, op: Op):
     return bandwidth, latency + op.cost.network / bandwidth
 
 
+def op_times(gpu: Accelerator, op: Op, peak: float, nbytes, maximum=max) -> tuple:
+    """(t_compute, t_memory, t_network, t) [s] of one instance of `op` on `gpu` at `peak` [FLOP/s], its DRAM bytes
+    `nbytes` (op.cost.bytes, which the callers need too): the roofline kernel that op_row, aggregate and the sweeps
+    share. `maximum` is np.maximum for array-valued costs."""
+    t_compute, t_memory = op.cost.flops / peak, nbytes / gpu.bandwidth_bytes_per_s
+    if op.span <= 1:
+        return t_compute, t_memory, 0.0, maximum(t_compute, t_memory)
+    t_network = network_time(gpu, op)[1]
+    return t_compute, t_memory, t_network, maximum(maximum(t_compute, t_memory), t_network)
+
+
 def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
     """The per-operator record (OP_COLUMNS + compute_dtype) for one instance of `op` on `gpu`."""
     c = op.cost
     nbytes = c.bytes
     peak = gpu.peak(op.compute_dtype)
     bw = gpu.bandwidth_bytes_per_s
-    t_compute, t_memory = c.flops / peak, nbytes / bw
-    link_bw, t_network = network_time(gpu, op)
+    t_compute, t_memory, t_network, t = op_times(gpu, op, peak, nbytes)
+    link_bw = network_time(gpu, op)[0]
     intensity = c.flops / nbytes if nbytes else math.inf
-    t = max(t_compute, t_memory, t_network)
     bound = "network" if t_network >= t and t_network > 0 else ("compute" if t_compute > t_memory else "memory")
     return {
         "model": model_key, "gpu": gpu.key, "stage": stage, "op": op.name, "op_class": op.op_class,
@@ -170,6 +180,7 @@ def _weight_widths(model: ModelSpec, scenario: Scenario) -> tuple[float, float, 
             weight_bytes_per_element(scenario_dtypes(scenario).head_weight, group))
 
 
+@lru_cache(maxsize=4096)
 def weight_bytes(model: ModelSpec, scenario: Scenario) -> float:
     """All weights resident in memory (total parameters, every expert): routed experts at the experts' dtype, the
     embedding table and lm_head at theirs, the rest at the weight dtype."""
@@ -178,6 +189,7 @@ def weight_bytes(model: ModelSpec, scenario: Scenario) -> float:
     return (parameter_counts(model)[0] - experts - tables) * block + experts * expert + tables * table
 
 
+@lru_cache(maxsize=4096)
 def weight_bytes_per_device(model: ModelSpec, scenario: Scenario) -> float:
     """Weights the busiest device of the deployment holds (roofline.parallel.weight_params_per_device), each part
     at its own width."""
@@ -188,7 +200,6 @@ def weight_bytes_per_device(model: ModelSpec, scenario: Scenario) -> float:
 def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: Sequence[Op], B, S) -> dict:
     """Sums over operators x count, footprint and fit. Works on scalars or NumPy arrays of B/S (sweeps), hence
     np.maximum/np.where; `ops` must come from build_operators with the same B and S."""
-    bw = gpu.bandwidth_bytes_per_s
     vector = isinstance(B, np.ndarray) or isinstance(S, np.ndarray)
     maximum = np.maximum if vector else max  # NumPy on Python floats costs ~1 us a call: keep scalars scalar
     flops = nbytes = t_compute = t_memory = t_network = t = t_memory_bound = t_communication = 0.0
@@ -197,15 +208,13 @@ def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario
     for op in ops:
         n, c = op.count, op.cost
         op_bytes = c.bytes
-        tc, tm = c.flops / peaks[op.compute_dtype], op_bytes / bw
-        op_t = maximum(tc, tm)
-        if op.span > 1:
-            _link, tn = network_time(gpu, op)
-            op_t = maximum(op_t, tn)
+        tc, tm, tn, op_t = op_times(gpu, op, peaks[op.compute_dtype], op_bytes, maximum)
+        collective = op.span > 1
+        if collective:
             t_network, t_communication = t_network + n * tn, t_communication + n * op_t
         flops, nbytes = flops + n * c.flops, nbytes + n * op_bytes
         t_compute, t_memory, t = t_compute + n * tc, t_memory + n * tm, t + n * op_t
-        memory_bound = (tm >= tc) if op.span <= 1 else False
+        memory_bound = not collective and tm >= tc
         t_memory_bound = t_memory_bound + n * (np.where(memory_bound, op_t, 0.0) if vector else memory_bound * op_t)
         activations = maximum(activations, c.act_read + c.act_write)
     prefill = stage == "prefill"

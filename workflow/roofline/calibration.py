@@ -188,6 +188,11 @@ def read_table(path: str) -> tuple[dict, ...]:
     return tuple(rows)
 
 
+def holds_kernel_durations(path: str | None) -> bool:
+    """Whether the table at `path` is one of the shipped KERNEL_TIME_TABLES (times without the launch gap)."""
+    return path is not None and any(path == str(shipped_path(key)) for key in KERNEL_TIME_TABLES)
+
+
 def check_table(path: str) -> str:
     """`path` if it reads as a calibration table (used by the config before any job runs)."""
     read_table(str(path))
@@ -279,9 +284,8 @@ def calibration_for(gpu: Accelerator, method: str = METHOD) -> Calibration:
         path = table_path(gpu)
         rows = read_table(path) if path else ()
         measured = bool(rows) and all(row["source"] == "measured" for row in rows)
-        kernel_times = path is not None and any(path == str(shipped_path(k)) for k in KERNEL_TIME_TABLES)
         _CACHE[key] = Calibration(_curves(rows, gpu, method), measured, _pooled(method),
-                                  LAUNCH_GAP_S if kernel_times else 0.0)
+                                  LAUNCH_GAP_S if holds_kernel_durations(path) else 0.0)
     return _CACHE[key]
 
 

@@ -54,6 +54,7 @@ class ScenarioDtypes(NamedTuple):
     head: str  # lm_head's compute: head_weight x head_input
 
 
+@lru_cache(maxsize=1024)
 def scenario_dtypes(sc: Scenario) -> ScenarioDtypes:
     """Which dtype each part of the graph uses: 8-bit activations only as GEMM inputs; embedding table and lm_head
     at 16 bits unless sc.quantize_embeddings (rules in roofline.dtypes)."""

@@ -269,6 +269,7 @@ def embedding_params(m: ModelSpec) -> int:
     return (m.vocab + m.learned_positions) * m.hidden + (0 if m.tie_embeddings else m.vocab * m.hidden)
 
 
+@lru_cache(maxsize=256)
 def parameter_counts(m: ModelSpec) -> tuple[int, int]:
     """(total, active per token) parameters. Active counts top_k routed experts plus shared ones."""
     D, V = m.hidden, m.vocab

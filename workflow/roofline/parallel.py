@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .errors import RooflineInputError
+from .errors import RooflineInputError, unknown
 
 #: the largest number of devices a plan may use (a GB200 NVL72 rack is 72; a few racks of scale-out beyond)
 MAX_DEVICES = 4096
@@ -86,7 +86,6 @@ class Parallel:
                                      "{tp: 4, pp: 1, ep: 1}")
         for name in value:
             if name not in PLAN_FIELDS:
-                from .errors import unknown
                 raise unknown(where, name, PLAN_FIELDS)
         return cls(**value).validate(where)
 

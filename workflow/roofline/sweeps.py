@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .analysis import aggregate, critical_batch
+from .analysis import aggregate, critical_batch, op_times
 from .columns import SWEEP_COLUMNS
 from .graph import build_operators
 from .hardware import Accelerator
@@ -32,13 +32,12 @@ def evaluate_many(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scen
     ops = build_operators(model, stage, scenario, batch=B, seq_len=S)
     sums = aggregate(model, gpu, stage, scenario, ops, B, S)
     by_class: dict[str, list] = {"gemm": [0.0, 0.0, 0.0], "attention": [0.0, 0.0, 0.0]}
-    bw = gpu.bandwidth_bytes_per_s
     for op in ops:
         if op.op_class in by_class:
             acc, c = by_class[op.op_class], op.cost
             acc[0] = acc[0] + op.count * c.flops
             acc[1] = acc[1] + op.count * c.bytes
-            acc[2] = acc[2] + op.count * np.maximum(c.flops / gpu.peak(op.compute_dtype), c.bytes / bw)
+            acc[2] = acc[2] + op.count * op_times(gpu, op, gpu.peak(op.compute_dtype), c.bytes, np.maximum)[3]
     sums["gemm_intensity"] = by_class["gemm"][0] / by_class["gemm"][1]
     sums["attention_intensity"] = by_class["attention"][0] / by_class["attention"][1]
     sums["attention_time_share"] = by_class["attention"][2] / sums["t_s"]
