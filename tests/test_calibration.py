@@ -13,11 +13,12 @@ import pytest
 
 from roofline import analysis, cli, columns, hardware, models
 from roofline import config as rc
-from roofline.calibration import (Curve, add_expected, calibration_for, fit_interp, fit_knn, read_table,
+from roofline.calibration import (Curve, calibration_for, fit_interp, fit_knn, read_table,
                                   shipped_path)
 from roofline.errors import RooflineInputError
 from roofline.parallel import Parallel
 from roofline.scenario import Scenario
+from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA = models.catalog()["llama-3.1-8b"]
@@ -137,13 +138,7 @@ def test_measure_rejects_a_device_that_is_not_there(capsys):
 
 def test_a_measured_table_flows_through_snakemake_into_the_report(cpu_table, tmp_path):
     repo, work = tmp_path / "repo", tmp_path / "work"
-    for name in ("Snakefile", "workflow", "profiles", "templates"):
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            repo.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, repo / name)
+    copy_workflow(repo)
     work.mkdir()
     shutil.copy(cpu_table, work / "cpu.csv")
     (work / "config.yaml").write_text(

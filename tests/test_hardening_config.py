@@ -10,6 +10,7 @@ import pytest
 from roofline import cli, hardware
 from roofline import config as rc
 from roofline.errors import RooflineInputError
+from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = rc.load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
@@ -147,12 +148,7 @@ def test_cli_version():
 # ------------------------------------------------------------------ through Snakemake (dry runs, before any job)
 @pytest.fixture(scope="module")
 def workflow_copy(tmp_path_factory):
-    import shutil
-    work = tmp_path_factory.mktemp("strict") / "work"
-    work.mkdir()
-    for name in ("Snakefile", "workflow", "profiles", "templates"):
-        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy)(ROOT / name, work / name)
-    return work
+    return copy_workflow(tmp_path_factory.mktemp("strict") / "work")
 
 
 def _dry_run(work, text: str, *extra: str) -> subprocess.CompletedProcess:

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from roofline.housekeeping import locks, procs, stale, watchdog
+from workflow_copy import copy_workflow
 
 pytestmark = pytest.mark.skipif(not procs.available(), reason="needs Linux /proc")
 
@@ -179,11 +180,7 @@ def _jobs_of(work: Path) -> list[int]:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
-    work = tmp_path_factory.mktemp("recovery") / "work"
-    work.mkdir()
-    for name in ("Snakefile", "workflow", "profiles", "templates"):
-        copy = shutil.copytree if (ROOT / name).is_dir() else shutil.copy
-        copy(ROOT / name, work / name)
+    work = copy_workflow(tmp_path_factory.mktemp("recovery") / "work")
     shutil.copy(ROOT / ".test" / "config.yaml", work / "config.yaml")
     return work
 

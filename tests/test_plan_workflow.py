@@ -1,11 +1,9 @@
 """The optional `plan` config section: its resolution and one-line errors, and the plan rules end to end (a copy of
 the workflow, a config with one model, two gpus and a plan section, only the plan targets built)."""
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
@@ -13,6 +11,7 @@ from roofline import config as rc
 from roofline.columns import PLAN_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
 from roofline.errors import RooflineInputError
 from roofline.pipeline_io import read_plan_table
+from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -62,9 +61,7 @@ def test_readme_lists_plan_column(name):
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("plan-e2e")
     repo, work = root / "repo", root / "work"
-    repo.mkdir()
-    for name in ("Snakefile", "workflow", "profiles", "templates"):
-        (shutil.copytree if (ROOT / name).is_dir() else shutil.copy2)(ROOT / name, repo / name)
+    copy_workflow(repo)
     work.mkdir()
     config = {**BASE, "models": {"llama-2-7b": {}, "llama-3.1-70b": {}}, "gpus": {"h100-sxm": {}, "rtx-a6000": {}},
               "plan": {"isl": 1024, "osl": 1024, "tpot_ms": 10, "gpus": ["h100-sxm", "rtx-a6000"],

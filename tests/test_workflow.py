@@ -20,9 +20,9 @@ import yaml
 from roofline import columns
 from roofline.hardware import Accelerator
 from roofline.models import ModelSpec
+from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ("Snakefile", "workflow", "profiles", "templates")  # what a copy of the workflow needs
 TEST_CONFIG = yaml.safe_load((ROOT / ".test" / "config.yaml").read_text())
 MODELS, GPUS, STAGES = list(TEST_CONFIG["models"]), list(TEST_CONFIG["gpus"]), TEST_CONFIG["stages"]
 JOB_TABLES = {
@@ -64,13 +64,7 @@ def snapshot(work: Path) -> dict:
 def wf(tmp_path_factory):
     root = tmp_path_factory.mktemp("e2e")
     repo, work = root / "workflow-copy", root / "work"
-    for name in WORKFLOW_FILES:
-        source = ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, repo / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            repo.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, repo / name)
+    copy_workflow(repo)
     work.mkdir()
     shutil.copy(ROOT / ".test" / "config.yaml", work / "config.yaml")
     wf = SimpleNamespace(repo=repo, work=work)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from importlib import resources
 
-from ..calibration import CEILING, LAUNCH_GAP_S, KERNEL_TIME_TABLES, read_table, shipped_path, table_path
+from ..calibration import CEILING, LAUNCH_GAP_S, holds_kernel_durations, read_table, table_path
 from ..hardware import Accelerator
 from . import units
 
@@ -17,8 +17,7 @@ def _basis(gpu: Accelerator) -> str:
         return "no table of their own: the default fallback (the shipped A100 and H100 measurements)"
     ladder = [r for r in read_table(path) if r["op_class"] != CEILING]
     floor = units.seconds(min(r["measured_s"] for r in ladder))
-    gap = any(path == str(shipped_path(key)) for key in KERNEL_TIME_TABLES)
-    kernels = "kernel durations" if gap else "single launches"
+    kernels = "kernel durations" if holds_kernel_durations(path) else "single launches"
     if all(r["source"] == "measured" for r in ladder):
         return f"{len(ladder)} {kernels} measured on this GPU model, launch floor {floor}"
     return f"derived from another device's {kernels}, not measured on it (marked default), launch floor {floor}"

@@ -156,7 +156,7 @@ def other_gpu_rows(stage_totals: pd.DataFrame, key: str, gpus: dict[str, Acceler
         if other == key:
             continue
         rows.append({"name": gpus[other].name, "key": other,
-                     "time": decision.cell(units.seconds(row["t_s"]), decision.misfit_text(row, gpus[other])),
+                     "time": decision.cell(units.seconds(row["t_s"]), decision.misfit_text(row)),
                      "versus": compared(mine, float(row["t_s"])),
                      "faster": bool(mine > float(row["t_s"])),
                      "bound": text.bound_phrase(float(row["memory_bound_share"])),
@@ -339,7 +339,7 @@ def gpu_detail(key: str, gpu: Accelerator, stages: list[str], spec: dict, tables
         total = select(totals).iloc[0]
         section = stage_section(stage, total, select(ops), select(treatments), select(sweeps),
                                 totals[totals["stage"] == stage], gpu, gpus, scenario)
-        stage_sections.append({**section, "misfit": decision.misfit_text(total, gpu)})
+        stage_sections.append({**section, "misfit": decision.misfit_text(total)})
     mine = totals[totals["gpu"] == key].set_index("stage").loc[stages]
     return {
         "key": key, "name": gpu.name, "anchor": f"gpu-{key}",
@@ -439,13 +439,13 @@ SUMMARY_COLUMNS = (
 )
 
 
-def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame, gpu: Accelerator) -> dict[str, dict]:
+def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame) -> dict[str, dict]:
     """The summary's cells of one (model, GPU) (totals and treatments indexed/filtered to it); a time of a stage
     that does not fit is marked."""
     def stage_cell(stage: str, make) -> dict:
         if stage not in here.index:
             return decision.cell(units.DASH)
-        return decision.cell(make(here.loc[stage]), decision.misfit_text(here.loc[stage], gpu))
+        return decision.cell(make(here.loc[stage]), decision.misfit_text(here.loc[stage]))
 
     def bound(stage: str) -> dict:  # the words of bound_phrase without the '-bound' the header already says
         return decision.cell(text.bound_phrase(here.loc[stage, "memory_bound_share"]).removesuffix("-bound")
@@ -463,11 +463,10 @@ def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame, gpu: Accelerator
         "ttft": stage_cell("prefill", lambda r: units.seconds(r["ttft_s"])),
         "tpot": stage_cell("decode", lambda r: units.seconds(r["tpot_s"])),
         "tokens_per_s": stage_cell("decode", lambda r: units.sig(r["tokens_per_s"])),
-        "max_throughput": (decision.max_throughput(treatments[treatments["stage"] == "decode"], decode, gpu,
-                                                   short=True) if decode is not None else decision.cell(units.DASH)),
+        "max_throughput": (decision.max_throughput(treatments[treatments["stage"] == "decode"], decode, short=True) if decode is not None else decision.cell(units.DASH)),
         "prefill_bound": bound("prefill"), "decode_bound": bound("decode"),
         "lever": lever("decode"), "prefill_lever": lever("prefill"),
-        "devices": decision.cell(decision.devices_needed(worst, gpu) + (f" ({', '.join(misfit)})" if misfit and
+        "devices": decision.cell(decision.devices_needed(worst) + (f" ({', '.join(misfit)})" if misfit and
                                  len(misfit) < len(here) else ""), css="" if fit["fits"] else "misfit"),
         "footprint": decision.cell(fit["footprint"] + (f" ({fit['footprint_stage']})" if fit["footprint_stage"]
                                                        else "")),
@@ -488,8 +487,7 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
             here = mine[mine["gpu"] == key].set_index("stage")
             if here.empty:
                 continue
-            cells = summary_cells(here, treatments[(treatments["model"] == model) & (treatments["gpu"] == key)],
-                                  gpus[key])
+            cells = summary_cells(here, treatments[(treatments["model"] == model) & (treatments["gpu"] == key)])
             rows.append({"gpu": gpus[key].name, "gpu_key": key, "gpu_nowrap": len(gpus[key].name) <= NAME_NOWRAP_MAX,
                          "cells": cells})
         if rows:
@@ -569,7 +567,7 @@ def check_context(value, path: str = "context", user: tuple[str, ...] = ()) -> N
             check_context(item, f"{path}[{i}]", user)
     elif isinstance(value, str):
         shown = value
-        for text in user:
-            shown = shown.replace(text, " ")
+        for written in user:  # the user's own words may hold "nan" (NaNoLlama); the guard checks numbers
+            shown = shown.replace(written, " ")
         if "nan" in shown.split() or "NaN" in shown:
             raise ValueError(f"{path} shows a NaN: {value!r}")

@@ -14,7 +14,7 @@ from ..hardware import Accelerator
 from . import text, units
 
 
-def deployment(total: pd.Series, gpu: Accelerator) -> dict:
+def deployment(total: pd.Series) -> dict:
     """{"text", "devices", "tokens_per_s_per_device"} of one totals row: THE place where the report learns the
     deployment ('4 x H100 SXM5 80GB, TP 4', 4; roofline.parallel)."""
     return {"text": str(total["deployment"]), "devices": int(total["devices"]),
@@ -31,17 +31,17 @@ def expected_time(total: pd.Series, stage: str) -> float | None:
     return None if units.missing(value) else float(value)
 
 
-def capacity_bytes(total: pd.Series, gpu: Accelerator) -> float:
+def capacity_bytes(total: pd.Series) -> float:
     """The memory a device's footprint is held against: its usable memory (memory_utilization x capacity)."""
     return float(total["usable_memory_bytes"])
 
 
-def misfit_text(total: pd.Series, gpu: Accelerator) -> str:
+def misfit_text(total: pd.Series) -> str:
     """'does not fit: needs 140 GB, has 48.0 GB' for a setup that does not fit, '' for one that does."""
     if bool(total["fits"]):
         return ""
     return (f"does not fit: needs {units.nbytes(total['footprint_bytes'])}, has "
-            f"{units.nbytes(capacity_bytes(total, gpu))}")
+            f"{units.nbytes(capacity_bytes(total))}")
 
 
 def cell(text_value: str, misfit: str = "", css: str = "") -> dict:
@@ -61,7 +61,7 @@ def best_lever(rows: pd.DataFrame) -> dict:
             "speedup": float(best["speedup"])}
 
 
-def max_throughput(rows: pd.DataFrame, total: pd.Series, gpu: Accelerator, short: bool = False) -> dict:
+def max_throughput(rows: pd.DataFrame, total: pd.Series, short: bool = False) -> dict:
     """Decode tokens/s at the largest useful batch (the batching treatment: up to the critical batch, as far as
     memory allows) as a cell, '4,480 tokens/s at batch 166' ('4,480 (166)' when `short`); the configured batch's
     throughput when batching does not apply."""
@@ -70,13 +70,13 @@ def max_throughput(rows: pd.DataFrame, total: pd.Series, gpu: Accelerator, short
     rate, batch = float(best["tokens_per_s"]), units.integer(best["batch"]) if "batch" in best.index else ""
     shown = (f"{units.sig(rate)} ({batch})" if short else f"{units.tokens_per_s(rate)} at batch {batch}") \
         if batch else units.tokens_per_s(rate)
-    return cell(shown, misfit_text(best, gpu))
+    return cell(shown, misfit_text(best))
 
 
 def decision_row(stage: str, total: pd.Series, treatments: pd.DataFrame, gpu: Accelerator) -> dict:
     """One GPU's row of a stage's decision table (the treatments of that gpu and stage)."""
-    place = deployment(total, gpu)
-    misfit = misfit_text(total, gpu)
+    place = deployment(total)
+    misfit = misfit_text(total)
     time_column = "ttft_s" if stage == "prefill" else "tpot_s"
     expected = expected_time(total, stage)
     share = float(total["memory_bound_share"])
@@ -89,7 +89,7 @@ def decision_row(stage: str, total: pd.Series, treatments: pd.DataFrame, gpu: Ac
         "tokens_per_s_per_device": cell(units.sig(place["tokens_per_s_per_device"]), misfit),
         "memory_bound_share": units.percent(share), "bound": text.bound_phrase(share),
         "lever": best_lever(treatments)["text"],
-        "max_throughput": max_throughput(treatments, total, gpu, short=True) if stage == "decode" else None,
+        "max_throughput": max_throughput(treatments, total, short=True) if stage == "decode" else None,
         "sort": (bool(misfit), float(total[time_column])),
     }
 
@@ -113,15 +113,15 @@ def decision_tables(totals: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[s
     return tables
 
 
-def devices_needed(total: pd.Series, gpu: Accelerator) -> str:
+def devices_needed(total: pd.Series) -> str:
     """The devices the setup runs on ('4'); for one that does not fit, the fewest devices whose usable memory could
     hold the busiest device's footprint times the devices ('≥ 3'), a lower bound that ignores how the model is
     split (memory only)."""
-    devices = deployment(total, gpu)["devices"]
+    devices = deployment(total)["devices"]
     if bool(total["fits"]):
         return str(devices)
     held = devices * float(total["footprint_bytes"])
-    return f"≥ {max(devices + 1, math.ceil(held / capacity_bytes(total, gpu)))}"
+    return f"≥ {max(devices + 1, math.ceil(held / capacity_bytes(total)))}"
 
 
 def recommended_plans(plans: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict:

@@ -16,7 +16,7 @@ def gpu_columns(stage_totals: pd.DataFrame, gpus: dict[str, Accelerator]) -> lis
     """The GPU columns of a stage (config order), each named by its deployment ('4 x H100 SXM5 80GB, TP 4'), with
     the reason each is marked ('' when it fits)."""
     indexed = stage_totals.set_index("gpu")
-    return [{"key": key, "name": str(indexed.loc[key, "deployment"]), "misfit": misfit_text(indexed.loc[key], gpu)}
+    return [{"key": key, "name": str(indexed.loc[key, "deployment"]), "misfit": misfit_text(indexed.loc[key])}
             for key, gpu in gpus.items() if key in indexed.index]
 
 
@@ -81,7 +81,7 @@ def treatment_matrix(treatments: pd.DataFrame, stage_totals: pd.DataFrame, gpus:
             if not bool(r["applicable"]):
                 cells.append(cell(units.DASH, css="na"))
                 continue
-            cells.append(cell(units.times(r["speedup"]), misfit_text(r, gpus[c["key"]]), str(r["bound"])))
+            cells.append(cell(units.times(r["speedup"]), misfit_text(r), str(r["bound"])))
         label = treatments.loc[treatments["treatment"] == treatment, "label"].iloc[0]
         rows.append({"treatment": treatment, "label": label.split(":")[0],
                      "metric": "throughput" if treatment == "batching" else "latency", "cells": cells})
