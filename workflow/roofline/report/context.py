@@ -21,7 +21,7 @@ from . import calibration, decision, matrix, paper, text, units
 
 CAVEATS = (
     "A roofline bound is a lower bound on time: real kernels reach 60-90% of peak bandwidth and less of peak FLOP/s, "
-    "and each kernel pays a launch; the expected times add both back (last caveat).",
+    "and each kernel pays a launch; the model reports' expected times add both back.",
     "Operators do not overlap: each operator's time is the slower of its compute and its memory time, and the "
     "stage time is their sum.",
     "Bytes are compulsory DRAM traffic of unfused kernels (inputs read once, outputs written once); caches, tiling "
@@ -431,8 +431,8 @@ def largest_footprint(stage_totals: pd.DataFrame) -> dict:
 #: the summary's columns: (key, header, numeric, droppable); a droppable column whose cells all read the same
 #: carries no information and becomes one line under the table instead
 SUMMARY_COLUMNS = (
-    ("ttft", "Time to first token", True, False), ("tpot", "Time per output token", True, False),
-    ("tokens_per_s", "Decode tokens/s", True, False), ("max_throughput", "Max decode tokens/s (batch)", True, True),
+    ("ttft", "Time to first token (bound)", True, False), ("tpot", "Time per output token (bound)", True, False),
+    ("tokens_per_s", "Decode tokens/s (bound)", True, False), ("max_throughput", "Max decode tokens/s (batch)", True, True),
     ("prefill_bound", "Prefill bound", False, True), ("decode_bound", "Decode bound", False, True),
     ("prefill_lever", "Best prefill lever", False, True), ("lever", "Best decode lever", False, True),
     ("devices", "Devices needed", True, True), ("footprint", "Footprint", True, True),
