@@ -13,8 +13,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from roofline import analysis, graph, hardware, models, sweeps  # noqa: E402
-from roofline.scenario import Scenario  # noqa: E402
+from roofline.engine import analysis
+from roofline.engine import graph
+from roofline.engine import hardware
+from roofline.engine import models
+from roofline.engine import sweeps
+from roofline.engine.scenario import Scenario  # noqa: E402
 
 
 def best_of(repeats, func):

@@ -12,7 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from roofline import hardware, models, planner  # noqa: E402
+from roofline.engine import hardware
+from roofline.engine import models
+from roofline.serving import planner
 
 SEARCHES = (  # (model, devices or None = the whole catalog, isl, osl, TPOT target [s])
     ("llama-3.1-8b", None, 1024, 1024, 0.02),

@@ -1,7 +1,7 @@
 """Time to render every figure and every PDF of the default grid (config.yaml), in one process.
 
 Run: python benchmarks/bench_report.py [config.yaml]   (prints a small table; not a test, timings vary by machine)
-Tables come from the engine (roofline.tables.grid_tables), as the pipeline's analyze jobs make them; the timed
+Tables come from the engine (roofline.pipeline.tables.grid_tables), as the pipeline's analyze jobs make them; the timed
 parts are exactly what the figures, report and summary rules run. One process does everything serially, so the
 sum is the CPU cost; Snakemake runs the per-model jobs in parallel (plus ~1 s of imports per job).
 """
@@ -17,10 +17,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from roofline.config import resolve_config  # noqa: E402
+from roofline.pipeline.config import resolve_config  # noqa: E402
 from roofline.figures import render_model_figures  # noqa: E402
 from roofline.report import load_manifest, model_context, summary_context, write_report  # noqa: E402
-from roofline.tables import grid_tables  # noqa: E402
+from roofline.pipeline.tables import grid_tables  # noqa: E402
 
 
 def main(config_path: Path) -> None:

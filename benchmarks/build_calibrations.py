@@ -5,7 +5,7 @@
 - a100-sxm-80gb.csv, h100-sxm.csv: MEASURED. vidur's per-operator kernel times (fp16, TP1, Llama-2-7B and
   Llama-3-8B shapes; A100 attention also at Llama-2-70B TP2 heads) and, for the A100, LLMCompass's square-ish
   matmuls (wall-clock, so only those of >= 200 us, where its ~20 us of launch and sync is < 10%). FLOPs and bytes of
-  every kernel come from the engine's formulas (roofline.formulas) at the kernel's shape.
+  every kernel come from the engine's formulas (roofline.engine.formulas) at the kernel's shape.
 - h200-sxm.csv: DERIVED, not measured. The H100 rows moved to the H200: time - roof time on the H100 + roof time
   on the H200, where roof time = max(flops / peak, bytes / bandwidth) with the H100's empirical roofs (the best
   FLOP/s and GB/s its own GEMMs reach) and the H200's MEASURED ceilings (h200_ceilings.csv): the time above the roofs
@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from roofline import formulas as f  # noqa: E402
-from roofline.calibration import bound_seconds  # noqa: E402
-from roofline.columns import CALIBRATION_COLUMNS  # noqa: E402
-from roofline.hardware import catalog  # noqa: E402
-from roofline.models import ACTIVATION_FLOPS  # noqa: E402
+from roofline.engine import formulas as f
+from roofline.estimate.calibration import bound_seconds  # noqa: E402
+from roofline.engine.columns import CALIBRATION_COLUMNS  # noqa: E402
+from roofline.engine.hardware import catalog  # noqa: E402
+from roofline.engine.models import ACTIVATION_FLOPS  # noqa: E402
 
 OUT = ROOT / "workflow" / "roofline" / "data" / "calibrations"
 GPUS = {"a100": "a100-sxm-80gb", "h100": "h100-sxm"}

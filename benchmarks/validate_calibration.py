@@ -3,7 +3,7 @@
     python benchmarks/validate_calibration.py
 
 1. Leave-one-out error of t_expected per op_class (median and p90 of |expected - measured| / measured), for each
-   method of roofline.calibration.FITS: the method with the lowest errors is roofline.calibration.METHOD.
+   method of roofline.estimate.calibration.FITS: the method with the lowest errors is roofline.estimate.calibration.METHOD.
 2. Decode steps held out whole: expected vs measured time of one decode step (sum over the measured kernels of a
    layer x 32 layers) for Llama-3-8B on the A100 calibrated WITHOUT any Llama-3-8B row, and for Llama-2-7B on the
    H100 with every kernel of that batch size left out.
@@ -21,16 +21,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from roofline.calibration import (BIN_DECADES, CEILING, FITS, K_NEAREST, METHOD, bound_seconds, local_log_ratio,
+from roofline.estimate.calibration import (BIN_DECADES, CEILING, FITS, K_NEAREST, METHOD, bound_seconds, local_log_ratio,
                                   read_table, regime, shipped_path)  # noqa: E402
-from roofline.hardware import catalog  # noqa: E402
+from roofline.engine.hardware import catalog  # noqa: E402
 
 TABLES = ("a100-sxm-80gb", "h100-sxm", "h200-sxm")
 LAYERS = 32
 #: Rows of data/calibrations/validation.csv (the report's calibration caveat quotes them).
 RESULTS: list[dict] = []
 VALIDATION = Path(__file__).resolve().parents[1] / "workflow/roofline/data/calibrations/validation.csv"
-#: {"table": the launch floor of the table being validated} (roofline.calibration._fit: one floor per table)
+#: {"table": the launch floor of the table being validated} (roofline.estimate.calibration._fit: one floor per table)
 FLOOR: dict[str, float] = {}
 
 
@@ -105,7 +105,7 @@ def loo(method: str, bound: np.ndarray, measured: np.ndarray, intensity: np.ndar
 
 def loo_table(rows: list[dict]) -> dict[str, dict[str, tuple[float, float, int]]]:
     """{method: {op_class: (median, p90, n)}} of the leave-one-out relative error (curves per op_class and
-    regime, as roofline.calibration fits them; every shipped table is one dtype)."""
+    regime, as roofline.estimate.calibration fits them; every shipped table is one dtype)."""
     result: dict[str, dict] = {}
     FLOOR["table"] = min(r["measured_s"] for r in rows)
     for method in FITS:

@@ -6,7 +6,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))  # works without `pip install -e`
 
-from roofline.models import ModelSpec  # noqa: E402
+from roofline.engine.models import ModelSpec  # noqa: E402
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Helper shared by the figure and report tests: the four tables and specs of a small config, without Snakemake."""
-from roofline.config import resolve_config
-from roofline.tables import grid_tables
+from roofline.pipeline.config import resolve_config
+from roofline.pipeline.tables import grid_tables
 
 
 def grid(config: dict):

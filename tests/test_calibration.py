@@ -1,4 +1,4 @@
-"""Calibrated estimates (roofline.calibration), `roofline measure` and a measured table through the workflow."""
+"""Calibrated estimates (roofline.estimate.calibration), `roofline measure` and a measured table through the workflow."""
 import csv
 import math
 import shutil
@@ -11,13 +11,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from roofline import analysis, cli, columns, hardware, models
-from roofline import config as rc
-from roofline.calibration import (Curve, calibration_for, fit_interp, fit_knn, read_table,
+from roofline.estimate import expected as estimator
+from roofline.engine import analysis
+from roofline.cli import app as cli
+from roofline.engine import columns
+from roofline.engine import hardware
+from roofline.engine import models
+from roofline.pipeline import config as rc
+from roofline.estimate.calibration import (Curve, calibration_for, fit_interp, fit_knn, read_table,
                                   shipped_path)
-from roofline.errors import RooflineInputError
-from roofline.parallel import Parallel
-from roofline.scenario import Scenario
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.parallel import Parallel
+from roofline.engine.scenario import Scenario
 from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +53,7 @@ def test_knn_curve_follows_the_local_slope_of_time_against_the_bound():
 @pytest.mark.parametrize("gpu", ["a100-sxm-80gb", "h100-sxm", "h200-sxm", "rtx-a6000", "mi300x"])
 @pytest.mark.parametrize("stage", ["prefill", "decode"])
 def test_expected_is_never_below_the_bound_and_sums_to_the_totals(gpu, stage):
-    rows, total = analysis.analyze(LLAMA, hardware.get_accelerator(gpu), stage, Scenario(batch=4, seq_len=512))
+    rows, total = estimator.analyze(LLAMA, hardware.get_accelerator(gpu), stage, Scenario(batch=4, seq_len=512))
     assert all(r["t_expected_s"] >= r["t_s"] > 0 for r in rows)
     expected = sum(r["count"] * r["t_expected_s"] for r in rows)
     column = "ttft_expected_s" if stage == "prefill" else "tpot_expected_s"
@@ -60,14 +65,14 @@ def test_expected_is_never_below_the_bound_and_sums_to_the_totals(gpu, stage):
 
 def test_estimate_labels_follow_what_was_measured_on_the_device():
     flash = Scenario(attention="flash")
-    a100_rows, a100_total = analysis.analyze(LLAMA, hardware.get_accelerator("a100-sxm-80gb"), "decode", flash)
+    a100_rows, a100_total = estimator.analyze(LLAMA, hardware.get_accelerator("a100-sxm-80gb"), "decode", flash)
     assert {r["estimate"] for r in a100_rows} == {"calibrated"} and a100_total["estimate"] == "calibrated"
-    h100_rows, h100_total = analysis.analyze(LLAMA, hardware.get_accelerator("h100-sxm"), "decode", flash)
+    h100_rows, h100_total = estimator.analyze(LLAMA, hardware.get_accelerator("h100-sxm"), "decode", flash)
     by_class = {r["op_class"]: r["estimate"] for r in h100_rows}
     assert by_class["gemm"] == "calibrated" and by_class["attention"] == "default"  # vidur: no H100 attention
     assert h100_total["estimate"] == "default"
     for gpu in ("h200-sxm", "rtx-a6000"):  # derived table; no table at all
-        rows, total = analysis.analyze(LLAMA, hardware.get_accelerator(gpu), "decode", flash)
+        rows, total = estimator.analyze(LLAMA, hardware.get_accelerator(gpu), "decode", flash)
         assert {r["estimate"] for r in rows} == {"default"} and total["estimate"] == "default"
 
 
@@ -123,7 +128,7 @@ def test_measure_cpu_quick_writes_a_well_formed_table(cpu_table):
 def test_a_measured_table_calibrates_the_engine(cpu_table):
     gpu = replace(hardware.get_accelerator("h100-sxm"), calibration=str(cpu_table))
     fp32 = Scenario(weight_dtype="fp32", act_dtype="fp32", kv_dtype="fp32")
-    rows, total = analysis.analyze(LLAMA, gpu, "decode", fp32)
+    rows, total = estimator.analyze(LLAMA, gpu, "decode", fp32)
     assert {r["estimate"] for r in rows} == {"calibrated"} and total["estimate"] == "calibrated"
     assert calibration_for(gpu).measured
 
@@ -192,7 +197,7 @@ def test_figure_overlay_measured_points_and_roofs():
 
 def test_communication_rows_keep_their_bound():
     # nothing measured times a collective: its expected time is the bound, labelled default
-    rows, _ = analysis.analyze(models.catalog()["llama-3.1-70b"], hardware.get_accelerator("h100-sxm"), "decode",
+    rows, _ = estimator.analyze(models.catalog()["llama-3.1-70b"], hardware.get_accelerator("h100-sxm"), "decode",
                                Scenario(parallel=Parallel(tp=4)))
     comm = [r for r in rows if r["op_class"] == "communication"]
     assert comm and all(r["t_expected_s"] == r["t_s"] and r["estimate"] == "default" for r in comm)

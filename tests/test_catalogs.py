@@ -4,8 +4,8 @@ from importlib import resources
 
 import pytest
 
-from roofline import hardware
-from roofline.errors import RooflineInputError
+from roofline.engine import hardware
+from roofline.engine.errors import RooflineInputError
 
 
 def test_every_csv_device_is_in_the_catalog_with_decimal_units():

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from roofline import cli
-from roofline.columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
+from roofline.cli import app as cli
+from roofline.engine.columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
 
 
 def run(capsys, *argv):

@@ -1,4 +1,4 @@
-"""roofline.config: the config.yaml -> specs resolution and its one-line errors, and the JSON schema."""
+"""roofline.pipeline.config: the config.yaml -> specs resolution and its one-line errors, and the JSON schema."""
 import copy
 import json
 import typing
@@ -8,17 +8,17 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from roofline.parallel import Parallel
+from roofline.engine.parallel import Parallel
 import yaml
 
-from roofline import config as rc
-from roofline.analysis import required_peak_dtypes
-from roofline.dtypes import STORAGE_DTYPES
-from roofline.errors import RooflineInputError
-from roofline.graph import build_operators
-from roofline.hardware import Accelerator, get_accelerator
-from roofline.models import MAX_DIMENSION, ModelSpec, get_model
-from roofline.scenario import STAGES, Scenario
+from roofline.pipeline import config as rc
+from roofline.engine.analysis import required_peak_dtypes
+from roofline.engine.dtypes import STORAGE_DTYPES
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.graph import build_operators
+from roofline.engine.hardware import Accelerator, get_accelerator
+from roofline.engine.models import MAX_DIMENSION, ModelSpec, get_model
+from roofline.engine.scenario import STAGES, Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = rc.load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
@@ -238,7 +238,7 @@ def test_schema_model_entry_lists_every_modelspec_field():
 
 
 def test_schema_gpu_entry_fields_are_the_ones_the_engine_reads():
-    from roofline.calibration import shipped_path
+    from roofline.estimate.calibration import shipped_path
 
     entry = {"name": "X", "vendor": "V", "source": "s", "memory_gb": 1, "bandwidth_gbps": 1, "l2_mb": 1,
              "peak_tflops": {"fp16": 1}, "scaleup_link": "L", "scaleup_gbps": 100, "scaleup_domain": 4,

@@ -6,10 +6,14 @@ import math
 
 import pytest
 
-from roofline import analysis, cli, graph, hardware, models
-from roofline.parallel import Parallel
-from roofline.scenario import Scenario
-from roofline.treatments import treatment_table
+from roofline.engine import analysis
+from roofline.cli import app as cli
+from roofline.engine import graph
+from roofline.engine import hardware
+from roofline.engine import models
+from roofline.engine.parallel import Parallel
+from roofline.engine.scenario import Scenario
+from roofline.engine.treatments import treatment_table
 
 
 def _ops(model, stage, **kw):

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline import columns
+from roofline.engine import columns
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

@@ -17,7 +17,7 @@ from roofline.figures.labels import compact_names, wrap  # noqa: E402
 from roofline.figures.render import specs_objects  # noqa: E402
 from roofline.figures.roofline import Series, draw_roofline, fmt_value, peak_label  # noqa: E402
 from roofline.figures.style import gpu_styles  # noqa: E402
-from roofline.hardware import get_accelerator  # noqa: E402
+from roofline.engine.hardware import get_accelerator  # noqa: E402
 from roofline.report import units  # noqa: E402
 from grids import grid  # noqa: E402
 

@@ -1,8 +1,8 @@
 """Exact costs of every operator formula on tiny shapes; the arithmetic is in the comments."""
 import pytest
 
-from roofline import formulas as f
-from roofline.formulas import Cost
+from roofline.engine import formulas as f
+from roofline.engine.formulas import Cost
 
 
 def test_registry_has_every_formula_once():

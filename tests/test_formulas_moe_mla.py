@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from roofline import formulas as f
-from roofline import models
-from roofline.errors import RooflineInputError
-from roofline.graph import build_operators
-from roofline.scenario import Scenario
+from roofline.engine import formulas as f
+from roofline.engine import models
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.graph import build_operators
+from roofline.engine.scenario import Scenario
 
 HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 SHARED_HF_FILES = ("deepseek-v3", "gpt2", "llama-2-7b", "llama-3.1-8b", "mixtral-8x7b", "qwen2.5-7b")

@@ -29,7 +29,7 @@ def golden_commands() -> list[tuple[int, list[str]]]:
 
 def run_cli(argv: list[str]) -> str:
     """The stdout of `roofline ARGV`, run in this process from the repository root (paths in argv are relative)."""
-    from roofline.cli import main
+    from roofline.cli.app import main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.chdir(ROOT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -3,8 +3,11 @@ import math
 
 import pytest
 
-from roofline import analysis, graph, hardware, models
-from roofline.scenario import Scenario
+from roofline.engine import analysis
+from roofline.engine import graph
+from roofline.engine import hardware
+from roofline.engine import models
+from roofline.engine.scenario import Scenario
 
 
 def _ops(model, stage, **kw):

@@ -7,9 +7,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from roofline import cli, hardware
-from roofline import config as rc
-from roofline.errors import RooflineInputError
+from roofline.cli import app as cli
+from roofline.engine import hardware
+from roofline.pipeline import config as rc
+from roofline.engine.errors import RooflineInputError
 from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,7 +141,7 @@ def test_cli_messages_name_what_is_allowed(capsys, argv, expected):
 
 
 def test_cli_version():
-    run = subprocess.run([sys.executable, "-m", "roofline.cli", "--version"], capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-m", "roofline.cli.app", "--version"], capture_output=True, text=True,
                          cwd=ROOT / "workflow")
     assert run.returncode == 0 and run.stdout.startswith("roofline ")
 

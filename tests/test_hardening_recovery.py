@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from roofline.housekeeping import locks, procs, stale, watchdog
+from roofline.pipeline.housekeeping import locks, procs, stale, watchdog
 from workflow_copy import copy_workflow
 
 pytestmark = pytest.mark.skipif(not procs.available(), reason="needs Linux /proc")

@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from roofline import analysis, formulas as f, hardware, models
-from roofline.cli import main
-from roofline.dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
-from roofline.errors import RooflineInputError
-from roofline.graph import build_operators
-from roofline.scenario import Scenario
+from roofline.estimate import expected as estimator
+from roofline.engine import analysis
+from roofline.engine import formulas as f
+from roofline.engine import hardware
+from roofline.engine import models
+from roofline.cli.app import main
+from roofline.engine.dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.graph import build_operators
+from roofline.engine.scenario import Scenario
 
 HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 NEW_MODELS = ("qwen3-8b", "qwen3-32b", "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b", "gemma-3-12b",
@@ -60,12 +64,12 @@ def test_int4_group_size_changes_weight_bytes_exactly():
 def test_w4a4_nvfp4_runs_at_the_fp4_peak_on_b200_and_is_refused_where_there_is_none():
     m, b200 = models.get_model("llama-3.1-8b"), hardware.get_accelerator("b200")
     sc = Scenario(weight_dtype="nvfp4", act_dtype="nvfp4", kv_dtype="fp8", batch=8)
-    rows, total = analysis.analyze(m, b200, "decode", sc)
+    rows, total = estimator.analyze(m, b200, "decode", sc)
     by_op = {r["op"]: r for r in rows}
     assert by_op["q_proj"]["compute_dtype"] == "fp4" and by_op["q_proj"]["peak_flops_per_s"] == 9000e12
     assert total["ridge_flops_per_byte"] == 9000e12 / 8000e9  # 1125 FLOP/byte
     with pytest.raises(RooflineInputError, match="has no fp4 peak"):
-        analysis.analyze(m, hardware.get_accelerator("h100-sxm"), "decode", sc)
+        estimator.analyze(m, hardware.get_accelerator("h100-sxm"), "decode", sc)
 
 
 # -------------------------------------------------------------------------------------- native dtypes

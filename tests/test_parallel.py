@@ -7,14 +7,16 @@ from dataclasses import replace
 
 import pytest
 
-from roofline import cli, formulas as f
-from roofline.analysis import analyze, resolve_plan, totals
-from roofline.errors import RooflineInputError
-from roofline.graph import build_operators
-from roofline.hardware import accelerator_from_entry, get_accelerator
-from roofline.models import get_model, norm_params, parameter_counts
-from roofline.parallel import Parallel, check_plan, weight_params_per_device
-from roofline.scenario import Scenario
+from roofline.cli import app as cli
+from roofline.engine import formulas as f
+from roofline.engine.analysis import resolve_plan, totals
+from roofline.estimate.expected import analyze
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.graph import build_operators
+from roofline.engine.hardware import accelerator_from_entry, get_accelerator
+from roofline.engine.models import get_model, norm_params, parameter_counts
+from roofline.engine.parallel import Parallel, check_plan, weight_params_per_device
+from roofline.engine.scenario import Scenario
 
 H100 = get_accelerator("h100-sxm")
 
@@ -252,7 +254,7 @@ def test_cli_tp_acceptance():
 
 
 def test_treatments_price_more_devices_and_overlap():
-    from roofline.treatments import treatment_table
+    from roofline.engine.treatments import treatment_table
 
     model = get_model("llama-3.1-70b")
     rows = {r["treatment"]: r for r in treatment_table(model, H100, "decode", Scenario(parallel=Parallel(tp=2)))}
@@ -291,7 +293,7 @@ def test_sharding_never_loses_weights_and_each_device_holds_less(model_key):
 
 def test_the_report_says_when_the_link_is_the_bottleneck():
     from roofline.report.text import network_sentence
-    from roofline.tables import job_tables
+    from roofline.pipeline.tables import job_tables
 
     def sentence(gpu_key, plan, stage):
         tables = job_tables(get_model("llama-3.1-70b"), get_accelerator(gpu_key), stage, Scenario(parallel=plan))

@@ -1,4 +1,4 @@
-"""roofline.pipeline_io: the pipeline's writers are atomic, log what they did and keep the documented columns."""
+"""roofline.pipeline.io: the pipeline's writers are atomic, log what they did and keep the documented columns."""
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -8,13 +8,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from roofline import pipeline_io
-from roofline.hardware import get_accelerator
-from roofline.models import get_model
-from roofline.scenario import Scenario
-from roofline.tables import JOB_COLUMNS, job_tables
+from roofline.pipeline import io as pipeline_io
+from roofline.engine.hardware import get_accelerator
+from roofline.engine.models import get_model
+from roofline.engine.scenario import Scenario
+from roofline.pipeline.tables import JOB_COLUMNS, job_tables
 
-ENGINE = Path(pipeline_io.__file__).resolve().parent
+PACKAGE = Path(pipeline_io.__file__).resolve().parent.parent
 
 
 def job_args(tmp_path, gpu=None, scenario=None):
@@ -73,13 +73,16 @@ def test_concat_promotes_a_column_that_is_null_in_one_job(tmp_path):
     assert (tmp_path / "all.csv").read_text().splitlines()[0] == "gpu,note"
 
 
-def test_engine_sources_are_the_engine_modules_only(tmp_path):
+def test_engine_sources_are_what_the_compute_jobs_import(tmp_path):
     sources = [Path(p) for p in pipeline_io.engine_sources(tmp_path)]  # outside: absolute paths
-    names = {p.name for p in sources}
-    assert all(p.is_absolute() and p.parent == ENGINE for p in sources)
-    assert {"formulas.py", "graph.py", "analysis.py", "tables.py", "pipeline_io.py"} <= names
-    assert "cli.py" not in names and sources == sorted(sources)
-    inside = pipeline_io.engine_sources(ENGINE.parent.parent)  # the checkout: relative paths
+    names = {str(p.relative_to(PACKAGE)) for p in sources}
+    assert all(p.is_absolute() and p.is_relative_to(PACKAGE) for p in sources)
+    assert {"engine/formulas.py", "engine/graph.py", "engine/analysis.py", "estimate/calibration.py",
+            "pipeline/tables.py", "pipeline/jobs.py"} <= names
+    # what no compute job imports: editing it reruns no compute job
+    assert not any(n.startswith(("cli/", "serving/", "figures/", "report/")) for n in names), names
+    assert "estimate/measure.py" not in names and sources == sorted(sources)
+    inside = pipeline_io.engine_sources(PACKAGE.parent.parent)  # the checkout: relative paths
     assert all(not Path(p).is_absolute() and p.startswith("workflow/roofline/") for p in inside)
 
 

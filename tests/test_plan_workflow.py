@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from roofline import config as rc
-from roofline.columns import PLAN_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
-from roofline.errors import RooflineInputError
-from roofline.pipeline_io import read_plan_table
+from roofline.pipeline import config as rc
+from roofline.engine.columns import PLAN_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
+from roofline.engine.errors import RooflineInputError
+from roofline.pipeline.io import read_plan_table
 from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]

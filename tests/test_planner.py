@@ -7,10 +7,13 @@ import re
 import numpy as np
 import pytest
 
-from roofline import cli, hardware, models, planner
-from roofline.analysis import totals
-from roofline.columns import PLAN_COLUMNS
-from roofline.scenario import Scenario
+from roofline.cli import app as cli
+from roofline.engine import hardware
+from roofline.engine import models
+from roofline.serving import planner
+from roofline.engine.analysis import totals
+from roofline.engine.columns import PLAN_COLUMNS
+from roofline.engine.scenario import Scenario
 
 H100 = hardware.get_accelerator("h100-sxm")
 LLAMA2 = models.get_model("llama-2-7b")

@@ -6,8 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline import analysis, hardware, models, sweeps
-from roofline.scenario import Scenario
+from roofline.estimate import expected as estimator
+from roofline.engine import analysis
+from roofline.engine import hardware
+from roofline.engine import models
+from roofline.engine import sweeps
+from roofline.engine.scenario import Scenario
 
 MODELS = sorted(models.catalog())
 GPUS = sorted(k for k, g in hardware.catalog().items() if "fp16" in g.peak_flops_per_s)
@@ -35,7 +39,7 @@ def within_context(model, scenario):
 def test_roofline_invariants(model_key, gpu_key, stage, scenario):
     model, gpu = models.get_model(model_key), hardware.get_accelerator(gpu_key)
     scenario = within_context(model, scenario)
-    rows, total = analysis.analyze(model, gpu, stage, scenario)
+    rows, total = estimator.analyze(model, gpu, stage, scenario)
     for r in rows:
         assert r["t_s"] == max(r["t_compute_s"], r["t_memory_s"])
         assert r["attainable_flops_per_s"] <= r["peak_flops_per_s"] * (1 + 1e-12)

@@ -634,10 +634,10 @@ def test_decision_reads_deployment_and_expected_columns_of_the_totals(data):
 def test_model_report_states_the_recommended_deployment_per_gpu(data, tmp_path):
     """With a `plan` section the decision page lists each GPU's recommended plan (planner.plan_table), best first,
     read back from the parquet file the pipeline writes; an impossible target gives the planner's reason."""
-    from roofline import planner
-    from roofline.hardware import get_accelerator
-    from roofline.models import get_model
-    from roofline.pipeline_io import write_plan_table
+    from roofline.serving import planner
+    from roofline.engine.hardware import get_accelerator
+    from roofline.engine.models import get_model
+    from roofline.pipeline.io import write_plan_table
     from roofline.report import load_plan
 
     tables, specs = data

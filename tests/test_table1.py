@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from roofline import analysis, hardware, models
-from roofline.scenario import Scenario
+from roofline.engine import analysis
+from roofline.engine import hardware
+from roofline.engine import models
+from roofline.engine.scenario import Scenario
 
 TABLE1 = Path(__file__).parent / "data" / "table1_llama2-7b_a6000.csv"
 #: the paper's own scenario, named in full: the engine's defaults (flash attention) are not the paper's

@@ -2,7 +2,7 @@
 
 For each supported architecture a tiny model (2-4 layers, hidden 64) is built from a random config on the CPU,
 with eager attention and the eager (per-expert loop) MoE implementation. Its config is written to a temporary
-config.json and loaded with `roofline.models.model_from_hf_config`, exactly as a user would. FLOPs are counted with
+config.json and loaded with `roofline.engine.models.model_from_hf_config`, exactly as a user would. FLOPs are counted with
 `torch.utils.flop_counter.FlopCounterMode` (matmul-class ops only: mm, addmm, bmm, baddbmm, ...; 2 FLOPs per
 multiply-add, the engine's convention) for a prefill pass (batch B, S tokens) and for one decode step (one new
 token per sequence, with the KV cache the prefill left behind).
@@ -31,10 +31,11 @@ transformers = pytest.importorskip("transformers",
                                    reason="transformers is not installed (pip install -e '.[validation]')")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from roofline import formulas as f, models  # noqa: E402
-from roofline.graph import attention_groups, build_operators  # noqa: E402
-from roofline.models import kv_elements_per_token, model_from_hf_config, parameter_counts  # noqa: E402
-from roofline.scenario import Scenario  # noqa: E402
+from roofline.engine import formulas as f
+from roofline.engine import models
+from roofline.engine.graph import attention_groups, build_operators  # noqa: E402
+from roofline.engine.models import kv_elements_per_token, model_from_hf_config, parameter_counts  # noqa: E402
+from roofline.engine.scenario import Scenario  # noqa: E402
 
 B, S = 2, 12  # batch and prompt length (S > the sliding window below, so the window bites)
 WINDOW = 8
@@ -570,7 +571,7 @@ def test_linear_attention_state_replaces_the_kv_cache(tmp_dir):
     """The fixed state HF keeps per linear-attention layer and sequence: the [Hv, dk, dv] delta-rule state (as
     the engine's footprint books it) and a conv state of K inputs per channel, where the engine books the K - 1 a
     step needs. Only the full-attention layer caches K and V (checked in test_kv_cache_elements_match_the_hf_cache)."""
-    from roofline.analysis import kv_cache_bytes, linear_state_elements
+    from roofline.engine.analysis import kv_cache_bytes, linear_state_elements
 
     run = run_hf("qwen3-next", tmp_dir)
     spec = model_from_hf_config(run["path"])

@@ -17,9 +17,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from roofline import columns
-from roofline.hardware import Accelerator
-from roofline.models import ModelSpec
+from roofline.engine import columns
+from roofline.engine.hardware import Accelerator
+from roofline.engine.models import ModelSpec
 from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -236,7 +236,7 @@ def _edit(path: Path):
 
 
 def test_engine_code_edit_reruns_the_compute_jobs(wf):
-    restore = _edit(wf.repo / "workflow" / "roofline" / "formulas.py")
+    restore = _edit(wf.repo / "workflow" / "roofline" / "engine" / "formulas.py")
     try:
         rules = Counter(rule for rule, _ in planned(wf))
     finally:
@@ -247,7 +247,7 @@ def test_engine_code_edit_reruns_the_compute_jobs(wf):
 
 def test_touching_engine_code_without_a_change_reruns_no_compute_job(wf):
     # Snakemake compares checksums of small inputs, so a checkout that only bumps mtimes costs nothing here
-    path = wf.repo / "workflow" / "roofline" / "formulas.py"
+    path = wf.repo / "workflow" / "roofline" / "engine" / "formulas.py"
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, time.time_ns() + 60 * 10**9))
     try:
@@ -268,12 +268,24 @@ def test_figure_code_edit_reruns_figures_and_reports_only(wf):
 
 
 def test_cli_edit_reruns_nothing(wf):
-    restore = _edit(wf.repo / "workflow" / "roofline" / "cli.py")
+    restore = _edit(wf.repo / "workflow" / "roofline" / "cli" / "app.py")
     try:
         run = snakemake(wf, "--dry-run")
     finally:
         restore()
     assert "Nothing to be done" in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("package", ["serving", "figures", "report"])
+def test_editing_serving_figures_or_report_reruns_no_compute_job(wf, package):
+    """Issue 16: an edit of a file of serving/, figures/ or report/ reruns no per-(model, gpu, stage) job."""
+    restores = [_edit(path) for path in sorted((wf.repo / "workflow" / "roofline" / package).rglob("*.py"))]
+    try:
+        rules = Counter(rule for rule, _ in planned(wf))
+    finally:
+        for restore in restores:
+            restore()
+    assert rules["analyze"] == rules["engine"] == 0, f"editing every file of {package}/ reruns {dict(rules)}"
 
 
 REJECTED = {

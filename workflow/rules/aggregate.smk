@@ -21,7 +21,7 @@ rule model_aggregate:
     log:
         "logs/aggregate/{model}/{table}.log",
     run:
-        from roofline.pipeline_io import concat_tables
+        from roofline.pipeline.io import concat_tables
 
         concat_tables(input, output[0], log=log[0])
 
@@ -36,7 +36,7 @@ rule aggregate:
     log:
         "logs/aggregate/{table}.log",
     run:
-        from roofline.pipeline_io import concat_tables
+        from roofline.pipeline.io import concat_tables
 
         concat_tables(input, output[0], log=log[0])
 
@@ -50,7 +50,7 @@ rule csv:
     log:
         "logs/csv/{table}.log",
     run:
-        from roofline.pipeline_io import parquet_to_csv
+        from roofline.pipeline.io import parquet_to_csv
 
         parquet_to_csv(input[0], output[0], log=log[0])
 
@@ -66,7 +66,7 @@ rule model_specs:
     params:
         specs=lambda wildcards: RESOLVED.model_specs(wildcards.model),
     run:
-        from roofline.pipeline_io import write_json
+        from roofline.pipeline.io import write_json
 
         write_json(params.specs, output[0], log=log[0])
 
@@ -80,6 +80,6 @@ rule specs:
     params:
         specs=RESOLVED.specs(),
     run:
-        from roofline.pipeline_io import write_json
+        from roofline.pipeline.io import write_json
 
         write_json(params.specs, output[0], log=log[0])

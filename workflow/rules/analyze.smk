@@ -15,7 +15,7 @@ rule engine:
     log:
         "logs/engine.log",
     run:
-        from roofline.pipeline_io import write_engine_stamp
+        from roofline.pipeline.sources import write_engine_stamp
 
         write_engine_stamp(input, output[0], log=log[0])
 
@@ -39,7 +39,7 @@ rule analyze:
         gpu=lambda wildcards: RESOLVED.gpu_params(wildcards.gpu),
         scenario=lambda wildcards: RESOLVED.job_scenario_params(wildcards.model, wildcards.gpu),
     run:
-        from roofline.pipeline_io import write_job_tables
+        from roofline.pipeline.jobs import write_job_tables
 
         write_job_tables(
             params.model, params.gpu, wildcards.stage, params.scenario, dict(output.items()), log=log[0]

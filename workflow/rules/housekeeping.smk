@@ -1,10 +1,10 @@
-# Recovery after an interrupted run, and outputs of keys no longer in the config. Logic lives in roofline.housekeeping;
+# Recovery after an interrupted run, and outputs of keys no longer in the config. Logic lives in roofline.pipeline.housekeeping;
 # this file only wires it to Snakemake's hooks.
 import os
 
 from snakemake.logging import logger
 
-from roofline.housekeeping import locks, procs, stale, watchdog
+from roofline.pipeline.housekeeping import locks, procs, stale, watchdog
 
 # Before Snakemake checks .snakemake/locks (after parsing): remove a lock no live run can hold (kill -9, SIGHUP, a
 # power cut), so that a plain rerun recovers; a live run's lock stands. Job subprocesses of a run skip this.

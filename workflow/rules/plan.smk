@@ -3,7 +3,7 @@
 
 
 rule plan:
-    """results/plans/{model}.parquet: each candidate gpu's frontier (roofline.planner.plan_table), best first; the
+    """results/plans/{model}.parquet: each candidate gpu's frontier (roofline.serving.planner.plan_table), best first; the
     parquet metadata key `reason` says why it is empty when no plan fits and meets the targets."""
     input:
         engine=rules.engine.output[0],

@@ -1,4 +1,4 @@
-"""Rule plan: the deployment search of one model (roofline.planner.plan_table) to results/plans/{model}.parquet.
+"""Rule plan: the deployment search of one model (roofline.serving.planner.plan_table) to results/plans/{model}.parquet.
 stderr goes to the rule's log."""
 import sys
 from pathlib import Path
@@ -6,9 +6,9 @@ from pathlib import Path
 sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (snakemake is injected)
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the roofline package of this checkout
 
-from roofline.models import ModelSpec  # noqa: E402
-from roofline.pipeline_io import write_plan_table  # noqa: E402
-from roofline.planner import PlanSettings, plan_table  # noqa: E402
+from roofline.engine.models import ModelSpec  # noqa: E402
+from roofline.pipeline.io import write_plan_table  # noqa: E402
+from roofline.serving.planner import PlanSettings, plan_table  # noqa: E402
 
 model = ModelSpec(**snakemake.params.model)  # noqa: F821
 rows, reason = plan_table(model, PlanSettings.from_params(snakemake.params.plan))  # noqa: F821

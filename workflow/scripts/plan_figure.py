@@ -7,7 +7,7 @@ sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the ro
 
 from roofline.figures import save  # noqa: E402
 from roofline.figures.plan import plan_figure  # noqa: E402
-from roofline.pipeline_io import read_plan_table  # noqa: E402
+from roofline.pipeline.io import read_plan_table  # noqa: E402
 
 table, reason = read_plan_table(snakemake.input.plan)  # noqa: F821
 plan = snakemake.params.plan  # noqa: F821

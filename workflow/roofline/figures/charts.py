@@ -19,9 +19,9 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocator
 
 from ..display import rate_unit, weights_label
-from ..dtypes import matmul_dtype
-from ..hardware import Accelerator
-from ..scenario import STAGES
+from ..engine.dtypes import matmul_dtype
+from ..engine.hardware import Accelerator
+from ..engine.scenario import STAGES
 from .labels import PointLabel, hits_paths, wrap
 from .measured import draw_measured_roofs, measured_note, measured_series
 from .roofline import (Series, bandwidth_label, draw_roofline, fmt_value, legend_handles, roof_for,

@@ -19,10 +19,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..hardware import Accelerator
-from ..scenario import STAGES, scenario_for_model
-from ..analysis import deployment_label
-from ..parallel import Parallel
+from ..engine.hardware import Accelerator
+from ..engine.scenario import STAGES, scenario_for_model
+from ..engine.analysis import deployment_label
+from ..engine.parallel import Parallel
 from .charts import (batch_sweep_figure, cross_gpu_figure, drawable, roofline_figure, seq_sweep_figure,
                      time_breakdown_figure)
 from .style import style

@@ -16,7 +16,7 @@ from matplotlib.ticker import LogLocator, NullFormatter
 
 from .. import display
 from ..display import INT_DTYPES
-from ..hardware import Accelerator
+from ..engine.hardware import Accelerator
 from .labels import PointLabel, cluster_requests, hits_paths, marker_boxes, overlaps_any, place_labels
 from .style import LINK_COLOR, REGION_COLORS, ROOF_COLOR
 

@@ -13,10 +13,10 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from ..display import weights_label
-from ..dtypes import DTYPE_BYTES, PEAK_DTYPES
-from ..hardware import Accelerator
-from ..models import ModelSpec, kv_elements_per_token
-from ..scenario import STAGES, scenario_for_model
+from ..engine.dtypes import DTYPE_BYTES, PEAK_DTYPES
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec, kv_elements_per_token
+from ..engine.scenario import STAGES, scenario_for_model
 from . import calibration, decision, matrix, paper, text, units
 
 CAVEATS = (

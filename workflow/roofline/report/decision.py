@@ -1,7 +1,7 @@
 """Page 1 of a model report: per stage, one row per GPU that answers "on which hardware, how many devices, how fast,
 what bounds it, what to do", and the cells every table uses for a timing (marked when the setup does not fit).
 
-The deployment of a totals row (roofline.parallel: its devices and plan) and its expected (calibrated) times are
+The deployment of a totals row (roofline.engine.parallel: its devices and plan) and its expected (calibrated) times are
 read in exactly one place each (`deployment`, `expected_time`).
 """
 from __future__ import annotations
@@ -10,18 +10,18 @@ import math
 
 import pandas as pd
 
-from ..hardware import Accelerator
+from ..engine.hardware import Accelerator
 from . import text, units
 
 
 def deployment(total: pd.Series) -> dict:
     """{"text", "devices", "tokens_per_s_per_device"} of one totals row: THE place where the report learns the
-    deployment ('4 x H100 SXM5 80GB, TP 4', 4; roofline.parallel)."""
+    deployment ('4 x H100 SXM5 80GB, TP 4', 4; roofline.engine.parallel)."""
     return {"text": str(total["deployment"]), "devices": int(total["devices"]),
             "tokens_per_s_per_device": float(total["tokens_per_s_per_device"])}
 
 
-#: the calibrated estimate of each stage's time (roofline.calibration), shown beside the roofline bound
+#: the calibrated estimate of each stage's time (roofline.estimate.calibration), shown beside the roofline bound
 EXPECTED_COLUMNS = {"prefill": "ttft_expected_s", "decode": "tpot_expected_s"}
 
 
@@ -125,7 +125,7 @@ def devices_needed(total: pd.Series) -> str:
 
 
 def recommended_plans(plans: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict:
-    """The deployment search's recommendation per GPU (roofline.planner: the plan with the most tokens/s per device
+    """The deployment search's recommendation per GPU (roofline.serving.planner: the plan with the most tokens/s per device
     that fits and meets the targets), best first, the overall choice marked; `reason` when no plan qualifies."""
     picked = plans[plans["recommended"].astype(bool)].sort_values("tokens_per_s_per_device", ascending=False)
     rows = [{

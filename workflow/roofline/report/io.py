@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..serving.plan_io import read_plan_table
+
 #: the manifest file the figures package writes into each reports/figures/{model}/ directory
 MANIFEST = "figures.json"
 
@@ -17,8 +19,6 @@ def load_tables(paths: dict[str, str | Path]) -> dict[str, pd.DataFrame]:
 
 def load_plan(path: str | Path) -> pd.DataFrame:
     """The frontier table of results/plans/{model}.parquet; attrs["reason"] says why it is empty."""
-    from ..pipeline_io import read_plan_table
-
     table, reason = read_plan_table(str(path))
     table.attrs["reason"] = reason
     return table

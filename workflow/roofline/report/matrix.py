@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..hardware import Accelerator
+from ..engine.hardware import Accelerator
 from . import units
 from .decision import cell, misfit_text
 

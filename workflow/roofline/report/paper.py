@@ -13,10 +13,10 @@ from importlib import resources
 
 import pandas as pd
 
-from ..analysis import operator_table
-from ..hardware import get_accelerator
-from ..models import get_model
-from ..scenario import STAGES, Scenario
+from ..engine.analysis import operator_table
+from ..engine.hardware import get_accelerator
+from ..engine.models import get_model
+from ..engine.scenario import STAGES, Scenario
 from . import units
 
 MODEL, GPU = "llama-2-7b", "rtx-a6000"

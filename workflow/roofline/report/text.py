@@ -9,8 +9,8 @@ import math
 
 import pandas as pd
 
-from ..dtypes import DTYPE_BYTES, matmul_dtype
-from ..hardware import Accelerator
+from ..engine.dtypes import DTYPE_BYTES, matmul_dtype
+from ..engine.hardware import Accelerator
 from . import units
 
 CLASS_NAMES = {"gemm": "GEMMs", "attention": "attention", "norm": "norms", "elementwise": "element-wise ops",

@@ -21,7 +21,7 @@ Serving model (stated once here; the README repeats it):
   batch shares the weight reads and lands between the two.
 - Times are roofline lower bounds (`estimate` = "bound") until a calibration exists for a device.
 
-Candidates: device x parallel plan (roofline.parallel: tp, pp, ep, data-parallel attention; devices = tp x pp <=
+Candidates: device x parallel plan (roofline.engine.parallel: tp, pp, ep, data-parallel attention; devices = tp x pp <=
 max_devices; every plan the engine accepts for the model and the device) x weight dtype x KV dtype x attention
 kernel x batch. Every time, footprint and fit is the engine's (sharding and communication included). One engine
 call evaluates every batch of a (device, plan, dtypes, kernel) group at once: build_operators accepts NumPy arrays,
@@ -35,15 +35,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .analysis import aggregate, analyze, check_device_dtypes, deployment_label, operator_table
-from .columns import PLAN_COLUMNS
-from .dtypes import DTYPE_BYTES, check_storage_dtype
-from .errors import RooflineInputError, unknown
-from .graph import build_operators
-from .hardware import Accelerator
-from .models import ModelSpec
-from .parallel import Parallel, check_plan
-from .scenario import ATTENTION_IMPLS, MAX_BATCH, MAX_SEQ_LEN, Scenario
+from ..engine.analysis import aggregate, check_device_dtypes, deployment_label, operator_table
+from ..estimate.expected import analyze
+from ..engine.columns import PLAN_COLUMNS
+from ..engine.dtypes import DTYPE_BYTES, check_storage_dtype
+from ..engine.errors import RooflineInputError, unknown
+from ..engine.graph import build_operators
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec
+from ..engine.roofline import dominant_bound
+from ..engine.parallel import Parallel, check_plan
+from ..engine.scenario import ATTENTION_IMPLS, MAX_BATCH, MAX_SEQ_LEN, Scenario
 
 #: batch sizes searched (concurrent requests of the whole deployment): every batch from 1 to 256, every 16th to
 #: 4096, every 64th to 16384 (fine where latency targets bind; wide for data-parallel attention over many devices)
@@ -133,7 +135,7 @@ POWERS_OF_TWO = tuple(2**i for i in range(13))
 
 def parallel_plans(model: ModelSpec, gpu: Accelerator, max_devices: int) -> list[Parallel]:
     """Every plan of at most `max_devices` devices (tp x pp) that the engine accepts for this model and device
-    (roofline.parallel.check_plan: heads, layers, experts, scale-up domain and network): tp and pp powers of two;
+    (roofline.engine.parallel.check_plan: heads, layers, experts, scale-up domain and network): tp and pp powers of two;
     for MoE models also ep (a power of two dividing tp) and data-parallel attention (ep = tp)."""
     plans = []
     for tp in (n for n in POWERS_OF_TWO if n <= max_devices):
@@ -293,17 +295,9 @@ def frontier(result: Search, per_gpu: bool = False) -> np.ndarray:
     return np.concatenate(fronts) if fronts else ok[:0]
 
 
-def bound_of(memory_bound_share: float, network_share: float) -> str:
-    """The roof a candidate's decode step hits: the one its operators spend the largest share of time under
-    (memory-bound operators, communication operators, compute-bound operators)."""
-    shares = {"memory": memory_bound_share, "network": network_share,
-              "compute": 1.0 - memory_bound_share - network_share}
-    return max(shares, key=shares.get)
-
-
 def rows(result: Search, indices: Iterable[int]) -> list[dict]:
     """PLAN_COLUMNS records of the given candidates: the search's bounds, and the engine's calibrated estimates of
-    the same decode step and prefill (roofline.calibration, through analysis.analyze)."""
+    the same decode step and prefill (roofline.estimate.calibration, through analysis.analyze)."""
     out = []
     w, per_device, per_user = result.workload, result.tokens_per_s_per_device, result.tokens_per_s_per_user
     prefills: dict[int, dict] = {}  # one prefill per group
@@ -328,7 +322,7 @@ def rows(result: Search, indices: Iterable[int]) -> list[dict]:
             "decode_step_s": float(result.tpot_s[i]), "tokens_per_s": float(result.tokens_per_s[i]),
             "tokens_per_s_per_device": float(per_device[i]), "tokens_per_s_per_user": float(per_user[i]),
             "footprint_bytes": float(result.footprint_bytes[i]), "usable_memory_bytes": _usable(g),
-            "fits": bool(result.fits[i]), "bound": bound_of(result.memory_bound_share[i], result.network_share[i]),
+            "fits": bool(result.fits[i]), "bound": dominant_bound(result.memory_bound_share[i], result.network_share[i]),
             "memory_bound_share": float(result.memory_bound_share[i]),
             "network_share": float(result.network_share[i]), "ttft_expected_s": ttft_expected,
             "tpot_expected_s": tpot_expected, "tokens_per_s_per_device_expected": batch / tpot_expected / g.devices,
@@ -354,7 +348,7 @@ def _roof(result: Search, i: int) -> str:
     """What bounds a candidate's decode step, in words: 'memory bandwidth', 'compute', or for the network the
     collective that takes longest and whether its link latency or its bandwidth dominates (from the engine's
     operator rows of that one candidate)."""
-    bound = bound_of(result.memory_bound_share[i], result.network_share[i])
+    bound = dominant_bound(result.memory_bound_share[i], result.network_share[i])
     if bound != "network":
         return "memory bandwidth" if bound == "memory" else "compute"
     g = result.groups[result.group[i]]

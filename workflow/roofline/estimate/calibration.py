@@ -46,8 +46,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import RooflineInputError
-from .hardware import Accelerator, catalog
+from ..engine.errors import RooflineInputError
+from ..engine.roofline import bound_class, kernel_seconds
+from ..engine.hardware import Accelerator, catalog
 
 #: Width of the bins whose medians are the interpolation knots [decades of bound time].
 BIN_DECADES = 0.1
@@ -147,17 +148,14 @@ FITS = {"knn": fit_knn, "interp": fit_interp, "affine": fit_affine, "ratio": fit
 
 def bound_seconds(gpu: Accelerator, dtype: str, flops: float, nbytes: float) -> float:
     """The engine's roofline bound of one kernel on `gpu` (analysis.op_row's t_s); NaN without a peak for dtype."""
-    peak = gpu.peak_flops_per_s.get(dtype)
-    if peak is None:
-        return math.nan
-    return max(flops / peak, nbytes / gpu.bandwidth_bytes_per_s)
+    return kernel_seconds(flops, nbytes, gpu.peak_flops_per_s.get(dtype), gpu.bandwidth_bytes_per_s)
 
 
 # ---------------------------------------------------------------- tables
 
 def shipped_path(key: str) -> Path | None:
     """data/calibrations/{key}.csv of the package, if shipped."""
-    path = Path(str(resources.files(__package__).joinpath(f"data/calibrations/{key}.csv")))
+    path = Path(str(resources.files("roofline").joinpath(f"data/calibrations/{key}.csv")))
     return path if path.is_file() else None
 
 
@@ -214,7 +212,7 @@ def table_path(gpu: Accelerator) -> str | None:
 
 def regime(gpu: Accelerator, dtype: str, flops: float, nbytes: float) -> str:
     """`compute` or `memory`: which side of the roofline bounds the kernel on `gpu` (analysis.op_row's `bound`)."""
-    return "compute" if flops / gpu.peak_flops_per_s[dtype] > nbytes / gpu.bandwidth_bytes_per_s else "memory"
+    return bound_class(flops / gpu.peak_flops_per_s[dtype], nbytes / gpu.bandwidth_bytes_per_s)
 
 
 def _points(rows, gpu: Accelerator, keys) -> dict[tuple, list[tuple[float, float, float]]]:

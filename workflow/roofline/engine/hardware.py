@@ -71,7 +71,7 @@ class Accelerator:
     scaleup_latency_s: float = 0.0  # per collective
     scaleout_latency_s: float = 0.0
     interconnect_source: str = ""
-    calibration: str = ""  # path of a calibration table (roofline.calibration); "" = the shipped one, if any
+    calibration: str = ""  # path of a calibration table (roofline.estimate.calibration); "" = the shipped one, if any
 
     def link(self, span: int) -> tuple[float, float]:
         """(bandwidth [byte/s], latency [s]) of a collective over `span` devices: scale-up inside one domain,
@@ -138,7 +138,7 @@ def _from_csv_row(row: dict[str, str]) -> Accelerator:
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, Accelerator]:
     """All built-in accelerators by key (lowercase-dashed, as in the shipped CSV)."""
-    with resources.files(__package__).joinpath("data/accelerators.csv").open(newline="") as handle:
+    with resources.files("roofline").joinpath("data/accelerators.csv").open(newline="") as handle:
         return {row["key"]: _from_csv_row(row) for row in csv.DictReader(handle)}
 
 

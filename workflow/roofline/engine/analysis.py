@@ -5,7 +5,7 @@ rows only, else 0), T = max of the three (a lower bound on time: perfect overlap
 traffic inside an operator, none between operators, no launch overhead), attainable = min(P, AI x BW), bound = the
 largest of the three (compute when T_compute > T_memory, i.e. AI > P / BW; network when the link dominates).
 
-Deployments (roofline.parallel): rows are one device's share; totals describe the deployment: its devices, the
+Deployments (roofline.engine.parallel): rows are one device's share; totals describe the deployment: its devices, the
 busiest device's footprint against its usable memory (memory_utilization x capacity), and tokens/s of the whole
 deployment and per device.
 """
@@ -19,7 +19,6 @@ import numpy as np
 
 from dataclasses import replace
 
-from .calibration import add_expected
 from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
 from .graph import Op, attention_groups, build_operators, scenario_dtypes
 from .hardware import Accelerator
@@ -28,13 +27,14 @@ from .columns import TOTAL_COLUMNS
 from .errors import RooflineInputError
 from .formulas import distinct_experts
 from .parallel import Parallel, busiest_stage_layer_share, check_plan, kv_heads_per_device, weight_params_per_device
+from .roofline import bound_class, link_time, roof_times
 from .scenario import STAGES, Scenario, check_context, check_stage
 
 NAN = float("nan")
 
 
 def required_peak_dtypes(scenario: Scenario) -> dict[str, str]:
-    """{dtype: why} for every dtype whose peak the scenario computes at (rules in roofline.dtypes): the weight
+    """{dtype: why} for every dtype whose peak the scenario computes at (rules in roofline.engine.dtypes): the weight
     GEMMs', the experts' GEMMs, attention's (KV x activation), the non-matmul operators' (activations, 16 bits at
     least) and lm_head's (16 bits unless quantize_embeddings). `scenario` has a concrete weight dtype
     (Scenario.for_model resolves 'native')."""
@@ -88,18 +88,16 @@ def network_time(gpu: Accelerator, op: Op):
     if op.span <= 1:
         return NAN, 0.0
     bandwidth, latency = gpu.link(op.span)
-    return bandwidth, latency + op.cost.network / bandwidth
+    return bandwidth, link_time(op.cost.network, bandwidth, latency)
 
 
 def op_times(gpu: Accelerator, op: Op, peak: float, nbytes, maximum=max) -> tuple:
     """(t_compute, t_memory, t_network, t) [s] of one instance of `op` on `gpu` at `peak` [FLOP/s], its DRAM bytes
-    `nbytes` (op.cost.bytes, which the callers need too): the roofline kernel that op_row, aggregate and the sweeps
-    share. `maximum` is np.maximum for array-valued costs."""
-    t_compute, t_memory = op.cost.flops / peak, nbytes / gpu.bandwidth_bytes_per_s
-    if op.span <= 1:
-        return t_compute, t_memory, 0.0, maximum(t_compute, t_memory)
-    t_network = network_time(gpu, op)[1]
-    return t_compute, t_memory, t_network, maximum(maximum(t_compute, t_memory), t_network)
+    `nbytes` (op.cost.bytes, which the callers need too): roofline.engine.roofline applied to one operator, for
+    op_row, aggregate and the sweeps. `maximum` is np.maximum for array-valued costs."""
+    t_network = network_time(gpu, op)[1] if op.span > 1 else 0.0
+    t_compute, t_memory, t = roof_times(op.cost.flops, nbytes, peak, gpu.bandwidth_bytes_per_s, t_network, maximum)
+    return t_compute, t_memory, t_network, t
 
 
 def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
@@ -111,17 +109,16 @@ def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
     t_compute, t_memory, t_network, t = op_times(gpu, op, peak, nbytes)
     link_bw = network_time(gpu, op)[0]
     intensity = c.flops / nbytes if nbytes else math.inf
-    bound = "network" if t_network >= t and t_network > 0 else ("compute" if t_compute > t_memory else "memory")
     return {
         "model": model_key, "gpu": gpu.key, "stage": stage, "op": op.name, "op_class": op.op_class,
-        "count": op.count, "flops": float(c.flops), "bytes_weight": float(c.weight),
-        "bytes_act_read": float(c.act_read), "bytes_act_write": float(c.act_write), "bytes_kv_read": float(c.kv_read),
-        "bytes_kv_write": float(c.kv_write), "bytes": float(nbytes), "intensity": float(intensity),
+        "count": op.count, "flops": float(c.flops), **{column: float(value) for column, value in c.dram_bytes().items()},
+        "bytes": float(nbytes), "intensity": float(intensity),
         "peak_flops_per_s": peak, "bandwidth_bytes_per_s": bw,
         "attainable_flops_per_s": float(min(peak, intensity * bw)),
         "t_compute_s": float(t_compute), "t_memory_s": float(t_memory), "t_s": float(t),
-        "bound": bound, "bytes_network": float(c.network), "network_bandwidth_bytes_per_s": float(link_bw),
-        "t_network_s": float(t_network), "compute_dtype": op.compute_dtype,
+        "bound": bound_class(t_compute, t_memory, t_network), "bytes_network": float(c.network),
+        "network_bandwidth_bytes_per_s": float(link_bw), "t_network_s": float(t_network),
+        "compute_dtype": op.compute_dtype,
     }
 
 
@@ -191,7 +188,7 @@ def weight_bytes(model: ModelSpec, scenario: Scenario) -> float:
 
 @lru_cache(maxsize=4096)
 def weight_bytes_per_device(model: ModelSpec, scenario: Scenario) -> float:
-    """Weights the busiest device of the deployment holds (roofline.parallel.weight_params_per_device), each part
+    """Weights the busiest device of the deployment holds (roofline.engine.parallel.weight_params_per_device), each part
     at its own width."""
     block, expert, table = _weight_widths(model, scenario)
     return weight_params_per_device(model, scenario.parallel, block, table, expert)
@@ -323,14 +320,11 @@ def _fits(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) ->
 
 
 def analyze(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> tuple[list[dict], dict]:
-    """(per-operator rows, totals) for one (model, gpu, stage, scenario), with the expected-time columns;
-    `parallel: auto` is resolved first."""
+    """(per-operator rows, totals) for one (model, gpu, stage, scenario): the bounds only (roofline.estimate adds
+    the expected times beside them); `parallel: auto` is resolved first."""
     scenario = prepare(model, gpu, stage, scenario)
     ops = build_operators(model, stage, scenario)
-    rows = [op_row(model.key, gpu, stage, op) for op in ops]
-    total = totals(model, gpu, stage, scenario, ops)
-    add_expected(gpu, stage, rows, total)  # calibrated estimates next to the bound (roofline.calibration)
-    return rows, total
+    return [op_row(model.key, gpu, stage, op) for op in ops], totals(model, gpu, stage, scenario, ops)
 
 
 def _decode_gemm_intensity(model: ModelSpec, scenario: Scenario, batch: int) -> float:

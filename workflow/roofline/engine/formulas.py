@@ -22,7 +22,7 @@ Conventions (stated once, used everywhere):
   embedding scaling (element-wise on tensors already counted), bias-add FLOPs (see above), the quantization and
   dequantization arithmetic of int8/int4/fp8/fp4 tensors (hidden under the memory time of the ops that need it),
   Llama 4's parameter-free L2 q/k norm and gpt-oss's attention-sink softmax column (one logit per query row).
-* Communication (multi-device deployments, roofline.parallel): a collective moves `network` bytes over the link of
+* Communication (multi-device deployments, roofline.engine.parallel): a collective moves `network` bytes over the link of
   each device, booked apart from DRAM bytes; its time is latency + network bytes / link bandwidth (per device, per
   direction), beside its DRAM time (read the send buffer, write the received data). All-reduce is the ring
   algorithm: a reduce-scatter and an all-gather, 2(n-1)/n of the tensor on the link of each of n devices, one
@@ -69,6 +69,14 @@ class Cost(NamedTuple):
     def bytes(self):
         """Compulsory DRAM bytes (the five DRAM kinds; network bytes are not DRAM traffic)."""
         return self.weight + self.act_read + self.act_write + self.kv_read + self.kv_write
+
+    def dram_bytes(self) -> dict:
+        """{"bytes_weight": ..., "bytes_kv_write": ...}: the DRAM kinds under their table column names."""
+        return {f"bytes_{kind}": getattr(self, kind) for kind in DRAM_KINDS}
+
+
+#: the DRAM byte kinds of a Cost, in column order; the `bytes_*` columns of the operator table derive from them
+DRAM_KINDS = ("weight", "act_read", "act_write", "kv_read", "kv_write")
 
 
 FORMULAS: dict[str, Callable[..., Cost]] = {}

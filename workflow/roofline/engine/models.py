@@ -384,7 +384,7 @@ def _from_models_csv(row: dict[str, str]) -> ModelSpec:
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, ModelSpec]:
     """All built-in models by key."""
-    with resources.files(__package__).joinpath("data/models.csv").open(newline="") as handle:
+    with resources.files("roofline").joinpath("data/models.csv").open(newline="") as handle:
         return {row["key"]: _from_models_csv(row) for row in csv.DictReader(handle)}
 
 

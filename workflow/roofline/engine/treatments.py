@@ -23,6 +23,7 @@ from .graph import Op, build_operators
 from .hardware import Accelerator
 from .models import ModelSpec
 from .parallel import check_plan
+from .roofline import dominant_bound
 from .scenario import Scenario
 
 #: operator classes whose activation traffic disappears when fused into the neighbouring kernel
@@ -84,7 +85,7 @@ def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sc
             "applicable": applicable, "note": note, "baseline_t_s": base["t_s"], "t_s": t, "speedup": speedup,
             "baseline_tokens_per_s": base["tokens_per_s"], "tokens_per_s": tps,
             "baseline_memory_bound_share": base["memory_bound_share"], "memory_bound_share": share,
-            "bound": ("memory" if share >= 0.5 else "compute") if applicable else "",
+            "bound": dominant_bound(share, result["network_share"]) if applicable else "",
             "footprint_bytes": result["footprint_bytes"] if applicable else math.nan,
             "fits": bool(result["fits"]) if applicable else False,
             "batch": batch or scenario.batch, "usable_memory_bytes": base["usable_memory_bytes"],

@@ -15,14 +15,17 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from . import display, hardware, models, planner
-from .analysis import analyze, critical_batch
-from .calibration import check_table
-from .columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, PLAN_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
-from .dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES, WEIGHT_DTYPES
-from .errors import RooflineInputError, did_you_mean, unknown
-from .parallel import Parallel
-from .scenario import (ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario)
+from .. import display
+from ..engine import hardware, models
+from ..serving import planner
+from ..engine.analysis import critical_batch
+from ..estimate.expected import analyze
+from ..estimate.calibration import check_table
+from ..engine.columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, PLAN_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
+from ..engine.dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES, WEIGHT_DTYPES
+from ..engine.errors import RooflineInputError, did_you_mean, unknown
+from ..engine.parallel import Parallel
+from ..engine.scenario import (ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario)
 
 FORMATS = ("table", "csv", "json")
 
@@ -326,7 +329,7 @@ def run(argv: list[str] | None = None) -> str:
                     for k, g in hardware.catalog().items()]
         return _format_table(rows, [(k, None) for k in rows[0]])
     if args.command == "measure":
-        from .measure import measure, write  # torch is imported only here
+        from ..estimate.measure import measure, write  # torch is imported only here
 
         if not args.out.endswith(".csv"):
             raise RooflineInputError(f"--out: '{args.out}' is not allowed; expected a path ending in .csv")

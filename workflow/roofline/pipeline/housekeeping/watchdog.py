@@ -2,7 +2,7 @@
 session): figure and report jobs run as child processes, and an orphan would keep writing outputs that the next run
 rewrites at the same time.
 
-`start(pid)` launches `python -m roofline.housekeeping.watchdog PID` in its own session (a closed terminal does not
+`start(pid)` launches `python -m roofline.pipeline.housekeeping.watchdog PID` in its own session (a closed terminal does not
 stop it). It polls every POLL_S seconds; while Snakemake lives it remembers its descendants (pid and start time);
 once Snakemake is gone it sends SIGTERM to those still running (and their own children), and to job scripts started
 from this directory's .snakemake/scripts/ since the last poll (unless another Snakemake works here), SIGKILL to any
@@ -30,7 +30,7 @@ def start(pid: int | None = None) -> subprocess.Popen | None:
         return None
     package_root = str(Path(__file__).resolve().parents[2])  # the directory holding the roofline package
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}
-    return subprocess.Popen([sys.executable, "-m", "roofline.housekeeping.watchdog", str(pid or os.getpid())],
+    return subprocess.Popen([sys.executable, "-m", "roofline.pipeline.housekeeping.watchdog", str(pid or os.getpid())],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True, close_fds=True, env=env)
 

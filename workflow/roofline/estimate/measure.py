@@ -5,7 +5,7 @@ torch._scaled_mm and int8 through torch._int_mm where the device runs them) and 
 (GEMMs at Llama-3-8B's (k, n) pairs from decode m = 1 to prefill m = 16k, SDPA causal prefill and decode with GQA,
 RMSNorm, LayerNorm, SiLU-and-multiply, residual add, embedding gather), each timed as the median of repetitions
 after a warm-up, with the L2 cache flushed before every repetition (CUDA events on a GPU). FLOPs, bytes and the
-bound of every kernel come from the engine's formulas (roofline.formulas, roofline.calibration.bound_seconds), so
+bound of every kernel come from the engine's formulas (roofline.engine.formulas, roofline.estimate.calibration.bound_seconds), so
 the table reads as measured vs bound for the same kernel. Needs torch (the `measure` extra); the engine does not.
 """
 from __future__ import annotations
@@ -18,12 +18,12 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from . import formulas as f
+from ..engine import formulas as f
 from .calibration import CEILING, bound_seconds, measured_ceilings
-from .columns import CALIBRATION_COLUMNS
-from .errors import RooflineInputError, unknown
-from .hardware import GIGA, TERA, Accelerator, catalog
-from .models import ACTIVATION_FLOPS
+from ..engine.columns import CALIBRATION_COLUMNS
+from ..engine.errors import RooflineInputError, unknown
+from ..engine.hardware import GIGA, TERA, Accelerator, catalog
+from ..engine.models import ACTIVATION_FLOPS
 
 DEVICES = ("cuda", "cpu", "mps")
 #: Llama-3-8B: hidden, intermediate, query heads, KV heads, head dim, vocab.

@@ -7,7 +7,7 @@ gpt-oss) carry the suffix `_swa`, those of chunked-attention layers (Llama 4) `_
 (Qwen3-Next) have their own rows (in_proj_qkvz, in_proj_ba, conv1d, gated_delta_rule, linear_attn_norm,
 linear_attn_gate, out_proj) and no attention core.
 
-Multi-device plans (roofline.parallel): every row is ONE device's share of the operator (what that device's
+Multi-device plans (roofline.engine.parallel): every row is ONE device's share of the operator (what that device's
 roofline sees: its heads, its columns, its experts), and `count` is the number of instances one token passes
 through on its way across all pipeline stages, so summing time x count over the rows gives the time of one step.
 Communication rows (op_class `communication`) carry the devices their collective spans (`span`), which decides the
@@ -44,7 +44,7 @@ class Op(NamedTuple):
 
 
 class ScenarioDtypes(NamedTuple):
-    """The dtypes a scenario computes and stores at, beyond its three fields (rules in roofline.dtypes)."""
+    """The dtypes a scenario computes and stores at, beyond its three fields (rules in roofline.engine.dtypes)."""
 
     gemm: str  # weight GEMMs: weight_dtype x act_dtype
     act16: str  # every activation but a GEMM's input, and the non-matmul operators' compute: 16 bits at least
@@ -57,7 +57,7 @@ class ScenarioDtypes(NamedTuple):
 @lru_cache(maxsize=1024)
 def scenario_dtypes(sc: Scenario) -> ScenarioDtypes:
     """Which dtype each part of the graph uses: 8-bit activations only as GEMM inputs; embedding table and lm_head
-    at 16 bits unless sc.quantize_embeddings (rules in roofline.dtypes)."""
+    at 16 bits unless sc.quantize_embeddings (rules in roofline.engine.dtypes)."""
     act16 = unquantized_dtype(sc.act_dtype, sc.kv_dtype, sc.weight_dtype)
     if sc.quantize_embeddings:
         head_weight, head_input = sc.weight_dtype, sc.act_dtype
@@ -75,7 +75,7 @@ class _Builder:
         sc = sc.for_model(m)  # weight_dtype 'native' -> the checkpoint's dtypes
         if not isinstance(sc.parallel, Parallel):
             raise RooflineInputError(f"scenario.parallel: {sc.parallel!r} must be resolved to a plan (tp, pp, ep) "
-                                     "before the operator graph is built (roofline.analysis.resolve_plan)")
+                                     "before the operator graph is built (roofline.engine.analysis.resolve_plan)")
         self.m, self.sc, self.plan = m, sc, sc.parallel
         # devices the attention heads, dense MLPs, embedding and lm_head are split over (1 under DP attention)
         self.tp = 1 if self.plan.attention_dp else self.plan.tp

@@ -19,16 +19,16 @@ import yaml
 
 from dataclasses import replace
 
-from .analysis import check_device_dtypes, resolve_plan
-from .calibration import check_table
-from .errors import RooflineInputError, unknown
-from .hardware import Accelerator, accelerator_from_entry, catalog as gpu_catalog
-from .errors import clip
-from .hf_config import not_a_file
-from .models import ModelSpec, model_from_entry
-from .parallel import Parallel, check_plan
-from .planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
-from .scenario import STAGES, Scenario, check_context
+from ..engine.analysis import check_device_dtypes, resolve_plan
+from ..estimate.calibration import check_table
+from ..engine.errors import RooflineInputError, unknown
+from ..engine.hardware import Accelerator, accelerator_from_entry, catalog as gpu_catalog
+from ..engine.errors import clip
+from ..engine.hf_config import not_a_file
+from ..engine.models import ModelSpec, model_from_entry
+from ..engine.parallel import Parallel, check_plan
+from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
+from ..engine.scenario import STAGES, Scenario, check_context
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
 SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9._-]*")

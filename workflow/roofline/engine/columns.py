@@ -76,7 +76,7 @@ TOTAL_COLUMNS = (
     "network_share",  # fraction of t_s spent in communication operators
 )
 
-#: Treatments: what each optimization buys for one (model, gpu, stage) baseline (roofline.treatments).
+#: Treatments: what each optimization buys for one (model, gpu, stage) baseline (roofline.engine.treatments).
 TREATMENT_COLUMNS = (
     "model", "gpu", "stage",
     "treatment",  # key: fusion | flash_attention | weight_int8 | weight_int4 | kv_int8 | kv_fp8 | fp8_compute |
@@ -97,7 +97,7 @@ TREATMENT_COLUMNS = (
     "usable_memory_bytes",  # byte, what the footprint is held against (memory_utilization x one device's memory)
 )
 
-#: Sweeps: totals along one axis, the other scenario fields fixed (roofline.sweeps).
+#: Sweeps: totals along one axis, the other scenario fields fixed (roofline.engine.sweeps).
 SWEEP_COLUMNS = (
     "model", "gpu", "stage",
     "sweep",  # batch | seq_len: which axis varies
@@ -113,7 +113,7 @@ SWEEP_COLUMNS = (
     "critical_batch",  # decode batch where the weight GEMMs reach the ridge (same for every row of a sweep)
 )
 
-#: Deployment search: one row per candidate deployment (roofline.planner; `roofline plan`, results/plans/).
+#: Deployment search: one row per candidate deployment (roofline.serving.planner; `roofline plan`, results/plans/).
 PLAN_COLUMNS = (
     "model", "gpu",
     "devices",  # devices in the deployment (tp x pp)
@@ -135,7 +135,7 @@ PLAN_COLUMNS = (
     "bound",  # memory | compute | network: the roof the decode step spends most of its time under
     "memory_bound_share",  # fraction of the decode step in memory-bound operators
     "network_share",  # fraction of the decode step in communication operators
-    "ttft_expected_s",  # s, the engine's calibrated estimate of ttft_s (roofline.calibration)
+    "ttft_expected_s",  # s, the engine's calibrated estimate of ttft_s (roofline.estimate.calibration)
     "tpot_expected_s",  # s, the engine's calibrated estimate of tpot_s
     "tokens_per_s_per_device_expected",  # token/s, batch / tpot_expected_s / devices
     "estimate",  # calibrated (expected times from this device's own measurements) | bound (only the bound is backed)
@@ -149,7 +149,7 @@ PLAN_TABLE_EXTRA_COLUMNS = (
     "chosen",  # the best plan over every device
 )
 
-#: Calibrated estimates (roofline.calibration), after OP_COLUMNS in every per-operator table.
+#: Calibrated estimates (roofline.estimate.calibration), after OP_COLUMNS in every per-operator table.
 OP_EXPECTED_COLUMNS = (
     "t_expected_s",  # s, expected time of one instance: measured efficiency and launch floor applied; >= t_s
     "estimate",  # calibrated (measured on this device) | default (fallback from the shipped measurements)
@@ -174,7 +174,7 @@ CALIBRATION_COLUMNS = (
     "m", "n", "k",  # GEMM [m x k] @ [k x n]; element-wise ops: m rows x n channels; 0 where not applicable
     "batch", "q_len", "kv_len",  # attention: sequences, query tokens per sequence, keys attended; 0 elsewhere
     "heads", "kv_heads", "head_dim",  # attention heads (query, key/value) and head size; 0 elsewhere
-    "flops",  # FLOP (engine formulas, roofline.formulas)
+    "flops",  # FLOP (engine formulas, roofline.engine.formulas)
     "bytes",  # byte, compulsory DRAM traffic (engine formulas)
     "measured_s",  # s, median kernel time
     "bound_s",  # s, the engine's roofline bound of the same kernel on `gpu`

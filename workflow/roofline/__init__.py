@@ -1,0 +1,1 @@
+"""llm-roofline: roofline analysis of LLM inference (see the README)."""
