@@ -1,4 +1,5 @@
-# Config validation, wildcard constraints and target lists. Logic lives in roofline.pipeline.config; this file only wires it.
+# Config validation, wildcard constraints and target lists. Logic lives in roofline.pipeline (config, schema,
+# schema_messages); this file only wires it.
 import re
 import sys
 from pathlib import Path
@@ -6,9 +7,11 @@ from pathlib import Path
 from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # the roofline package of this checkout
-from roofline.estimate.calibration import table_path
-from roofline.pipeline.config import describe_schema_error, load_schema, resolve_config, typed_config
 from roofline.engine.errors import RooflineInputError
+from roofline.estimate.calibration import table_path
+from roofline.pipeline.config import resolve_config
+from roofline.pipeline.schema import load_schema, typed_config
+from roofline.pipeline.schema_messages import describe_schema_error
 from roofline.pipeline.sources import engine_sources
 
 SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
