@@ -7,20 +7,19 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from roofline.engine.parallel import Parallel
 import yaml
 
-from roofline.pipeline import config as rc
-from roofline.pipeline.schema import coerce_strings, load_schema
-from roofline.pipeline.schema_messages import describe_schema_error
 from roofline.engine.analysis import required_peak_dtypes
 from roofline.engine.dtypes import STORAGE_DTYPES
 from roofline.engine.errors import RooflineInputError
 from roofline.engine.graph import build_operators
 from roofline.engine.hardware import Accelerator, get_accelerator
 from roofline.engine.models import MAX_DIMENSION, ModelSpec, get_model
+from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import STAGES, Scenario
+from roofline.pipeline import config as rc
+from roofline.pipeline.schema import coerce_strings, load_schema
+from roofline.pipeline.schema_messages import describe_schema_error
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")

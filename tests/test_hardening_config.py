@@ -9,11 +9,11 @@ import pytest
 
 from roofline.cli import app as cli
 from roofline.engine import hardware
+from roofline.engine.errors import RooflineInputError
 from roofline.pipeline import config as rc
 from roofline.pipeline.schema import load_schema, typed_config
 from roofline.pipeline.schema_messages import describe_schema_error
 from roofline.pipeline.yaml_loader import load_config_file
-from roofline.engine.errors import RooflineInputError
 from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,8 +130,8 @@ def _cli(capsys, *argv):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["opss"], "roofline: error: command: unknown value 'opss' (did you mean 'ops'?); allowed: list, measure, ops, plan, ridge, "
-               "totals"),
+    (["opss"], "roofline: error: command: unknown value 'opss' (did you mean 'ops'?); allowed: list, measure, ops, "
+               "plan, ridge, totals"),
     (["list", "models", "--format", "csv"], "option '--format' is not accepted here; it belongs to: ops, totals"),
     ([], "missing command; allowed: ops, totals, ridge, plan, measure, list (or --version)"),
     (["totals", "--model", "gpt2", "--gpu", "h100-sxm", "--stage", "prefill", "--seq-len", "5000"],

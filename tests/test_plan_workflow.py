@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from roofline.pipeline import config as rc
-from roofline.pipeline.schema import load_schema
 from roofline.engine.columns import PLAN_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
 from roofline.engine.errors import RooflineInputError
+from roofline.pipeline import config as rc
 from roofline.pipeline.io import read_plan_table
+from roofline.pipeline.schema import load_schema
 from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -69,8 +69,8 @@ PAPER_MODEL = "llama-2-7b"
 
 
 def model_outputs(table, model):
-    """Per-job files of one table of one model, every (gpu, stage) of the config."""
-    return expand(f"results/{table}/{model}/{{gpu}}/{{stage}}.parquet", gpu=GPUS, stage=STAGES)
+    """Per-job files of one table of one model, every (gpu, stage) of the config (rule analyze's outputs)."""
+    return expand(getattr(rules.analyze.output, table), model=model, gpu=GPUS, stage=STAGES)
 
 
 def paper_inputs(wildcards):
@@ -83,6 +83,6 @@ def paper_inputs(wildcards):
     if wildcards.model == PAPER_MODEL or PAPER_MODEL not in MODELS:
         return {}
     return {
-        "paper_ops": ancient(f"results/models/{PAPER_MODEL}/ops.parquet"),
-        "paper_specs": ancient(f"results/models/{PAPER_MODEL}/specs.json"),
+        "paper_ops": ancient(rules.model_aggregate.output[0].format(model=PAPER_MODEL, table="ops")),
+        "paper_specs": ancient(rules.model_specs.output[0].format(model=PAPER_MODEL)),
     }
