@@ -125,8 +125,8 @@ def devices_needed(total: pd.Series) -> str:
 
 
 def recommended_plans(plans: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict:
-    """The deployment search's recommendation per GPU (roofline.serving.planner: the plan with the most tokens/s per device
-    that fits and meets the targets), best first, the overall choice marked; `reason` when no plan qualifies."""
+    """The deployment search's recommendation per GPU (roofline.serving.planner: the plan with the most tokens/s per
+    device that fits and meets the targets), best first, the overall choice marked; `reason` when no plan qualifies."""
     picked = plans[plans["recommended"].astype(bool)].sort_values("tokens_per_s_per_device", ascending=False)
     rows = [{
         "deployment": str(r["deployment"]), "batch": units.integer(r["batch"]),
