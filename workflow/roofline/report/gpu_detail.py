@@ -63,7 +63,7 @@ def other_gpu_rows(stage_totals: pd.DataFrame, key: str, gpus: dict[str, Acceler
                      "time": decision.cell(units.seconds(row["t_s"]), decision.misfit_text(row)),
                      "versus": compared(mine, float(row["t_s"])),
                      "faster": bool(mine > float(row["t_s"])),
-                     "bound": text.bound_phrase(float(row["memory_bound_share"])),
+                     "bound": text.step_bound(row),
                      "memory_bound_share": units.percent(row["memory_bound_share"]),
                      "fits": units.yes_no(row["fits"])})
     return sorted(rows, key=lambda r: gpus[r["key"]].name)

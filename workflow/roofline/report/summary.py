@@ -45,8 +45,8 @@ def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame) -> dict[str, dic
             return decision.cell(units.DASH)
         return decision.cell(make(here.loc[stage]), decision.misfit_text(here.loc[stage]))
 
-    def bound(stage: str) -> dict:  # the words of bound_phrase without the '-bound' the header already says
-        return decision.cell(text.bound_phrase(here.loc[stage, "memory_bound_share"]).removesuffix("-bound")
+    def bound(stage: str) -> dict:  # the words of step_bound without the '-bound' the header already says
+        return decision.cell(text.step_bound(here.loc[stage]).removesuffix("-bound")
                              if stage in here.index else units.DASH)
 
     def lever(stage: str) -> dict:

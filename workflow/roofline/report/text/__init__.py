@@ -13,4 +13,4 @@ from .executive import (deployment_names, executive_summary, fit_sentence, footp
 from .network import COLLECTIVE_NAMES, NETWORK_SENTENCE_SHARE, network_sentence, network_summary  # noqa: F401
 from .treatments import (GAIN_GROUP, SHORTENS, balance_sentence, lever_sentence, slower_reason,  # noqa: F401
                          treatment_sentence)
-from .words import CLASS_NAMES, GAIN, HELPS, SHORT, SLOWER, bound_phrase, short  # noqa: F401
+from .words import CLASS_NAMES, GAIN, HELPS, SHORT, SLOWER, bound_phrase, short, step_bound  # noqa: F401

@@ -10,7 +10,7 @@ from ...engine.dtypes import matmul_dtype
 from ...engine.hardware import Accelerator
 from ...engine.roofline import bound_class
 from .. import units
-from .words import CLASS_NAMES, and_list, bound_phrase
+from .words import CLASS_NAMES, and_list, network_share, step_bound
 
 #: the byte kinds of the operator table, as the diagnosis groups them
 BYTE_KINDS = {"weight": ("bytes_weight",), "kv": ("bytes_kv_read", "bytes_kv_write"),
@@ -41,6 +41,11 @@ def memory_times(ops: pd.DataFrame) -> dict[str, float]:
     per_byte = ops["t_memory_s"] * ops["count"] / ops["bytes"].where(ops["bytes"] > 0)
     return {kind: float((sum(ops[column] for column in columns) * per_byte).sum())
             for kind, columns in BYTE_KINDS.items()}
+
+
+def compute_share(total: pd.Series) -> float:
+    """The share of a step's time in compute-bound operators: neither memory-bound nor communication."""
+    return 1.0 - float(total["memory_bound_share"]) - network_share(total)
 
 
 def class_bound(ops: pd.DataFrame, op_class: str) -> str:
@@ -97,7 +102,7 @@ def diagnose_decode(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scena
     moved, floor = traffic(ops), memory_times(ops)
     share, util, t = float(total["memory_bound_share"]), float(total["compute_utilization"]), float(total["t_s"])
     return [
-        f"Decode on {gpu.name} is {bound_phrase(share)}: {units.percent(share)} of the {units.seconds(t)} per "
+        f"Decode on {gpu.name} is {step_bound(total)}: {units.percent(share)} of the {units.seconds(t)} per "
         f"token goes to memory-bound operators, and the compute units are {units.percent(util)} busy.",
         f"Each step streams {units.nbytes(moved['weight'])} of weights at "
         f"{units.bandwidth(gpu.bandwidth_bytes_per_s)}: a floor of {units.seconds(floor['weight'])} per token from the weights alone; KV-cache traffic adds "
@@ -147,8 +152,9 @@ def diagnose_prefill(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scen
     share, util, t = float(total["memory_bound_share"]), float(total["compute_utilization"]), float(total["t_s"])
     ridge = gemm_ridge(gpu, scenario)
     sentences = [
-        f"Prefill of {scenario['batch']} × {scenario['seq_len']} tokens on {gpu.name} is {bound_phrase(share)}: "
-        f"{units.percent(1 - share)} of the {units.seconds(t)} to the first token goes to compute-bound operators; "
+        f"Prefill of {scenario['batch']} × {scenario['seq_len']} tokens on {gpu.name} is {step_bound(total)}: "
+        f"{units.percent(compute_share(total))} of the {units.seconds(t)} to the first token goes to compute-bound "
+        "operators; "
         f"the compute units are {units.percent(util)} busy.",
         f"It performs {units.flops(total['flops'])} at {units.peak(peak, dtype)} ({dtype}): a compute floor of "
         f"{units.seconds(total['t_compute_s'])}; it moves {units.nbytes(total['bytes'])} at "

@@ -10,7 +10,7 @@ from .. import units
 from .diagnosis import gemm_peak
 from .network import network_summary
 from .treatments import lever_sentence
-from .words import bound_phrase, value_range, where_it_applies
+from .words import step_bound, value_range, where_it_applies
 
 
 def footprint_parts(row: pd.Series) -> str:
@@ -79,7 +79,7 @@ def deployment_names(totals: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict
 
 def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[str, Accelerator],
                    scenario: dict, names: dict[str, str] | None = None) -> str:
-    """What bounds the stage on each GPU (grouped by the words of `bound_phrase`), what that means for the choice
+    """What bounds the stage on each GPU (grouped by the words of `step_bound`), what that means for the choice
     of GPU, the largest single lever and, for decode, what batching buys (rows: that stage's totals by gpu;
     `names`: how to call each gpu key, by default its name)."""
     names = names or {k: g.name for k, g in gpus.items()}
@@ -102,8 +102,8 @@ def _bound_clause(stage: str, rows: pd.DataFrame, names: dict[str, str]) -> str:
     group of GPUs that read the same words."""
     shares = rows["memory_bound_share"].to_dict()
     groups: dict[str, list[str]] = {}
-    for key, share in shares.items():
-        groups.setdefault(bound_phrase(share), []).append(key)
+    for key, row in rows.iterrows():
+        groups.setdefault(step_bound(row), []).append(key)
     if len(groups) == 1:
         where = "on every configured GPU" if len(rows) > 1 else f"on {names[rows.index[0]]}"
         return (f"{stage.capitalize()} is {next(iter(groups))} {where} ({value_range(shares, units.percent)} of its "
@@ -116,7 +116,8 @@ def _bound_clause(stage: str, rows: pd.DataFrame, names: dict[str, str]) -> str:
 def _follows_clause(rows: pd.DataFrame, gpus: dict[str, Accelerator], scenario: dict, names: dict[str, str]) -> str:
     """When every GPU is bound by the same roof (the engine's `dominant_bound`): the fastest against the slowest
     and the spec that sets their ratio, memory bandwidth or peak FLOP/s ('' otherwise)."""
-    bounds = {dominant_bound(share, 0.0) for share in rows["memory_bound_share"]}
+    bounds = {dominant_bound(memory, network) for memory, network in zip(rows["memory_bound_share"],
+                                                                         rows["network_share"])}
     fast, slow = rows["t_s"].idxmin(), rows["t_s"].idxmax()
     ratio = units.times(float(rows["t_s"][slow] / rows["t_s"][fast]))
     if bounds == {"memory"}:

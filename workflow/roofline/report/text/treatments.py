@@ -6,28 +6,30 @@ import pandas as pd
 
 from ...engine.dtypes import DTYPE_BYTES
 from .. import units
-from .words import GAIN, SLOWER, and_list, bound_phrase, short, value_range
+from .words import GAIN, SLOWER, and_list, bound_phrase, network_share, short, value_range
 
 #: what shortens each kind of operator (the words of the treatments table's Helps column, HELPS)
-SHORTENS = {"memory": "fewer bytes", "compute": "more FLOP/s or fewer FLOPs"}
+SHORTENS = {"memory": "fewer bytes", "compute": "more FLOP/s or fewer FLOPs",
+            "network": "a faster link, fewer devices or overlap with compute"}
 GAIN_GROUP = {"memory": "for memory-bound operators", "compute": "for compute-bound operators", "both": "for both",
               "network": "for the collectives"}
 
 
-def balance_sentence(stage: str, share: float) -> str:
-    """How the stage's time splits between memory- and compute-bound operators, and what shortens each part (the
-    words of `bound_phrase`, the same as everywhere in the report)."""
-    name = stage.capitalize()
-    phrase = bound_phrase(share)
+def balance_sentence(stage: str, share: float, network: float = 0.0) -> str:
+    """How the stage's time splits between memory-bound operators (`share`), compute-bound ones and collectives
+    (`network`), and what shortens each part (the words of `bound_phrase`, the same as everywhere in the report)."""
+    name, phrase, compute = stage.capitalize(), bound_phrase(share, network), 1.0 - share - network
     if phrase == "memory-bound":
         return (f"{name} is memory-bound ({units.percent(share)} of its time in memory-bound operators): what "
                 f"shortens it is {SHORTENS['memory']}.")
     if phrase == "compute-bound":
-        return (f"{name} is compute-bound ({units.percent(1 - share)} of its time in compute-bound operators): what "
+        return (f"{name} is compute-bound ({units.percent(compute)} of its time in compute-bound operators): what "
                 f"shortens it is {SHORTENS['compute']}.")
-    return (f"{name} is {phrase}: {units.percent(share)} of its time is in memory-bound operators, which "
-            f"{SHORTENS['memory']} shorten, and {units.percent(1 - share)} in compute-bound ones, which "
-            f"{SHORTENS['compute']} shorten.")
+    parts = [f"{units.percent(share)} of its time is in memory-bound operators, which {SHORTENS['memory']} shorten",
+             f"{units.percent(compute)} in compute-bound ones, which {SHORTENS['compute']} shorten"]
+    if network > 0:
+        parts.append(f"{units.percent(network)} in collectives, which {SHORTENS['network']} shorten")
+    return f"{name} is {phrase}: {', '.join(parts[:-1])}, and {parts[-1]}."
 
 
 def slower_reason(treatment: str, scenario: dict | None) -> str:
@@ -42,7 +44,7 @@ def treatment_sentence(stage: str, total: pd.Series, rows: pd.DataFrame, scenari
     table's Helps column), which gain little, which make it slower, and what batching buys in throughput."""
     latency = rows[rows["applicable"].astype(bool) & (rows["treatment"] != "batching")]
     latency = latency.sort_values("speedup", ascending=False)
-    text = balance_sentence(stage, float(total["memory_bound_share"]))
+    text = balance_sentence(stage, float(total["memory_bound_share"]), network_share(total))
     if not len(latency):
         text += f" No latency treatment applies to {stage} in this scenario."
     shown = latency["speedup"].round(2)  # compare what the reader sees: 1.0496 prints as 1.05x, a gain

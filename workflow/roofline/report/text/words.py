@@ -38,6 +38,17 @@ def bound_phrase(memory_share: float, network_share: float = 0.0) -> str:
     return f"{bound}-bound" if shown[bound] >= 90 else f"mostly {bound}-bound"
 
 
+def step_bound(row) -> str:
+    """`bound_phrase` of a totals row (one stage on one GPU): from its memory-bound and network shares (a row
+    without a network share uses no link)."""
+    return bound_phrase(float(row["memory_bound_share"]), network_share(row))
+
+
+def network_share(row) -> float:
+    """The share of a step's time in communication operators (0 for a row that has none)."""
+    return float(row.get("network_share", 0.0))
+
+
 #: a latency treatment counts as a gain from this speed-up on; below 1 / SLOWER it makes the stage slower
 GAIN = 1.05
 SLOWER = 0.995
