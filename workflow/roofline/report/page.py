@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from ..display import weights_label
 from ..engine.hardware import Accelerator
 
+#: the caveats of the model reports (the summary shows the first two)
 CAVEATS = (
     "A roofline bound is a lower bound on time: real kernels reach 60-90% of peak bandwidth and less of peak FLOP/s, "
     "and each kernel pays a launch; the model reports' expected times add both back.",
@@ -73,6 +74,8 @@ def title_block(specs: dict, title: str, subtitle: str, hash_kind: str = "config
 
 #: a part of a model name longer than this may break anywhere in the summary (else it would widen the column)
 NAME_PART_MAX = 24
+
+
 def name_parts(name: str) -> list[dict]:
     """A model name cut after each '/' ('meta-llama/', 'Llama-2-7b-hf'): the summary lets a line break only there,
     never at a hyphen inside a part, unless a part is longer than NAME_PART_MAX characters (it may then break

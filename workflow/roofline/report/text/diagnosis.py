@@ -105,9 +105,9 @@ def diagnose_decode(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scena
         f"Decode on {gpu.name} is {step_bound(total)}: {units.percent(share)} of the {units.seconds(t)} per "
         f"token goes to memory-bound operators, and the compute units are {units.percent(util)} busy.",
         f"Each step streams {units.nbytes(moved['weight'])} of weights at "
-        f"{units.bandwidth(gpu.bandwidth_bytes_per_s)}: a floor of {units.seconds(floor['weight'])} per token from the weights alone; KV-cache traffic adds "
-        f"{units.nbytes(moved['kv'])} ({units.seconds(floor['kv'])}{kv_traffic_note(ops, total)}) and "
-        f"activations {units.nbytes(moved['act'])} ({units.seconds(floor['act'])}).",
+        f"{units.bandwidth(gpu.bandwidth_bytes_per_s)}: a floor of {units.seconds(floor['weight'])} per token from "
+        f"the weights alone; KV-cache traffic adds {units.nbytes(moved['kv'])} ({units.seconds(floor['kv'])}"
+        f"{kv_traffic_note(ops, total)}) and activations {units.nbytes(moved['act'])} ({units.seconds(floor['act'])}).",
         f"At batch {scenario['batch']} that is {units.tokens_per_s(total['tokens_per_s'])}.",
         gemm_sentence(total, ops, gpu, scenario, sweeps),
     ]
