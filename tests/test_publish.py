@@ -33,8 +33,9 @@ def bundle(tmp_path_factory):
     for model in MODELS:
         figures = root / "figures" / model
         figures.mkdir(parents=True)
-        manifest = [{"kind": "time_breakdown", "gpu": None, "stage": None, "note": "", "svg": "time_breakdown.svg",
-                     "png": "time_breakdown.png"}]
+        manifest = [{"kind": "time_breakdown", "gpu": None, "stage": None, "label": "time breakdown",
+                     "place": "figures", "rank": 0, "caption": "Where the time goes.", "note": "",
+                     "svg": "time_breakdown.svg", "png": "time_breakdown.png"}]
         (figures / "time_breakdown.png").write_bytes(b"\x89PNG " + model.encode())
         contexts[model] = model_context(model, tables, specs, manifest, str(figures))
         pdfs[model] = root / f"{model}.pdf"

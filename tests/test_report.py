@@ -15,7 +15,9 @@ from roofline.report import (check_context, index_context, load_manifest, model_
                              report_fetcher, summary_context, write_pdf, write_report)
 from roofline.report import units
 from roofline.report import text
-from roofline.report.context import accelerators, appendix, batch_sweep_caption
+from roofline.figures.batch_sweep import sweep_caption as batch_sweep_caption
+from roofline.report.page import accelerators
+from roofline.report.paper import appendix
 from roofline.report.text import treatment_sentence
 from grids import grid
 
@@ -94,8 +96,9 @@ def test_model_context_has_every_section_filled(built, data):
         "time_breakdown.svg", "cross_gpu_prefill.svg", "cross_gpu_decode.svg", "seq_sweep.svg"}
     assert [g["key"] for g in context["gpus"]] == ["rtx-a6000", "h100-sxm"]
     for gpu in context["gpus"]:
-        assert gpu["roofline"]["src"] == f"figures/{MODEL}/roofline_{gpu['key']}.svg"
-        assert gpu["batch_sweep"]["src"] == f"figures/{MODEL}/batch_sweep_{gpu['key']}.svg"
+        # the figures a GPU's details show after its footprint and at their end, as the figure manifest places them
+        assert [f["src"] for f in gpu["figures_head"]] == [f"figures/{MODEL}/roofline_{gpu['key']}.svg"]
+        assert [f["src"] for f in gpu["figures_foot"]] == [f"figures/{MODEL}/batch_sweep_{gpu['key']}.svg"]
         assert [s["stage"] for s in gpu["stages"]] == ["prefill", "decode"]
         for stage in gpu["stages"]:
             mine = tables["ops"][(tables["ops"]["gpu"] == gpu["key"]) & (tables["ops"]["stage"] == stage["stage"])]
@@ -105,7 +108,7 @@ def test_model_context_has_every_section_filled(built, data):
             assert [r["treatment"] for r in stage["treatments"]] == list(treatments["treatment"])
             assert len(stage["diagnosis"]) >= 3 and stage["treatment_summary"]
             assert len(stage["other_gpus"]) == 1
-    a6000 = context["gpus"][0]["batch_sweep"]["caption"]  # llama-2-7b, 2048 tokens: critical batch 219 in the sweep
+    a6000 = context["gpus"][0]["figures_foot"][0]["caption"]  # the batch sweep of llama-2-7b, 2048 tokens: critical batch 219 in the sweep
     assert "the dashed line marks the critical batch (219)" in a6000 and "shaded region" in a6000
     assert context["appendix"]["available"] and len(context["appendix"]["sections"]) == 2
     assert context["caveats"]
@@ -682,3 +685,30 @@ def test_operator_matrix_matches_operators_by_name_across_deployments():
     assert rows["attn_all_reduce"][0]["text"] == units.DASH and rows["attn_all_reduce"][1]["text"] != units.DASH
     assert not matrix["same_everywhere"]
     assert "4 x H100 SXM5 80GB, TP 4" in " ".join(context["summary"])
+
+
+def test_report_code_names_no_figure_kind():
+    """The report learns figure kinds, files and captions from the manifest only: no string of the report package
+    is a kind of the figures registry (or holds one of the longer kinds), and no template reads a figure by kind."""
+    import ast
+    import re
+    from pathlib import Path
+
+    import roofline.report
+    from roofline.figures import FIGURES
+
+    found = []
+    for path in Path(roofline.report.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        # the package's own name in resources.files("roofline") is not a figure kind
+        package_names = {id(arg) for node in ast.walk(tree) if isinstance(node, ast.Call)
+                         and getattr(node.func, "attr", "") == "files" for arg in node.args}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in package_names:
+                found += [(path.name, kind) for kind in FIGURES
+                          if node.value == kind or ("_" in kind and re.search(rf"\b{kind}\b", node.value))]
+    templates = Path(roofline.report.render.TEMPLATES)
+    for path in templates.glob("*.j2"):
+        found += [(path.name, kind) for kind in FIGURES if re.search(rf"\.{kind}\b", path.read_text())]
+    assert not found, f"figure kinds named in the report: {found}"
+

@@ -6,7 +6,7 @@ from pathlib import Path
 REPORT_CODE = sorted(
     str(p)
     for p in [
-        *(Path(workflow.basedir) / "workflow/roofline/report").glob("*.py"),
+        *(Path(workflow.basedir) / "workflow/roofline/report").rglob("*.py"),  # text/ too
         *(Path(workflow.basedir) / "templates").glob("*"),
     ]
 )
