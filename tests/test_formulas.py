@@ -9,7 +9,7 @@ def test_registry_has_every_formula_once():
     assert set(f.FORMULAS) >= {"linear", "qk_matmul", "softmax", "sv_matmul", "fused_attention", "norm",
                                "residual_add", "activation", "rope", "embedding", "kv_cache_write", "moe_combine"}
     with pytest.raises(ValueError, match="registered twice"):
-        f.formula("linear")(lambda: None)
+        f.formula("linear", "gemm")(lambda: None)
 
 
 def test_linear():

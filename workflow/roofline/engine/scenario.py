@@ -1,10 +1,11 @@
 """The scenario: what is run (stage, batch, lengths) and how (dtypes, attention kernel, logits, routing, MLA)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 from .dtypes import DEFAULT_GROUP_SIZE, ELEMENT_BITS, WEIGHT_DTYPES, check_storage_dtype
 from .errors import RooflineInputError, unknown
+from .model_spec import ModelSpec
 from .parallel import Parallel
 
 STAGES = ("prefill", "decode")
@@ -62,7 +63,7 @@ class Scenario:
         """Storage dtype of the MoE experts' weights."""
         return self.expert_weight_dtype or self.weight_dtype
 
-    def for_model(self, model) -> "Scenario":
+    def for_model(self, model: ModelSpec) -> "Scenario":
         """This scenario with weight_dtype 'native' replaced by `model`'s checkpoint dtypes: its quantized linears
         (model.native_weight_dtype, e.g. fp8 of DeepSeek-V3) and experts (model.native_expert_dtype, e.g. mxfp4 of
         gpt-oss); unquantized weights are 16-bit (the activation dtype when that is 16-bit, else bf16). A
@@ -137,8 +138,4 @@ def check_stage(stage: str) -> str:
 def scenario_for_model(scenario: dict, model: dict) -> dict:
     """A scenario dict (results/specs.json) as `model`'s jobs ran it: weight_dtype 'native' resolved (both given
     as the dicts of specs.json; figures and reports of one model read them)."""
-    from dataclasses import asdict
-
-    from .models import ModelSpec  # the engine's specs; imported here, models does not import scenario
-
     return asdict(Scenario(**scenario).for_model(ModelSpec(**model)))
