@@ -38,6 +38,11 @@ def required_peak_dtypes(scenario: Scenario) -> dict[str, str]:
     GEMMs', the experts' GEMMs, attention's (KV x activation), the non-matmul operators' (activations, 16 bits at
     least) and lm_head's (16 bits unless quantize_embeddings). `scenario` has a concrete weight dtype
     (Scenario.for_model resolves 'native')."""
+    return dict(_required_peak_dtypes(scenario))
+
+
+@lru_cache(maxsize=1024)
+def _required_peak_dtypes(scenario: Scenario) -> tuple[tuple[str, str], ...]:
     dtypes = scenario_dtypes(scenario)
     named = dtypes.act16 in (scenario.act_dtype, scenario.kv_dtype, scenario.weight_dtype)
     act16 = "16-bit activations" + ("" if named else ", bf16 when no scenario dtype is 16-bit")
@@ -47,12 +52,12 @@ def required_peak_dtypes(scenario: Scenario) -> dict[str, str]:
     needs.setdefault(dtypes.attention, f"attention (kv_dtype x {act16})")
     needs.setdefault(dtypes.act16, f"norms and element-wise operators ({act16})")
     needs.setdefault(dtypes.head, "lm_head (16 bits unless quantize_embeddings)")
-    return needs
+    return tuple(needs.items())
 
 
 def check_device_dtypes(gpu: Accelerator, scenario: Scenario) -> None:
     """Refuse a device that publishes no peak for a dtype the scenario computes at, naming the scenario fields."""
-    for dtype, why in required_peak_dtypes(scenario).items():
+    for dtype, why in _required_peak_dtypes(scenario):  # cached: every prepare checks it
         if dtype not in gpu.peak_flops_per_s:
             have = ", ".join(gpu.peak_flops_per_s) or "none"
             hint = (f"try weight_dtype/act_dtype/kv_dtype {next(iter(gpu.peak_flops_per_s))}"

@@ -123,6 +123,7 @@ class _Builder:
             self.ops.append(Op(name, _LINEAR.op_class, count, cost, dtype, 1))
 
     def norm(self, name, count, T, D):
+        """RMSNorm or LayerNorm (scale and shift) over D channels of T rows."""
         if count:
             cost = _NORM.cost(T=T, D=D, a=self.a, params_per_channel=self.norm_params_per_channel)
             self.ops.append(Op(name, _NORM.op_class, count, cost, self.act16, 1))
