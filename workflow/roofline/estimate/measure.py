@@ -144,8 +144,8 @@ def ceilings(torch, device: str, p: Plan):
     """(fields, Cost, fn) of the ceiling benchmarks: copy, read, square matmuls per dtype the device runs."""
     n = p.stream_bytes // 4
     src, dst = torch.ones(n, device=device), torch.empty(n, device=device)
-    yield {"op": "copy", "m": n}, f.Cost(0.0, 0.0, 4 * n, 4 * n), lambda: dst.copy_(src)
-    yield {"op": "read", "m": n}, f.Cost(float(n), 0.0, 4 * n, 4.0), lambda: src.sum()
+    yield {"op": "copy", "m": n}, f.Cost(flops=0.0, act_read=4 * n, act_write=4 * n), lambda: dst.copy_(src)
+    yield {"op": "read", "m": n}, f.Cost(flops=float(n), act_read=4 * n, act_write=4.0), lambda: src.sum()
     s = p.square
     for dtype in ("fp16", "bf16", "fp32"):
         if device == "cpu" and dtype != "fp32" and p.reps < 5:
