@@ -9,23 +9,35 @@ import pytest
 
 matplotlib.use("Agg")
 
-from roofline.figures import (batch_sweep_figure, cross_gpu_figure, render_model_figures, roof_for,  # noqa: E402
-                              roofline_figure, seq_sweep_figure, time_breakdown_figure)
-from roofline.figures import render as render_module  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+
+from grids import grid  # noqa: E402
+from roofline.engine.hardware import get_accelerator  # noqa: E402
+from roofline.figures import (  # noqa: E402  # noqa: E402
+    FIGURES,
+    MANIFEST,
+    PLACES,
+    batch_sweep_figure,
+    cross_gpu_figure,
+    render_model_figures,
+    roof_for,
+    roofline_figure,
+    seq_sweep_figure,
+    time_breakdown_figure,
+)
 from roofline.figures import breakdown as breakdown_module  # noqa: E402
+from roofline.figures import render as render_module  # noqa: E402
+from roofline.figures.labels import compact_names, wrap  # noqa: E402
 from roofline.figures.layout import legend_name, plain, shorten  # noqa: E402
 from roofline.figures.points import drawable  # noqa: E402
-from roofline.figures.labels import compact_names, wrap  # noqa: E402
 from roofline.figures.render import specs_objects  # noqa: E402
 from roofline.figures.roofline import Series, draw_roofline, fmt_value, peak_label  # noqa: E402
 from roofline.figures.style import gpu_styles  # noqa: E402
-from roofline.figures import FIGURES, MANIFEST, PLACES  # noqa: E402
-from roofline.report import figure_list, io as report_io  # noqa: E402
-from roofline.engine.hardware import get_accelerator  # noqa: E402
-from roofline.report import units  # noqa: E402
-from grids import grid  # noqa: E402
-
-import matplotlib.pyplot as plt  # noqa: E402
+from roofline.report import (  # noqa: E402
+    figure_list,
+    units,  # noqa: E402
+)
+from roofline.report import io as report_io
 
 HOSTILE = r"Llama <script>alert(1)</script> & $\alpha$ Co"
 
@@ -218,8 +230,8 @@ def test_sweep_and_breakdown_axes_contain_their_data(data):
     plt.close(fig)
     fig = seq_sweep_figure(sweeps, gpus, scenario, HOSTILE)
     for ax in fig.axes:
-        assert_inside(ax, np.concatenate([np.column_stack([l.get_xdata(), l.get_ydata()]) for l in ax.get_lines()
-                                          if len(l.get_xdata()) > 2]))
+        assert_inside(ax, np.concatenate([np.column_stack([ln.get_xdata(), ln.get_ydata()]) for ln in ax.get_lines()
+                                          if len(ln.get_xdata()) > 2]))
     plt.close(fig)
     fig = time_breakdown_figure(tables["ops"], gpus, HOSTILE, ["prefill", "decode"])
     for ax in fig.axes:

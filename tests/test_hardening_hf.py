@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from roofline.cli import app as cli
-from roofline.pipeline.config import resolve_config
 from roofline.engine.errors import RooflineInputError
+from roofline.pipeline.config import resolve_config
 
 QWEN = json.loads((Path(__file__).parent / "data" / "hf_configs" / "qwen2.5-7b.json").read_text())
 

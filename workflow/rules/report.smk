@@ -32,10 +32,10 @@ rule report:
     output:
         html="reports/{model}.html",
         pdf="reports/{model}.pdf",
-    params:
-        page="model",
     log:
         "logs/report/{model}.log",
+    params:
+        page="model",
     script:
         "../scripts/report.py"
 
@@ -51,10 +51,10 @@ rule summary:
     output:
         html="reports/summary.html",
         pdf="reports/summary.pdf",
-    params:
-        page="summary",
     log:
         "logs/report/summary.log",
+    params:
+        page="summary",
     script:
         "../scripts/report.py"
 
@@ -69,9 +69,9 @@ rule index:
         code=REPORT_CODE,
     output:
         html="reports/index.html",
-    params:
-        page="index",
     log:
         "logs/report/index.log",
+    params:
+        page="index",
     script:
         "../scripts/report.py"

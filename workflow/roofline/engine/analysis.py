@@ -13,19 +13,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
 
-from dataclasses import replace
-
+from .columns import TOTAL_COLUMNS
 from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
+from .errors import RooflineInputError
+from .formulas import distinct_experts
 from .graph import Op, attention_groups, build_operators, scenario_dtypes
 from .hardware import Accelerator
 from .models import ModelSpec, embedding_params, kv_elements_per_token, parameter_counts, routed_expert_params
-from .columns import TOTAL_COLUMNS
-from .errors import RooflineInputError
-from .formulas import distinct_experts
 from .parallel import Parallel, busiest_stage_layer_share, check_plan, kv_heads_per_device, weight_params_per_device
 from .roofline import bound_class, link_time, roof_times
 from .scenario import STAGES, Scenario, check_context, check_stage
@@ -111,7 +110,8 @@ def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
     intensity = c.flops / nbytes if nbytes else math.inf
     return {
         "model": model_key, "gpu": gpu.key, "stage": stage, "op": op.name, "op_class": op.op_class,
-        "count": op.count, "flops": float(c.flops), **{column: float(value) for column, value in c.dram_bytes().items()},
+        "count": op.count, "flops": float(c.flops),
+        **{column: float(value) for column, value in c.dram_bytes().items()},
         "bytes": float(nbytes), "intensity": float(intensity),
         "peak_flops_per_s": peak, "bandwidth_bytes_per_s": bw,
         "attainable_flops_per_s": float(min(peak, intensity * bw)),

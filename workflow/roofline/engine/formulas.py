@@ -25,9 +25,9 @@ Conventions (stated once, used everywhere):
   embedding scaling (element-wise on tensors already counted), bias-add FLOPs (see above), the quantization and
   dequantization arithmetic of int8/int4/fp8/fp4 tensors (hidden under the memory time of the ops that need it),
   Llama 4's parameter-free L2 q/k norm and gpt-oss's attention-sink softmax column (one logit per query row).
-* Communication (multi-device deployments, roofline.engine.parallel): a collective moves `network` bytes over the link of
-  each device, booked apart from DRAM bytes; its time is latency + network bytes / link bandwidth (per device, per
-  direction), beside its DRAM time (read the send buffer, write the received data). All-reduce is the ring
+* Communication (multi-device deployments, roofline.engine.parallel): a collective moves `network` bytes over the
+  link of each device, booked apart from DRAM bytes; its time is latency + network bytes / link bandwidth (per
+  device, per direction), beside its DRAM time (read the send buffer, write the received data). All-reduce is the ring
   algorithm: a reduce-scatter and an all-gather, 2(n-1)/n of the tensor on the link of each of n devices, one
   latency per collective (NCCL's tree and one-shot kernels move as many or more bytes; their latency is similar
   for the small messages of decode). All-gather and all-to-all move (n-1)/n, a point-to-point send the whole tensor.
@@ -40,8 +40,9 @@ Conventions (stated once, used everywhere):
 * Every formula accepts Python numbers or NumPy arrays for the shape symbols, so one call can evaluate a whole
   sweep; hence `np.minimum` rather than `min` and no branching on shape values.
 
-Symbols: n devices in a collective, B batch, S sequence (query) length, Skv keys attended, T tokens processed (B*S in prefill, B in decode),
-D hidden, H query heads, Hkv KV heads, d head dim, F MLP width, V vocab, W sliding window, E experts, k top-k.
+Symbols: n devices in a collective, B batch, S sequence (query) length, Skv keys attended, T tokens processed (B*S in
+prefill, B in decode), D hidden, H query heads, Hkv KV heads, d head dim, F MLP width, V vocab, W sliding window,
+E experts, k top-k.
 Byte widths: w weights, a activations, c KV cache.
 """
 from __future__ import annotations

@@ -26,9 +26,9 @@ from typing import NamedTuple
 import numpy as np
 
 from . import formulas as f
-from .formulas import FORMULAS
 from .dtypes import DTYPE_BYTES, matmul_dtype, unquantized_dtype, weight_bytes_per_element
 from .errors import RooflineInputError
+from .formulas import FORMULAS
 from .models import ACTIVATION_FLOPS, ModelSpec, kv_elements_per_token
 from .parallel import Parallel, kv_heads_per_device
 from .scenario import Scenario

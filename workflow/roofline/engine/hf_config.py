@@ -121,8 +121,8 @@ def read_hf_json(path: str | Path, where: str) -> dict:
 
 
 def check_field_types(cfg: dict, where: str) -> None:
-    """One line for the first generic field (FIELD_TYPES) of the wrong JSON type (null passes), or a `_name_or_path` longer than
-    MAX_NAME_LENGTH (integer bounds are ModelSpec.validate's)."""
+    """One line for the first generic field (FIELD_TYPES) of the wrong JSON type (null passes), or a `_name_or_path`
+    longer than MAX_NAME_LENGTH (integer bounds are ModelSpec.validate's)."""
     for name, allowed in FIELD_TYPES.items():
         if cfg.get(name) is None:
             continue

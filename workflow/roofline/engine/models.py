@@ -17,6 +17,7 @@ from .hf_config import model_from_hf_config, model_from_hf_dict  # noqa: F401 (r
 from .hf_families import FAMILIES, SUPPORTED_FAMILIES  # noqa: F401 (re-exported)
 from .model_spec import ACTIVATION_FLOPS, MAX_DIMENSION, ModelSpec  # noqa: F401 (re-exported)
 
+
 # --------------------------------------------------------------------------------------------- parameter counts
 def attention_params(m: ModelSpec) -> int:
     """Weights of one attention block (projections and biases; MLA low-rank factors and their norms)."""

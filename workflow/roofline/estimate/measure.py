@@ -5,8 +5,9 @@ torch._scaled_mm and int8 through torch._int_mm where the device runs them) and 
 (GEMMs at Llama-3-8B's (k, n) pairs from decode m = 1 to prefill m = 16k, SDPA causal prefill and decode with GQA,
 RMSNorm, LayerNorm, SiLU-and-multiply, residual add, embedding gather), each timed as the median of repetitions
 after a warm-up, with the L2 cache flushed before every repetition (CUDA events on a GPU). FLOPs, bytes and the
-bound of every kernel come from the engine's formulas (roofline.engine.formulas, roofline.estimate.calibration.bound_seconds), so
-the table reads as measured vs bound for the same kernel. Needs torch (the `measure` extra); the engine does not.
+bound of every kernel come from the engine's formulas (roofline.engine.formulas,
+roofline.estimate.calibration.bound_seconds), so the table reads as measured vs bound for the same kernel. Needs
+torch (the `measure` extra); the engine does not.
 """
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ..engine import formulas as f
-from .calibration import CEILING, bound_seconds, measured_ceilings
 from ..engine.columns import CALIBRATION_COLUMNS
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import GIGA, TERA, Accelerator, catalog
 from ..engine.models import ACTIVATION_FLOPS
+from .calibration import CEILING, bound_seconds, measured_ceilings
 
 DEVICES = ("cuda", "cpu", "mps")
 #: Llama-3-8B: hidden, intermediate, query heads, KV heads, head dim, vocab.
@@ -301,9 +302,9 @@ def summary(rows: list[dict], spec: Accelerator) -> str:
 
 def write(rows: list[dict], out: str) -> list[str]:
     """Write `out` (CSV) and the same table as parquet next to it; returns the paths."""
-    import pandas as pd
-
     from pathlib import Path
+
+    import pandas as pd
 
     csv_path = Path(out)
     csv_path.parent.mkdir(parents=True, exist_ok=True)

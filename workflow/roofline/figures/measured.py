@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..estimate.calibration import CEILING, SAME_RATE, measured_ceilings, read_table, table_path
 from ..engine.hardware import Accelerator
+from ..estimate.calibration import CEILING, SAME_RATE, measured_ceilings, read_table, table_path
 from .roofs import Series, fmt_value
 
 MEASURED_COLOR = "#7f7f7f"

@@ -14,8 +14,7 @@ from matplotlib.ticker import LogLocator, NullFormatter
 
 from . import ceilings
 from .labels import PointLabel, cluster_requests, marker_boxes, place_labels
-from .roofs import (Roof, Series, bandwidth_label, fmt_value, legend_handles, peak_label, roof_for,  # noqa: F401
-                    tick_label)
+from .roofs import Roof, Series, bandwidth_label, fmt_value, legend_handles, peak_label, roof_for, tick_label  # noqa: F401
 
 __all__ = ["Roof", "RooflineResult", "Series", "bandwidth_label", "draw_roofline", "fmt_value", "legend_handles",
            "limits", "peak_label", "roof_for", "tick_label"]

@@ -116,7 +116,9 @@ def gpu_detail(key: str, gpu: Accelerator, stages: list[str], tables: dict[str, 
     ops, totals, treatments, sweeps = (tables[name] for name in ("ops", "totals", "treatments", "sweeps"))
     stage_sections = []
     for stage in stages:
-        select = (lambda df: df[(df["gpu"] == key) & (df["stage"] == stage)])
+        def select(df, stage=stage):
+            return df[(df["gpu"] == key) & (df["stage"] == stage)]
+
         total = select(totals).iloc[0]
         section = stage_section(stage, total, select(ops), select(treatments), select(sweeps),
                                 totals[totals["stage"] == stage], gpu, gpus, scenario)

@@ -149,7 +149,7 @@ def diagnose_prefill(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scen
     """What bounds a prefill: the balance, the compute and memory floors, and where the GEMMs and attention stand
     against the ridge."""
     dtype, peak = gemm_peak(gpu, scenario)
-    share, util, t = float(total["memory_bound_share"]), float(total["compute_utilization"]), float(total["t_s"])
+    util, t = float(total["compute_utilization"]), float(total["t_s"])
     ridge = gemm_ridge(gpu, scenario)
     sentences = [
         f"Prefill of {scenario['batch']} × {scenario['seq_len']} tokens on {gpu.name} is {step_bound(total)}: "
