@@ -86,3 +86,8 @@ def paper_inputs(wildcards):
         "paper_ops": ancient(rules.model_aggregate.output[0].format(model=PAPER_MODEL, table="ops")),
         "paper_specs": ancient(rules.model_specs.output[0].format(model=PAPER_MODEL)),
     }
+
+
+def model_table(table):
+    """rules.model_aggregate's output for one table, {model} left open: results/models/{model}/<table>.parquet."""
+    return expand(rules.model_aggregate.output[0], table=table, allow_missing=True)[0]

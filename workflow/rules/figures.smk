@@ -11,10 +11,10 @@ rule figures:
     manifest the report reads: kinds, files, captions, places); the totals say which setups do not fit (their
     timings are marked)."""
     input:
-        ops="results/models/{model}/ops.parquet",
-        sweeps="results/models/{model}/sweeps.parquet",
-        totals="results/models/{model}/totals.parquet",
-        specs="results/models/{model}/specs.json",
+        ops=model_table("ops"),
+        sweeps=model_table("sweeps"),
+        totals=model_table("totals"),
+        specs=rules.model_specs.output[0],
         code=ENGINE_SOURCES + FIGURE_CODE,
     output:
         directory("reports/figures/{model}"),

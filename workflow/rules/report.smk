@@ -14,7 +14,7 @@ REPORT_CODE = sorted(
 
 def plan_inputs(wildcards):
     """The model's deployment search (config section `plan`): its recommended plans go into the decision page."""
-    return {"plan": f"results/plans/{wildcards.model}.parquet"} if RESOLVED.plan_search else {}
+    return {"plan": expand(rules.plan.output[0], model=wildcards.model)} if RESOLVED.plan_search else {}
 
 
 rule report:
@@ -22,11 +22,11 @@ rule report:
     input:
         unpack(paper_inputs),
         unpack(plan_inputs),
-        ops="results/models/{model}/ops.parquet",
-        totals="results/models/{model}/totals.parquet",
-        treatments="results/models/{model}/treatments.parquet",
-        sweeps="results/models/{model}/sweeps.parquet",
-        specs="results/models/{model}/specs.json",
+        ops=model_table("ops"),
+        totals=model_table("totals"),
+        treatments=model_table("treatments"),
+        sweeps=model_table("sweeps"),
+        specs=rules.model_specs.output[0],
         figures=rules.figures.output[0],
         code=ENGINE_SOURCES + REPORT_CODE,
     output:
@@ -44,8 +44,8 @@ rule summary:
     """reports/summary.html and .pdf: one page, model x GPU (the treatments give the best lever and the maximum
     throughput)."""
     input:
-        totals="results/totals.parquet",
-        treatments="results/treatments.parquet",
+        totals=expand(rules.aggregate.output[0], table="totals"),
+        treatments=expand(rules.aggregate.output[0], table="treatments"),
         specs=rules.specs.output[0],
         code=ENGINE_SOURCES + REPORT_CODE,
     output:
