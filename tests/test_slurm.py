@@ -58,7 +58,7 @@ def why_no_cluster() -> str | None:
 def our_processes() -> str:
     """`pgrep -a` lines of every SLURM and munge process, and of the MariaDB server of .ci/slurm-local."""
     found = [subprocess.run(["pgrep", "-a", *pattern], capture_output=True, text=True).stdout
-             for pattern in (["slurm"], ["munge"], ["-f", "--datadir=/var/lib/slurm-local/"])]
+             for pattern in (["slurm"], ["munge"], ["-f", "mariadbd .*/var/lib/slurm-local/"])]
     return "".join(found)
 
 
