@@ -49,6 +49,20 @@ RESOLVED = _resolved_config()
 MODELS, GPUS, STAGES = list(RESOLVED.models), list(RESOLVED.gpus), list(RESOLVED.stages)
 TABLES = ("ops", "totals", "treatments", "sweeps")  # one parquet file each per (model, gpu, stage) job
 ENGINE_SOURCES = engine_sources()  # the engine modules: library edits rerun the jobs that import them
+# profiles/slurm-local keeps the light figure and report rules on the submitting node (config key local_rules; the
+# localrules directive takes names only)
+workflow.localrules(*config["local_rules"])
+
+
+def refuse_replaced_config_on_a_cluster():
+    """Snakemake 9 passes --configfile on to cluster jobs but not --replace-workflow-config: the jobs would merge
+    config.yaml back in and plan or compute another grid than this run. Called on start (while the Snakefile is
+    parsed, the executor is not known yet)."""
+    if workflow.non_local_exec and workflow.config_settings.replace_workflow_config:
+        raise WorkflowError(
+            "--replace-workflow-config does not reach cluster jobs (they would read config.yaml too): put the "
+            "config in config.yaml, or give it with --configfile alone"
+        )
 
 
 def _alternation(names):

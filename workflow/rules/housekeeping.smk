@@ -15,6 +15,7 @@ if workflow.is_main_process:
 
 
 onstart:
+    refuse_replaced_config_on_a_cluster()  # before any job is submitted
     # this run now holds the lock: record it, stop its jobs if it is killed, and move aside the outputs of models,
     # GPUs and stages the config no longer lists (unless another run works in this directory)
     locks.record_run(Path.cwd())

@@ -35,7 +35,7 @@ MAX_KEY_LENGTH = 64
 #: Model keys that would collide with the report files reports/summary.* and reports/index.html.
 RESERVED_MODEL_KEYS = ("summary", "index")
 #: Top-level sections of config.yaml.
-SECTIONS = ("models", "gpus", "stages", "scenario", "plan", "publish")
+SECTIONS = ("models", "gpus", "stages", "scenario", "plan", "publish", "local_rules")
 
 
 @dataclass(frozen=True)
