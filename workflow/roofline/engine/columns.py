@@ -163,6 +163,15 @@ TOTAL_EXPECTED_COLUMNS = (
     "estimate",  # calibrated | default
 )
 
+#: Cost and energy (roofline.engine.cost), after the expected columns of the totals (TOTAL_EXPECTED_COLUMNS) and
+#: after PLAN_COLUMNS in the plan rows: tokens are the row's (prefill: prompt tokens; decode and plans: output tokens).
+COST_COLUMNS = (
+    "cost_per_million_tokens",  # USD per 1e6 tokens at the bound's throughput: a lower bound on cost (NaN: no price)
+    "cost_per_million_tokens_expected",  # USD per 1e6 tokens at the expected throughput (NaN: no price)
+    "energy_per_token_j",  # J per token = power x devices / expected tokens/s (NaN: no tdp_w or power_w)
+    "energy_basis",  # "tdp (upper estimate)": the datasheet TDP, an upper estimate at that speed | "measured power"
+)
+
 #: Calibration table (roofline measure; data/calibrations/*.csv): one row per measured kernel or ceiling.
 CALIBRATION_COLUMNS = (
     "device",  # device name as the framework reports it (e.g. "NVIDIA H200")
