@@ -159,3 +159,25 @@ def test_readme_lists_cost_column(name):
     from test_plan_workflow import README
 
     assert f"`{name}`" in README
+
+
+def test_page_one_cost_table_only_where_priced():
+    from roofline.engine.models import get_model
+    from roofline.engine.scenario import Scenario
+    from roofline.pipeline.tables import grid_tables
+    from roofline.report.cost import cost_section
+    from roofline.report.render import environment
+
+    h100 = rc.resolve_gpu("h100-sxm", {"price_per_hour": 3.6})
+    frame = grid_tables([get_model("llama-2-7b")], [h100, hardware.get_accelerator("rtx-a6000")],
+                        ["prefill", "decode"], Scenario(weight_dtype="fp16"))["totals"]
+    assert cost_section(frame[frame["gpu"] == "rtx-a6000"]) is None  # nothing priced: no table
+    section = cost_section(frame)
+    decode = [row for row in section["rows"] if row["stage"].startswith("decode")]
+    h100_decode = frame[(frame["gpu"] == "h100-sxm") & (frame["stage"] == "decode")].iloc[0]
+    # 3.6 USD/h = 0.001 USD/s; one token per tpot_s at batch 1: 0.001 x tpot_s x 1e6 = 1000 x tpot_s USD
+    assert decode[0]["cost"] == f"{1000 * h100_decode['tpot_s']:.3g} USD"
+    assert decode[1]["cost"] == "—" and decode[1]["energy"].endswith(" J (TDP)")  # the A6000 has no price
+    html = environment().get_template("cost.html.j2").render(cost=section)
+    assert "Cost and energy per token" in html and "USD" in html
+    assert environment().get_template("cost.html.j2").render(cost=None).strip() == ""

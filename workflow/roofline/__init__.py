@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from .engine.errors import RooflineInputError
 
-__all__ = ["RooflineInputError", "ops", "plan", "totals"]
+__all__ = ["RooflineInputError", "compare", "ops", "plan", "totals"]
 
 
 def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
@@ -59,6 +59,14 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
     line saying why no candidate fits and meets the targets ("" when the frontier is not empty).
     """
     return _frame("plan", model=model, gpu=gpu, isl=isl, osl=osl, **options)
+
+
+def compare(old: str, new: str, **options) -> pandas.DataFrame:
+    """`roofline compare`: what moved between two results folders (`old`, `new`: a results/ folder or the project
+    folder holding it), one row per value that moved, per model, gpu and stage. Options: threshold ("5%" or 0.05).
+    `attrs` of the result hold `compared` (rows compared per table) and `threshold`.
+    """
+    return _frame("compare", old=str(old), new=str(new), **options)
 
 
 # The serving model (the next issue) joins here as `serve(...)`: a `roofline serve` module in roofline/cli/ with
