@@ -1,14 +1,13 @@
-"""`roofline totals`: the totals of one stage: time, TTFT/TPOT, footprint, fit."""
+"""`roofline totals`: the totals of one stage: time, TTFT/TPOT, footprint, fit, cost and energy per token."""
 from __future__ import annotations
 
 import json
 
 from ..engine.columns import COST_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
-from . import scenario
+from . import options, scenario
 from .formats import csv_text, json_safe, si
-from .options import positive_float
 
-HELP = "totals of one stage: time, TTFT/TPOT, footprint, fit"
+HELP = "totals of one stage: time, TTFT/TPOT, footprint, fit, cost and energy per token"
 #: the --format csv columns (and the Python API's DataFrame columns)
 COLUMNS = TOTAL_COLUMNS + TOTAL_EXPECTED_COLUMNS + COST_COLUMNS
 #: units of the table format; other floats print with 4 significant digits
@@ -24,12 +23,7 @@ _UNITS = {"flops": "FLOP", "bytes": "B", "t_compute_s": "s", "t_memory_s": "s", 
 def add_arguments(parser) -> None:
     """The scenario's options (roofline.cli.scenario) and --price-per-hour."""
     scenario.add_arguments(parser)
-    add_price(parser)
-
-
-def add_price(parser) -> None:
-    parser.add_argument("--price-per-hour", type=positive_float("--price-per-hour"),
-                        help="USD per device-hour: adds cost per million tokens (none shipped)")
+    options.add_price(parser)
 
 
 def table(args) -> tuple[list[dict], dict]:

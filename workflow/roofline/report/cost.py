@@ -25,7 +25,7 @@ def _usd(value) -> str:
 def _energy(value, basis: str) -> str:
     if units.missing(value):
         return units.DASH
-    return units.prefixed(value, "J") + (" (TDP)" if basis == ENERGY_TDP else " (measured)")
+    return units.prefixed(value, "J") + (" (TDP: at most)" if basis == ENERGY_TDP else " (measured power)")
 
 
 def cost_section(totals: pd.DataFrame) -> dict | None:
