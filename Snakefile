@@ -13,6 +13,7 @@ include: "workflow/rules/housekeeping.smk"
 include: "workflow/rules/analyze.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/measurements.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/plan.smk"
 
@@ -32,6 +33,7 @@ rule all:
         rules.summary.output,
         rules.index.output,
         PLAN_TARGETS,
+        MEASURED_TARGETS,
 
 
 include: "workflow/rules/publish.smk"

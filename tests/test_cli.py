@@ -6,7 +6,13 @@ import json
 import pytest
 
 from roofline.cli import app as cli
-from roofline.engine.columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
+from roofline.engine.columns import (
+    COST_COLUMNS,
+    OP_COLUMNS,
+    OP_EXPECTED_COLUMNS,
+    TOTAL_COLUMNS,
+    TOTAL_EXPECTED_COLUMNS,
+)
 
 
 def run(capsys, *argv):
@@ -29,7 +35,7 @@ def test_totals_csv_one_row(capsys):
     code, out, _ = run(capsys, "totals", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--stage", "decode",
                        "--format", "csv", "--batch", "8")
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert code == 0 and len(rows) == 1 and tuple(rows[0]) == TOTAL_COLUMNS + TOTAL_EXPECTED_COLUMNS
+    assert code == 0 and len(rows) == 1 and tuple(rows[0]) == TOTAL_COLUMNS + TOTAL_EXPECTED_COLUMNS + COST_COLUMNS
     row = rows[0]
     assert float(row["tokens_per_s"]) == pytest.approx(8 / float(row["tpot_s"]))
     assert row["fits"] == "True" and row["ttft_s"] == "nan"

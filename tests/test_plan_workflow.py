@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from roofline.engine.columns import PLAN_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
+from roofline.engine.columns import COST_COLUMNS, PLAN_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
 from roofline.engine.errors import RooflineInputError
 from roofline.pipeline import config as rc
 from roofline.pipeline.io import read_plan_table
@@ -53,7 +53,7 @@ def test_schema_describes_every_plan_key():
     assert set(yaml.safe_load((ROOT / "config.yaml").read_text())["plan"]) == set(plan["properties"])
 
 
-@pytest.mark.parametrize("name", PLAN_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS)
+@pytest.mark.parametrize("name", PLAN_COLUMNS + COST_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS)
 def test_readme_lists_plan_column(name):
     assert f"`{name}`" in README
 
@@ -80,7 +80,7 @@ def built(tmp_path_factory):
 
 def test_plan_table_holds_each_gpus_frontier(built):
     table, reason = read_plan_table(built / "results" / "plans" / "llama-2-7b.parquet")
-    assert reason == "" and tuple(table.columns) == PLAN_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS
+    assert reason == "" and tuple(table.columns) == PLAN_COLUMNS + COST_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS
     assert set(table["gpu"]) == {"h100-sxm", "rtx-a6000"}
     assert table["fits"].all() and (table["tpot_s"] <= 0.010).all()
     assert table.groupby("gpu")["recommended"].sum().tolist() == [1, 1] and table["chosen"].sum() == 1
@@ -98,7 +98,7 @@ def test_plan_table_is_empty_with_the_reason_when_nothing_qualifies(built):
     # plus the KV cache (0.25 GB at 1536 tokens) on one H100 (and it never fits the 48 GB RTX A6000): no
     # single-device plan meets 10 ms
     table, reason = read_plan_table(built / "results" / "plans" / "llama-3.1-70b.parquet")
-    assert len(table) == 0 and tuple(table.columns) == PLAN_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS
+    assert len(table) == 0 and tuple(table.columns) == PLAN_COLUMNS + COST_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS
     assert reason.startswith("no plan meets TPOT <= 10 ms: the lowest TPOT any plan that fits reaches is 21.2 ms: ")
     assert "1 x H100 SXM5 80GB at batch 1, fp8 weights" in reason
     assert (built / "reports" / "plans" / "llama-3.1-70b.png").stat().st_size > 0

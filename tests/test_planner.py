@@ -10,7 +10,7 @@ import pytest
 from roofline.cli import app as cli
 from roofline.engine import hardware, models
 from roofline.engine.analysis import totals
-from roofline.engine.columns import PLAN_COLUMNS
+from roofline.engine.columns import COST_COLUMNS, PLAN_COLUMNS
 from roofline.engine.scenario import Scenario
 from roofline.serving import planner
 
@@ -118,7 +118,7 @@ def test_cli_csv_columns_and_frontier(capsys):
                          "--isl", "1024", "--osl", "1024", "--tpot-ms", "50", "--format", "csv")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert tuple(rows[0]) == PLAN_COLUMNS
+    assert tuple(rows[0]) == PLAN_COLUMNS + COST_COLUMNS
     for name in ("model", "gpu", "devices", "tp", "pp", "ep", "batch", "weight_dtype", "kv_dtype", "attention",
                  "ttft_s", "tpot_s", "tokens_per_s", "tokens_per_s_per_device", "tokens_per_s_per_user", "bound",
                  "estimate"):
@@ -138,7 +138,7 @@ def test_cli_csv_columns_and_frontier(capsys):
 def test_cli_impossible_target_prints_the_reason(capsys):
     code, out, err = run(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--isl", "1024",
                          "--osl", "1024", "--tpot-ms", "1", "--format", "csv")
-    assert code == 0 and out.strip() == ",".join(PLAN_COLUMNS)  # header, no rows
+    assert code == 0 and out.strip() == ",".join(PLAN_COLUMNS + COST_COLUMNS)  # header, no rows
     reason = err.splitlines()[-1]
     assert re.fullmatch(r"no plan meets TPOT <= 1 ms: the lowest TPOT any plan that fits reaches is [\d.]+ ms: "
                         r"8 x H100 SXM5 80GB, TP 8 at batch 1, int4 weights, .* bound by memory bandwidth", reason)

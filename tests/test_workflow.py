@@ -27,7 +27,7 @@ TEST_CONFIG = yaml.safe_load((ROOT / ".test" / "config.yaml").read_text())
 MODELS, GPUS, STAGES = list(TEST_CONFIG["models"]), list(TEST_CONFIG["gpus"]), TEST_CONFIG["stages"]
 JOB_TABLES = {
     "ops": columns.OP_COLUMNS + columns.OP_EXPECTED_COLUMNS + columns.OP_EXTRA_COLUMNS + columns.SCENARIO_COLUMNS,
-    "totals": columns.TOTAL_COLUMNS + columns.TOTAL_EXPECTED_COLUMNS + columns.SCENARIO_COLUMNS,
+    "totals": columns.TOTAL_COLUMNS + columns.TOTAL_EXPECTED_COLUMNS + columns.COST_COLUMNS + columns.SCENARIO_COLUMNS,
     "treatments": columns.TREATMENT_COLUMNS,
     "sweeps": columns.SWEEP_COLUMNS,
 }

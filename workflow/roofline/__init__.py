@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from .engine.errors import RooflineInputError
 
-__all__ = ["RooflineInputError", "ops", "plan", "totals"]
+__all__ = ["RooflineInputError", "compare", "ops", "plan", "totals"]
 
 
 def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
@@ -39,11 +39,12 @@ def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
 
 
 def totals(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
-    """`roofline totals`: one row with the totals of one stage (time, TTFT/TPOT, footprint, fit, expected times).
+    """`roofline totals`: one row with the totals of one stage (time, TTFT/TPOT, footprint, fit, expected times,
+    cost and energy per token).
 
     Arguments and options as for `ops`: batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
     weight_group_size, attention, logits, expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp,
-    memory_utilization, calibration.
+    memory_utilization, calibration; and price_per_hour (USD per device-hour: the cost columns).
     """
     return _frame("totals", model=model, gpu=gpu, stage=stage, **options)
 
@@ -53,10 +54,19 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
 
     `gpu` is one candidate device or a list of them (default: every catalog device); `isl` and `osl` are the prompt
     and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes (a list), prefill,
-    memory_utilization, top. `attrs` of the result hold `evaluated` (configurations), `seconds` and `reason`, the
+    memory_utilization, top, price_per_hour (USD per device-hour, or a list of "gpu=USD"), rank_on (bound or
+    cost). `attrs` of the result hold `evaluated` (configurations), `seconds` and `reason`, the
     line saying why no candidate fits and meets the targets ("" when the frontier is not empty).
     """
     return _frame("plan", model=model, gpu=gpu, isl=isl, osl=osl, **options)
+
+
+def compare(old: str, new: str, **options) -> pandas.DataFrame:
+    """`roofline compare`: what moved between two results folders (`old`, `new`: a results/ folder or the project
+    folder holding it), one row per value that moved, per model, gpu and stage. Options: threshold ("5%" or 0.05).
+    `attrs` of the result hold `compared` (rows compared per table) and `threshold`.
+    """
+    return _frame("compare", old=str(old), new=str(new), **options)
 
 
 # The serving model (the next issue) joins here as `serve(...)`: a `roofline serve` module in roofline/cli/ with

@@ -27,6 +27,7 @@ rule plan_figure:
     """reports/plans/{model}.svg and .png: tokens/s per device vs tokens/s per user, one curve per gpu, the chosen
     plan marked."""
     input:
+        unpack(measured_inputs),
         plan=rules.plan.output[0],
         code=FIGURE_CODE,
     output:

@@ -22,6 +22,7 @@ rule report:
     input:
         unpack(paper_inputs),
         unpack(plan_inputs),
+        unpack(measured_inputs),
         ops=model_table("ops"),
         totals=model_table("totals"),
         treatments=model_table("treatments"),
@@ -44,6 +45,7 @@ rule summary:
     """reports/summary.html and .pdf: one page, model x GPU (the treatments give the best lever and the maximum
     throughput)."""
     input:
+        unpack(summary_extra_inputs),
         totals=expand(rules.aggregate.output[0], table="totals"),
         treatments=expand(rules.aggregate.output[0], table="treatments"),
         specs=rules.specs.output[0],

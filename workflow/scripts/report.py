@@ -14,6 +14,8 @@ sys.stderr = open(snakemake.log[0], "w")  # noqa: F821 (snakemake is injected)
 sys.path.insert(0, str(Path(snakemake.scriptdir).parent))  # noqa: F821 - the roofline package of this checkout
 logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 
+import pandas as pd  # noqa: E402
+
 from roofline import report  # noqa: E402
 
 inputs, outputs, page = snakemake.input, snakemake.output, snakemake.params.page  # noqa: F821
@@ -22,8 +24,6 @@ specs = report.load_specs(inputs.specs)
 tables = report.load_tables({name: inputs[name] for name in ("ops", "totals", "treatments", "sweeps")
                              if name in inputs.keys()})
 if "paper_ops" in inputs.keys():
-    import pandas as pd
-
     tables["ops"] = pd.concat([tables["ops"], report.load_tables({"ops": inputs.paper_ops})["ops"]],
                               ignore_index=True)
     specs["models"].update(report.load_specs(inputs.paper_specs)["models"])
@@ -37,5 +37,13 @@ elif page == "summary":
     context = report.summary_context(tables, specs)
 else:
     context = report.index_context(specs, {Path(d).name: report.load_manifest(d) for d in inputs.figures})
+if page == "model":  # cost and energy per token on page 1, when a GPU has a price (config price_per_hour)
+    context["cost"] = report.cost_section(tables["totals"])
+if "measured" in inputs.keys():  # your own runs beside ours (config section `measurements`)
+    context["measured"] = report.measured_section(pd.read_parquet(inputs.measured))
+if "comparison" in inputs.keys():  # what moved since `compare_with`
+    context["comparison"] = report.comparison_section(pd.read_csv(inputs.comparison), snakemake.config["compare_with"])  # noqa: F821
+if "measured_runs" in inputs.keys():  # measured runs naming a model or gpu the config lacks
+    context["unmatched_runs"] = report.unmatched_runs(pd.read_csv(inputs.measured_runs))
 report.write_report(context, html, outputs.get("pdf"))
 print(f"{page}: wrote {', '.join(outputs)}", file=sys.stderr)

@@ -32,9 +32,12 @@ def frame(command: str, options: dict):
 
 def _argv(command: str, parser: argparse.ArgumentParser, options: dict) -> list[str]:
     """The command line `options` stand for: `seq_len=2048` -> `--seq-len=2048`, `attention_dp=True` -> the flag,
-    a list -> the option repeated (`gpu=[...]`) or its values (`dtypes=[...]`); None leaves the default."""
+    a list -> the option repeated (`gpu=[...]`) or its values (`dtypes=[...]`); None leaves the default; the
+    command's positional arguments first, in their order (`old=..., new=...`)."""
+    options = dict(options)
     actions = {a.dest: a for a in parser._actions if a.option_strings and a.dest not in _NOT_KEYWORDS}
-    argv = []
+    positional = [a.dest for a in parser._actions if not a.option_strings]  # compare's OLD_RESULTS NEW_RESULTS
+    argv = [str(options.pop(name)) for name in positional if options.get(name) is not None]
     for name, value in options.items():
         if name not in actions:
             raise _not_a_keyword(command, name, actions)

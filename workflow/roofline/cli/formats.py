@@ -12,6 +12,8 @@ def si(value, unit: str) -> str:
     """Human units for the table format (the report's formatters): 1.23 GFLOP, 67.1 MB, 4.01 ms."""
     if isinstance(value, float) and math.isnan(value):
         return "-"
+    if unit == "USD":  # money keeps its unit: no "mUSD"
+        return f"{value:.3g} USD"
     return display.seconds(value) if unit == "s" else display.prefixed(value, unit)
 
 

@@ -102,6 +102,12 @@ def add_format(parser) -> None:
     parser.add_argument("--format", type=choice("--format", FORMATS), default="table")
 
 
+def add_price(parser) -> None:
+    """--price-per-hour USD (one device-hour): the cost columns (roofline.engine.cost) of totals (and of serve)."""
+    parser.add_argument("--price-per-hour", type=positive_float("--price-per-hour"),
+                        help="USD per device-hour: adds cost per million tokens (none shipped)")
+
+
 def model(text: str) -> models.ModelSpec:
     """--model: a catalog key, or the path of a Hugging Face config.json."""
     if text in models.catalog() and not text.endswith(".json"):  # a catalog key wins over a same-named folder

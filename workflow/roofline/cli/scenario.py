@@ -79,8 +79,11 @@ def scenario(args) -> Scenario:
 
 
 def analysis(args) -> tuple[list[dict], dict]:
-    """(operator rows, totals row) of the question the options ask, with --calibration's table when given."""
+    """(operator rows, totals row) of the question the options ask, with --calibration's table and
+    --price-per-hour (totals) when given."""
     model, gpu, chosen = options.model(args.model), options.gpu(args.gpu), scenario(args)
+    if getattr(args, "price_per_hour", None):
+        gpu = replace(gpu, price_per_hour=args.price_per_hour)
     if args.calibration:
         try:
             gpu = replace(gpu, calibration=check_table(str(Path(args.calibration).resolve())))

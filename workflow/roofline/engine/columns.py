@@ -163,6 +163,49 @@ TOTAL_EXPECTED_COLUMNS = (
     "estimate",  # calibrated | default
 )
 
+#: Cost and energy (roofline.engine.cost), after the expected columns of the totals (TOTAL_EXPECTED_COLUMNS) and
+#: after PLAN_COLUMNS in the plan rows: tokens are the row's (prefill: prompt tokens; decode and plans: output tokens).
+COST_COLUMNS = (
+    "cost_per_million_tokens",  # USD per 1e6 tokens at the bound's throughput: a lower bound on cost (NaN: no price)
+    "cost_per_million_tokens_expected",  # USD per 1e6 tokens at the expected throughput (NaN: no price)
+    "energy_per_token_j",  # J per token = power x devices / expected tokens/s (NaN: no tdp_w or power_w)
+    "energy_basis",  # "tdp (upper estimate)": the datasheet TDP, an upper estimate at that speed | "measured power"
+)
+
+#: Your own measured runs beside ours (roofline.serving.measured; results/measurements/{model}.parquet): per quantity
+#: the bound, the expected value, the measurement and the error expected / measured - 1.
+MEASUREMENT_COLUMNS = (
+    "model", "gpu",  # the config's keys (a run naming neither is listed in results/measurements/rows.csv)
+    "framework",  # as the measurement says (vllm, sglang, trtllm, ...); "" = not given
+    "source",  # where the run came from: "runs.csv line 4", "bench.json result 1"
+    "tp", "pp", "ep",  # the measured deployment's parallel plan
+    "devices",  # tp x pp
+    "deployment",  # text, e.g. "4 x H100 SXM5 80GB, TP 4"
+    "weight_dtype", "kv_dtype",  # the dtypes it is predicted at (the run's, else the config scenario's)
+    "isl", "osl",  # prompt and output tokens per request
+    "concurrency",  # requests in flight
+    "ttft_s", "ttft_expected_s", "ttft_measured_s",  # s, time to first token: bound, expected, measured
+    "ttft_error",  # ttft_expected_s / ttft_measured_s - 1
+    "tpot_s", "tpot_expected_s", "tpot_measured_s",  # s, time per output token
+    "tpot_error",
+    "tokens_per_s", "tokens_per_s_expected", "tokens_per_s_measured",  # token/s, output tokens of the deployment
+    "tokens_per_s_error",
+    "fits",  # the engine's fit of the predicted deployment (False when not predicted)
+    "status",  # predicted | why not (a model or gpu the config lacks)
+)
+
+#: Comparison across runs (roofline.pipeline.compare; `roofline compare`, results/compare.csv): one row per value
+#: that moved by more than the threshold, or per (model, gpu, stage) only one run has.
+COMPARE_COLUMNS = (
+    "table",  # totals | plans (the recommended plan of each gpu)
+    "model", "gpu",
+    "stage",  # prefill | decode ("" for plans)
+    "column",  # the column that moved ("" for added and removed rows)
+    "old", "new",  # its values in the old and the new run (numbers in SI units, or text)
+    "change",  # new / old - 1 (NaN for text; inf when old is 0)
+    "what",  # moved (beyond the threshold) | changed (text, or a value that appeared or vanished) | added | removed
+)
+
 #: Calibration table (roofline measure; data/calibrations/*.csv): one row per measured kernel or ceiling.
 CALIBRATION_COLUMNS = (
     "device",  # device name as the framework reports it (e.g. "NVIDIA H200")

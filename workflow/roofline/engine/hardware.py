@@ -72,6 +72,9 @@ class Accelerator:
     scaleout_latency_s: float = 0.0
     interconnect_source: str = ""
     calibration: str = ""  # path of a calibration table (roofline.estimate.calibration); "" = the shipped one, if any
+    tdp_w: float | None = None  # W, the datasheet's board power (TDP/TBP); None = not published
+    power_w: float | None = None  # W, measured mean power per device while serving (config only; wins over tdp_w)
+    price_per_hour: float | None = None  # USD per device-hour (config or --price-per-hour; none shipped)
 
     def link(self, span: int) -> tuple[float, float]:
         """(bandwidth [byte/s], latency [s]) of a collective over `span` devices: scale-up inside one domain,
@@ -132,6 +135,7 @@ def _from_csv_row(row: dict[str, str]) -> Accelerator:
         scaleup_latency_s=(_float_or_none(row.get("scaleup_latency_us", "")) or 0.0) * MICRO,
         scaleout_latency_s=(_float_or_none(row.get("scaleout_latency_us", "")) or 0.0) * MICRO,
         interconnect_source=row.get("interconnect_source", ""),
+        tdp_w=_float_or_none(row.get("tdp_w", "")),
     )
 
 
@@ -161,8 +165,10 @@ _SCALED_FIELDS = {
     "scaleout_latency_us": ("scaleout_latency_s", MICRO),
 }
 #: Fields a gpus: entry may hold (besides `parallel`, which the config layer takes out first)
+#: Unscaled numeric fields of a gpus: entry (positive numbers in their own units: W, USD per device-hour)
+_POWER_AND_PRICE = ("tdp_w", "power_w", "price_per_hour")
 ENTRY_FIELDS = ("base", "name", "vendor", "source", "peak_tflops", "scaleup_link", "scaleup_domain",
-                *_SCALED_FIELDS, "calibration")
+                *_SCALED_FIELDS, "calibration", *_POWER_AND_PRICE)
 
 
 def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
@@ -172,7 +178,7 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     Entry fields (config units): name, vendor, memory_gb [read as GiB, like the catalog], bandwidth_gbps [decimal
     GB/s], peak_tflops {dtype: dense TFLOP/s}, l2_mb, source; interconnect: scaleup_link, scaleup_gbps [decimal GB/s
     per direction], scaleup_domain [devices], scaleout_gbps, scaleup_latency_us, scaleout_latency_us; calibration
-    (path of a calibration table, as given).
+    (path of a calibration table, as given); tdp_w [W], power_w [W, measured], price_per_hour [USD per device-hour].
     """
     entry = dict(entry or {})
     unknown_fields = sorted(set(entry) - set(ENTRY_FIELDS))
@@ -185,6 +191,9 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
         changes["source"] = changes.get("source", base.source + " (overridden in config.yaml)")
     if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
         changes["calibration"] = str(entry["calibration"])
+    for name in ("power_w", "price_per_hour"):  # a measurement and a price, not spec fields: the same
+        if name in entry:
+            changes[name] = _positive(key, name, entry[name])
     return replace(base, **changes)
 
 
@@ -218,6 +227,8 @@ def _entry_changes(key: str, entry: dict, base: Accelerator) -> dict:
     for name, (field_name, factor) in _SCALED_FIELDS.items():
         if name in entry:
             changes[field_name] = _positive(key, name, entry[name]) * factor
+    if "tdp_w" in entry:
+        changes["tdp_w"] = _positive(key, "tdp_w", entry["tdp_w"])
     if "scaleup_domain" in entry:
         domain = entry["scaleup_domain"]
         if isinstance(domain, bool) or not isinstance(domain, int) or not 1 <= domain <= 1 << 16:

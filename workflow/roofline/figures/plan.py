@@ -9,6 +9,7 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from .. import display
+from .measured_runs import draw_measured_runs
 from .roofs import tick_label
 from .style import gpu_styles, styled
 
@@ -25,9 +26,10 @@ def _label(row) -> str:
 
 @styled
 def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_target_s: float | None = None,
-                gpu_names: dict[str, str] | None = None):
+                gpu_names: dict[str, str] | None = None, measured: pd.DataFrame | None = None):
     """Figure of results/plans/{model}.parquet (PLAN_COLUMNS + extras); `reason` is shown when it is empty;
-    `gpu_names` (key -> display name) label the curves."""
+    `gpu_names` (key -> display name) label the curves; `measured` (results/measurements/{model}.parquet) adds
+    your runs as points."""
     fig, ax = plt.subplots(figsize=PLAN_SIZE)
     fig.subplots_adjust(left=0.11, right=0.70, bottom=0.13, top=0.88)
     first = table.iloc[0] if len(table) else None
@@ -59,6 +61,8 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
         ax.annotate(f"TPOT target {display.seconds(tpot_target_s)}", (1.0 / tpot_target_s, 0), xycoords=("data",
                     "axes fraction"), xytext=(3, 3), textcoords="offset points", va="bottom", fontsize=6.5,
                     color="#555555")
+    if measured is not None:
+        draw_measured_runs(ax, measured, styles)
     chosen = table[table["chosen"]]
     for row in chosen.itertuples():
         ax.plot([row.tokens_per_s_per_user], [row.tokens_per_s_per_device], "*", color="black", ms=10, zorder=5)

@@ -25,7 +25,10 @@ from ..engine.models import ModelSpec, model_from_entry
 from ..engine.parallel import Parallel, check_plan
 from ..engine.scenario import STAGES, Scenario, check_context
 from ..estimate.calibration import check_table
+from ..serving.measured import PREDICTED, MeasuredRun, run_params
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
+from .compare import results_folder
+from .measurements import resolve_measurements
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
 SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -35,7 +38,8 @@ MAX_KEY_LENGTH = 64
 #: Model keys that would collide with the report files reports/summary.* and reports/index.html.
 RESERVED_MODEL_KEYS = ("summary", "index")
 #: Top-level sections of config.yaml.
-SECTIONS = ("models", "gpus", "stages", "scenario", "plan", "publish", "local_rules")
+SECTIONS = ("models", "gpus", "stages", "scenario", "plan", "publish", "local_rules", "measurements",
+            "compare_with")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,21 @@ class ResolvedConfig:
     stages: tuple[str, ...]
     plans: dict[str, dict[str, Parallel]]  # model -> gpu -> the concrete plan of that deployment
     plan_search: PlanSettings | None = None  # the optional deployment search (config section `plan`)
+    measurements: tuple[MeasuredRun, ...] = ()  # your own runs (config section `measurements`), in file order
+    compare_with: str = ""  # a previous results folder (config key `compare_with`), "" = none
+
+    def measured_models(self) -> list[str]:
+        """Models (config order) with at least one measured run: results/measurements/{model}.parquet."""
+        return [key for key in self.models if any(run.model == key for run in self.measurements)]
+
+    def measurement_params(self, key: str | None = None) -> list[dict]:
+        """JSON-able runs of one model, or of every file (a job's `params`; MeasuredRun(**params) rebuilds each)."""
+        return run_params([run for run in self.measurements if key is None or run.model == key])
+
+    def measured_gpu_params(self, key: str) -> dict:
+        """The specs of the gpus model `key`'s predicted runs use (a job's `params`)."""
+        used = {run.gpu for run in self.measurements if run.model == key and run.status == PREDICTED}
+        return {gpu: self.gpu_params(gpu) for gpu in self.gpus if gpu in used}
 
     def plan_search_params(self) -> dict:
         """JSON-able plan settings (PlanSettings.from_params rebuilds them): the plan jobs' `params`."""
@@ -217,7 +236,18 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
     plans = {key: {gpu_key: _plan(model, gpu, gpu_plans[gpu_key], scenario, stages) for gpu_key, gpu in gpus.items()}
              for key, model in models.items()}
     return ResolvedConfig(models=models, gpus=gpus, scenario=scenario, stages=stages, plans=plans,
-                          plan_search=resolve_plan_section(config.get("plan"), gpus, models, scenario))
+                          plan_search=resolve_plan_section(config.get("plan"), gpus, models, scenario),
+                          measurements=resolve_measurements(config.get("measurements"), models, gpus, scenario,
+                                                            base_dir),
+                          compare_with=_compare_with(config.get("compare_with"), base_dir))
+
+
+def _compare_with(path, base_dir: Path) -> str:
+    """The `compare_with` results folder as an absolute path ("" when absent), checked to hold totals.parquet."""
+    if not path:
+        return ""
+    full = Path(str(path)) if Path(str(path)).is_absolute() else base_dir / str(path)
+    return str(results_folder(full, "compare_with").resolve())
 
 
 def _gpu_plan(key: str, entry: dict | None) -> Parallel | str | None:

@@ -56,3 +56,56 @@ def write_plan_table(rows: list[dict], reason: str, path: str) -> None:
     table = plan_arrow_table(rows, reason)
     with atomic([path]) as temps:
         pq.write_table(table, temps[str(path)])
+
+
+def write_measured_table(model: dict, gpus: dict, scenario: dict, runs: list[dict], path: str,
+                         log: str | None = None) -> None:
+    """results/measurements/{model}.parquet: the model's measured runs beside their predictions
+    (roofline.serving.measured.measurement_rows, MEASUREMENT_COLUMNS) from a job's params dicts."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ..engine.columns import MEASUREMENT_COLUMNS
+    from ..engine.hardware import Accelerator
+    from ..engine.models import ModelSpec
+    from ..engine.scenario import Scenario
+    from ..serving.measured import MeasuredRun, measurement_rows
+
+    with log_to(log) as say:
+        rows = measurement_rows(ModelSpec(**model), {key: Accelerator(**gpu) for key, gpu in gpus.items()},
+                                Scenario(**scenario), [MeasuredRun(**run) for run in runs])
+        with atomic([path]) as temps:
+            pq.write_table(pa.table({column: [row[column] for row in rows] for column in MEASUREMENT_COLUMNS}),
+                           temps[str(path)])
+        say(f"{path}: {len(rows)} runs")
+
+
+def write_measured_runs(runs: list[dict], path: str, log: str | None = None) -> None:
+    """results/measurements/rows.csv: every measured run of every file, its status saying whether it is predicted
+    (and in which model's table) or why not."""
+    from dataclasses import fields
+
+    import pandas as pd
+
+    from ..serving.measured import MeasuredRun
+
+    with log_to(log) as say:
+        with atomic([path]) as temps:
+            columns = [field.name for field in fields(MeasuredRun)]  # source, model, gpu, ..., status
+            pd.DataFrame(runs, columns=columns).to_csv(temps[str(path)], index=False)
+        say(f"{path}: {len(runs)} runs")
+
+
+def write_comparison(old: str, new: str, path: str, threshold: float, log: str | None = None) -> None:
+    """results/compare.csv: what moved between the `compare_with` folder and this run's results
+    (roofline.pipeline.compare.compare_results, COMPARE_COLUMNS)."""
+    import pandas as pd
+
+    from ..engine.columns import COMPARE_COLUMNS
+    from .compare import compare_results
+
+    with log_to(log) as say:
+        rows, notes = compare_results(old, new, threshold, names=("compare_with", "results"))
+        with atomic([path]) as temps:
+            pd.DataFrame(rows, columns=list(COMPARE_COLUMNS)).to_csv(temps[str(path)], index=False)
+        say(f"{path}: {len(rows)} rows moved beyond {threshold:.0%} ({notes['compared']} compared)")

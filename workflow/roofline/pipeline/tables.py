@@ -8,6 +8,7 @@ import pandas as pd
 
 from ..engine.analysis import prepare
 from ..engine.columns import (
+    COST_COLUMNS,
     OP_COLUMNS,
     OP_EXPECTED_COLUMNS,
     OP_EXTRA_COLUMNS,
@@ -27,7 +28,7 @@ from ..estimate.expected import analyze
 #: Columns of each per-job table, in order.
 JOB_COLUMNS: dict[str, tuple[str, ...]] = {
     "ops": (*OP_COLUMNS, *OP_EXPECTED_COLUMNS, *OP_EXTRA_COLUMNS, *SCENARIO_COLUMNS),
-    "totals": (*TOTAL_COLUMNS, *TOTAL_EXPECTED_COLUMNS, *SCENARIO_COLUMNS),
+    "totals": (*TOTAL_COLUMNS, *TOTAL_EXPECTED_COLUMNS, *COST_COLUMNS, *SCENARIO_COLUMNS),
     "treatments": TREATMENT_COLUMNS,
     "sweeps": SWEEP_COLUMNS,
 }

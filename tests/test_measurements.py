@@ -1,0 +1,209 @@
+"""Your own measurements beside ours: reading CSV and vllm bench serve files, matching them to the config, predicting
+each run, the report's section, and one line per bad input (naming the file, the row and the column).
+
+The example files in tests/data/measurements/ hold made-up values in the real layouts (not measurements)."""
+import json
+import math
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+import pytest
+
+from roofline.engine import hardware, models
+from roofline.engine.analysis import totals
+from roofline.engine.columns import MEASUREMENT_COLUMNS
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.parallel import Parallel
+from roofline.engine.scenario import Scenario
+from roofline.pipeline import config as rc
+from roofline.pipeline.measurements import match_model, read_runs, resolve_measurements, unmatched_lines
+from roofline.pipeline.schema_messages import describe_schema_error
+from roofline.report.measured import error_text, measured_section
+from roofline.report.render import environment
+from roofline.serving.measured import PREDICTED, MeasuredRun, error, measurement_rows, predict_run
+from test_plan_workflow import SCHEMA
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data" / "measurements"
+CSV, VLLM = DATA / "example_runs.csv", DATA / "example_vllm_bench.json"
+LLAMA2, H100, A6000 = (models.get_model("llama-2-7b"), hardware.get_accelerator("h100-sxm"),
+                       hardware.get_accelerator("rtx-a6000"))
+CONFIG = {"models": {"llama-2-7b": {}}, "gpus": {"h100-sxm": {}, "rtx-a6000": {}},
+          "scenario": {"weight_dtype": "fp16"}}
+HEADER = "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,tokens_per_s"
+
+
+def resolve(measurements, base=ROOT):
+    return rc.resolve_config({**CONFIG, "measurements": measurements}, base).measurements
+
+
+def test_csv_rows_in_si_units_with_defaults_and_extra_columns_ignored():
+    first, second, a6000, *_ = read_runs(CSV, "runs.csv")
+    assert (first.source, first.model, first.gpu, first.tp, first.pp, first.ep) == ("runs.csv line 2", "llama-2-7b",
+                                                                                      "h100-sxm", 1, 1, 1)
+    # 28.1 ms, 9.02 ms: milliseconds / 1000
+    assert (first.isl, first.osl, first.concurrency, first.ttft_s, first.tpot_s, first.tokens_per_s) == (
+        1024, 256, 1, 0.0281, 0.00902, 110.5)
+    assert (a6000.tp, a6000.framework, second.concurrency) == (2, "sglang", 8)
+
+
+def test_vllm_bench_serve_result_is_mapped():
+    (run,) = read_runs(VLLM, "bench.json")
+    # isl = total_input_tokens / completed = 204800 / 200, osl = 51200 / 200; model_id is the catalog name of
+    # llama-2-7b; gpu and tp come from --metadata (tp as the string "1", as vLLM writes it)
+    assert (run.source, run.gpu, run.tp, run.isl, run.osl, run.concurrency) == ("bench.json result 1", "h100-sxm",
+                                                                                 1, 1024, 256, 32)
+    assert (run.ttft_s, run.tpot_s, run.tokens_per_s, run.framework) == (0.0417, 0.0198, 1216.2, "vllm")
+    assert match_model(run.model, {"llama-2-7b": LLAMA2}) == "llama-2-7b"
+
+
+def test_vllm_appended_results_one_object_per_line(tmp_path):
+    result = json.loads(VLLM.read_text())
+    lines = [json.dumps({**result, "max_concurrency": n, "model": "llama-2-7b"}) for n in (4, 16)]
+    (tmp_path / "appended.json").write_text("\n".join(lines) + "\n")
+    runs = read_runs(tmp_path / "appended.json", "appended.json")
+    assert [run.concurrency for run in runs] == [4, 16] and runs[1].source == "appended.json result 2"
+
+
+def test_model_names_match_keys_names_and_repo_ids():
+    catalog = {"llama-2-7b": LLAMA2}
+    for name in ("llama-2-7b", "meta-llama/Llama-2-7b-hf", "Llama-2-7b-hf", "LLAMA-2-7B"):
+        assert match_model(name, catalog) == "llama-2-7b", name
+    assert match_model("meta-llama/Llama-2-7b-chat-hf", catalog) is None
+
+
+def test_runs_the_config_lacks_are_listed_not_dropped():
+    runs = resolve(["tests/data/measurements/example_runs.csv", "tests/data/measurements/example_vllm_bench.json"])
+    assert len(runs) == 6  # every row of both files
+    assert [run.status for run in runs if run.status != PREDICTED] == [
+        "model 'mistral-7b' is not in the config", "gpu 'b200' is not in the config"]
+    assert unmatched_lines(runs) == [
+        "measurements: tests/data/measurements/example_runs.csv line 5 is not predicted: model 'mistral-7b' is not "
+        "in the config",
+        "measurements: tests/data/measurements/example_runs.csv line 6 is not predicted: gpu 'b200' is not in the "
+        "config"]
+    assert resolve(None) == () and rc.resolve_config(CONFIG, ROOT).measurements == ()
+
+
+def test_prediction_is_the_engine_at_the_runs_workload():
+    run = MeasuredRun(source="x", model="llama-2-7b", gpu="rtx-a6000", tp=2, isl=512, osl=128, concurrency=4,
+                      ttft_s=0.05, tpot_s=0.02, tokens_per_s=150.0)
+    guess = predict_run(LLAMA2, A6000, Scenario(weight_dtype="fp16"), run)
+    plan = Parallel(tp=2)
+    # TPOT: decode at batch = concurrency 4, cache at isl + osl // 2 = 512 + 64 tokens; TTFT: one prompt of 512
+    decode = totals(LLAMA2, A6000, "decode", Scenario(batch=4, seq_len=576, weight_dtype="fp16", parallel=plan))
+    prefill = totals(LLAMA2, A6000, "prefill", Scenario(batch=1, seq_len=512, weight_dtype="fp16", parallel=plan))
+    assert guess["tpot_s"] == decode["tpot_s"] and guess["ttft_s"] == prefill["ttft_s"]
+    assert guess["tokens_per_s"] == 4 / decode["tpot_s"] and guess["deployment"] == "2 x RTX A6000, TP 2"
+    assert guess["tpot_expected_s"] >= guess["tpot_s"] and guess["ttft_expected_s"] >= guess["ttft_s"]
+
+
+def test_error_is_expected_over_measured_minus_one():
+    assert error(0.011, 0.010) == pytest.approx(0.1)  # expected 11 ms, measured 10 ms: +10%
+    assert math.isnan(error(0.011, math.nan)) and math.isnan(error(math.nan, 0.01))
+    assert (error_text(0.1), error_text(-0.04), error_text(math.nan)) == ("+10.0%", "−4.0%", "—")
+
+
+def test_measurement_rows_have_the_documented_columns():
+    runs = resolve(["tests/data/measurements/example_runs.csv"])
+    rows = measurement_rows(LLAMA2, {"h100-sxm": H100, "rtx-a6000": A6000}, Scenario(weight_dtype="fp16"),
+                            [run for run in runs if run.model == "llama-2-7b"])
+    assert all(tuple(row) == MEASUREMENT_COLUMNS for row in rows) and len(rows) == 4
+    b200 = rows[-1]  # a gpu the config lacks: measured values kept, no prediction
+    assert b200["status"] == "gpu 'b200' is not in the config" and math.isnan(b200["tpot_s"])
+    assert b200["tpot_measured_s"] == 0.006
+    first = rows[0]
+    assert first["tpot_error"] == pytest.approx(first["tpot_expected_s"] / 0.00902 - 1)
+
+
+def test_report_section_three_significant_digits_and_the_unpredicted_listed():
+    runs = resolve(["tests/data/measurements/example_runs.csv"])
+    frame = pd.DataFrame(measurement_rows(LLAMA2, {"h100-sxm": H100, "rtx-a6000": A6000},
+                                          Scenario(weight_dtype="fp16"),
+                                          [run for run in runs if run.model == "llama-2-7b"]))
+    section = measured_section(frame)
+    first = section["rows"][0]
+    assert first["deployment"] == "1 x H100 SXM5 80GB"
+    assert [cell["measured"] for cell in first["cells"]] == ["28.1 ms", "9.02 ms", "110 tokens/s"]
+    assert section["not_predicted"] == ["tests/data/measurements/example_runs.csv line 6: gpu 'b200' is not in "
+                                        "the config"]
+    html = environment().get_template("measured.html.j2").render(measured=section)
+    assert "Your measurements beside ours" in html and "28.1 ms" in html and "b200" in html
+    assert environment().get_template("measured.html.j2").render().strip() == ""  # no measurements: no section
+
+
+@pytest.mark.parametrize("text, message", [
+    (HEADER.replace("tpot_ms", "tpot") + "\nllama-2-7b,h100-sxm,1,1024,256,8,30,11,700\n",
+     "measurements: bad.csv has no column 'tpot_ms' (did you mean 'tpot'?)"),
+    (HEADER + "\nllama-2-7b,h100-sxm,one,1024,256,8,30,11,700\n",
+     "measurements: bad.csv line 2, column 'tp': 'one' is not a number; expected a positive integer"),
+    (HEADER + "\nllama-2-7b,h100-sxm,1,1024,256,8,30,fast,700\n",
+     "measurements: bad.csv line 2, column 'tpot_ms': 'fast' is not a number"),
+    (HEADER + "\nllama-2-7b,h100-sxm,1,1024,256,0,30,11,700\n",
+     "measurements: bad.csv line 2, column 'concurrency': 0 is not allowed; expected an integer from 1"),
+    (HEADER + "\nllama-2-7b,h100-sxm,1.5,1024,256,8,30,11,700\n",
+     "measurements: bad.csv line 2, column 'tp': 1.5 is not allowed"),
+    (HEADER + "\nllama-2-7b,h100-sxm,1,1024,256,8,-30,11,700\n",
+     "measurements: bad.csv line 2, column 'ttft_ms': -30 is not allowed; expected a positive number"),
+    (HEADER + "\nllama-2-7b,h100-sxm,1,1024,256,8,,,\n",
+     "measurements: bad.csv line 2: no measured value; give ttft_ms, tpot_ms or tokens_per_s"),
+    (HEADER + "\n,h100-sxm,1,1024,256,8,30,11,700\n", "measurements: bad.csv line 2, column 'model': missing"),
+    (HEADER + "\nllama-2-7b,h100-sxm,3,1024,256,8,30,11,700\n",
+     "measurements: bad.csv line 2, column 'tp': "),  # 3 does not divide Llama-2-7B's 32 heads
+    (HEADER + "\nllama-2-7b,h100-sxm,1,4000,200,8,30,11,700\n",
+     "measurements: bad.csv line 2, column 'isl': isl + osl: 4000 + 200 = 4200 tokens do not fit the context"),
+    (HEADER + ",weight_dtype\nllama-2-7b,h100-sxm,1,1024,256,8,30,11,700,fp7\n",
+     "measurements: bad.csv line 2, column 'weight_dtype': weight_dtype: unknown value 'fp7'"),
+    (HEADER + ",weight_dtype\nllama-2-7b,rtx-a6000,1,1024,256,8,30,11,700,fp8\n",
+     "measurements: bad.csv line 2, column 'weight_dtype': gpu 'rtx-a6000' has no fp8 peak"),
+])
+def test_bad_csv_is_one_line_naming_file_row_and_column(tmp_path, text, message):
+    (tmp_path / "bad.csv").write_text(text)
+    with pytest.raises(RooflineInputError) as raised:
+        resolve("bad.csv", tmp_path)
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value), str(raised.value)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"gpu": None}, "measurements: bench.json result 1, column 'gpu': missing"),
+    ({"max_concurrency": None}, "measurements: bench.json result 1, column 'concurrency': missing"),
+    ({"tp": "four"}, "measurements: bench.json result 1, column 'tp': 'four' is not a number"),
+    ({"mean_tpot_ms": "n/a"}, "measurements: bench.json result 1, column 'tpot_ms': 'n/a' is not a number"),
+])
+def test_bad_vllm_result_is_one_line(tmp_path, change, message):
+    result = {key: value for key, value in {**json.loads(VLLM.read_text()), **change}.items() if value is not None}
+    (tmp_path / "bench.json").write_text(json.dumps(result))
+    with pytest.raises(RooflineInputError) as raised:
+        resolve("bench.json", tmp_path)
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value), str(raised.value)
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("missing.csv", None, "measurements: file 'missing.csv' does not exist"),
+    ("broken.json", "{not json", "measurements: broken.json is not JSON (line 1"),
+    ("list.json", "[1, 2]", "measurements: list.json result 1 is not a JSON object"),
+    ("latin1.csv", b"model,gpu\xe9\n", "measurements: file 'latin1.csv' cannot be read"),
+])
+def test_unreadable_file_is_one_line(tmp_path, name, content, message):
+    if isinstance(content, bytes):
+        (tmp_path / name).write_bytes(content)
+    elif content is not None:
+        (tmp_path / name).write_text(content)
+    with pytest.raises(RooflineInputError) as raised:
+        resolve_measurements(name, {"llama-2-7b": LLAMA2}, {"h100-sxm": H100}, Scenario(), tmp_path)
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value), str(raised.value)
+
+
+def test_schema_takes_a_path_or_a_list_of_paths():
+    def errors(value):
+        config = {"models": {"llama-2-7b": {}}, "gpus": {"h100-sxm": {}}, "measurements": value}
+        return [describe_schema_error(e) for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(config)]
+
+    assert errors("runs.csv") == [] and errors(["a.csv", "b.json"]) == []
+    assert len(errors(3)) == 1 and "measurements" in errors(3)[0]
+
+
+@pytest.mark.parametrize("name", MEASUREMENT_COLUMNS)
+def test_readme_lists_measurement_column(name):
+    assert f"`{name}`" in (ROOT / "README.md").read_text()

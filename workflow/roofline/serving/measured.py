@@ -1,0 +1,122 @@
+"""Your own served runs beside ours: each measured run predicted at its own deployment and workload, with the
+bound, the expected value and the error of the expected one against the measurement.
+
+`predict_run` is the ONE place that says what a served run should take; today it uses the deployment search's
+steady state (roofline.serving.planner): TPOT = the decode step at batch = the run's concurrency and the mean KV
+length isl + osl // 2, TTFT = the prefill of one request of isl tokens (no queueing), tokens/s = concurrency / TPOT
+(the deployment's output tokens per second). A served-run model (continuous batching with prompts in the batch,
+queueing) replaces its body and nothing else.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from ..engine.columns import MEASUREMENT_COLUMNS
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec
+from ..engine.parallel import Parallel
+from ..engine.scenario import Scenario
+from ..estimate.expected import analyze
+from .planner import activation_dtype
+
+NAN = math.nan
+#: the `status` of a row that was predicted (any other status says why it was not)
+PREDICTED = "predicted"
+#: the three measured quantities: (column stem, measured field of MeasuredRun)
+QUANTITIES = (("ttft", "ttft_s"), ("tpot", "tpot_s"), ("tokens_per_s", "tokens_per_s"))
+
+
+@dataclass(frozen=True)
+class MeasuredRun:
+    """One measured serving run, in SI units (NaN: not measured), with where it came from."""
+
+    source: str  # "runs.csv line 4", "bench.json result 1": how errors and the report name it
+    model: str  # the model's config key when it matched one, else the name as written
+    gpu: str  # as written (a config key when it matched one)
+    tp: int
+    isl: int  # prompt tokens per request
+    osl: int  # output tokens per request
+    concurrency: int  # requests in flight
+    ttft_s: float  # measured mean time to first token
+    tpot_s: float  # measured mean time per output token
+    tokens_per_s: float  # measured output tokens per second of the whole deployment
+    pp: int = 1
+    ep: int = 1
+    framework: str = ""
+    weight_dtype: str = ""  # "" = the config scenario's
+    kv_dtype: str = ""
+    status: str = PREDICTED  # or why it is not predicted (a model or gpu the config lacks)
+
+    @property
+    def plan(self) -> Parallel:
+        return Parallel(tp=self.tp, pp=self.pp, ep=self.ep)
+
+    def scenario(self, base: Scenario) -> Scenario:
+        """`base` (the config's scenario, 'native' resolved) with this run's plan and dtypes (weights given here are
+        served with the deployment search's activation recipe: fp8 as W8A8, integers weight-only)."""
+        changes: dict = {"parallel": self.plan}
+        if self.weight_dtype:
+            changes.update(weight_dtype=self.weight_dtype, act_dtype=activation_dtype(self.weight_dtype))
+        if self.kv_dtype:
+            changes["kv_dtype"] = self.kv_dtype
+        return base.with_(**changes)
+
+
+def predict_run(model: ModelSpec, gpu: Accelerator, scenario: Scenario, run: MeasuredRun) -> dict:
+    """What the run should take: bound and expected TTFT, TPOT and tokens/s, the fit and the deployment's name (see
+    the module docstring; the serving model swaps in here)."""
+    sc = run.scenario(scenario.for_model(model))
+    prefill = analyze(model, gpu, "prefill", sc.with_(batch=1, seq_len=run.isl))[1]
+    decode = analyze(model, gpu, "decode", sc.with_(batch=run.concurrency, seq_len=run.isl + run.osl // 2))[1]
+    return {"ttft_s": prefill["ttft_s"], "ttft_expected_s": prefill["ttft_expected_s"],
+            "tpot_s": decode["tpot_s"], "tpot_expected_s": decode["tpot_expected_s"],
+            "tokens_per_s": decode["tokens_per_s"], "tokens_per_s_expected": decode["tokens_per_s_expected"],
+            "fits": bool(decode["fits"] and prefill["fits"]), "deployment": decode["deployment"],
+            "weight_dtype": sc.for_model(model).weight_dtype, "kv_dtype": sc.kv_dtype}
+
+
+def error(expected: float, measured: float) -> float:
+    """Signed relative error of the expected value against the measurement: expected / measured - 1 (NaN when
+    either is missing). e.g. expected 11 ms, measured 10 ms: +0.1."""
+    if not (math.isfinite(expected) and math.isfinite(measured) and measured > 0):
+        return NAN
+    return expected / measured - 1.0
+
+
+def measurement_rows(model: ModelSpec, gpus: Mapping[str, Accelerator], scenario: Scenario,
+                     runs: Sequence[MeasuredRun]) -> list[dict]:
+    """MEASUREMENT_COLUMNS records, one per run of `model`: predicted beside measured when its status is PREDICTED
+    (its gpu is one of `gpus`), the prediction columns NaN otherwise (its status says why)."""
+    out = []
+    for run in runs:
+        guess = predict_run(model, gpus[run.gpu], scenario, run) if run.status == PREDICTED else {}
+        row = {"model": model.key, "gpu": run.gpu, "framework": run.framework, "source": run.source,
+               "tp": run.tp, "pp": run.pp, "ep": run.ep, "devices": run.plan.devices,
+               "deployment": guess.get("deployment", f"{run.plan.devices} x {run.gpu}"),
+               "weight_dtype": guess.get("weight_dtype", run.weight_dtype),
+               "kv_dtype": guess.get("kv_dtype", run.kv_dtype),
+               "isl": run.isl, "osl": run.osl, "concurrency": run.concurrency}
+        for stem, field in QUANTITIES:
+            bound, expected, measured, relative = _names(stem)
+            value = getattr(run, field)
+            row.update({bound: guess.get(bound, NAN), expected: guess.get(expected, NAN), measured: value,
+                        relative: error(guess.get(expected, NAN), value)})
+        row.update({"fits": guess.get("fits", False), "status": run.status})
+        out.append(row)
+    assert all(tuple(r) == MEASUREMENT_COLUMNS for r in out)
+    return out
+
+
+def _names(stem: str) -> tuple[str, str, str, str]:
+    """(bound, expected, measured, error) column names of one quantity: ttft_s, ttft_expected_s, ttft_measured_s,
+    ttft_error; tokens_per_s, tokens_per_s_expected, tokens_per_s_measured, tokens_per_s_error."""
+    if stem == "tokens_per_s":
+        return stem, f"{stem}_expected", f"{stem}_measured", f"{stem}_error"
+    return f"{stem}_s", f"{stem}_expected_s", f"{stem}_measured_s", f"{stem}_error"
+
+
+def run_params(runs: Sequence[MeasuredRun]) -> list[dict]:
+    """JSON-able runs (MeasuredRun(**params) rebuilds each): a Snakemake job's params."""
+    return [asdict(run) for run in runs]
