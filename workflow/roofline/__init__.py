@@ -33,7 +33,8 @@ def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
 
     `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `stage` prefill or decode. Options:
     batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype, weight_group_size, attention, logits,
-    expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, calibration.
+    expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, calibration,
+    calibration_any_device.
     """
     return _frame("ops", model=model, gpu=gpu, stage=stage, **options)
 
@@ -43,7 +44,7 @@ def totals(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
 
     Arguments and options as for `ops`: batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
     weight_group_size, attention, logits, expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp,
-    memory_utilization, calibration.
+    memory_utilization, calibration, calibration_any_device.
     """
     return _frame("totals", model=model, gpu=gpu, stage=stage, **options)
 

@@ -72,6 +72,8 @@ class Accelerator:
     scaleout_latency_s: float = 0.0
     interconnect_source: str = ""
     calibration: str = ""  # path of a calibration table (roofline.estimate.calibration); "" = the shipped one, if any
+    chip: str = ""  # catalog key of the silicon (an alias with `base:` keeps its base's): whose measurements apply
+    calibration_any_device: bool = False  # apply `calibration` even if it was measured on another chip
 
     def link(self, span: int) -> tuple[float, float]:
         """(bandwidth [byte/s], latency [s]) of a collective over `span` devices: scale-up inside one domain,
@@ -132,6 +134,7 @@ def _from_csv_row(row: dict[str, str]) -> Accelerator:
         scaleup_latency_s=(_float_or_none(row.get("scaleup_latency_us", "")) or 0.0) * MICRO,
         scaleout_latency_s=(_float_or_none(row.get("scaleout_latency_us", "")) or 0.0) * MICRO,
         interconnect_source=row.get("interconnect_source", ""),
+        chip=key,
     )
 
 
@@ -162,7 +165,7 @@ _SCALED_FIELDS = {
 }
 #: Fields a gpus: entry may hold (besides `parallel`, which the config layer takes out first)
 ENTRY_FIELDS = ("base", "name", "vendor", "source", "peak_tflops", "scaleup_link", "scaleup_domain",
-                *_SCALED_FIELDS, "calibration")
+                *_SCALED_FIELDS, "calibration", "calibration_any_device")
 
 
 def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
@@ -172,7 +175,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     Entry fields (config units): name, vendor, memory_gb [read as GiB, like the catalog], bandwidth_gbps [decimal
     GB/s], peak_tflops {dtype: dense TFLOP/s}, l2_mb, source; interconnect: scaleup_link, scaleup_gbps [decimal GB/s
     per direction], scaleup_domain [devices], scaleout_gbps, scaleup_latency_us, scaleout_latency_us; calibration
-    (path of a calibration table, as given).
+    (path of a calibration table, as given), calibration_any_device (true: apply it even if measured on another
+    chip). The device keeps the chip of the catalog entry it starts from (`key` or `base`); new hardware has none.
     """
     entry = dict(entry or {})
     unknown_fields = sorted(set(entry) - set(ENTRY_FIELDS))
@@ -185,6 +189,11 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
         changes["source"] = changes.get("source", base.source + " (overridden in config.yaml)")
     if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
         changes["calibration"] = str(entry["calibration"])
+    if "calibration_any_device" in entry:
+        if not isinstance(entry["calibration_any_device"], bool):
+            raise RooflineInputError(f"gpus.{key}.calibration_any_device: {entry['calibration_any_device']!r} is not "
+                                     "allowed; expected true or false")
+        changes["calibration_any_device"] = entry["calibration_any_device"]
     return replace(base, **changes)
 
 

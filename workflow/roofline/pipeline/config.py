@@ -137,15 +137,22 @@ def resolve_model(key: str, entry: dict | None, base_dir: Path) -> ModelSpec:
 def resolve_gpu(key: str, entry: dict | None, base_dir: Path = Path(".")) -> Accelerator:
     check_key("gpus", key)
     entry = dict(entry or {})
+    hint = ""
     if "calibration" in entry:  # an absolute path, read once here so that a bad table stops the run before any job
         path = Path(str(entry["calibration"]))
         full = path if path.is_absolute() else base_dir / path
+        hint = "" if path.is_absolute() else f" (relative paths start at the working directory {base_dir})"
         try:
-            entry["calibration"] = check_table(str(full.resolve()))
+            entry["calibration"] = str(full.resolve())
+        except (OSError, ValueError, RuntimeError):  # a NUL byte, a symlink loop: the table check names it
+            entry["calibration"] = str(full)
+    gpu = check_plausible(key, entry, accelerator_from_entry(key, entry))
+    if gpu.calibration:
+        try:
+            check_table(gpu.calibration, gpu)
         except RooflineInputError as error:
-            raise RooflineInputError(f"gpus.{key}.{error} (relative paths start at the working directory "
-                                     f"{base_dir})") from None
-    return check_plausible(key, entry, accelerator_from_entry(key, entry))
+            raise RooflineInputError(f"gpus.{key}.{error}{hint}") from None
+    return gpu
 
 
 #: Plausible range of each device figure once converted to SI units, from a microcontroller to a whole rack, with
