@@ -54,8 +54,9 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
 
     `gpu` is one candidate device or a list of them (default: every catalog device); `isl` and `osl` are the prompt
     and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes (a list), prefill,
-    memory_utilization, top. `attrs` of the result hold `evaluated` (configurations), `seconds` and `reason`, the
-    line saying why no candidate fits and meets the targets ("" when the frontier is not empty).
+    memory_utilization, top, max_candidates (a larger search is refused before it runs). `attrs` of the result
+    hold `evaluated` (configurations), `seconds` and `reason`, the line saying why no candidate fits and meets the
+    targets ("" when the frontier is not empty).
     """
     return _frame("plan", model=model, gpu=gpu, isl=isl, osl=osl, **options)
 
