@@ -307,6 +307,16 @@ def summary(rows: list[dict], spec: Accelerator) -> str:
 def check_out(out: str) -> tuple[Path, Path]:
     """(CSV path, parquet path) of `out` if both can be written: a path ending in .csv in an existing folder we may
     write in, neither path a directory or another non-regular file; checked before minutes of measuring."""
+    try:
+        return _writable(out)
+    except (OSError, ValueError) as error:  # a name too long, a NUL byte
+        if isinstance(error, RooflineInputError):
+            raise
+        reason = getattr(error, "strerror", None) or str(error)
+        raise RooflineInputError(f"'{clip(out, 200)}' cannot be written ({clip(reason, 80)})") from None
+
+
+def _writable(out: str) -> tuple[Path, Path]:
     csv_path = Path(out)
     if csv_path.suffix != ".csv":
         raise RooflineInputError(f"'{clip(out, 200)}' is not allowed; expected a path ending in .csv")
