@@ -98,12 +98,14 @@ def test_a_symlink_at_a_pages_name_is_replaced_not_followed(tmp_path, bundle):
         (work / "Home.md").symlink_to(victim)
         (work / OWNED).symlink_to(victim)
     bare = _remote(tmp_path, build)
+    (bundle / ".snakemake_timestamp").write_text("")  # Snakemake's mark on a directory output: not a page
     assert publish(bundle, str(bare), "master", "Update", tmp_path / "clone").startswith("published 4 files")
     assert victim.read_text() == "keep me\n"
     check = tmp_path / "check"
     git("clone", "--quiet", str(bare), str(check), cwd=tmp_path)
     assert not (check / "Home.md").is_symlink() and (check / "Home.md").read_text() == "# Home\n"
-    assert (check / OWNED).read_text().splitlines() == sorted(_digest(bundle))
+    assert (check / OWNED).read_text().splitlines() == sorted(k for k in _digest(bundle) if k[0] != ".")
+    assert not (check / ".snakemake_timestamp").exists()
 
 
 def test_owned_entries_outside_the_clone_are_not_deleted(tmp_path, bundle):

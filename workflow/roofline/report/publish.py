@@ -117,7 +117,8 @@ def replace_pages(bundle: Path, clone: Path) -> list[str]:
     """Delete the files listed in OWNED, copy the bundle in, list its files in OWNED; returns them. Every
     destination's folder is checked (`inside`) before anything is written; a symlink at a destination is replaced
     by the file, never followed; an OWNED entry outside the clone is not deleted."""
-    files = sorted(str(p.relative_to(bundle)) for p in bundle.rglob("*") if p.is_file())
+    # hidden files are not pages (Snakemake's .snakemake_timestamp of the bundle's directory output)
+    files = sorted(str(p.relative_to(bundle)) for p in bundle.rglob("*") if p.is_file() and not p.name.startswith("."))
     targets = {name: inside(clone, name) / Path(name).name for name in [*files, OWNED]}
     owned = targets[OWNED]
     if owned.is_file() and not owned.is_symlink():
