@@ -244,7 +244,8 @@ def test_schema_gpu_entry_fields_are_the_ones_the_engine_reads():
     entry = {"name": "X", "vendor": "V", "source": "s", "memory_gb": 1, "bandwidth_gbps": 1, "l2_mb": 1,
              "peak_tflops": {"fp16": 1}, "scaleup_link": "L", "scaleup_gbps": 100, "scaleup_domain": 4,
              "scaleout_gbps": 50, "scaleup_latency_us": 2, "scaleout_latency_us": 8,
-             "calibration": str(shipped_path("h100-sxm")), "tdp_w": 700, "power_w": 550, "price_per_hour": 2.5}
+             "calibration": str(shipped_path("h100-sxm")), "calibration_any_device": True,  # new hardware: any chip
+             "tdp_w": 700, "power_w": 550, "price_per_hour": 2.5}
     # `parallel` is read by the config layer (the deployment plan), every other field by the engine
     assert set(entry) | {"parallel", "base"} == set(SCHEMA["$defs"]["gpu_entry"]["properties"])
     gpu = rc.resolve_gpu("x", entry)

@@ -33,7 +33,8 @@ def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
 
     `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `stage` prefill or decode. Options:
     batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype, weight_group_size, attention, logits,
-    expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, calibration.
+    expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, calibration,
+    calibration_any_device.
     """
     return _frame("ops", model=model, gpu=gpu, stage=stage, **options)
 
@@ -44,7 +45,8 @@ def totals(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
 
     Arguments and options as for `ops`: batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
     weight_group_size, attention, logits, expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp,
-    memory_utilization, calibration; and price_per_hour (USD per device-hour: the cost columns).
+    memory_utilization, calibration, calibration_any_device; and price_per_hour (USD per device-hour: the cost
+    columns).
     """
     return _frame("totals", model=model, gpu=gpu, stage=stage, **options)
 
@@ -54,9 +56,10 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
 
     `gpu` is one candidate device or a list of them (default: every catalog device); `isl` and `osl` are the prompt
     and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes (a list), prefill,
-    memory_utilization, top, price_per_hour (USD per device-hour, or a list of "gpu=USD"), rank_on (bound or
-    cost). `attrs` of the result hold `evaluated` (configurations), `seconds` and `reason`, the
-    line saying why no candidate fits and meets the targets ("" when the frontier is not empty).
+    memory_utilization, top, max_candidates (a larger search is refused before it runs), price_per_hour (USD per
+    device-hour, or a list of "gpu=USD"), rank_on (bound or cost). `attrs` of the result hold `evaluated`
+    (configurations), `seconds` and `reason`, the line saying why no candidate fits and meets the targets ("" when
+    the frontier is not empty).
     """
     return _frame("plan", model=model, gpu=gpu, isl=isl, osl=osl, **options)
 

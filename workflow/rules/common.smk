@@ -11,7 +11,7 @@ from roofline.engine.errors import RooflineInputError
 from roofline.estimate.calibration import table_path
 from roofline.pipeline.config import resolve_config
 from roofline.pipeline.schema import load_schema, typed_config
-from roofline.pipeline.schema_messages import describe_schema_error
+from roofline.pipeline.schema_messages import check_schema, describe_schema_error
 from roofline.pipeline.sources import engine_sources
 
 SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
@@ -31,9 +31,11 @@ def _resolved_config():
     Snakemake passes as strings), schema (fills defaults), then semantic checks; a bad config stops here with one
     line, before any job."""
     try:
-        typed = typed_config(_config_files(), workflow.config_settings.config, load_schema(SCHEMA))
+        schema = load_schema(SCHEMA)
+        typed = typed_config(_config_files(), workflow.config_settings.config, schema)
         config.clear()
         config.update(typed)
+        check_schema(config, schema)  # one line, before validate() fills defaults (it fails on a mistyped value)
         validate(config, SCHEMA)
         return resolve_config(config, base_dir=Path.cwd())
     except WorkflowError as error:
@@ -42,7 +44,8 @@ def _resolved_config():
         message = describe_schema_error(error.__context__)
     except RooflineInputError as error:
         message = str(error)
-    sys.exit("Invalid configuration: " + " ".join(message.splitlines()))
+    print("Invalid configuration: " + " ".join(message.splitlines()), file=sys.stderr)
+    sys.exit(2)  # bad input: the status the roofline command uses
 
 
 RESOLVED = _resolved_config()

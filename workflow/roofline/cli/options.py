@@ -54,19 +54,22 @@ class Parser(argparse.ArgumentParser):
         return actions
 
 
-def positive_int(option):
+def positive_int(option, maximum: int | None = None):
+    allowed = f"an integer from 1 to {maximum}" if maximum else "an integer >= 1"
+
     def parse(text):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not an integer; expected an integer >= 1")
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{option}: {value} is not allowed; expected an integer >= 1")
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not an integer; expected {allowed}")
+        if value < 1 or maximum and value > maximum:
+            raise argparse.ArgumentTypeError(f"{option}: {value} is not allowed; expected {allowed}")
         return value
     return parse
 
 
 def positive_float(option):
+    """A finite number above 0 (a price, a power)."""
     def parse(text):
         try:
             value = float(text)
@@ -74,6 +77,22 @@ def positive_float(option):
             raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; expected a positive number")
         if not value > 0 or not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; expected a positive number")
+        return value
+    return parse
+
+
+def number_in(option, low: float, high: float, unit: str = ""):
+    """A finite number from `low` to `high` (a value that would round to 0 s or overflow once converted is refused
+    here, in the option's own words)."""
+    allowed = f"expected a number from {low:g} to {high:g}{' ' + unit if unit else ''}"
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; {allowed}")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; {allowed}")
         return value
     return parse
 

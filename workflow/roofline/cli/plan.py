@@ -12,11 +12,11 @@ from ..engine.columns import COST_COLUMNS, PLAN_COLUMNS
 from ..engine.dtypes import STORAGE_DTYPES
 from ..engine.errors import RooflineInputError
 from ..engine.scenario import Scenario
-from ..serving import planner
+from ..serving import planner, search_budget
 from ..serving.cost import RANK_ON, add_plan_cost, check_priced, rank_on_cost
 from . import options
 from .formats import csv_text, format_table, json_safe
-from .options import choice, fraction, positive_float, positive_int
+from .options import choice, fraction, number_in, positive_float, positive_int
 
 HELP = "deployment search: the Pareto frontier of tokens/s per device vs tokens/s per user under latency targets"
 #: the --format csv columns (and the Python API's DataFrame columns)
@@ -27,6 +27,8 @@ _HUMAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dt
           ("tokens_per_s_per_device", "token/s"), ("tokens_per_s_per_user", "token/s"), ("bound", None),
           ("estimate", None))
 _COST = (("cost_per_million_tokens", "USD"), ("cost_per_million_tokens_expected", "USD"))
+#: Latency targets allowed [ms] (1 us to ~2.8 h; the schema's plan.tpot_ms/ttft_ms bounds are the same)
+TARGET_MS = (1e-3, 1e7)
 
 
 def add_arguments(parser) -> None:
@@ -35,9 +37,16 @@ def add_arguments(parser) -> None:
                                                        "catalog device")
     parser.add_argument("--isl", required=True, type=positive_int("--isl"), help="prompt tokens per request")
     parser.add_argument("--osl", required=True, type=positive_int("--osl"), help="output tokens per request")
-    parser.add_argument("--tpot-ms", type=positive_float("--tpot-ms"), help="target: time per output token [ms]")
-    parser.add_argument("--ttft-ms", type=positive_float("--ttft-ms"), help="target: time to first token [ms]")
-    parser.add_argument("--max-devices", type=positive_int("--max-devices"), default=8)
+    parser.add_argument("--tpot-ms", type=number_in("--tpot-ms", *TARGET_MS, "ms"),
+                        help="target: time per output token [ms]")
+    parser.add_argument("--ttft-ms", type=number_in("--ttft-ms", *TARGET_MS, "ms"),
+                        help="target: time to first token [ms]")
+    parser.add_argument("--max-devices", type=positive_int("--max-devices", search_budget.MAX_DEVICES), default=8,
+                        help=f"most devices in one deployment (tp x pp), at most {search_budget.MAX_DEVICES}")
+    parser.add_argument("--max-candidates", type=positive_int("--max-candidates", search_budget.MAX_CANDIDATES_CEILING),
+                        default=search_budget.MAX_CANDIDATES,
+                        help=f"refuse a search of more candidates (default {search_budget.MAX_CANDIDATES:,}: about a "
+                             "minute)")
     parser.add_argument("--dtypes", nargs="+", type=choice("--dtypes", STORAGE_DTYPES),
                         default=list(planner.DEFAULT_DTYPES),
                         help="weight and KV-cache dtypes to search (KV: 8 bits or more)")
@@ -80,15 +89,20 @@ def priced(gpus: list, prices: list[tuple[str | None, float]] | None) -> list:
 def table(args) -> tuple[list[dict], dict]:
     """(the frontier rows, best first, at most --top; notes: `evaluated` configurations in `seconds`, and the
     `reason` no candidate fits and meets the targets, "" when some do)."""
-    gpus = [options.gpu(key) for key in args.gpu] if args.gpu else list(hardware.catalog().values())
+    gpus = [options.gpu(key) for key in dict.fromkeys(args.gpu)] if args.gpu else list(hardware.catalog().values())
     gpus = priced(gpus, args.price_per_hour)
     if args.rank_on == "cost":
         check_priced(gpus)
     workload = planner.Workload(isl=args.isl, osl=args.osl, prefill=args.prefill,
                                 tpot_s=args.tpot_ms / 1e3 if args.tpot_ms else None,
                                 ttft_s=args.ttft_ms / 1e3 if args.ttft_ms else None)
-    result = planner.search(options.model(args.model), gpus, workload, dtypes=args.dtypes,
-                            max_devices=args.max_devices, memory_utilization=args.memory_utilization)
+    model = options.model(args.model)
+    count = search_budget.count_candidates(model, gpus, args.dtypes, args.max_devices, args.memory_utilization)
+    search_budget.check_budget(count, args.max_candidates, "plan", "lower --max-devices, give fewer --gpu or --dtypes, "
+                               "or raise --max-candidates")
+    progress = search_budget.Progress(count, lambda line: print(line, file=sys.stderr, flush=True))
+    result = planner.search(model, gpus, workload, dtypes=args.dtypes, max_devices=args.max_devices,
+                            memory_utilization=args.memory_utilization, progress=progress)
     rows = _ranked(result, args, {gpu.key: gpu for gpu in gpus})
     notes = {"evaluated": len(result), "seconds": result.seconds,
              "reason": "" if rows else planner.no_plan_reason(result)}

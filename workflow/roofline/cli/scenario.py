@@ -35,6 +35,8 @@ def add_arguments(parser) -> None:
     options.add_format(parser)
     parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure --out); "
                                               "default: the one shipped for --gpu, if any")
+    parser.add_argument("--calibration-any-device", action="store_true",
+                        help="apply --calibration even if it was measured on another device than --gpu")
 
 
 def _add_dtypes(parser, defaults: Scenario) -> None:
@@ -78,15 +80,28 @@ def scenario(args) -> Scenario:
                     weight_group_size=args.weight_group_size).validate()
 
 
+def _absolute(path: str) -> str:
+    """`path` made absolute (symlinks resolved where it can be; a path that cannot, say with a NUL byte, as given
+    for the table check to name)."""
+    try:
+        return str(Path(path).resolve())
+    except (OSError, ValueError, RuntimeError):
+        return path
+
+
 def analysis(args) -> tuple[list[dict], dict]:
     """(operator rows, totals row) of the question the options ask, with --calibration's table and
     --price-per-hour (totals) when given."""
     model, gpu, chosen = options.model(args.model), options.gpu(args.gpu), scenario(args)
     if getattr(args, "price_per_hour", None):
         gpu = replace(gpu, price_per_hour=args.price_per_hour)
+    if args.calibration_any_device and not args.calibration:
+        raise RooflineInputError("--calibration-any-device: needs --calibration (the shipped tables always match "
+                                 "their device)")
     if args.calibration:
+        gpu = replace(gpu, calibration=_absolute(args.calibration), calibration_any_device=args.calibration_any_device)
         try:
-            gpu = replace(gpu, calibration=check_table(str(Path(args.calibration).resolve())))
+            check_table(gpu.calibration, gpu)
         except RooflineInputError as error:
             raise RooflineInputError(f"--{error}") from None
     return analyze(model, gpu, args.stage, chosen)

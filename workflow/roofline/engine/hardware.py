@@ -75,6 +75,8 @@ class Accelerator:
     tdp_w: float | None = None  # W, the datasheet's board power (TDP/TBP); None = not published
     power_w: float | None = None  # W, measured mean power per device while serving (config only; wins over tdp_w)
     price_per_hour: float | None = None  # USD per device-hour (config or --price-per-hour; none shipped)
+    chip: str = ""  # catalog key of the silicon (an alias with `base:` keeps its base's): whose measurements apply
+    calibration_any_device: bool = False  # apply `calibration` even if it was measured on another chip
 
     def link(self, span: int) -> tuple[float, float]:
         """(bandwidth [byte/s], latency [s]) of a collective over `span` devices: scale-up inside one domain,
@@ -136,6 +138,7 @@ def _from_csv_row(row: dict[str, str]) -> Accelerator:
         scaleout_latency_s=(_float_or_none(row.get("scaleout_latency_us", "")) or 0.0) * MICRO,
         interconnect_source=row.get("interconnect_source", ""),
         tdp_w=_float_or_none(row.get("tdp_w", "")),
+        chip=key,
     )
 
 
@@ -168,7 +171,7 @@ _SCALED_FIELDS = {
 #: Unscaled numeric fields of a gpus: entry (positive numbers in their own units: W, USD per device-hour)
 _POWER_AND_PRICE = ("tdp_w", "power_w", "price_per_hour")
 ENTRY_FIELDS = ("base", "name", "vendor", "source", "peak_tflops", "scaleup_link", "scaleup_domain",
-                *_SCALED_FIELDS, "calibration", *_POWER_AND_PRICE)
+                *_SCALED_FIELDS, "calibration", "calibration_any_device", *_POWER_AND_PRICE)
 
 
 def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
@@ -178,7 +181,9 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     Entry fields (config units): name, vendor, memory_gb [read as GiB, like the catalog], bandwidth_gbps [decimal
     GB/s], peak_tflops {dtype: dense TFLOP/s}, l2_mb, source; interconnect: scaleup_link, scaleup_gbps [decimal GB/s
     per direction], scaleup_domain [devices], scaleout_gbps, scaleup_latency_us, scaleout_latency_us; calibration
-    (path of a calibration table, as given); tdp_w [W], power_w [W, measured], price_per_hour [USD per device-hour].
+    (path of a calibration table, as given), calibration_any_device (true: apply it even if measured on another
+    chip); tdp_w [W], power_w [W, measured], price_per_hour [USD per device-hour]. The device keeps the chip of the
+    catalog entry it starts from (`key` or `base`); new hardware has none.
     """
     entry = dict(entry or {})
     unknown_fields = sorted(set(entry) - set(ENTRY_FIELDS))
@@ -194,7 +199,47 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     for name in ("power_w", "price_per_hour"):  # a measurement and a price, not spec fields: the same
         if name in entry:
             changes[name] = _positive(key, name, entry[name])
-    return replace(base, **changes)
+    if "calibration_any_device" in entry:
+        if not isinstance(entry["calibration_any_device"], bool):
+            raise RooflineInputError(f"gpus.{key}.calibration_any_device: {entry['calibration_any_device']!r} is not "
+                                     "allowed; expected true or false")
+        changes["calibration_any_device"] = entry["calibration_any_device"]
+    return check_plausible(key, entry, replace(base, **changes))
+
+
+#: Plausible range of each device figure once converted to SI units, from a microcontroller to a whole rack, with
+#: the entry field that sets it and the unit of the range. Outside it a figure is a typo (1.0e+308, 5.0e-324) that
+#: would overflow or divide by zero in the jobs, so it is refused where an entry is resolved (accelerator_from_entry:
+#: the config and every other path). An attribute a device lacks or leaves at 0 or None (no such figure) is not
+#: checked.
+PLAUSIBLE_SI = {
+    "memory_bytes": ("memory_gb", 1e6, 1e15, "byte"),                 # 1 MB .. 1 PB
+    "bandwidth_bytes_per_s": ("bandwidth_gbps", 1e6, 1e16, "byte/s"),  # 1 MB/s .. 10 PB/s
+    "l2_bytes": ("l2_mb", 1e3, 1e12, "byte"),                          # 1 kB .. 1 TB
+    "peak_flops_per_s": ("peak_tflops", 1e6, 1e21, "FLOP/s"),          # 1 MFLOP/s .. 1 ZFLOP/s, per dtype
+    "scaleup_bandwidth_bytes_per_s": ("scaleup_gbps", 1e6, 1e16, "byte/s"),
+    "scaleout_bandwidth_bytes_per_s": ("scaleout_gbps", 1e6, 1e16, "byte/s"),
+    "scaleup_latency_s": ("scaleup_latency_us", 1e-9, 1.0, "s"),       # 1 ns .. 1 s per collective
+    "scaleout_latency_s": ("scaleout_latency_us", 1e-9, 1.0, "s"),
+}
+
+
+def check_plausible(key: str, entry: dict | None, gpu: Accelerator) -> Accelerator:
+    """`gpu` if every figure in PLAUSIBLE_SI lies in its range after unit conversion, else one line naming
+    gpus.<key>.<field> and the value as the entry wrote it."""
+    entry = entry or {}
+    for attribute, (field_name, low, high, unit) in PLAUSIBLE_SI.items():
+        value = getattr(gpu, attribute, None)
+        figures = value.items() if isinstance(value, dict) else [(None, value)]
+        for dtype, number in figures:
+            written = (entry.get(field_name) or {}).get(dtype) if dtype else entry.get(field_name)
+            if (not number and written is None) or low * (1 - 1e-9) <= number <= high * (1 + 1e-9):
+                continue  # 0.001 GB/s is 1e6 byte/s; a written 5e-324 us that converts to 0 s is not skipped
+            where = f"{field_name}.{dtype}" if dtype else field_name
+            raise RooflineInputError(f"gpus.{key}.{where}: {written if written is not None else number} is not "
+                                     f"plausible ({number:.3g} {unit} once converted); expected {low:g} to "
+                                     f"{high:g} {unit}")
+    return gpu
 
 
 def _entry_base(key: str, entry: dict, base_key) -> Accelerator:
@@ -237,6 +282,9 @@ def _entry_changes(key: str, entry: dict, base: Accelerator) -> dict:
         changes["scaleup_domain"] = domain
     if "peak_tflops" in entry:
         peaks = dict(base.peak_flops_per_s)
+        if not isinstance(entry["peak_tflops"] or {}, dict):
+            raise RooflineInputError(f"gpus.{key}.peak_tflops: {entry['peak_tflops']!r} is not allowed; expected a "
+                                     "mapping of dtype to dense TFLOP/s, e.g. {fp16: 989}")
         for dtype, value in (entry["peak_tflops"] or {}).items():
             if dtype not in PEAK_DTYPES:
                 raise unknown(f"gpus.{key}.peak_tflops", dtype, PEAK_DTYPES)

@@ -45,7 +45,7 @@ NULL_IS_A_VALUE = ("q_lora_rank", "n_shared_experts")
 _TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string", list: "a list"}
 
 
-def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True):
+def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True, minimum: int | None = None):
     for name in names:
         value = cfg.get(name)
         if value is not None:
@@ -53,6 +53,8 @@ def _need(cfg: dict, path: str, *names: str, default=None, required: bool = True
             if isinstance(value, bool) or not isinstance(value, wanted):
                 raise RooflineInputError(f"{path}: field '{name}' is {_shown(value)}; expected "
                                          f"{'a name' if wanted is str else 'an integer'}")
+            if minimum is not None and value < minimum:  # a period or step of 0 would divide by zero
+                raise RooflineInputError(f"{path}: field '{name}' is {value}; expected an integer >= {minimum}")
             return value
     if required and default is None:
         aliases = "".join(f" (or '{name}')" for name in names[1:])
@@ -169,8 +171,15 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
         "source": source or where, **reader.traits, **shape,
     }
     spec_kw.update(_native_dtypes(cfg.get("quantization_config"), where))
-    for extra in reader.extras:  # in order: a later reader may build on an earlier one's fields
-        spec_kw.update(extra(cfg, need, spec_kw, where))
+    try:
+        for extra in reader.extras:  # in order: a later reader may build on an earlier one's fields
+            spec_kw.update(extra(cfg, need, spec_kw, where))
+    except (TypeError, ValueError, ArithmeticError, LookupError, AttributeError) as error:
+        # a field the readers do not check one by one holds a value of the wrong kind: still one line
+        if isinstance(error, RooflineInputError):
+            raise
+        raise RooflineInputError(f"{where}: a field of model_type '{family}' holds a value it cannot read "
+                                 f"({type(error).__name__}: {_shown(str(error), 80)})") from None
     try:
         return ModelSpec(**spec_kw).validate()
     except RooflineInputError as error:  # name the file the impossible value came from

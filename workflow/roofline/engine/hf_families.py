@@ -29,11 +29,31 @@ def _layer_count(cfg: dict, n_layers: int, kind: str, fallback: int) -> int:
     return fallback
 
 
-def _rope_dim(cfg: dict, head_dim: int, default_factor: float) -> int:
+def _rope_dim(cfg: dict, head_dim: int, default_factor: float, where: str) -> int:
     """Rotated channels per head: head_dim x partial_rotary_factor (top level, or in transformers 5's
-    rope_parameters)."""
-    factor = cfg.get("partial_rotary_factor") or (cfg.get("rope_parameters") or {}).get("partial_rotary_factor")
-    return int(head_dim * (factor or default_factor))
+    rope_parameters), a fraction in (0, 1]."""
+    parameters = cfg.get("rope_parameters")
+    factor = cfg.get("partial_rotary_factor") or (parameters.get("partial_rotary_factor")
+                                                  if isinstance(parameters, dict) else None)
+    factor = factor or default_factor
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+        raise RooflineInputError(f"{where}: field 'partial_rotary_factor' is {factor!r:.40}; expected a fraction "
+                                 "greater than 0 and at most 1")
+    return int(head_dim * factor)
+
+
+def _layer_list(cfg: dict, name: str, n_layers: int, where: str, values: tuple | None = None) -> list | None:
+    """The list of integers field `name` holds (layer indices below n_layers, or flags among `values`), None
+    when absent or empty."""
+    items = cfg.get(name)
+    if not items:
+        return None
+    allowed = values if values is not None else range(n_layers)
+    if not isinstance(items, list) or not all(isinstance(i, int) and not isinstance(i, bool) and i in allowed
+                                              for i in items):
+        what = f"flags {', '.join(map(str, values))}" if values is not None else f"layer indices 0 to {n_layers - 1}"
+        raise RooflineInputError(f"{where}: field '{name}' is {items!r:.40}; expected a list of {what}")
+    return items
 
 
 # ------------------------------------------------------------- shape readers: MLP, heads, norm, positions
@@ -130,7 +150,8 @@ def _local_global(period: int) -> Callable[..., tuple[int | None, int]]:
         window = cfg.get("sliding_window")
         if not window:
             return None, 0
-        every = need("sliding_window_pattern", "_sliding_window_pattern", default=period, required=False)
+        every = need("sliding_window_pattern", "_sliding_window_pattern", default=period, required=False,
+                     minimum=1)
         return window, sum(1 for i in range(n_layers) if (i + 1) % every)
 
     return windows
@@ -196,10 +217,11 @@ def _llama4(cfg: dict, need, kw: dict, where: str) -> dict:
     """Llama 4: MoE layers every interleave_moe_layer_step (or moe_layers), one shared expert; layers whose
     no_rope_layers entry is 0 (HF: 1 = uses RoPE) have no RoPE and full attention, the others chunked attention."""
     L = kw["n_layers"]
-    step = need("interleave_moe_layer_step", default=1, required=False)
-    moe_layers = cfg.get("moe_layers") or list(range(step - 1, L, step))
-    interval = need("no_rope_layer_interval", default=4, required=False)
-    rope_layers = cfg.get("no_rope_layers") or [int((i + 1) % interval != 0) for i in range(L)]
+    step = need("interleave_moe_layer_step", default=1, required=False, minimum=1)
+    moe_layers = _layer_list(cfg, "moe_layers", L, where) or list(range(step - 1, L, step))
+    interval = need("no_rope_layer_interval", default=4, required=False, minimum=1)
+    rope_layers = (_layer_list(cfg, "no_rope_layers", L, where, values=(0, 1))
+                   or [int((i + 1) % interval != 0) for i in range(L)])
     chunk = cfg.get("attention_chunk_size")
     chunked = _layer_count(cfg, L, "chunked_attention", sum(rope_layers)) if chunk else 0
     return dict(n_experts=need("num_local_experts"), top_k=need("num_experts_per_tok"),
@@ -214,14 +236,14 @@ def _glm4_moe(cfg: dict, need, kw: dict, where: str) -> dict:
     return dict(n_experts=need("n_routed_experts"), top_k=need("num_experts_per_tok"),
                 moe_intermediate=need("moe_intermediate_size"), n_shared_experts=need("n_shared_experts"),
                 first_dense_layers=need("first_k_dense_replace"), qkv_bias=bool(cfg.get("attention_bias", False)),
-                qk_norm=bool(cfg.get("use_qk_norm", False)), rope_dim=_rope_dim(cfg, kw["head_dim"], 0.5))
+                qk_norm=bool(cfg.get("use_qk_norm", False)), rope_dim=_rope_dim(cfg, kw["head_dim"], 0.5, where))
 
 
 def _qwen3_next(cfg: dict, need, kw: dict, where: str) -> dict:
     """Qwen3-Next: Gated DeltaNet layers, every full_attention_interval-th layer gated softmax attention; MoE with a
     gated shared expert of shared_expert_intermediate_size (a multiple of moe_intermediate_size)."""
     L = kw["n_layers"]
-    interval = need("full_attention_interval", default=4, required=False)
+    interval = need("full_attention_interval", default=4, required=False, minimum=1)
     linear = _layer_count(cfg, L, "linear_attention", sum(1 for i in range(L) if (i + 1) % interval))
     expert, shared = need("moe_intermediate_size"), need("shared_expert_intermediate_size", default=0,
                                                          required=False)
@@ -232,7 +254,7 @@ def _qwen3_next(cfg: dict, need, kw: dict, where: str) -> dict:
                 linear_v_heads=need("linear_num_value_heads"), linear_k_dim=need("linear_key_head_dim"),
                 linear_v_dim=need("linear_value_head_dim"), linear_conv_kernel=need("linear_conv_kernel_dim"),
                 n_shared_experts=shared // expert, shared_expert_gate=shared > 0,
-                rope_dim=_rope_dim(cfg, kw["head_dim"], 0.25))
+                rope_dim=_rope_dim(cfg, kw["head_dim"], 0.25, where))
 
 
 # ---------------------------------------------------------------------------------------------- the table

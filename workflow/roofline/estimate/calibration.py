@@ -37,7 +37,7 @@ device's bound), or, for an op_class none of them measured (communication), the 
 """
 from __future__ import annotations
 
-import csv
+import logging
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -46,9 +46,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine.errors import RooflineInputError
 from ..engine.hardware import Accelerator, catalog
 from ..engine.roofline import bound_class, kernel_seconds
+from . import table_checks
 
 #: Width of the bins whose medians are the interpolation knots [decades of bound time].
 BIN_DECADES = 0.1
@@ -57,7 +57,7 @@ K_NEAREST = 8
 #: Method of t_expected (see the module docstring and FITS).
 METHOD = "knn"
 #: Columns every calibration table needs (CALIBRATION_COLUMNS in columns.py lists all).
-REQUIRED = ("op_class", "dtype", "flops", "bytes", "measured_s", "source")
+REQUIRED = table_checks.REQUIRED
 #: Shipped measured tables pooled into the `default` fallback (catalog keys; files data/calibrations/{key}.csv).
 DEFAULT_TABLES = ("a100-sxm-80gb", "h100-sxm")
 #: dtypes that run at the same rate on every catalog device, so one's measurement calibrates the other.
@@ -161,29 +161,8 @@ def shipped_path(key: str) -> Path | None:
 
 @lru_cache(maxsize=64)
 def read_table(path: str) -> tuple[dict, ...]:
-    """The rows of a calibration CSV (numbers as floats); a one-line error for a missing file or column."""
-    file = Path(path)
-    if not file.is_file():
-        raise RooflineInputError(f"calibration: file '{path}' does not exist; expected a CSV written by "
-                                 "`roofline measure --out`")
-    with file.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
-        if missing:
-            raise RooflineInputError(f"calibration: '{path}' lacks column(s) {', '.join(missing)}; a calibration "
-                                     f"table needs {', '.join(REQUIRED)} (as `roofline measure` writes them)")
-        rows = []
-        for line, row in enumerate(reader, start=2):
-            try:
-                for name in ("flops", "bytes", "measured_s"):
-                    row[name] = float(row[name])
-            except ValueError:
-                raise RooflineInputError(f"calibration: '{path}' line {line}: {name} '{row[name]}' is not a "
-                                         "number") from None
-            rows.append(row)
-    if not rows:
-        raise RooflineInputError(f"calibration: '{path}' has no rows")
-    return tuple(rows)
+    """The rows of a calibration CSV that pass table_checks (numbers as floats); one line for an unusable file."""
+    return table_checks.read_checked(path).rows
 
 
 def holds_kernel_durations(path: str | None) -> bool:
@@ -191,23 +170,24 @@ def holds_kernel_durations(path: str | None) -> bool:
     return path is not None and any(path == str(shipped_path(key)) for key in KERNEL_TIME_TABLES)
 
 
-def check_table(path: str) -> str:
-    """`path` if it reads as a calibration table (used by the config before any job runs)."""
-    read_table(str(path))
+def check_table(path: str, gpu: Accelerator | None = None) -> str:
+    """`path` if it reads as a calibration table measured on `gpu`'s chip (table_checks; used by the config and the
+    command line before any estimate); rows left out are reported once, as a warning."""
+    table = table_checks.read_checked(str(path))
+    if gpu is not None:
+        table_checks.check_device(table, gpu, str(path))
+    if table.report(str(path)):
+        logging.getLogger("roofline").warning(table.report(str(path)))
     return str(path)
 
 
 def table_path(gpu: Accelerator) -> str | None:
-    """The calibration a device uses: its config `calibration`, else the table shipped for its catalog key (or for
-    the catalog device of the same name: an alias of a catalog device keeps its name)."""
+    """The calibration a device uses: its config `calibration`, else the table shipped for its chip (an alias with
+    `base:` keeps its base's chip; a device built without one is looked up by its key)."""
     if gpu.calibration:
         return gpu.calibration
-    keys = [gpu.key] + [k for k, g in catalog().items() if g.name == gpu.name and k != gpu.key]
-    for key in keys:
-        path = shipped_path(key)
-        if path is not None:
-            return str(path)
-    return None
+    path = shipped_path(gpu.chip or gpu.key)
+    return str(path) if path is not None else None
 
 
 def regime(gpu: Accelerator, dtype: str, flops: float, nbytes: float) -> str:
@@ -269,7 +249,7 @@ class Calibration:
 
 def _spec_key(gpu: Accelerator) -> tuple:
     return (gpu.key, gpu.bandwidth_bytes_per_s, tuple(sorted(gpu.peak_flops_per_s.items())), gpu.calibration,
-            gpu.name)
+            gpu.name, gpu.chip)
 
 
 _CACHE: dict[tuple, Calibration] = {}

@@ -12,17 +12,21 @@ torch (the `measure` extra); the engine does not.
 from __future__ import annotations
 
 import math
+import os
 import platform
 import statistics
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 from ..engine import formulas as f
 from ..engine.columns import CALIBRATION_COLUMNS
-from ..engine.errors import RooflineInputError, unknown
+from ..engine.errors import RooflineInputError, clip, unknown
 from ..engine.hardware import GIGA, TERA, Accelerator, catalog
+from ..engine.hf_config import not_a_file
 from ..engine.models import ACTIVATION_FLOPS
 from .calibration import CEILING, bound_seconds, measured_ceilings
 
@@ -300,16 +304,55 @@ def summary(rows: list[dict], spec: Accelerator) -> str:
     return "\n".join(lines)
 
 
-def write(rows: list[dict], out: str) -> list[str]:
-    """Write `out` (CSV) and the same table as parquet next to it; returns the paths."""
-    from pathlib import Path
+def check_out(out: str) -> tuple[Path, Path]:
+    """(CSV path, parquet path) of `out` if both can be written: a path ending in .csv in an existing folder we may
+    write in, neither path a directory or another non-regular file; checked before minutes of measuring."""
+    try:
+        return _writable(out)
+    except (OSError, ValueError) as error:  # a name too long, a NUL byte
+        if isinstance(error, RooflineInputError):
+            raise
+        reason = getattr(error, "strerror", None) or str(error)
+        raise RooflineInputError(f"'{clip(out, 200)}' cannot be written ({clip(reason, 80)})") from None
 
+
+def _writable(out: str) -> tuple[Path, Path]:
+    csv_path = Path(out)
+    if csv_path.suffix != ".csv":
+        raise RooflineInputError(f"'{clip(out, 200)}' is not allowed; expected a path ending in .csv")
+    folder = csv_path.parent
+    if not folder.is_dir():
+        raise RooflineInputError(f"'{clip(out, 200)}': folder '{clip(folder, 200)}' "
+                                 f"{not_a_file(folder) or 'is not a folder'}; create it first")
+    paths = (csv_path, csv_path.with_suffix(".parquet"))
+    for path in paths:
+        if path.exists() and not path.is_file():
+            kind = (not_a_file(path) or "is not a regular file").replace(", not a config.json file", "")
+            raise RooflineInputError(f"'{clip(path, 200)}' {kind}; expected a file path ending in .csv")
+    try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".roofline-measure-", suffix=".tmp")
+    except OSError as error:
+        raise RooflineInputError(f"'{clip(out, 200)}': cannot write in folder '{clip(folder, 200)}' "
+                                 f"({error.strerror})") from None
+    os.close(handle)
+    os.unlink(probe)
+    return paths
+
+
+def write(rows: list[dict], out: str) -> list[str]:
+    """Write `out` (CSV) and the same table as parquet next to it, each to a temporary file first, both renamed into
+    place once both are complete (a run killed or failing while writing leaves no table); returns the paths."""
     import pandas as pd
 
-    csv_path = Path(out)
-    csv_path.parent.mkdir(parents=True, exist_ok=True)
     table = pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
-    table.to_csv(csv_path, index=False)
-    parquet = csv_path.with_suffix(".parquet")
-    table.to_parquet(parquet, index=False)
-    return [str(csv_path), str(parquet)]
+    paths = check_out(out)
+    temps = [path.with_name(f".{path.name}.{os.getpid()}.tmp") for path in paths]
+    try:
+        table.to_csv(temps[0], index=False)
+        table.to_parquet(temps[1], index=False)
+        for temp, path in zip(temps, paths):
+            os.replace(temp, path)
+    finally:
+        for temp in temps:
+            temp.unlink(missing_ok=True)
+    return [str(path) for path in paths]

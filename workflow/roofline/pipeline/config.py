@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..engine.analysis import check_device_dtypes, resolve_plan
 from ..engine.errors import RooflineInputError, clip, unknown
-from ..engine.hardware import Accelerator, accelerator_from_entry
+from ..engine.hardware import Accelerator, accelerator_from_entry, check_plausible  # noqa: F401 (re-export)
 from ..engine.hardware import catalog as gpu_catalog
 from ..engine.hf_config import not_a_file
 from ..engine.models import ModelSpec, model_from_entry
@@ -27,6 +27,7 @@ from ..engine.scenario import STAGES, Scenario, check_context
 from ..estimate.calibration import check_table
 from ..serving.measured import PREDICTED, MeasuredRun, run_params
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
+from ..serving.search_budget import MAX_CANDIDATES, check_budget, check_max_devices, count_candidates
 from .compare import results_folder
 from .measurements import resolve_measurements
 
@@ -156,46 +157,21 @@ def resolve_model(key: str, entry: dict | None, base_dir: Path) -> ModelSpec:
 def resolve_gpu(key: str, entry: dict | None, base_dir: Path = Path(".")) -> Accelerator:
     check_key("gpus", key)
     entry = dict(entry or {})
+    hint = ""
     if "calibration" in entry:  # an absolute path, read once here so that a bad table stops the run before any job
         path = Path(str(entry["calibration"]))
         full = path if path.is_absolute() else base_dir / path
+        hint = "" if path.is_absolute() else f" (relative paths start at the working directory {base_dir})"
         try:
-            entry["calibration"] = check_table(str(full.resolve()))
+            entry["calibration"] = str(full.resolve())
+        except (OSError, ValueError, RuntimeError):  # a NUL byte, a symlink loop: the table check names it
+            entry["calibration"] = str(full)
+    gpu = accelerator_from_entry(key, entry)  # figures checked there (hardware.check_plausible)
+    if gpu.calibration:
+        try:
+            check_table(gpu.calibration, gpu)
         except RooflineInputError as error:
-            raise RooflineInputError(f"gpus.{key}.{error} (relative paths start at the working directory "
-                                     f"{base_dir})") from None
-    return check_plausible(key, entry, accelerator_from_entry(key, entry))
-
-
-#: Plausible range of each device figure once converted to SI units, from a microcontroller to a whole rack, with
-#: the entry field that sets it and the unit of the range. Outside it a figure is a typo (1.0e+308, 5.0e-324) that
-#: would overflow or divide by zero in the jobs, so it is refused at config time. An attribute a device lacks or
-#: leaves at 0 or None (no such figure) is not checked.
-PLAUSIBLE_SI = {
-    "memory_bytes": ("memory_gb", 1e6, 1e15, "byte"),                 # 1 MB .. 1 PB
-    "bandwidth_bytes_per_s": ("bandwidth_gbps", 1e6, 1e16, "byte/s"),  # 1 MB/s .. 10 PB/s
-    "l2_bytes": ("l2_mb", 1e3, 1e12, "byte"),                          # 1 kB .. 1 TB
-    "peak_flops_per_s": ("peak_tflops", 1e6, 1e21, "FLOP/s"),          # 1 MFLOP/s .. 1 ZFLOP/s, per dtype
-    "scaleup_bandwidth_bytes_per_s": ("scaleup_gbps", 1e6, 1e16, "byte/s"),
-    "scaleout_bandwidth_bytes_per_s": ("scaleout_gbps", 1e6, 1e16, "byte/s"),
-}
-
-
-def check_plausible(key: str, entry: dict | None, gpu: Accelerator) -> Accelerator:
-    """`gpu` if every figure in PLAUSIBLE_SI lies in its range after unit conversion, else one line naming
-    gpus.<key>.<field> and the value as the entry wrote it."""
-    entry = entry or {}
-    for attribute, (field_name, low, high, unit) in PLAUSIBLE_SI.items():
-        value = getattr(gpu, attribute, None)
-        figures = value.items() if isinstance(value, dict) else [(None, value)]
-        for dtype, number in figures:
-            if not number or low * (1 - 1e-9) <= number <= high * (1 + 1e-9):  # 0.001 GB/s is 1e6 byte/s
-                continue
-            where = f"{field_name}.{dtype}" if dtype else field_name
-            written = (entry.get(field_name) or {}).get(dtype) if dtype else entry.get(field_name)
-            raise RooflineInputError(f"gpus.{key}.{where}: {written if written is not None else number} is not "
-                                     f"plausible ({number:.3g} {unit} once converted); expected {low:g} to "
-                                     f"{high:g} {unit}")
+            raise RooflineInputError(f"gpus.{key}.{error}{hint}") from None
     return gpu
 
 
@@ -295,6 +271,13 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
             check_workload_context(model, workload)
         except RooflineInputError as error:
             raise RooflineInputError(f"plan.{error} (models.{key})") from None
-    return PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
-                        max_devices=section.get("max_devices", 8), dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
-                        memory_utilization=scenario.memory_utilization)
+    settings = PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
+                            max_devices=check_max_devices("plan.max_devices", section.get("max_devices", 8)),
+                            dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
+                            memory_utilization=scenario.memory_utilization)
+    for key, model in models.items():  # every search bounded before any job runs
+        count = count_candidates(model, settings.gpus, settings.dtypes, settings.max_devices,
+                                 settings.memory_utilization)
+        check_budget(count, section.get("max_candidates", MAX_CANDIDATES), f"plan (models.{key})",
+                     "lower plan.max_devices, list fewer plan.gpus or plan.dtypes, or raise plan.max_candidates")
+    return settings

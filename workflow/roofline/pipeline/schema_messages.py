@@ -7,10 +7,23 @@ from .config import check_key
 _BOUNDS = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}
 
 
+def check_schema(config: dict, schema: dict) -> None:
+    """One RooflineInputError line (describe_schema_error) for the first error of `config` against `schema`:
+    checked before Snakemake's validate, which fills defaults and cannot where a value has the wrong type (a string
+    where a plan mapping may be)."""
+    import jsonschema  # pulled in by Snakemake anyway; here only when a config is checked
+
+    error = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(config)), None)
+    if error is not None:
+        raise RooflineInputError(describe_schema_error(error))
+
+
 def describe_schema_error(error) -> str:
     """One line for a `jsonschema.ValidationError`: where, the bad value, what is allowed."""
     where = ".".join(str(part) for part in error.absolute_path) or "config"
     value, kind, expected = error.instance, error.validator, error.validator_value
+    if kind in ("oneOf", "anyOf") and error.context:
+        return _alternatives(error)
     if kind == "enum" and not isinstance(value, str):
         return f"{where}: {value!r} is not allowed; allowed: {', '.join(str(v) for v in expected)}"
     if kind == "enum":
@@ -40,6 +53,25 @@ def describe_schema_error(error) -> str:
             return _key_message(where, value)
         return f"{where}: '{value[:24]}...' ({len(value)} characters) is too long; at most {expected} characters"
     return f"{where}: {error.message}"
+
+
+def _alternatives(error) -> str:
+    """A oneOf/anyOf error in the words of the alternative whose type the value has (a plan mapping's bad `tp`
+    names `...parallel.tp`); where no alternative has its type, or the value is a string that no alternative of
+    the string type allows, the line lists every alternative."""
+    branches: dict[int, list] = {}
+    for sub in error.context:
+        branches.setdefault(sub.schema_path[0], []).append(sub)
+    typed = [subs for subs in branches.values() if not any(s.validator == "type" and not s.path for s in subs)]
+    mappings = [b for b in error.validator_value if isinstance(b, dict) and b.get("type") == "object"]
+    plan = f" (or a mapping of {', '.join(mappings[0].get('properties', {}))})" if mappings else ""
+    if typed:
+        deepest = max(typed[0], key=lambda s: len(s.path))
+        line = describe_schema_error(deepest)
+        return line + plan if deepest.validator == "enum" and not deepest.path else line
+    where = ".".join(str(part) for part in error.absolute_path) or "config"
+    kinds = sorted({str(b.get("type")) for b in error.validator_value if isinstance(b, dict) and "type" in b})
+    return f"{where}: {clip(repr(error.instance))} is not allowed; expected {' or '.join(kinds)}{plan}"
 
 
 def _key_message(section: str, key: object) -> str:

@@ -30,7 +30,7 @@ so the search runs at hundreds of thousands of candidates per second.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -242,8 +242,10 @@ def _evaluate(model: ModelSpec, groups: Sequence[Group], workload: Workload, bat
 
 def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dtypes: Sequence[str] = DEFAULT_DTYPES,
            max_devices: int = 8, batches: Iterable[int] | None = None,
-           memory_utilization: float = Scenario.memory_utilization) -> Search:
-    """Evaluate every candidate (see the module docstring); raises RooflineInputError when there is none."""
+           memory_utilization: float = Scenario.memory_utilization,
+           progress: Callable[[int, int], None] | None = None) -> Search:
+    """Evaluate every candidate (see the module docstring); raises RooflineInputError when there is none.
+    `progress(done, total)` is called after each batch of groups (search_budget.Progress prints a line)."""
     workload.validate()
     dtypes = tuple(dict.fromkeys(check_storage_dtype("dtypes", dtype) for dtype in dtypes))
     if not any(DTYPE_BYTES[dtype] >= MIN_KV_BYTES for dtype in dtypes):
@@ -263,7 +265,12 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dt
     for group in groups:  # same scenario (plan included), another device: the same operator graph
         by_scenario.setdefault(group.scenario, []).append(group)
     groups = [g for same in by_scenario.values() for g in same]
-    parts = [_evaluate(model, same, workload, batches) for same in by_scenario.values()]
+    parts, done = [], 0
+    for same in by_scenario.values():
+        parts.append(_evaluate(model, same, workload, batches))
+        done += len(same)
+        if progress is not None:
+            progress(done, len(groups))
     columns = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
     return Search(model=model, workload=workload, groups=groups,
                   group=np.repeat(np.arange(len(groups)), len(batches)), batch=np.tile(batches, len(groups)),

@@ -1,0 +1,243 @@
+"""Issue 20, H1, H2, H3, H10 and the messages: every deployment search is bounded (--max-devices against the
+config's limit, the candidates counted before the search and refused past a limit with the count, a progress line
+for long searches); `parallel: manual` in a gpu entry, a plan's tp of 0, '4' or 2.5, --tpot-ms 5e-324 and
+implausible interconnect latencies are one line naming the field; `roofline measure` checks --out before measuring
+and writes through temporary files."""
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from roofline.cli import app as cli
+from roofline.engine import hardware, models
+from roofline.engine.errors import RooflineInputError
+from roofline.pipeline import config as rc
+from roofline.pipeline.schema import load_schema
+from roofline.pipeline.schema_messages import check_schema
+from roofline.serving import planner, search_budget
+from workflow_copy import copy_workflow
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def _cli_error(capsys, *argv) -> str:
+    assert cli.main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err.removeprefix("roofline: error: ").strip()
+
+
+# ------------------------------------------------------------------ H1: bounded searches
+PLAN = ["plan", "--model", "kimi-k2", "--isl", "1024", "--osl", "1024"]
+
+
+def test_max_devices_has_the_configs_limit(capsys):
+    assert _cli_error(capsys, *PLAN, "--max-devices", "100000") == (
+        "--max-devices: 100000 is not allowed; expected an integer from 1 to 4096")
+    plan = SCHEMA["properties"]["plan"]["properties"]
+    assert plan["max_devices"]["maximum"] == search_budget.MAX_DEVICES
+    assert plan["max_candidates"]["default"] == search_budget.MAX_CANDIDATES
+    assert plan["max_candidates"]["maximum"] == search_budget.MAX_CANDIDATES_CEILING
+
+
+def test_a_search_too_large_is_refused_up_front_with_its_count(capsys):
+    start = time.monotonic()
+    err = _cli_error(capsys, *PLAN, "--max-devices", "64")
+    assert time.monotonic() - start < 30  # counted, not searched (the search would take minutes)
+    assert err.startswith("plan: 42,097,344 candidates to evaluate, over the limit of 12,000,000 (about ")
+    assert err.endswith("lower --max-devices, give fewer --gpu or --dtypes, or raise --max-candidates")
+    assert "over the limit of 1,000" in _cli_error(capsys, *PLAN, "--gpu", "h100-sxm", "--max-candidates", "1000")
+    assert "--max-candidates: 0 is not allowed" in _cli_error(capsys, *PLAN, "--max-candidates", "0")
+
+
+def test_the_count_is_what_the_search_evaluates():
+    model, gpus = models.catalog()["mixtral-8x7b"], [hardware.get_accelerator(k) for k in ("h100-sxm", "l40s")]
+    workload = planner.Workload(isl=512, osl=256)
+    for dtypes, max_devices in ((("fp16", "fp8"), 4), (("int4", "fp8", "int4"), 8)):
+        result = planner.search(model, gpus, workload, dtypes=dtypes, max_devices=max_devices)
+        assert search_budget.count_candidates(model, gpus, dtypes, max_devices) == len(result)
+
+
+def test_default_searches_of_every_catalog_model_over_every_catalog_device_are_within_the_limit():
+    gpus = list(hardware.catalog().values())
+    counts = {key: search_budget.count_candidates(model, gpus, planner.DEFAULT_DTYPES, 8)
+              for key, model in models.catalog().items()}
+    assert max(counts.values()) <= search_budget.MAX_CANDIDATES, counts
+
+
+def test_repeated_gpus_are_searched_once(capsys):
+    argv = [*PLAN[:2], "llama-3.1-8b", *PLAN[3:], "--gpu", "l4", "--max-devices", "2", "--top", "1"]
+    assert cli.main(argv) == 0
+    once = capsys.readouterr()
+    assert cli.main(argv + ["--gpu", "l4", "--gpu", "l4"]) == 0
+    assert capsys.readouterr().out == once.out
+
+
+def test_the_config_plan_section_is_bounded_before_any_job():
+    config = {"models": {"kimi-k2": {}}, "gpus": {"h200-sxm": {}},
+              "plan": {"gpus": list(hardware.catalog()), "max_devices": 64}}
+    with pytest.raises(RooflineInputError) as error:
+        rc.resolve_config(config)
+    assert str(error.value).startswith("plan (models.kimi-k2): 42,097,344 candidates to evaluate, over the limit")
+    assert "raise plan.max_candidates" in str(error.value)
+    config["plan"]["max_candidates"] = 50_000_000
+    assert rc.resolve_config(config).plan_search.max_devices == 64
+    with pytest.raises(RooflineInputError, match=r"^plan\.max_devices: 5000 is not allowed; expected an integer"):
+        rc.resolve_config({**config, "plan": {**config["plan"], "max_devices": 5000}})
+
+
+def test_progress_lines_only_for_long_searches():
+    now, lines = [0.0], []
+    progress = search_budget.Progress(1_000_000, lines.append, clock=lambda: now[0])
+    for done, at in ((10, 1.0), (20, 2.9), (30, 3.0), (40, 6.0), (60, 13.5), (100, 20.0)):
+        now[0] = at
+        progress(done, 100)
+    assert lines == ["plan: 30% of 1,000,000 candidates evaluated in 3 s, about 7 s left",
+                     "plan: 60% of 1,000,000 candidates evaluated in 14 s, about 9 s left"]
+
+
+# ------------------------------------------------------------------ H2, H3 and the messages
+def _schema_line(config: dict) -> str:
+    with pytest.raises(RooflineInputError) as error:
+        check_schema(config, SCHEMA)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("where, value, expected", [
+    ("gpu", "manual", "gpus.h100-sxm.parallel: unknown value 'manual'; allowed: auto (or a mapping of tp, pp, ep, "
+                      "attention_dp)"),  # H2
+    ("scenario", {"tp": 0}, "scenario.parallel.tp: 0 is not allowed; must be >= 1"),
+    ("scenario", {"tp": "4"}, "scenario.parallel.tp: '4' is not allowed; expected integer"),
+    ("scenario", {"tp": 2.5}, "scenario.parallel.tp: 2.5 is not allowed; expected integer"),
+    ("gpu", {"ep": 0}, "gpus.h100-sxm.parallel.ep: 0 is not allowed; must be >= 1"),
+    ("scenario", {"tq": 2}, "scenario.parallel: unknown key 'tq'"),
+])
+def test_plan_errors_name_the_field(where, value, expected):
+    config = {"models": {"llama-2-7b": {}}, "gpus": {"h100-sxm": {}}}
+    if where == "gpu":
+        config["gpus"]["h100-sxm"]["parallel"] = value
+    else:
+        config["scenario"] = {"parallel": value}
+    assert _schema_line(config).startswith(expected)
+
+
+def test_latency_targets_that_round_to_zero_are_refused_in_their_own_words(capsys):
+    base = [*PLAN[:2], "llama-3.1-8b", *PLAN[3:], "--gpu", "h100-sxm"]
+    for value in ("5e-324", "0", "nan", "inf", "1e300"):
+        assert _cli_error(capsys, *base, "--tpot-ms", value) == (
+            f"--tpot-ms: {value} is not allowed; expected a number from 0.001 to 1e+07 ms")
+    assert _cli_error(capsys, *base, "--ttft-ms", "x").startswith("--ttft-ms: 'x' is not a number")
+    config = {"models": {"llama-2-7b": {}}, "gpus": {"h100-sxm": {}}, "plan": {"tpot_ms": 5e-324}}
+    assert _schema_line(config) == "plan.tpot_ms: 5e-324 is not allowed; must be >= 0.001"
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("scaleup_latency_us", 1e308, "gpus.h100-sxm.scaleup_latency_us: 1e+308 is not plausible (1e+302 s once "
+                                  "converted); expected 1e-09 to 1 s"),  # H3
+    ("scaleout_latency_us", 1e300, "gpus.h100-sxm.scaleout_latency_us: 1e+300 is not plausible"),
+    ("scaleout_latency_us", 5e-324, "gpus.h100-sxm.scaleout_latency_us: 5e-324 is not plausible (0 s once"),
+    ("scaleup_latency_us", 1e-4, "gpus.h100-sxm.scaleup_latency_us: 0.0001 is not plausible"),
+    ("scaleup_gbps", 1e300, "gpus.h100-sxm.scaleup_gbps: 1e+300 is not plausible"),
+    ("scaleout_gbps", 5e-324, "gpus.h100-sxm.scaleout_gbps: 5e-324 is not plausible"),
+    ("peak_tflops", [989], "gpus.h100-sxm.peak_tflops: [989] is not allowed; expected a mapping"),
+])
+def test_every_numeric_device_field_is_range_checked(field, value, expected):
+    with pytest.raises(RooflineInputError) as error:
+        hardware.accelerator_from_entry("h100-sxm", {field: value})  # the engine's entry point: every path
+    assert str(error.value).startswith(expected), str(error.value)
+    with pytest.raises(RooflineInputError, match="^" + re.escape(expected.split(" is ")[0])):
+        rc.resolve_config({"models": {"llama-2-7b": {}}, "gpus": {"h100-sxm": {field: value}}})
+
+
+def test_latencies_in_range_build(capsys):
+    gpu = hardware.accelerator_from_entry("h100-sxm", {"scaleup_latency_us": 3, "scaleout_latency_us": 1e6})
+    assert gpu.scaleup_latency_s == 3e-6 and gpu.scaleout_latency_s == 1.0
+    for gpu in hardware.catalog().values():
+        assert hardware.check_plausible(gpu.key, {}, gpu) is gpu
+
+
+def test_the_readme_spells_the_keys_the_config_accepts():
+    readme = (ROOT / "README.md").read_text()
+    keys = SCHEMA["$defs"]["gpu_entry"]["properties"]
+    assert "scaleup_GBps" not in readme and "scaleout_GBps" not in readme
+    for key in ("scaleup_gbps", "scaleout_gbps", "scaleup_latency_us", "scaleout_latency_us", "scaleup_domain",
+                "calibration_any_device"):
+        assert key in keys and f"`{key}" in readme, key
+
+
+def test_snakemake_says_a_mistyped_plan_in_one_line_with_status_2(tmp_path):  # H2, end to end
+    work = copy_workflow(tmp_path / "work")
+    (work / "config.yaml").write_text("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {parallel: manual}}\n")
+    run = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(work / "Snakefile"), "--dry-run",
+                          "--configfile", "config.yaml", "--replace-workflow-config"], cwd=work, capture_output=True,
+                         text=True, timeout=600)
+    lines = [line for line in run.stderr.splitlines() if line.startswith("Invalid configuration: ")]
+    assert run.returncode == 2 and "Traceback" not in run.stderr + run.stdout, run.stderr[-2000:]
+    assert lines == ["Invalid configuration: gpus.h100-sxm.parallel: unknown value 'manual'; allowed: auto (or a "
+                     "mapping of tp, pp, ep, attention_dp)"]
+
+
+# ------------------------------------------------------------------ H10: roofline measure --out
+@pytest.fixture
+def no_measuring(monkeypatch):
+    from roofline.estimate import measure
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("measured although --out cannot be written")
+    monkeypatch.setattr(measure, "measure", refuse)
+
+
+def test_measure_checks_out_before_measuring(tmp_path, capsys, no_measuring):
+    import os
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    (tmp_path / "dir.csv").mkdir()
+    (tmp_path / "t.parquet").mkdir()
+    for out, expected in ((tmp_path / "dir.csv", "is a directory; expected a file path ending in .csv"),
+                          (tmp_path / "missing" / "t.csv", "folder '{}' does not exist; create it first".format(
+                              tmp_path / "missing")),
+                          (fifo, "is a FIFO; expected a file path ending in .csv"),
+                          (tmp_path / "t.csv", f"'{tmp_path / 't.parquet'}' is a directory"),
+                          (tmp_path / "t.txt", "is not allowed; expected a path ending in .csv")):
+        err = _cli_error(capsys, "measure", "--device", "cpu", "--quick", "--out", str(out))
+        assert err.startswith("--out: ") and expected in err, err
+
+
+def test_measure_writes_both_files_or_neither(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from roofline.engine.columns import CALIBRATION_COLUMNS
+    from roofline.estimate import measure
+    rows = [dict.fromkeys(CALIBRATION_COLUMNS, 0) | {"op_class": "gemm", "dtype": "fp16", "bytes": 1.0,
+                                                     "measured_s": 1e-5, "source": "measured"}]
+    out = tmp_path / "t.csv"
+    assert measure.write(rows, str(out)) == [str(out), str(out.with_suffix(".parquet"))]
+    assert pd.read_parquet(out.with_suffix(".parquet")).shape == pd.read_csv(out).shape == (1, len(CALIBRATION_COLUMNS))
+    before = out.read_bytes()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", interrupted)
+    rows[0]["measured_s"] = 2e-5
+    with pytest.raises(KeyboardInterrupt):
+        measure.write(rows, str(out))
+    assert out.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.parquet"]
+
+
+def test_a_killed_measure_leaves_the_earlier_table_as_it_was(tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "t.csv"
+    out.write_text("earlier table\n")
+    proc = subprocess.Popen([sys.executable, "-m", "roofline.cli.app", "measure", "--device", "cpu", "--quick",
+                             "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(3)  # importing torch and measuring the ceilings: the table is written only at the end
+    if proc.poll() is not None:
+        pytest.skip("the quick measurement finished before the kill")
+    proc.kill()
+    proc.wait(timeout=30)
+    assert out.read_text() == "earlier table\n" and [p.name for p in tmp_path.iterdir()] == ["t.csv"]

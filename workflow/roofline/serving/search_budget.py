@@ -1,0 +1,77 @@
+"""How much work a deployment search is, before it runs: its number of candidates (planner.candidate_groups x the
+batches, nothing evaluated), the limits a search must stay under, and a progress line for long searches.
+
+Limits: at most MAX_DEVICES devices in one deployment (the schema's plan.max_devices maximum), and at most
+MAX_CANDIDATES candidates per search unless the user raises it (`--max-candidates`, config plan.max_candidates) up to
+MAX_CANDIDATES_CEILING. The search evaluates 200,000-350,000 candidates per second on one core of a 2-core
+development machine and keeps ~100-200 bytes per candidate in memory, so the default limit is ~35-60 s and ~2 GB:
+it admits the default search (--max-devices 8, four dtypes, every catalog device) of every catalog model, the
+largest being the MoE models at 10.5 M candidates; --max-devices 16 over every device is refused up front.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+from ..engine.dtypes import check_storage_dtype
+from ..engine.errors import RooflineInputError
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec
+from ..engine.scenario import Scenario
+from . import planner
+
+#: Most devices in one deployment (tp x pp); the schema's plan.max_devices maximum.
+MAX_DEVICES = 4096
+#: Default limit on the candidates of one search (see the module docstring).
+MAX_CANDIDATES = 12_000_000
+#: The highest limit a user may set (memory: ~100-200 bytes per candidate).
+MAX_CANDIDATES_CEILING = 100_000_000
+#: Candidates per second assumed for the time a refused search would have taken (the low end of the measured rate).
+RATE = 200_000
+#: A search running longer than this prints a progress line, then one every PROGRESS_EVERY_S [s].
+PROGRESS_AFTER_S = 3.0
+PROGRESS_EVERY_S = 10.0
+
+
+def count_candidates(model: ModelSpec, gpus: Sequence[Accelerator], dtypes: Iterable[str], max_devices: int,
+                     memory_utilization: float = Scenario.memory_utilization, batches: int | None = None) -> int:
+    """The number of candidates planner.search would evaluate: its groups (device, plan, dtypes, kernel) times the
+    batches of each (planner.BATCH_GRID unless `batches` is given)."""
+    check_max_devices("max_devices", max_devices)
+    dtypes = tuple(dict.fromkeys(check_storage_dtype("dtypes", dtype) for dtype in dtypes))
+    groups = planner.candidate_groups(model, gpus, dtypes, max_devices, memory_utilization)
+    return len(groups) * (len(planner.BATCH_GRID) if batches is None else batches)
+
+
+def check_max_devices(where: str, value: object) -> int:
+    """`value` if it is an integer from 1 to MAX_DEVICES, else one line naming `where`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DEVICES:
+        raise RooflineInputError(f"{where}: {value!r} is not allowed; expected an integer from 1 to {MAX_DEVICES}")
+    return value
+
+
+def check_budget(count: int, limit: int, what: str, fixes: str) -> None:
+    """Refuse a search of `count` candidates over `limit`, in one line saying how many, about how long it would
+    take, and `fixes` (the options or keys that shrink it or raise the limit)."""
+    if count > limit:
+        raise RooflineInputError(f"{what}: {count:,} candidates to evaluate, over the limit of {limit:,} (about "
+                                 f"{count / RATE:,.0f} s at {RATE:,} per second); {fixes}")
+
+
+class Progress:
+    """A search's progress callback (done, total groups): one line through `write` once the search has run
+    PROGRESS_AFTER_S, then every PROGRESS_EVERY_S; quick searches say nothing."""
+
+    def __init__(self, candidates: int, write: Callable[[str], object], clock: Callable[[], float] = time.monotonic):
+        self.candidates, self.write, self.clock = candidates, write, clock
+        self.start = clock()
+        self.next = self.start + PROGRESS_AFTER_S
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if now < self.next or done >= total:
+            return
+        self.next = now + PROGRESS_EVERY_S
+        elapsed, share = now - self.start, done / total
+        self.write(f"plan: {share:.0%} of {self.candidates:,} candidates evaluated in {elapsed:.0f} s, about "
+                   f"{elapsed / share - elapsed:.0f} s left")
