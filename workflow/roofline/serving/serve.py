@@ -1,0 +1,268 @@
+"""One deployment and one workload in, one served row out (`roofline serve`, `roofline.serve(...)`).
+
+Aggregated mode (roofline.serving.aggregated) or disaggregated (roofline.serving.disaggregated); both price steps
+with roofline.serving.steps, size the cache with roofline.serving.capacity and draft with
+roofline.serving.speculative. Each row gives the bounds beside the expected values (SERVE_COLUMNS).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..engine.analysis import check_inputs, deployment_label, resolve_plan
+from ..engine.columns import SERVE_COLUMNS
+from ..engine.errors import RooflineInputError
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec
+from ..engine.parallel import Parallel, check_plan
+from ..engine.scenario import MAX_BATCH, MAX_SEQ_LEN, Scenario
+from . import aggregated as agg
+from . import disaggregated as dis
+from .capacity import capacity
+from .framework import DEFAULT_FRAMEWORK, Framework, framework_for
+from .speculative import Speculation, draft_model
+from .steps import Mix, StepPricer
+
+MODES = ("aggregated", "disaggregated")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Served requests: lengths, and either a closed-loop concurrency or an open-loop request rate [1/s]."""
+
+    isl: int
+    osl: int
+    concurrency: int | None = None
+    request_rate: float | None = None
+    prefix_hit: float = 0.0
+
+    def validate(self) -> "Workload":
+        for name in ("isl", "osl"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SEQ_LEN:
+                raise RooflineInputError(f"--{name}: {value!r} is not allowed; expected an integer from 1 to "
+                                         f"{MAX_SEQ_LEN}")
+        if (self.concurrency is None) == (self.request_rate is None):
+            raise RooflineInputError("--concurrency / --request-rate: give exactly one (closed-loop users, or "
+                                     "requests per second)")
+        if self.concurrency is not None and (isinstance(self.concurrency, bool) or not isinstance(
+                self.concurrency, int) or not 1 <= self.concurrency <= MAX_BATCH):
+            raise RooflineInputError(f"--concurrency: {self.concurrency!r} is not allowed; expected an integer from "
+                                     f"1 to {MAX_BATCH}")
+        if self.request_rate is not None and not (self.request_rate > 0 and math.isfinite(self.request_rate)):
+            raise RooflineInputError(f"--request-rate: {self.request_rate!r} is not allowed; expected a positive "
+                                     "number of requests per second")
+        if not 0 <= self.prefix_hit < 1:
+            raise RooflineInputError(f"--prefix-hit: {self.prefix_hit!r} is not allowed; expected a share from 0 to "
+                                     "below 1 of the prompt tokens found in the prefix cache")
+        return self
+
+    def load(self, spec: Speculation) -> agg.Load:
+        return agg.Load(isl=self.isl, osl=self.osl, prefix_hit=self.prefix_hit, queries=spec.queries,
+                        tokens_per_step=spec.tokens_per_step)
+
+
+@dataclass(frozen=True)
+class Served:
+    """A deployment ready to price: model, device, resolved scenario, framework, speculation."""
+
+    model: ModelSpec
+    gpu: Accelerator
+    scenario: Scenario
+    framework: Framework
+    spec: Speculation
+
+    @property
+    def plan(self) -> Parallel:
+        return self.scenario.parallel
+
+    def pricer(self) -> StepPricer:
+        return StepPricer(self.model, self.gpu, self.scenario)
+
+    def drafter(self, load: agg.Load):
+        """draft(D, chunk) -> (bound, expected) of the draft's work in a step: K decode passes of its sequences
+        at the mean cached length and the chunk's prefill (zeros without a draft)."""
+        target = draft_model(self.spec, self.model)
+        if target is None:
+            return lambda D, chunk: (0.0 * np.asarray(D, dtype=float), 0.0 * np.asarray(D, dtype=float))
+        pricer, passes = StepPricer(target, self.gpu, self.scenario), self.spec.tokens
+
+        def draft(D, chunk):
+            D, chunk = np.broadcast_arrays(np.asarray(D, dtype=float), np.asarray(chunk, dtype=float))
+            steps = pricer.price(Mix(decode=D, kv_len=load.mean_kv))
+            prompts = pricer.price(Mix(prefill=chunk, prompt=float(load.isl)))
+            return passes * steps.bound_s + prompts.bound_s, passes * steps.expected_s + prompts.expected_s
+        return draft
+
+
+def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
+                   spec: Speculation = Speculation(), max_batched_tokens: int | None = None) -> Served:
+    """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit)."""
+    scenario = scenario.for_model(model)
+    for stage in ("prefill", "decode"):
+        check_inputs(model, gpu, stage, scenario)
+    if not isinstance(scenario.parallel, Parallel):
+        scenario = resolve_plan(model, gpu, scenario)
+    spec.validate(model)
+    if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
+        raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
+                                 f"from 1 to {MAX_BATCH}")
+    fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens)
+    return Served(model, gpu, scenario, fw, spec)
+
+
+def check_context(model: ModelSpec, workload: Workload) -> None:
+    tokens = workload.isl + workload.osl
+    if model.max_position and tokens > model.max_position:
+        raise RooflineInputError(f"--isl + --osl: {workload.isl} + {workload.osl} = {tokens} tokens do not fit the "
+                                 f"context of {model.key} ({model.max_position} positions)")
+
+
+def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse") -> dict:
+    """The served row of one aggregated deployment (SERVE_COLUMNS)."""
+    workload.validate()
+    check_context(served.model, workload)
+    load = workload.load(served.spec)
+    draft = draft_model(served.spec, served.model)
+    cap = capacity(served.model, served.gpu, served.scenario, served.framework, workload.isl, workload.osl,
+                   workload.prefix_hit, draft=(draft, served.scenario) if draft else None)
+    _check_capacity(served, workload, cap, overflow)
+    scheduler = agg.Scheduler(budget=served.framework.max_batched_tokens, mixed=served.framework.mixed,
+                              step_overhead_s=served.framework.step_overhead_s,
+                              request_overhead_s=served.framework.request_overhead_s)
+    drafter = served.drafter(load)
+    largest = max(cap.running_bound, cap.running, 1.0)
+    table = agg.step_table(served.pricer().price, drafter, load, scheduler, largest)
+    solve = agg.closed_loop if workload.concurrency is not None else agg.open_loop
+    offered = workload.concurrency if workload.concurrency is not None else workload.request_rate
+    expected = solve(table, load, scheduler, offered, cap.running, "expected")
+    bound = solve(table, load, scheduler, offered, cap.running_bound, "bound")
+    # a lone decode step at the expected occupancy: lockstep groups keep prompts out of a request's decode steps
+    tpot_bound = np.interp(np.maximum(expected["decode"], 1.0), table.decode, table.light_bound) / \
+        load.tokens_per_step
+    return _row(served, workload, cap, table, expected, bound, tpot_bound)
+
+
+def _check_capacity(served: Served, workload: Workload, cap, overflow: str) -> None:
+    if cap.running < 1:
+        raise RooflineInputError(
+            f"--concurrency: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
+            f"{deployment_label(served.gpu, served.plan)} ({cap.kv_budget_bytes / 1e9:.3g} GB per device left by "
+            f"{served.framework.key}'s memory rule after the weights); use more devices, narrower weights or an fp8 "
+            "KV cache")
+    if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
+        raise RooflineInputError(
+            f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} tokens do not fit the "
+            f"KV cache of {deployment_label(served.gpu, served.plan)}: it holds {int(cap.running)} under "
+            f"{served.framework.key}'s memory rule; use --concurrency <= {int(cap.running)}, more devices or an fp8 "
+            "KV cache, or --overflow queue to let the rest wait for a slot")
+
+
+@dataclass(frozen=True)
+class Disaggregation:
+    """Disaggregated pools: worker counts and the prefill workers' plan (the decode workers': the scenario's)."""
+
+    prefill_workers: int = 1
+    decode_workers: int = 1
+    prefill_plan: Parallel = Parallel()
+    max_devices: int | None = None  # refuse pools that need more devices
+
+    def validate(self, served: Served) -> "Disaggregation":
+        for name in ("prefill_workers", "decode_workers"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
+                raise RooflineInputError(f"--{name.replace('_', '-')}: {value!r} is not allowed; expected an integer "
+                                         "from 1 to 4096")
+        check_plan(served.model, served.gpu, self.prefill_plan.validate("prefill plan"))
+        needed = self.pools(served).devices
+        if self.max_devices is not None and needed > self.max_devices:
+            raise RooflineInputError(
+                f"--prefill-workers / --decode-workers: {self.prefill_workers} x {self.prefill_plan.devices} + "
+                f"{self.decode_workers} x {served.plan.devices} = {needed} devices, more than --max-devices "
+                f"{self.max_devices}; use fewer workers or smaller plans")
+        return self
+
+    def pools(self, served: Served) -> dis.Pools:
+        return dis.Pools(self.prefill_workers, self.decode_workers, self.prefill_plan.devices, served.plan.devices)
+
+    def describe(self, served: Served) -> str:
+        prefill = deployment_label(served.gpu, self.prefill_plan)
+        return (f"prefill: {self.prefill_workers} x ({prefill}); decode: {self.decode_workers} x "
+                f"({deployment_label(served.gpu, served.plan)})")
+
+
+def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregation, overflow: str = "refuse") -> dict:
+    """The served row of one disaggregated deployment (SERVE_COLUMNS)."""
+    workload.validate()
+    check_context(served.model, workload)
+    pools.validate(served)
+    load = workload.load(served.spec)
+    draft = draft_model(served.spec, served.model)
+    cap = capacity(served.model, served.gpu, served.scenario, served.framework, workload.isl, workload.osl,
+                   workload.prefix_hit, draft=(draft, served.scenario) if draft else None)
+    shape = pools.pools(served)
+    _check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow)
+    prefill = replace(served, scenario=replace(served.scenario, parallel=pools.prefill_plan))
+    fw = served.framework
+    tables = dis.pool_tables(prefill.pricer().price, served.pricer().price, served.drafter(load), load,
+                             fw.max_batched_tokens, fw.step_overhead_s, max(cap.running_bound, cap.running, 1.0))
+    transfer = dis.transfer_seconds(served.model, served.scenario, served.gpu, load, shape)
+    closed = workload.concurrency is not None
+    offered = workload.concurrency if closed else workload.request_rate
+    expected = dis.solve(tables, load, shape, fw.max_batched_tokens, transfer, offered, closed, cap.running,
+                         "expected", fw.request_overhead_s)
+    bound = dis.solve(tables, load, shape, fw.max_batched_tokens, transfer, offered, closed, cap.running_bound,
+                      "bound")
+    tpot_bound = np.interp(np.maximum(expected["decode"], 1.0), tables.decode, tables.decode_bound) / \
+        load.tokens_per_step
+    limited = "prefill" if float(expected["prefill_utilization"]) >= float(expected["decode_utilization"]) \
+        else "decode"
+    row = _row(served, workload, replace(cap, running=cap.running * shape.decode_workers), tables, expected, bound,
+               tpot_bound, devices=shape.devices)
+    return {**row, "mode": "disaggregated", "deployment": pools.describe(served), "ttft_s": float(bound["ttft"]),
+            "prefill_workers": pools.prefill_workers, "decode_workers": pools.decode_workers,
+            "kv_transfer_s": transfer, "limited_by": limited}
+
+
+def _row(served: Served, workload: Workload, cap, table, expected: dict, bound: dict, tpot_bound,
+         devices: int | None = None) -> dict:
+    devices = devices or served.plan.devices
+    tokens = float(expected["requests_per_s"] * workload.osl)
+    tokens_bound = max(float(bound["requests_per_s"] * workload.osl), tokens)
+    sc = served.scenario
+    row = {
+        "mode": "aggregated", "model": served.model.key, "gpu": served.gpu.key,
+        "deployment": deployment_label(served.gpu, served.plan), "devices": devices, "tp": served.plan.tp,
+        "pp": served.plan.pp, "ep": served.plan.ep, "attention_dp": served.plan.attention_dp,
+        "framework": served.framework.key, "weight_dtype": sc.weight_dtype, "act_dtype": sc.act_dtype,
+        "kv_dtype": sc.kv_dtype, "concurrency": _or_nan(workload.concurrency),
+        "request_rate": _or_nan(workload.request_rate), "isl": workload.isl, "osl": workload.osl,
+        "prefix_hit": float(workload.prefix_hit), "max_batched_tokens": served.framework.max_batched_tokens,
+        "ttft_s": table.lone_prompt_bound, "tpot_s": float(min(tpot_bound, expected["tpot"])),
+        "ttft_expected_s": float(expected["ttft"]), "tpot_expected_s": float(expected["tpot"]),
+        "e2e_latency_expected_s": float(expected["e2e"]), "tokens_per_s": tokens_bound,
+        "tokens_per_s_expected": tokens, "tokens_per_s_per_device": tokens_bound / devices,
+        "tokens_per_s_per_device_expected": tokens / devices,
+        "tokens_per_s_per_user_expected": float(1 / expected["tpot"]),
+        "requests_per_s_expected": float(expected["requests_per_s"]),
+        "decode_batch_expected": float(expected["decode"]), "kv_capacity_requests": float(cap.running),
+        "kv_cache_utilization": float(min(expected["running"], cap.running) / cap.running),
+        "fits": bool(workload.concurrency is None or workload.concurrency <= cap.running),
+        "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "",
+        "accepted_tokens_per_step": served.spec.tokens_per_step, "prefill_workers": 0, "decode_workers": 0,
+        "kv_transfer_s": 0.0, "limited_by": "", "estimate": table.estimate,
+    }
+    assert tuple(row) == SERVE_COLUMNS
+    return row
+
+
+def _or_nan(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def with_memory_fraction(served: Served, fraction: float | None) -> Served:
+    """`served` with its framework's memory fraction overridden (--memory-utilization)."""
+    return served if fraction is None else replace(served, framework=replace(served.framework,
+                                                                               memory_fraction=fraction))
