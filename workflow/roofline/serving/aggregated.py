@@ -32,10 +32,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .steps import Mix
+from .steps import GRID_RATIO, Parts, at, lookup
 
 #: fixed-point iterations of the closed and open loops (the decode occupancy converges geometrically)
-ITERATIONS = 40
+ITERATIONS = 16
 #: prompt-room utilization beyond which the prefill queue is taken as saturated
 MAX_UTILIZATION = 0.995
 
@@ -78,79 +78,75 @@ class Scheduler:
     waves: float = 0.0  # closed-loop benchmark length in waves of N requests (0: the steady state alone)
 
 
-@dataclass(frozen=True)
-class StepTable:
-    """Step times tabulated over decode occupancy D and prompt tokens C (interpolated between points)."""
+class Stepper:
+    """Step times of a deployment, or of stacked candidates (tables [G, K]; every point then names its row by
+    `group`): the target's parts, the draft's (K decode passes of its own plus its share of the prompts), the
+    framework's host time per step, combined once into tables over the decode occupancy D."""
 
-    decode: np.ndarray  # D grid
-    chunk: np.ndarray  # C grid (prompt tokens in a step that carries prefill)
-    light_bound: np.ndarray  # [D] a step without prompt tokens
-    light_expected: np.ndarray
-    heavy_bound: np.ndarray  # [D, C] a step with C prompt tokens (mixed: beside D decodes; separate: alone)
-    heavy_expected: np.ndarray
-    spread_bound: np.ndarray  # [D] bound of a step carrying the due prompt tokens of D decodes evenly (fused)
-    lone_prompt_bound: float  # bound of one prompt computed alone (the TTFT bound)
-    estimate: str
+    def __init__(self, target: Parts, mixed: bool, draft: Parts | None = None, passes: int = 0, host_s: float = 0.0,
+                 group=None):
+        self.target, self.mixed, self.draft, self.passes, self.host_s = target, mixed, draft, passes, host_s
+        self.group = group
+        self.computed, self.queries = at(target.computed, group), at(target.queries, group)
+        self.tables = {side: self._combine(side) for side in ("bound", "expected")}
+        self.lone_prompt = self._alone(self.computed, "bound")  # one prompt alone: the TTFT bound
 
+    def _combine(self, side: str) -> dict:
+        t, host = self.target, self.host_s if side == "expected" else 0.0
+        stacked = t.attention_bound.ndim == 2
+        D = GRID_RATIO ** np.arange(t.attention_bound.shape[-1])
+        rows = np.arange(t.attention_bound.shape[0])[:, None] if stacked else None
+        D = np.broadcast_to(D, t.attention_bound.shape)
+        tokens = D * (t.queries[:, None] if stacked else t.queries)
+        attend = getattr(t, f"attention_{side}") + host
+        if self.draft is not None:  # K passes of the draft's decode (one query each)
+            attend = attend + self.passes * self.draft.time(D, 0.0, side, rows)
+        per_token = lookup(getattr(t, f"tokenwise_{side}"), tokens, rows) + lookup(
+            getattr(t, f"logits_{side}"), tokens, rows)
+        prompt = getattr(t, f"prompt_{side}") + (getattr(self.draft, f"prompt_{side}") if self.draft else 0.0)
+        return {"light": per_token + attend, "attend": attend, "prompt": at(prompt, self.group), "host": host,
+                "tokenwise": getattr(t, f"tokenwise_{side}"), "logits": getattr(t, f"logits_{side}")}
 
-def decode_grid(largest: float) -> np.ndarray:
-    """Occupancies to tabulate: every integer to 16, then ~8% apart up to `largest`."""
-    dense = np.arange(0.0, 17.0)
-    if largest <= 16:
-        return dense
-    return np.unique(np.concatenate([dense, np.geomspace(16, largest, max(int(np.log(largest / 16) / 0.08), 2))]))
+    def _read(self, side: str, name: str, x):
+        return lookup(self.tables[side][name], x, self.group)
 
+    def _prompts(self, C, side: str):
+        """The draft's prompt passes beyond their attention (which the `prompt` rate holds)."""
+        if self.draft is None:
+            return 0.0
+        return self.draft.time(0.0, C, side, self.group) - C * at(getattr(self.draft, f"prompt_{side}"), self.group)
 
-def chunk_grid(computed: float, budget: float) -> np.ndarray:
-    """Prompt tokens per step to tabulate: one prompt's worth up to the budget, ~25% apart (and one token)."""
-    low = min(computed, budget)
-    return np.unique(np.concatenate([[1.0, low, budget], np.geomspace(max(low, 1.0), max(budget, low), 12)]))
+    def light(self, D, side: str):
+        """A decode step at occupancy D (at least the sequence asking: one)."""
+        return self._read(side, "light", np.maximum(D, 1.0))
 
+    def heavy(self, D, C, side: str):
+        """A step carrying C prompt tokens: beside D decodes (mixed) or alone (separate)."""
+        if not self.mixed:
+            return self._alone(C, side) + self.tables[side]["host"]
+        return self._fused(np.maximum(D, 1.0), C, side)
 
-def step_table(price, draft, load: Load, scheduler: Scheduler, largest: float) -> StepTable:
-    """Tabulate step times: `price(Mix, expected=True)` -> steps.Price of the target, `draft(D, C)` ->
-    (bound, expected) of the draft's work in such a step (zeros without speculation)."""
-    D, C = decode_grid(largest), chunk_grid(load.computed, scheduler.budget)
-    common = dict(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
-                  queries=float(load.queries))
-    light = price(Mix(decode=D, **common))
-    grid_D = D[:, None] if scheduler.mixed else 0.0 * D[:, None]
-    heavy = price(Mix(decode=grid_D, prefill=C[None, :], **common))
-    due = np.minimum(load.computed * D / max(load.decode_steps, 1e-9), _room(scheduler, load, D))
-    spread = price(Mix(decode=D, prefill=due, **common), expected=False)
-    lone = price(Mix(prefill=float(load.computed), **common), expected=False).bound_s + draft(0.0, load.computed)[0]
-    draft_light, draft_heavy = draft(D, 0.0 * D), draft(grid_D + 0.0 * C[None, :], 0.0 * grid_D + C[None, :])
-    label = light.estimate if light.estimate == heavy.estimate else "default"
-    host = scheduler.step_overhead_s
-    return StepTable(decode=D, chunk=C, light_bound=light.bound_s + draft_light[0],
-                     light_expected=light.expected_s + draft_light[1] + host,
-                     heavy_bound=heavy.bound_s + draft_heavy[0],
-                     heavy_expected=heavy.expected_s + draft_heavy[1] + host,
-                     spread_bound=spread.bound_s + draft(D, due)[0], lone_prompt_bound=float(lone), estimate=label)
+    def spread(self, D, P):
+        """Bound of a decode step at occupancy D carrying P prompt tokens fused."""
+        return self._fused(np.maximum(D, 1.0), P, "bound")
+
+    def lone(self, C):
+        """Bound of C prompt tokens computed alone (one prompt: the TTFT bound)."""
+        return self._alone(C, "bound")
+
+    def _fused(self, D, C, side: str):
+        tokens = D * self.queries
+        return (self._read(side, "tokenwise", tokens + C) + self._read(side, "logits", tokens + C / self.computed)
+                + self._read(side, "attend", D) + C * self.tables[side]["prompt"] + self._prompts(C, side))
+
+    def _alone(self, C, side: str):
+        return (self._read(side, "tokenwise", C) + self._read(side, "logits", C / self.computed)
+                + C * self.tables[side]["prompt"] + self._prompts(C, side))
 
 
 def _room(scheduler: Scheduler, load: Load, D):
     """Prompt tokens a step may still take: the budget less the decode tokens (mixed), at least one."""
     return np.maximum(scheduler.budget - D * load.queries, 1.0) if scheduler.mixed else scheduler.budget + 0 * D
-
-
-def _light(table: StepTable, D, side: str):
-    """A decode step's time at occupancy D (at least the sequence asking: one)."""
-    return np.interp(np.maximum(D, 1.0), table.decode, getattr(table, f"light_{side}"))
-
-
-def _heavy(table: StepTable, D, C, side: str):
-    """Bilinear interpolation of the heavy-step table at (D, C) (C in log space)."""
-    values = getattr(table, f"heavy_{side}")
-    D, C = np.broadcast_arrays(np.asarray(D, dtype=float), np.asarray(C, dtype=float))
-    i = np.clip(np.searchsorted(table.decode, D) - 1, 0, len(table.decode) - 2)
-    j = np.clip(np.searchsorted(table.chunk, C) - 1, 0, len(table.chunk) - 2)
-    d0, d1 = table.decode[i], table.decode[i + 1]
-    c0, c1 = np.log(table.chunk[j]), np.log(table.chunk[j + 1])
-    u = np.clip((D - d0) / (d1 - d0), 0, 1)
-    v = np.clip((np.log(np.maximum(C, 1.0)) - c0) / np.where(c1 > c0, c1 - c0, 1.0), 0, 1)
-    return ((1 - u) * (1 - v) * values[i, j] + u * (1 - v) * values[i + 1, j] + (1 - u) * v * values[i, j + 1]
-            + u * v * values[i + 1, j + 1])
 
 
 def cluster_size(load: Load, scheduler: Scheduler, active, D):
@@ -162,19 +158,19 @@ def cluster_size(load: Load, scheduler: Scheduler, active, D):
     return 1.0 + scheduler.sync * (group - 1.0)
 
 
-def step_mix(table: StepTable, load: Load, scheduler: Scheduler, D, active, side: str) -> dict:
-    """Times at decode occupancy D with `active` requests in flight: TPOT, TTFT parts, prompt-room use."""
+def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str) -> dict:
+    """Times at decode occupancy D with `active` requests in flight: TPOT, TTFT, prompt-room use."""
     room = _room(scheduler, load, D)
     steps = max(load.decode_steps, 1e-9)
     if side == "bound":  # prompts fused evenly into the steps: no mix of steps is faster
         due = load.computed * D / steps
-        return {"tpot": np.interp(np.maximum(D, 1.0), table.decode, table.spread_bound) / load.tokens_per_step,
-                "ttft": table.lone_prompt_bound + 0.0 * D, "rho": due / room}
+        return {"tpot": stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step,
+                "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room}
     cluster = cluster_size(load, scheduler, active, D)
     chunk = np.minimum(room, cluster * load.computed)
     per_cluster = np.ceil(cluster * load.computed / room)  # heavy steps one cluster's prompts take
     others = load.computed * np.maximum(active - cluster, 0.0) / steps  # others' prompt tokens per decode step
-    light, heavy = _light(table, D, side), _heavy(table, np.maximum(D, 1.0) if scheduler.mixed else D, chunk, side)
+    light, heavy = stepper.light(D, side), stepper.heavy(D, chunk, side)
     extra = others / chunk  # heavy steps per decode step of a request
     if scheduler.mixed:
         share = np.minimum(extra, 1.0)
@@ -187,47 +183,49 @@ def step_mix(table: StepTable, load: Load, scheduler: Scheduler, D, active, side
     rho = np.minimum(due / room, MAX_UTILIZATION)
     prompt = (per_cluster + 1) / 2 * heavy
     ttft = scheduler.request_overhead_s + square / (2 * mean) + rho / (2 * (1 - rho)) * prompt + prompt
-    return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy,
-            "cluster": cluster}
+    return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy}
 
 
-def closed_loop(table: StepTable, load: Load, scheduler: Scheduler, concurrency, running, side: str) -> dict:
+def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency, running, side: str) -> dict:
     """Steady state of N closed-loop users with at most `running` requests in flight (arrays broadcast)."""
     N = np.asarray(concurrency, dtype=float)
     active = np.minimum(N, running)
     D = active * load.decode_steps / (load.decode_steps + 1)
     for _ in range(ITERATIONS):
-        times = step_mix(table, load, scheduler, D, active, side)
+        times = step_mix(stepper, load, scheduler, D, active, side)
         in_flight = times["ttft"] + (load.osl - 1) * times["tpot"]
         rate = active / in_flight
-        D = 0.5 * D + 0.5 * np.minimum(rate * (load.osl - 1) * times["tpot"], active)
-    ttft = times["ttft"] + np.maximum(N / rate - in_flight, 0.0)
+        D = 0.3 * D + 0.7 * np.minimum(rate * (load.osl - 1) * times["tpot"], active)
+    ttft = times["ttft"] + np.maximum(N / np.maximum(rate, 1e-300) - in_flight, 0.0)
     if side == "expected" and scheduler.waves > 0:
-        ttft = ttft + (first_wave(load, scheduler, active, times) - ttft) / scheduler.waves
+        ttft = ttft + (first_wave(stepper, load, scheduler, active) - ttft) / scheduler.waves
     return {"ttft": ttft, "tpot": times["tpot"], "e2e": ttft + (load.osl - 1) * times["tpot"],
-            "requests_per_s": rate, "decode": D, "running": active, "prefill_utilization": times["rho"],
-            "keeps_up": np.ones_like(N, dtype=bool)}
+            "requests_per_s": rate, "decode": D, "running": active + 0 * D, "prefill_utilization": times["rho"],
+            "keeps_up": np.ones_like(D, dtype=bool)}
 
 
-def first_wave(load: Load, scheduler: Scheduler, active, times: dict):
+def first_wave(stepper: Stepper, load: Load, scheduler: Scheduler, active):
     """Mean TTFT of the first `active` requests of a closed-loop benchmark, all sent at once: admitted in groups
-    of g prompts, one group per heavy step; the i-th group waits i heavy steps."""
+    of g prompts (what one step's budget admits), the i-th group after i groups' steps."""
     group = np.clip(np.floor(scheduler.budget / load.computed), 1.0, np.maximum(active, 1.0))
     per_group = np.ceil(group * load.computed / scheduler.budget)
+    chunk = np.minimum(group * load.computed, scheduler.budget)
     groups = np.ceil(active / group)
-    return scheduler.request_overhead_s + (groups + 1) / 2 * per_group * times["heavy"]
+    heavy = stepper.heavy(0.0 * active, chunk, "expected")
+    return scheduler.request_overhead_s + (groups + 1) / 2 * per_group * heavy
 
 
-def open_loop(table: StepTable, load: Load, scheduler: Scheduler, request_rate, running, side: str) -> dict:
+def open_loop(stepper: Stepper, load: Load, scheduler: Scheduler, request_rate, running, side: str,
+              largest: float = 1e6) -> dict:
     """Steady state under Poisson arrivals of `request_rate` per second (arrays broadcast)."""
     rate = np.asarray(request_rate, dtype=float)
     scheduler = replace(scheduler, sync=0.0)  # independent arrivals: no closed-loop groups
     D = active = np.zeros_like(rate)
     for _ in range(ITERATIONS):
-        times = step_mix(table, load, scheduler, D, np.maximum(active, 1.0), side)
-        D = 0.5 * D + 0.5 * np.minimum(rate * (load.osl - 1) * times["tpot"], table.decode[-1])
+        times = step_mix(stepper, load, scheduler, D, np.maximum(active, 1.0), side)
+        D = 0.5 * D + 0.5 * np.minimum(rate * (load.osl - 1) * times["tpot"], largest)
         active = rate * (times["ttft"] + (load.osl - 1) * times["tpot"])
-    keeps_up = (times["rho"] < 1) & (active <= running) & (D < table.decode[-1])
+    keeps_up = (times["rho"] < 1) & (active <= running) & (D < largest)
     return {"ttft": times["ttft"], "tpot": times["tpot"], "e2e": times["ttft"] + (load.osl - 1) * times["tpot"],
             "requests_per_s": rate, "decode": D, "running": active, "prefill_utilization": times["rho"],
             "keeps_up": keeps_up}

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine.analysis import kv_cache_bytes
-from .aggregated import ITERATIONS, MAX_UTILIZATION, Load, chunk_grid, decode_grid
-from .steps import Mix
+from .aggregated import ITERATIONS, MAX_UTILIZATION, Load, Stepper
 
 
 @dataclass(frozen=True)
@@ -45,38 +44,6 @@ class Pools:
         return self.prefill_workers * self.prefill_devices + self.decode_workers * self.decode_devices
 
 
-@dataclass(frozen=True)
-class PoolTables:
-    """Prefill steps over C prompt tokens and decode steps over D sequences, bound and expected."""
-
-    chunk: np.ndarray
-    prefill_bound: np.ndarray
-    prefill_expected: np.ndarray
-    decode: np.ndarray
-    decode_bound: np.ndarray
-    decode_expected: np.ndarray
-    lone_prompt_bound: float
-    estimate: str
-
-
-def pool_tables(prefill_price, decode_price, draft, load: Load, budget: float, step_overhead_s: float,
-                largest: float) -> PoolTables:
-    """Tabulate both pools' steps (`draft(D, C)` -> (bound, expected) of the draft's work, as aggregated)."""
-    C, D = chunk_grid(load.computed, budget), decode_grid(largest)
-    common = dict(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
-                  queries=float(load.queries))
-    prefill = prefill_price(Mix(prefill=C, **common))
-    decode = decode_price(Mix(decode=D, **common))
-    draft_prefill, draft_decode = draft(0.0 * C, C), draft(D, 0.0 * D)
-    lone = prefill_price(Mix(prefill=float(load.computed), **common), expected=False).bound_s
-    label = prefill.estimate if prefill.estimate == decode.estimate else "default"
-    return PoolTables(chunk=C, prefill_bound=prefill.bound_s + draft_prefill[0],
-                      prefill_expected=prefill.expected_s + draft_prefill[1] + step_overhead_s,
-                      decode=D, decode_bound=decode.bound_s + draft_decode[0],
-                      decode_expected=decode.expected_s + draft_decode[1] + step_overhead_s,
-                      lone_prompt_bound=float(lone + draft(0.0, load.computed)[0]), estimate=label)
-
-
 def transfer_seconds(model, scenario, gpu, load: Load, pools: Pools) -> float:
     """Time to move one prompt's KV cache from the prefill pool to the decode pool."""
     nbytes = float(kv_cache_bytes(model, "prefill", scenario, batch=1, seq_len=load.isl))
@@ -85,35 +52,33 @@ def transfer_seconds(model, scenario, gpu, load: Load, pools: Pools) -> float:
     return latency + nbytes / (links * bandwidth)
 
 
-def _prefill_worker(tables: PoolTables, load: Load, budget: float, arrivals, side: str):
+def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, side: str):
     """(tokens per step C, step time, busy share) of one prefill worker receiving `arrivals` prompts/s."""
-    times = getattr(tables, f"prefill_{side}")
-    C = np.full_like(np.asarray(arrivals, dtype=float), float(min(load.computed, budget)))
+    C = np.minimum(load.computed, budget) + 0.0 * np.asarray(arrivals, dtype=float)
     for _ in range(ITERATIONS):
-        step = np.interp(np.log(C), np.log(tables.chunk), times)
+        step = prefill.heavy(0.0 * C, C, side)
         C = np.clip(np.maximum(load.computed, arrivals * load.computed * step), 1.0, budget)
-    step = np.interp(np.log(C), np.log(tables.chunk), times)
+    step = prefill.heavy(0.0 * C, C, side)
     return C, step, arrivals * load.computed * step / C
 
 
-def solve(tables: PoolTables, load: Load, pools: Pools, budget: float, transfer_s: float, offered,
+def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: float, transfer_s: float, offered,
           closed: bool, running: float, side: str, request_overhead_s: float = 0.0) -> dict:
     """Steady state of the two pools under N closed-loop users (`closed`) or a request rate; `running` is what
-    one decode worker's cache holds."""
+    one decode worker's cache holds. `prefill` steps are separate (no decodes), `decode` steps carry no prompts."""
     offered = np.asarray(offered, dtype=float)
-    times = getattr(tables, f"decode_{side}")
-    slots = pools.decode_workers * running
-    active = np.minimum(offered, slots) if closed else offered
-    tpot = times[1] / load.tokens_per_step + 0.0 * offered  # one sequence decoding
-    ttft = tables.lone_prompt_bound + transfer_s + 0.0 * offered
+    active = np.minimum(offered, pools.decode_workers * running) if closed else offered
+    lone = prefill.lone(load.computed)
+    tpot = decode.light(1.0 + 0.0 * offered, side) / load.tokens_per_step
+    ttft = lone + transfer_s + 0.0 * offered
     rate = active / (ttft + (load.osl - 1) * tpot) if closed else offered
     for _ in range(ITERATIONS):
         D = np.minimum(rate * (load.osl - 1) * tpot / pools.decode_workers, running)
-        tpot = np.interp(np.maximum(D, 1.0), tables.decode, times) / load.tokens_per_step
-        _, step, busy = _prefill_worker(tables, load, budget, rate / pools.prefill_workers, side)
+        tpot = decode.light(D, side) / load.tokens_per_step
+        _, step, busy = _prefill_worker(prefill, load, budget, rate / pools.prefill_workers, side)
         rho = np.minimum(busy, MAX_UTILIZATION)
         if side == "bound":  # the transfer overlaps the prefill layer by layer; nothing waits
-            ttft = np.maximum(tables.lone_prompt_bound, transfer_s) + 0.0 * rate
+            ttft = np.maximum(lone, transfer_s) + 0.0 * rate
         else:
             ttft = request_overhead_s + rho * step / 2 + rho / (2 * (1 - rho)) * step + step + transfer_s
         if closed:
@@ -123,5 +88,5 @@ def solve(tables: PoolTables, load: Load, pools: Pools, budget: float, transfer_
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
     return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
             "decode": D, "running": rate * in_flight, "prefill_utilization": busy,
-            "decode_utilization": D / max(running, 1e-9),
+            "decode_utilization": D / np.maximum(running, 1e-9),
             "keeps_up": np.ones_like(rate, dtype=bool) if closed else (busy < 1) & (D < running)}

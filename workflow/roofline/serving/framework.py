@@ -43,6 +43,7 @@ class Framework:
     reserve_full_length: bool  # a request is admitted only when the cache holds it at isl + osl tokens
     step_overhead_s: float  # host time per step [s] (fitted)
     request_overhead_s: float  # time per request outside the steps [s] (fitted)
+    sync: float  # how far closed-loop users stay in lockstep groups, 0..1 (fitted; aggregated.cluster_size)
 
     def kv_budget_bytes(self, memory_bytes: float, weight_bytes: float, activation_bytes: float) -> float:
         """Bytes of one device the KV cache may take under this framework's memory rule."""
@@ -51,8 +52,9 @@ class Framework:
         return self.memory_fraction * memory_bytes - weight_bytes - activation_bytes
 
 
-#: host time per step and per request [s], fitted on the served runs of benchmarks/validate_serving.py (even rows)
-FITTED = {"vllm": (0.0, 0.0), "sglang": (0.0, 0.0), "trtllm": (0.0, 0.0)}
+#: (host time per step [s], per request [s], lockstep share), fitted on the served runs of
+#: benchmarks/validate_serving.py (every other row; reported on the rest)
+FITTED = {"vllm": (0.0, 0.0, 0.5), "sglang": (0.0, 0.0, 0.5), "trtllm": (0.0, 0.0, 0.5)}
 
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
@@ -75,8 +77,8 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
         defaults["max_batched_tokens"] = max_batched_tokens
     if memory_fraction is not None:
         defaults["memory_fraction"] = memory_fraction
-    step, request = FITTED[key]
-    return Framework(key=key, step_overhead_s=step, request_overhead_s=request, **defaults)
+    step, request, sync = FITTED[key]
+    return Framework(key=key, step_overhead_s=step, request_overhead_s=request, sync=sync, **defaults)
 
 
 def _sglang_fraction(tp: int) -> float:

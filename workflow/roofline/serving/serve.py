@@ -23,7 +23,7 @@ from . import disaggregated as dis
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, Framework, framework_for
 from .speculative import Speculation, draft_model
-from .steps import Mix, StepPricer
+from .steps import Mix, tabulate
 
 MODES = ("aggregated", "disaggregated")
 
@@ -78,23 +78,19 @@ class Served:
     def plan(self) -> Parallel:
         return self.scenario.parallel
 
-    def pricer(self) -> StepPricer:
-        return StepPricer(self.model, self.gpu, self.scenario)
+    def parts(self, load: agg.Load, sequences: float, scenario: Scenario | None = None, draft: bool = False):
+        """The step parts of the target (or of its draft, one query per pass) for this workload."""
+        model = draft_model(self.spec, self.model) if draft else self.model
+        mix = Mix(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
+                  queries=1.0 if draft else float(load.queries))
+        tokens = sequences * load.queries + self.framework.max_batched_tokens
+        return tabulate(model, [self.gpu], scenario or self.scenario, mix, tokens, sequences)[0]
 
-    def drafter(self, load: agg.Load):
-        """draft(D, chunk) -> (bound, expected) of the draft's work in a step: K decode passes of its sequences
-        at the mean cached length and the chunk's prefill (zeros without a draft)."""
-        target = draft_model(self.spec, self.model)
-        if target is None:
-            return lambda D, chunk: (0.0 * np.asarray(D, dtype=float), 0.0 * np.asarray(D, dtype=float))
-        pricer, passes = StepPricer(target, self.gpu, self.scenario), self.spec.tokens
-
-        def draft(D, chunk):
-            D, chunk = np.broadcast_arrays(np.asarray(D, dtype=float), np.asarray(chunk, dtype=float))
-            steps = pricer.price(Mix(decode=D, kv_len=load.mean_kv))
-            prompts = pricer.price(Mix(prefill=chunk, prompt=float(load.isl)))
-            return passes * steps.bound_s + prompts.bound_s, passes * steps.expected_s + prompts.expected_s
-        return draft
+    def stepper(self, load: agg.Load, sequences: float, scenario: Scenario | None = None) -> agg.Stepper:
+        drafted = draft_model(self.spec, self.model) is not None
+        return agg.Stepper(target=self.parts(load, sequences, scenario), mixed=self.framework.mixed,
+                           draft=self.parts(load, sequences, scenario, draft=True) if drafted else None,
+                           passes=self.spec.tokens if drafted else 0, host_s=self.framework.step_overhead_s)
 
 
 def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
@@ -120,7 +116,7 @@ def check_context(model: ModelSpec, workload: Workload) -> None:
                                  f"context of {model.key} ({model.max_position} positions)")
 
 
-def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse") -> dict:
+def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse", waves: float = 0.0) -> dict:
     """The served row of one aggregated deployment (SERVE_COLUMNS)."""
     workload.validate()
     check_context(served.model, workload)
@@ -129,20 +125,23 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
     cap = capacity(served.model, served.gpu, served.scenario, served.framework, workload.isl, workload.osl,
                    workload.prefix_hit, draft=(draft, served.scenario) if draft else None)
     _check_capacity(served, workload, cap, overflow)
-    scheduler = agg.Scheduler(budget=served.framework.max_batched_tokens, mixed=served.framework.mixed,
-                              step_overhead_s=served.framework.step_overhead_s,
-                              request_overhead_s=served.framework.request_overhead_s)
-    drafter = served.drafter(load)
-    largest = max(cap.running_bound, cap.running, 1.0)
-    table = agg.step_table(served.pricer().price, drafter, load, scheduler, largest)
+    scheduler = scheduler_for(served.framework, waves)
+    stepper = served.stepper(load, max(cap.running_bound, cap.running, 1.0))
     solve = agg.closed_loop if workload.concurrency is not None else agg.open_loop
     offered = workload.concurrency if workload.concurrency is not None else workload.request_rate
-    expected = solve(table, load, scheduler, offered, cap.running, "expected")
-    bound = solve(table, load, scheduler, offered, cap.running_bound, "bound")
+    expected = solve(stepper, load, scheduler, offered, cap.running, "expected")
+    bound = solve(stepper, load, scheduler, offered, cap.running_bound, "bound")
     # a lone decode step at the expected occupancy: lockstep groups keep prompts out of a request's decode steps
-    tpot_bound = np.interp(np.maximum(expected["decode"], 1.0), table.decode, table.light_bound) / \
-        load.tokens_per_step
-    return _row(served, workload, cap, table, expected, bound, tpot_bound)
+    tpot_bound = stepper.light(expected["decode"], "bound") / load.tokens_per_step
+    return _row(served, workload, cap, stepper.lone(load.computed), stepper.target.estimate, expected, bound,
+                tpot_bound)
+
+
+def scheduler_for(framework: Framework, waves: float = 0.0) -> agg.Scheduler:
+    """The aggregated scheduler of a framework (its budget, mixing and fitted constants)."""
+    return agg.Scheduler(budget=framework.max_batched_tokens, mixed=framework.mixed,
+                         step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
+                         sync=framework.sync, waves=waves)
 
 
 def _check_capacity(served: Served, workload: Workload, cap, overflow: str) -> None:
@@ -203,31 +202,36 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     cap = capacity(served.model, served.gpu, served.scenario, served.framework, workload.isl, workload.osl,
                    workload.prefix_hit, draft=(draft, served.scenario) if draft else None)
     shape = pools.pools(served)
+    prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
+    if capacity(served.model, served.gpu, prefill_scenario, served.framework, workload.isl, 1,
+                workload.prefix_hit).running < 1:
+        raise RooflineInputError(
+            f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of {deployment_label(served.gpu, pools.prefill_plan)} "
+            f"cannot hold {served.model.key}'s weights and one prompt of {workload.isl} tokens; use a wider prefill plan")
     _check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow)
-    prefill = replace(served, scenario=replace(served.scenario, parallel=pools.prefill_plan))
     fw = served.framework
-    tables = dis.pool_tables(prefill.pricer().price, served.pricer().price, served.drafter(load), load,
-                             fw.max_batched_tokens, fw.step_overhead_s, max(cap.running_bound, cap.running, 1.0))
+    sequences = max(cap.running_bound, cap.running, 1.0)
+    prefill = served.stepper(load, sequences, prefill_scenario)
+    decode = served.stepper(load, sequences)
     transfer = dis.transfer_seconds(served.model, served.scenario, served.gpu, load, shape)
     closed = workload.concurrency is not None
     offered = workload.concurrency if closed else workload.request_rate
-    expected = dis.solve(tables, load, shape, fw.max_batched_tokens, transfer, offered, closed, cap.running,
-                         "expected", fw.request_overhead_s)
-    bound = dis.solve(tables, load, shape, fw.max_batched_tokens, transfer, offered, closed, cap.running_bound,
-                      "bound")
-    tpot_bound = np.interp(np.maximum(expected["decode"], 1.0), tables.decode, tables.decode_bound) / \
-        load.tokens_per_step
+    expected = dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, offered, closed,
+                         cap.running, "expected", fw.request_overhead_s)
+    bound = dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, offered, closed,
+                      cap.running_bound, "bound")
+    tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step
     limited = "prefill" if float(expected["prefill_utilization"]) >= float(expected["decode_utilization"]) \
         else "decode"
-    row = _row(served, workload, replace(cap, running=cap.running * shape.decode_workers), tables, expected, bound,
-               tpot_bound, devices=shape.devices)
+    row = _row(served, workload, replace(cap, running=cap.running * shape.decode_workers), 0.0,
+               decode.target.estimate, expected, bound, tpot_bound, devices=shape.devices)
     return {**row, "mode": "disaggregated", "deployment": pools.describe(served), "ttft_s": float(bound["ttft"]),
             "prefill_workers": pools.prefill_workers, "decode_workers": pools.decode_workers,
             "kv_transfer_s": transfer, "limited_by": limited}
 
 
-def _row(served: Served, workload: Workload, cap, table, expected: dict, bound: dict, tpot_bound,
-         devices: int | None = None) -> dict:
+def _row(served: Served, workload: Workload, cap, ttft_bound, estimate: str, expected: dict, bound: dict,
+         tpot_bound, devices: int | None = None) -> dict:
     devices = devices or served.plan.devices
     tokens = float(expected["requests_per_s"] * workload.osl)
     tokens_bound = max(float(bound["requests_per_s"] * workload.osl), tokens)
@@ -240,7 +244,7 @@ def _row(served: Served, workload: Workload, cap, table, expected: dict, bound: 
         "kv_dtype": sc.kv_dtype, "concurrency": _or_nan(workload.concurrency),
         "request_rate": _or_nan(workload.request_rate), "isl": workload.isl, "osl": workload.osl,
         "prefix_hit": float(workload.prefix_hit), "max_batched_tokens": served.framework.max_batched_tokens,
-        "ttft_s": table.lone_prompt_bound, "tpot_s": float(min(tpot_bound, expected["tpot"])),
+        "ttft_s": float(ttft_bound), "tpot_s": float(min(tpot_bound, expected["tpot"])),
         "ttft_expected_s": float(expected["ttft"]), "tpot_expected_s": float(expected["tpot"]),
         "e2e_latency_expected_s": float(expected["e2e"]), "tokens_per_s": tokens_bound,
         "tokens_per_s_expected": tokens, "tokens_per_s_per_device": tokens_bound / devices,
@@ -252,7 +256,7 @@ def _row(served: Served, workload: Workload, cap, table, expected: dict, bound: 
         "fits": bool(workload.concurrency is None or workload.concurrency <= cap.running),
         "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "",
         "accepted_tokens_per_step": served.spec.tokens_per_step, "prefill_workers": 0, "decode_workers": 0,
-        "kv_transfer_s": 0.0, "limited_by": "", "estimate": table.estimate,
+        "kv_transfer_s": 0.0, "limited_by": "", "estimate": estimate,
     }
     assert tuple(row) == SERVE_COLUMNS
     return row
