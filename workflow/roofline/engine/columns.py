@@ -220,3 +220,22 @@ SERVE_COLUMNS = (
     "limited_by",  # disaggregated: the pool that sets the rate (prefill | decode); aggregated: ""
     "estimate",  # calibrated | default: the estimate label of the step times
 )
+
+#: Extra columns of a served plan row (`roofline plan` on the serving model), after PLAN_COLUMNS.
+PLAN_SERVING_COLUMNS = (
+    "mode",  # aggregated | disaggregated
+    "framework",  # vllm | sglang | trtllm
+    "prefill_workers",  # disaggregated: prefill instances (0 when aggregated)
+    "prefill_tp", "prefill_pp", "prefill_ep", "prefill_attention_dp",  # the prefill instances' plan (0 when aggregated)
+    "decode_workers",  # disaggregated: decode instances of the tp/pp/ep plan (0 when aggregated)
+    "kv_transfer_s",  # s, one prompt's KV cache from prefill to decode (0 when aggregated)
+    "limited_by",  # disaggregated: prefill | decode, the pool that sets the rate
+    "tokens_per_s_expected",  # token/s, expected output tokens of the whole deployment
+    "tokens_per_s_per_user_expected",  # token/s, 1 / tpot_expected_s
+    "requests_per_s_expected",  # request/s
+    "e2e_latency_expected_s",  # s, ttft_expected_s + (osl - 1) x tpot_expected_s
+    "kv_capacity_requests",  # requests the KV cache holds at once (expected side)
+    "prefix_hit",  # share of prompt tokens found in the prefix cache
+    "spec_method",  # speculative decoding method, "" for none
+    "accepted_tokens_per_step",  # tokens a (verify) step yields per sequence
+)

@@ -58,8 +58,9 @@ FITTED = {"vllm": (0.0, 0.0, 0.5), "sglang": (0.0, 0.0, 0.5), "trtllm": (0.0, 0.
 
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
-                  memory_fraction: float | None = None) -> Framework:
-    """The framework `key` with its documented defaults for `gpu` (and tp: SGLang's memory fraction)."""
+                  memory_fraction: float | None = None, fitted: tuple | None = None) -> Framework:
+    """The framework `key` with its documented defaults for `gpu` (and tp: SGLang's memory fraction); `fitted`
+    replaces the fitted constants (benchmarks/validate_serving.py --fit)."""
     if key not in FRAMEWORKS:
         raise unknown("--framework", key, FRAMEWORKS)
     memory = gpu.memory_bytes / GIB
@@ -77,7 +78,7 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
         defaults["max_batched_tokens"] = max_batched_tokens
     if memory_fraction is not None:
         defaults["memory_fraction"] = memory_fraction
-    step, request, sync = FITTED[key]
+    step, request, sync = fitted or FITTED[key]
     return Framework(key=key, step_overhead_s=step, request_overhead_s=request, sync=sync, **defaults)
 
 

@@ -90,6 +90,7 @@ class ServedSearch:
     concurrency: np.ndarray
     columns: dict[str, np.ndarray]
     seconds: float = 0.0
+    estimate: str = "default"  # calibrated | default: the label of the step times (roofline.serving.steps)
 
     def __len__(self) -> int:
         return len(self.concurrency)
@@ -183,11 +184,11 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorklo
     if not candidates:
         raise RooflineInputError(f"gpus: no candidate: none of {', '.join(g.key for g in gpus)} computes at the "
                                  f"dtypes asked or holds {model.key} within the devices allowed")
-    columns = evaluate(model, candidates, workload, grid, memory_utilization)
+    columns, estimate = evaluate(model, candidates, workload, grid, memory_utilization)
     n = len(grid)
     return ServedSearch(model, workload, candidates, np.repeat(np.arange(len(candidates)), n),
                         np.tile(grid, len(candidates)), {k: v.ravel() for k, v in columns.items()},
-                        time.perf_counter() - start)
+                        time.perf_counter() - start, estimate)
 
 
 def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkload, largest: float,
@@ -215,8 +216,8 @@ def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkl
 
 
 def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkload, grid: np.ndarray,
-             memory_utilization: float | None) -> dict[str, np.ndarray]:
-    """Served columns of every candidate x concurrency ([candidates, concurrencies] arrays). Only candidates whose
+             memory_utilization: float | None) -> tuple[dict[str, np.ndarray], str]:
+    """(columns, estimate label): served columns of every candidate x concurrency ([candidates, concurrencies] arrays). Only candidates whose
     concurrency the cache holds are served (the rest: fits False, NaN times)."""
     spec, drafted = workload.spec, draft_model(workload.spec, model)
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
@@ -242,7 +243,8 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
                             spec)
             for name, value in values.items():
                 out[name][index[rows], cols] = value
-    return _derived(out, candidates, grid, slots, workload)
+    labels = {parts.estimate for key, parts in tables.items() if not key[2]}
+    return _derived(out, candidates, grid, slots, workload), labels.pop() if len(labels) == 1 else "default"
 
 
 #: columns the solvers fill (per served candidate)
@@ -340,3 +342,26 @@ def _disaggregated(selected, points: Points, tables, load, fw, model, drafted, s
             "decode_batch_expected": expected["decode"], "kv_transfer_s": transfer,
             "limited_by": np.where(expected["prefill_utilization"] >= expected["decode_utilization"], "prefill",
                                    "decode")}
+
+
+def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both x and y (larger is better), in decreasing x."""
+    order = np.lexsort((np.arange(len(x)), -y, -x))
+    ys = y[order]
+    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(ys)[:-1]])
+    return order[ys > best_before]
+
+
+def frontier(result: ServedSearch, per_gpu: bool = False, side: str = "expected") -> np.ndarray:
+    """Candidates that fit and meet the targets on the Pareto front of tokens/s per device against tokens/s per
+    user (expected, or bounds with side="bound"), best first; `per_gpu`: one front per device, in device order."""
+    suffix = "_expected" if side == "expected" else ""
+    ok = np.flatnonzero(result.meets(side))
+    x = result.columns[f"tokens_per_s_per_device{suffix}"][ok]
+    y = result.columns[f"tokens_per_s_per_user{suffix}"][ok]
+    if not per_gpu:
+        return ok[pareto_front(x, y)]
+    keys = np.array([c.gpu.key for c in result.candidates])[result.candidate[ok]]
+    fronts = [ok[mask][pareto_front(x[mask], y[mask])]
+              for key in dict.fromkeys(c.gpu.key for c in result.candidates) for mask in [keys == key]]
+    return np.concatenate(fronts) if fronts else ok[:0]

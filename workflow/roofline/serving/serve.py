@@ -84,7 +84,7 @@ class Served:
         mix = Mix(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
                   queries=1.0 if draft else float(load.queries))
         tokens = sequences * load.queries + self.framework.max_batched_tokens
-        return tabulate(model, [self.gpu], scenario or self.scenario, mix, tokens, sequences)[0]
+        return _parts(model, self.gpu, scenario or self.scenario, mix, tokens, sequences)
 
     def stepper(self, load: agg.Load, sequences: float, scenario: Scenario | None = None) -> agg.Stepper:
         drafted = draft_model(self.spec, self.model) is not None
@@ -93,8 +93,23 @@ class Served:
                            passes=self.spec.tokens if drafted else 0, host_s=self.framework.step_overhead_s)
 
 
+_PARTS: dict[tuple, object] = {}
+
+
+def _parts(model: ModelSpec, gpu: Accelerator, scenario: Scenario, mix: Mix, tokens: float, sequences: float):
+    """steps.tabulate of one device, kept for the process: served runs that differ only in concurrency (or in the
+    framework's fitted constants) reuse the tables."""
+    key = (model, gpu.key, gpu.calibration, scenario, mix, round(tokens), round(sequences))
+    if key not in _PARTS:
+        if len(_PARTS) > 256:
+            _PARTS.clear()
+        _PARTS[key] = tabulate(model, [gpu], scenario, mix, tokens, sequences)[0]
+    return _PARTS[key]
+
+
 def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
-                   spec: Speculation = Speculation(), max_batched_tokens: int | None = None) -> Served:
+                   spec: Speculation = Speculation(), max_batched_tokens: int | None = None,
+                   memory_fraction: float | None = None, fitted: tuple | None = None) -> Served:
     """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit)."""
     scenario = scenario.for_model(model)
     for stage in ("prefill", "decode"):
@@ -105,7 +120,7 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
     if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
         raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
                                  f"from 1 to {MAX_BATCH}")
-    fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens)
+    fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted)
     return Served(model, gpu, scenario, fw, spec)
 
 
@@ -266,7 +281,3 @@ def _or_nan(value) -> float:
     return float("nan") if value is None else float(value)
 
 
-def with_memory_fraction(served: Served, fraction: float | None) -> Served:
-    """`served` with its framework's memory fraction overridden (--memory-utilization)."""
-    return served if fraction is None else replace(served, framework=replace(served.framework,
-                                                                               memory_fraction=fraction))
