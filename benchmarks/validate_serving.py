@@ -52,6 +52,13 @@ DENSE = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b")
 WAVES = 0.0
 
 
+def precision(row) -> tuple[str, str, str]:
+    """(weight, activation, KV) dtypes of a run; gpt-oss's fp4 runs are its native MXFP4 experts (16-bit rest)."""
+    if row.model.startswith("gpt-oss") and row.precision == "fp4":
+        return "native", "bf16", "bf16"
+    return PRECISIONS[row.precision]
+
+
 def silicon() -> pd.DataFrame:
     try:
         from importlib import resources
@@ -81,7 +88,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     if not row.concurrency == row.concurrency:
         raise RooflineInputError("no concurrency recorded")
     model, gpu = models.get_model(row.model), hardware.get_accelerator(row.gpu)
-    weight, act, kv = PRECISIONS[row.precision]
+    weight, act, kv = precision(row)
     prefix = "decode_" if row["mode"] == "disagg" else ""
     decode = plan(row[f"{prefix}tp_size"], row[f"{prefix}attention_dp_size"], row[f"{prefix}moe_tp_size"],
                   row[f"{prefix}moe_ep_size"])
@@ -95,17 +102,19 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
         return serve_aggregated(served, workload, overflow="queue", waves=waves)
     prefill = plan(row.prefill_tp_size, row.prefill_attention_dp_size, row.prefill_moe_tp_size,
                    row.prefill_moe_ep_size)
-    if prefill is None or np.isnan(row.prefill_num_workers) or np.isnan(row.decode_num_workers):
-        raise RooflineInputError("prefill plan or worker counts not expressible")
+    if np.isnan(row.prefill_num_workers) or np.isnan(row.decode_num_workers):
+        raise RooflineInputError("worker counts not recorded")
+    if prefill is None:
+        raise RooflineInputError("plan not expressible (tensor parallelism inside data-parallel attention)")
     pools = Disaggregation(int(row.prefill_num_workers), int(row.decode_num_workers), prefill)
-    return serve_disaggregated(served, workload, pools, overflow="queue")
+    return serve_disaggregated(served, workload, pools, overflow="queue", waves=waves)
 
 
 def today_row(row) -> tuple[float, float]:
     """Today's step model: (TTFT = one request's prefill, TPOT = one decode step at batch = concurrency per decode
     worker and the mean KV length), expected times."""
     model, gpu = models.get_model(row.model), hardware.get_accelerator(row.gpu)
-    weight, act, kv = PRECISIONS[row.precision]
+    weight, act, kv = precision(row)
     disagg = row["mode"] == "disagg"
     prefix = "decode_" if disagg else ""
     decode = plan(row[f"{prefix}tp_size"], row[f"{prefix}attention_dp_size"], row[f"{prefix}moe_tp_size"],
@@ -207,10 +216,12 @@ def main() -> None:
     fitted, waves = (fit(data) if args.fit else (None, WAVES))
     if args.fit:
         print(f"FITTED = {fitted}\nWAVES = {waves}\n")
-    frame = errors(predict(data, fitted, waves))
+    predicted = predict(data, fitted, waves)
+    frame = errors(predicted)
     pd.set_option("display.width", 200)
     pd.set_option("display.max_rows", 500)
-    print(f"{len(frame)} rows served of {len(data)} supported ({len(data) - len(frame)} not expressible)\n")
+    print(f"{len(frame)} rows served of {len(data)} supported; not served:")
+    print(predicted[predicted.skipped != ""].groupby(["model", "skipped"]).size().to_string(), "\n")
     print(table(frame, ["model", "gpu", "mode"]).to_string(), "\n")
     print(table(frame.assign(all="all"), ["all"]).to_string(), "\n")
     half = frame.index % 2 == 1

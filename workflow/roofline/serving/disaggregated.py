@@ -62,8 +62,18 @@ def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, side:
     return C, step, arrivals * load.computed * step / C
 
 
+def first_wave(prefill: Stepper, load: Load, pools: Pools, budget, active, transfer_s, request_overhead_s: float):
+    """Mean TTFT of the first `active` requests of a closed-loop benchmark, all sent at once: each prefill worker
+    takes its share in full-budget steps, the i-th step's prompts waiting i steps."""
+    prompts = np.ceil(active / pools.prefill_workers)
+    per_step = np.clip(np.floor(budget / load.computed), 1.0, np.maximum(prompts, 1.0))
+    steps = np.ceil(prompts / per_step) * np.ceil(per_step * load.computed / budget)
+    heavy = prefill.heavy(0.0 * active, np.minimum(per_step * load.computed, budget), "expected")
+    return request_overhead_s + (steps + 1) / 2 * heavy + transfer_s
+
+
 def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: float, transfer_s: float, offered,
-          closed: bool, running: float, side: str, request_overhead_s: float = 0.0) -> dict:
+          closed: bool, running: float, side: str, request_overhead_s: float = 0.0, waves: float = 0.0) -> dict:
     """Steady state of the two pools under N closed-loop users (`closed`) or a request rate; `running` is what
     one decode worker's cache holds. `prefill` steps are separate (no decodes), `decode` steps carry no prompts."""
     offered = np.asarray(offered, dtype=float)
@@ -86,6 +96,8 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
     in_flight = ttft + (load.osl - 1) * tpot
     if closed:
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
+    if closed and side == "expected" and waves > 0:
+        ttft = ttft + (first_wave(prefill, load, pools, budget, active, transfer_s, request_overhead_s) - ttft) / waves
     return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
             "decode": D, "running": rate * in_flight, "prefill_utilization": busy,
             "decode_utilization": D / np.maximum(running, 1e-9),

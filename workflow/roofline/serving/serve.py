@@ -207,7 +207,8 @@ class Disaggregation:
                 f"({deployment_label(served.gpu, served.plan)})")
 
 
-def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregation, overflow: str = "refuse") -> dict:
+def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregation, overflow: str = "refuse",
+                        waves: float = 0.0) -> dict:
     """The served row of one disaggregated deployment (SERVE_COLUMNS)."""
     workload.validate()
     check_context(served.model, workload)
@@ -232,7 +233,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     closed = workload.concurrency is not None
     offered = workload.concurrency if closed else workload.request_rate
     expected = dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, offered, closed,
-                         cap.running, "expected", fw.request_overhead_s)
+                         cap.running, "expected", fw.request_overhead_s, waves)
     bound = dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, offered, closed,
                       cap.running_bound, "bound")
     tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step
