@@ -13,11 +13,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from roofline.engine import analysis
-from roofline.engine import graph
-from roofline.engine import hardware
-from roofline.engine import models
-from roofline.engine import sweeps
+from roofline.engine import analysis, graph, hardware, models, sweeps
 from roofline.engine.scenario import Scenario  # noqa: E402
 
 

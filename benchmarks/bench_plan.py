@@ -12,8 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from roofline.engine import hardware
-from roofline.engine import models
+from roofline.engine import hardware, models
 from roofline.serving import planner
 from roofline.serving import search as served
 

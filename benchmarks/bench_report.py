@@ -17,10 +17,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from roofline.pipeline.config import resolve_config  # noqa: E402
 from roofline.figures import render_model_figures  # noqa: E402
-from roofline.report import load_manifest, model_context, summary_context, write_report  # noqa: E402
+from roofline.pipeline.config import resolve_config  # noqa: E402
 from roofline.pipeline.tables import grid_tables  # noqa: E402
+from roofline.report import load_manifest, model_context, summary_context, write_report  # noqa: E402
 
 
 def main(config_path: Path) -> None:

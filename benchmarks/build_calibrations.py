@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from roofline.engine import formulas as f
-from roofline.estimate.calibration import bound_seconds  # noqa: E402
+from roofline.engine import formulas as f  # noqa: E402
 from roofline.engine.columns import CALIBRATION_COLUMNS  # noqa: E402
 from roofline.engine.hardware import catalog  # noqa: E402
 from roofline.engine.models import ACTIVATION_FLOPS  # noqa: E402
+from roofline.estimate.calibration import bound_seconds  # noqa: E402
 
 OUT = ROOT / "workflow" / "roofline" / "data" / "calibrations"
 GPUS = {"a100": "a100-sxm-80gb", "h100": "h100-sxm"}

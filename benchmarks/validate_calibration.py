@@ -3,7 +3,8 @@
     python benchmarks/validate_calibration.py
 
 1. Leave-one-out error of t_expected per op_class (median and p90 of |expected - measured| / measured), for each
-   method of roofline.estimate.calibration.FITS: the method with the lowest errors is roofline.estimate.calibration.METHOD.
+   method of roofline.estimate.calibration.FITS: the method with the lowest errors is
+   roofline.estimate.calibration.METHOD.
 2. Decode steps held out whole: expected vs measured time of one decode step (sum over the measured kernels of a
    layer x 32 layers) for Llama-3-8B on the A100 calibrated WITHOUT any Llama-3-8B row, and for Llama-2-7B on the
    H100 with every kernel of that batch size left out.
@@ -21,9 +22,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from roofline.estimate.calibration import (BIN_DECADES, CEILING, FITS, K_NEAREST, METHOD, bound_seconds, local_log_ratio,
-                                  read_table, regime, shipped_path)  # noqa: E402
 from roofline.engine.hardware import catalog  # noqa: E402
+from roofline.estimate.calibration import (
+    BIN_DECADES,
+    CEILING,
+    FITS,
+    K_NEAREST,
+    METHOD,
+    bound_seconds,
+    local_log_ratio,
+    read_table,  # noqa: E402
+    regime,
+    shipped_path,
+)
 
 TABLES = ("a100-sxm-80gb", "h100-sxm", "h200-sxm")
 LAYERS = 32

@@ -1,4 +1,5 @@
-"""Calibrated estimates (roofline.estimate.calibration), `roofline measure` and a measured table through the workflow."""
+"""Calibrated estimates (roofline.estimate.calibration), `roofline measure` and a measured table through the
+workflow."""
 import csv
 import math
 import shutil
@@ -11,18 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from roofline.estimate import expected as estimator
-from roofline.engine import analysis
 from roofline.cli import app as cli
-from roofline.engine import columns
-from roofline.engine import hardware
-from roofline.engine import models
-from roofline.pipeline import config as rc
-from roofline.estimate.calibration import (Curve, calibration_for, fit_interp, fit_knn, read_table,
-                                  shipped_path)
+from roofline.engine import columns, hardware, models
 from roofline.engine.errors import RooflineInputError
 from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import Scenario
+from roofline.estimate import expected as estimator
+from roofline.estimate.calibration import Curve, calibration_for, fit_interp, fit_knn, read_table, shipped_path
+from roofline.pipeline import config as rc
 from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ from importlib import resources
 
 import pytest
 
-from roofline.engine import hardware
+from roofline.engine import hardware, models
 from roofline.engine.errors import RooflineInputError
 
 
@@ -57,3 +57,10 @@ def test_entry_override_and_new_device():
 def test_bad_entries(key, entry, message):
     with pytest.raises(RooflineInputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         hardware.accelerator_from_entry(key, entry)
+
+
+def test_every_catalog_family_has_one_hf_reader_entry():
+    from roofline.engine.hf_families import FAMILIES, FAMILY_ALIASES
+
+    assert {m.family for m in models.catalog().values()} <= set(FAMILIES)
+    assert set(FAMILY_ALIASES.values()) <= set(FAMILIES) and not set(FAMILY_ALIASES) & set(FAMILIES)

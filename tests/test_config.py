@@ -7,21 +7,22 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from roofline.engine.parallel import Parallel
 import yaml
 
-from roofline.pipeline import config as rc
 from roofline.engine.analysis import required_peak_dtypes
 from roofline.engine.dtypes import STORAGE_DTYPES
 from roofline.engine.errors import RooflineInputError
 from roofline.engine.graph import build_operators
 from roofline.engine.hardware import Accelerator, get_accelerator
 from roofline.engine.models import MAX_DIMENSION, ModelSpec, get_model
+from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import STAGES, Scenario
+from roofline.pipeline import config as rc
+from roofline.pipeline.schema import coerce_strings, load_schema
+from roofline.pipeline.schema_messages import describe_schema_error
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = rc.load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+SCHEMA = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 DEFAULT = yaml.safe_load((ROOT / "config.yaml").read_text())
 HF_LLAMA = ROOT / "tests" / "data" / "hf_configs" / "llama-2-7b.json"
 
@@ -36,7 +37,7 @@ def small(**sections) -> dict:
 
 def schema_errors(cfg: dict) -> list[str]:
     validator = jsonschema.Draft202012Validator(SCHEMA)
-    return [rc.describe_schema_error(error) for error in validator.iter_errors(cfg)]
+    return [describe_schema_error(error) for error in validator.iter_errors(cfg)]
 
 
 # ------------------------------------------------------------------------------------------- the default config
@@ -326,9 +327,9 @@ def test_coerce_strings_restores_types_of_config_overrides():
     raw = small(scenario={"batch": "8", "weight_dtype": "int8", "attention": "flash"},
                 gpus={"h100-sxm": {"bandwidth_gbps": "3000", "name": "123"}},
                 models={"llama-2-7b": {"tie_embeddings": "true", "sliding_window": "null"}})
-    fixed = rc.coerce_strings(raw, SCHEMA)
+    fixed = coerce_strings(raw, SCHEMA)
     assert fixed["scenario"] == {"batch": 8, "weight_dtype": "int8", "attention": "flash"}
     assert fixed["gpus"]["h100-sxm"] == {"bandwidth_gbps": 3000, "name": "123"}  # name stays a string
     assert fixed["models"]["llama-2-7b"] == {"tie_embeddings": True, "sliding_window": None}
-    assert rc.coerce_strings(small(scenario={"batch": "x"}), SCHEMA)["scenario"]["batch"] == "x"  # left to the schema
+    assert coerce_strings(small(scenario={"batch": "x"}), SCHEMA)["scenario"]["batch"] == "x"  # left to the schema
     assert schema_errors(fixed) == []

@@ -6,11 +6,8 @@ import math
 
 import pytest
 
-from roofline.engine import analysis
 from roofline.cli import app as cli
-from roofline.engine import graph
-from roofline.engine import hardware
-from roofline.engine import models
+from roofline.engine import analysis, graph, hardware, models
 from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import Scenario
 from roofline.engine.treatments import treatment_table

@@ -9,19 +9,35 @@ import pytest
 
 matplotlib.use("Agg")
 
-from roofline.figures import (batch_sweep_figure, cross_gpu_figure, render_model_figures, roof_for,  # noqa: E402
-                              roofline_figure, seq_sweep_figure, time_breakdown_figure)
+import matplotlib.pyplot as plt  # noqa: E402
+
+from grids import grid  # noqa: E402
+from roofline.engine.hardware import get_accelerator  # noqa: E402
+from roofline.figures import (  # noqa: E402  # noqa: E402
+    FIGURES,
+    MANIFEST,
+    PLACES,
+    batch_sweep_figure,
+    cross_gpu_figure,
+    render_model_figures,
+    roof_for,
+    roofline_figure,
+    seq_sweep_figure,
+    time_breakdown_figure,
+)
+from roofline.figures import breakdown as breakdown_module  # noqa: E402
 from roofline.figures import render as render_module  # noqa: E402
-from roofline.figures.charts import drawable, legend_name, plain, shorten  # noqa: E402
 from roofline.figures.labels import compact_names, wrap  # noqa: E402
+from roofline.figures.layout import legend_name, plain, shorten  # noqa: E402
+from roofline.figures.points import drawable  # noqa: E402
 from roofline.figures.render import specs_objects  # noqa: E402
 from roofline.figures.roofline import Series, draw_roofline, fmt_value, peak_label  # noqa: E402
 from roofline.figures.style import gpu_styles  # noqa: E402
-from roofline.engine.hardware import get_accelerator  # noqa: E402
-from roofline.report import units  # noqa: E402
-from grids import grid  # noqa: E402
-
-import matplotlib.pyplot as plt  # noqa: E402
+from roofline.report import (  # noqa: E402
+    figure_list,
+    units,  # noqa: E402
+)
+from roofline.report import io as report_io
 
 HOSTILE = r"Llama <script>alert(1)</script> & $\alpha$ Co"
 
@@ -82,6 +98,24 @@ def test_every_figure_file_exists(rendered):
         svg = (out / entry["svg"]).read_text()
         assert "<text" in svg  # svg.fonttype none: text stays selectable text in the PDF
         assert "<script>" not in svg  # names are XML-escaped
+
+
+def test_the_manifest_lists_the_registrys_figures(rendered):
+    """Every kind the renderer writes is a kind of the FIGURES registry and every registered kind is drawn (this
+    grid has every figure); each entry says where the report shows it, with the registry's rank and a caption, in
+    the places and under the file name the report reads."""
+    out, manifest = rendered
+    assert {entry["kind"] for entry in manifest} == set(FIGURES)
+    for entry in manifest:
+        figure = FIGURES[entry["kind"]]
+        assert entry["place"] == figure.place and entry["rank"] == list(FIGURES).index(entry["kind"])
+        assert entry["caption"] and entry["label"].startswith(figure.title)
+    assert PLACES == figure_list.PLACES and {f.place for f in FIGURES.values()} <= set(PLACES)
+    assert MANIFEST == report_io.MANIFEST
+    # the caption of a per-GPU figure names its GPU; a per-stage figure's names its stage
+    roofline = next(e for e in manifest if e["kind"] == "roofline" and e["gpu"] == "h100-sxm")
+    assert f"on {get_accelerator('h100-sxm').name}:" in roofline["caption"]
+    assert next(e for e in manifest if e["stage"] == "decode" and e["gpu"] is None)["caption"].startswith("Decode")
 
 
 def test_roofline_axes_contain_every_point_and_ceiling(data):
@@ -196,8 +230,8 @@ def test_sweep_and_breakdown_axes_contain_their_data(data):
     plt.close(fig)
     fig = seq_sweep_figure(sweeps, gpus, scenario, HOSTILE)
     for ax in fig.axes:
-        assert_inside(ax, np.concatenate([np.column_stack([l.get_xdata(), l.get_ydata()]) for l in ax.get_lines()
-                                          if len(l.get_xdata()) > 2]))
+        assert_inside(ax, np.concatenate([np.column_stack([ln.get_xdata(), ln.get_ydata()]) for ln in ax.get_lines()
+                                          if len(ln.get_xdata()) > 2]))
     plt.close(fig)
     fig = time_breakdown_figure(tables["ops"], gpus, HOSTILE, ["prefill", "decode"])
     for ax in fig.axes:
@@ -432,7 +466,7 @@ def test_interrupted_figure_job_leaves_the_previous_folder(tmp_path, monkeypatch
         partial.extend(p.name for p in tmp_path.glob("figures/.gpt2.*/*"))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(render_module, "time_breakdown_figure", interrupted)
+    monkeypatch.setattr(breakdown_module, "time_breakdown_figure", interrupted)
     with pytest.raises(KeyboardInterrupt):
         render_model_figures("gpt2", tables["ops"], tables["sweeps"], specs, target)
     assert "roofline_t4.svg" in partial and "figures.json" not in partial  # half-written, next to the target

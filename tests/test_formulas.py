@@ -9,7 +9,7 @@ def test_registry_has_every_formula_once():
     assert set(f.FORMULAS) >= {"linear", "qk_matmul", "softmax", "sv_matmul", "fused_attention", "norm",
                                "residual_add", "activation", "rope", "embedding", "kv_cache_write", "moe_combine"}
     with pytest.raises(ValueError, match="registered twice"):
-        f.formula("linear")(lambda: None)
+        f.formula("linear", "gemm")(lambda: None)
 
 
 def test_linear():
@@ -79,3 +79,11 @@ def test_distinct_experts():
     assert f.distinct_experts(1, 4, 2, "balanced") == 2
     assert f.distinct_experts(5, 4, 2, "balanced") == 4
     assert f.distinct_experts(1, 4, 2, "all") == 4
+
+
+def test_registry_gives_each_formula_its_operator_class():
+    # the graph takes a row's class from here: FORMULAS[name] = (op class, cost function)
+    assert f.FORMULAS["linear"].op_class == "gemm" and f.FORMULAS["all_reduce"].op_class == "communication"
+    assert {entry.op_class for entry in f.FORMULAS.values()} == set(f.OP_CLASSES)
+    with pytest.raises(ValueError, match="unknown operator class"):
+        f.formula("gemv", "matvec")

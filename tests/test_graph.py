@@ -3,10 +3,7 @@ import math
 
 import pytest
 
-from roofline.engine import analysis
-from roofline.engine import graph
-from roofline.engine import hardware
-from roofline.engine import models
+from roofline.engine import analysis, graph, hardware, models
 from roofline.engine.scenario import Scenario
 
 

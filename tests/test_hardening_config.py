@@ -9,12 +9,15 @@ import pytest
 
 from roofline.cli import app as cli
 from roofline.engine import hardware
-from roofline.pipeline import config as rc
 from roofline.engine.errors import RooflineInputError
+from roofline.pipeline import config as rc
+from roofline.pipeline.schema import load_schema, typed_config
+from roofline.pipeline.schema_messages import describe_schema_error
+from roofline.pipeline.yaml_loader import load_config_file
 from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEMA = rc.load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+SCHEMA = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 
 
 def _config(gpu: dict) -> dict:
@@ -50,7 +53,7 @@ def test_the_plausible_range_holds_every_catalog_device():
 
 
 def _schema_messages(config: dict) -> list[str]:
-    return [rc.describe_schema_error(e) for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(config)]
+    return [describe_schema_error(e) for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(config)]
 
 
 def _strings(schema, path="config"):
@@ -81,10 +84,10 @@ def test_duplicate_yaml_keys_name_the_key_and_both_lines(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("models:\n  llama-2-7b: {}\ngpus:\n  h100-sxm: {bandwidth_gbps: 1}\n  h100-sxm: {}\n")
     with pytest.raises(RooflineInputError, match=r"^gpus\.h100-sxm: written twice in .*config\.yaml \(lines 4 and 5\)"):
-        rc.load_config_file(path)
+        load_config_file(path)
     path.write_text("scenario:\n  batch: 1\n  seq_len: 8\n  batch: 2\n")
     with pytest.raises(RooflineInputError, match=r"^scenario\.batch: written twice .*\(lines 2 and 4\)"):
-        rc.load_config_file(path)
+        load_config_file(path)
 
 
 def test_yaml_numbers_in_any_notation_and_no_coercion_of_file_strings(tmp_path):
@@ -92,7 +95,7 @@ def test_yaml_numbers_in_any_notation_and_no_coercion_of_file_strings(tmp_path):
     path.write_text('gpus: {h100-sxm: {bandwidth_gbps: 3e3, peak_tflops: {fp16: 1E+3, fp8: 2.0e3}}}\n'
                     'scenario: {batch: "8", seq_len: 2.048e3}\n'
                     'models: {llama-2-7b: {tie_embeddings: "yes", max_position: 4.096e+3, n_layers: 1.55e1}}\n')
-    typed = rc.typed_config([path], {}, SCHEMA)
+    typed = typed_config([path], {}, SCHEMA)
     assert typed["gpus"]["h100-sxm"] == {"bandwidth_gbps": 3000.0, "peak_tflops": {"fp16": 1000.0, "fp8": 2000.0}}
     assert typed["scenario"]["seq_len"] == 2048 and type(typed["scenario"]["seq_len"]) is int
     assert type(typed["models"]["llama-2-7b"]["max_position"]) is int  # 4096
@@ -107,7 +110,7 @@ def test_config_overrides_are_coerced_and_win_over_the_files(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {bandwidth_gbps: 3e3}}\nscenario: {batch: 2}\n")
     # what `--config 'scenario={batch: 8}' 'gpus={h100-sxm: {peak_tflops: {fp16: 1e3}}}'` hands over
-    typed = rc.typed_config([path], {"scenario": {"batch": "8"}, "gpus": {"h100-sxm": {"peak_tflops": {"fp16": "1e3"}}}},
+    typed = typed_config([path], {"scenario": {"batch": "8"}, "gpus": {"h100-sxm": {"peak_tflops": {"fp16": "1e3"}}}},
                             SCHEMA)
     assert typed["scenario"] == {"batch": 8}
     assert typed["gpus"]["h100-sxm"] == {"bandwidth_gbps": 3000.0, "peak_tflops": {"fp16": 1000.0}}
@@ -127,8 +130,8 @@ def _cli(capsys, *argv):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["opss"], "roofline: error: command: unknown value 'opss' (did you mean 'ops'?); allowed: list, measure, ops, plan, ridge, "
-               "totals"),
+    (["opss"], "roofline: error: command: unknown value 'opss' (did you mean 'ops'?); allowed: list, measure, ops, "
+               "plan, ridge, totals"),
     (["list", "models", "--format", "csv"], "option '--format' is not accepted here; it belongs to: ops, totals"),
     ([], "missing command; allowed: ops, totals, ridge, plan, measure, list (or --version)"),
     (["totals", "--model", "gpt2", "--gpu", "h100-sxm", "--stage", "prefill", "--seq-len", "5000"],
@@ -193,8 +196,8 @@ def test_yaml_aliases_are_checked_once_and_deep_nesting_is_one_line(tmp_path):
     lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]  # 9^9 leaves if expanded
     bomb.write_text("\n".join(lines) + "\n")
-    assert list(rc.load_config_file(bomb)) == [f"a{i}" for i in range(9)]
+    assert list(load_config_file(bomb)) == [f"a{i}" for i in range(9)]
     deep = tmp_path / "deep.yaml"
     deep.write_text("models: " + "[" * 50_000 + "]" * 50_000 + "\n")
     with pytest.raises(RooflineInputError, match="nested too deeply"):
-        rc.load_config_file(deep)
+        load_config_file(deep)

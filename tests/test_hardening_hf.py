@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from roofline.cli import app as cli
-from roofline.pipeline.config import resolve_config
 from roofline.engine.errors import RooflineInputError
+from roofline.pipeline.config import resolve_config
 
 QWEN = json.loads((Path(__file__).parent / "data" / "hf_configs" / "qwen2.5-7b.json").read_text())
 
@@ -91,9 +91,9 @@ def test_cli_exits_2_with_one_line(capsys, tmp_path, name):
 
 
 def test_name_limit_of_config_json_is_the_schemas():
-    from roofline.pipeline import config as rc
     from roofline.engine import hf_config
-    schema = rc.load_schema(Path(__file__).parents[1] / "workflow" / "schemas" / "config.schema.yaml")
+    from roofline.pipeline.schema import load_schema
+    schema = load_schema(Path(__file__).parents[1] / "workflow" / "schemas" / "config.schema.yaml")
     assert schema["$defs"]["name"]["maxLength"] == hf_config.MAX_NAME_LENGTH
 
 

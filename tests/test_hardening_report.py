@@ -2,9 +2,9 @@
 which is there for numbers; a formatted NaN next to such a name is still caught."""
 import pytest
 
-from roofline.report import check_context, index_context, model_context, render_html, summary_context
-from roofline.report.context import user_text
 from grids import grid
+from roofline.report import check_context, index_context, model_context, render_html, summary_context
+from roofline.report.guard import user_text
 
 
 @pytest.fixture(scope="module")

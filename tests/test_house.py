@@ -50,8 +50,8 @@ def imports(module: str) -> set[str]:
     module of ours, else `pkg`). Imports under `if TYPE_CHECKING:` are ignored: they never run."""
     path, tree = modules()[module]
     found: set[str] = set()
-    type_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-                 for n in ast.walk(node)}
+    type_only = {id(n) for node in ast.walk(tree)
+                 if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
     for node in ast.walk(tree):
         if id(node) in type_only:
             continue
@@ -107,7 +107,8 @@ def test_no_import_cycle():
         state[node] = 1
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                cycles.append(" -> ".join(stack[stack.index(nxt):] + [node, nxt]) if nxt in stack else f"{node} -> {nxt}")
+                loop = stack[stack.index(nxt):] + [node, nxt] if nxt in stack else [node, nxt]
+                cycles.append(" -> ".join(loop))
             elif nxt not in state:
                 visit(nxt, stack + [node])
         state[node] = 2

@@ -8,16 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from roofline.estimate import expected as estimator
-from roofline.engine import analysis
-from roofline.engine import formulas as f
-from roofline.engine import hardware
-from roofline.engine import models
 from roofline.cli.app import main
+from roofline.engine import analysis, hardware, models
+from roofline.engine import formulas as f
 from roofline.engine.dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
 from roofline.engine.errors import RooflineInputError
 from roofline.engine.graph import build_operators
 from roofline.engine.scenario import Scenario
+from roofline.estimate import expected as estimator
 
 HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 NEW_MODELS = ("qwen3-8b", "qwen3-32b", "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b", "gemma-3-12b",

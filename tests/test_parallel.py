@@ -10,13 +10,13 @@ import pytest
 from roofline.cli import app as cli
 from roofline.engine import formulas as f
 from roofline.engine.analysis import resolve_plan, totals
-from roofline.estimate.expected import analyze
 from roofline.engine.errors import RooflineInputError
 from roofline.engine.graph import build_operators
 from roofline.engine.hardware import accelerator_from_entry, get_accelerator
 from roofline.engine.models import get_model, norm_params, parameter_counts
 from roofline.engine.parallel import Parallel, check_plan, weight_params_per_device
 from roofline.engine.scenario import Scenario
+from roofline.estimate.expected import analyze
 
 H100 = get_accelerator("h100-sxm")
 
@@ -269,7 +269,8 @@ def test_treatments_price_more_devices_and_overlap():
     assert not single["overlap_communication"]["applicable"]
     odd = {r["treatment"]: r for r in treatment_table(get_model("qwen2.5-7b"), H100, "decode",
                                                      Scenario(parallel=Parallel(tp=4)))}
-    assert not odd["more_devices"]["applicable"] and "does not divide the 28 attention heads" in odd["more_devices"]["note"]
+    more = odd["more_devices"]
+    assert not more["applicable"] and "does not divide the 28 attention heads" in more["note"]
 
 
 @pytest.mark.parametrize("model_key", ["llama-2-7b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "qwen3-30b-a3b",
@@ -292,8 +293,8 @@ def test_sharding_never_loses_weights_and_each_device_holds_less(model_key):
 
 
 def test_the_report_says_when_the_link_is_the_bottleneck():
-    from roofline.report.text import network_sentence
     from roofline.pipeline.tables import job_tables
+    from roofline.report.text import network_sentence
 
     def sentence(gpu_key, plan, stage):
         tables = job_tables(get_model("llama-3.1-70b"), get_accelerator(gpu_key), stage, Scenario(parallel=plan))

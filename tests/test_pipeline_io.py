@@ -8,10 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from roofline.pipeline import io as pipeline_io
 from roofline.engine.hardware import get_accelerator
 from roofline.engine.models import get_model
 from roofline.engine.scenario import Scenario
+from roofline.pipeline import io as pipeline_io
 from roofline.pipeline.tables import JOB_COLUMNS, job_tables
 
 PACKAGE = Path(pipeline_io.__file__).resolve().parent.parent

@@ -7,15 +7,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from roofline.pipeline import config as rc
 from roofline.engine.columns import PLAN_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
 from roofline.engine.errors import RooflineInputError
+from roofline.pipeline import config as rc
 from roofline.pipeline.io import read_plan_table
+from roofline.pipeline.schema import load_schema
 from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
-SCHEMA = rc.load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
+SCHEMA = load_schema(ROOT / "workflow" / "schemas" / "config.schema.yaml")
 BASE = {"models": {"llama-2-7b": {}}, "gpus": {"h100-sxm": {}, "rtx-a6000": {"bandwidth_gbps": 700}},
         "stages": ["decode"]}
 

@@ -8,12 +8,11 @@ import numpy as np
 import pytest
 
 from roofline.cli import app as cli
-from roofline.engine import hardware
-from roofline.engine import models
-from roofline.serving import planner
+from roofline.engine import hardware, models
 from roofline.engine.analysis import totals
 from roofline.engine.columns import PLAN_COLUMNS
 from roofline.engine.scenario import Scenario
+from roofline.serving import planner
 
 H100 = hardware.get_accelerator("h100-sxm")
 LLAMA2 = models.get_model("llama-2-7b")

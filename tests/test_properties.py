@@ -6,12 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from roofline.estimate import expected as estimator
-from roofline.engine import analysis
-from roofline.engine import hardware
-from roofline.engine import models
-from roofline.engine import sweeps
+from roofline.engine import analysis, hardware, models, sweeps
 from roofline.engine.scenario import Scenario
+from roofline.estimate import expected as estimator
 
 MODELS = sorted(models.catalog())
 GPUS = sorted(k for k, g in hardware.catalog().items() if "fp16" in g.peak_flops_per_s)

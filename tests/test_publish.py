@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
+from grids import grid
 from roofline.report import model_context, summary_context, units, wiki
 from roofline.report.publish import OWNED, PublishError, publish
-from grids import grid
 
 HOSTILE = "Llama | <script>x</script> [link](http://evil)"
 MODELS = ("llama-2-7b", "llama-3.1-70b")
@@ -33,8 +33,9 @@ def bundle(tmp_path_factory):
     for model in MODELS:
         figures = root / "figures" / model
         figures.mkdir(parents=True)
-        manifest = [{"kind": "time_breakdown", "gpu": None, "stage": None, "note": "", "svg": "time_breakdown.svg",
-                     "png": "time_breakdown.png"}]
+        manifest = [{"kind": "time_breakdown", "gpu": None, "stage": None, "label": "time breakdown",
+                     "place": "figures", "rank": 0, "caption": "Where the time goes.", "note": "",
+                     "svg": "time_breakdown.svg", "png": "time_breakdown.png"}]
         (figures / "time_breakdown.png").write_bytes(b"\x89PNG " + model.encode())
         contexts[model] = model_context(model, tables, specs, manifest, str(figures))
         pdfs[model] = root / f"{model}.pdf"
@@ -73,7 +74,8 @@ def test_pages_escape_names_and_mark_setups_that_do_not_fit(bundle):
     assert not misfit["fits"]
     seventy = (target / "llama-3.1-70b.md").read_text()
     time = units.seconds(misfit["tpot_s"])
-    why = f"does not fit: needs {units.nbytes(misfit['footprint_bytes'])}, has {units.nbytes(misfit['usable_memory_bytes'])}"
+    needs, has = units.nbytes(misfit["footprint_bytes"]), units.nbytes(misfit["usable_memory_bytes"])
+    why = f"does not fit: needs {needs}, has {has}"
     assert f"| {why} | ✗ ~~{time}~~ |" in seventy  # the Fits column says why, the time is struck through
     # the summary has no Fits column: the first marked cell of the row (here prefill's, the same footprint) says why
     assert f"✗ ~~{time}~~" in home and f"~~ ({why}) |" in home

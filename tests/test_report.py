@@ -1,23 +1,34 @@
 """Report: the context is complete and NaN-free, names are escaped, the PDF has page numbers and the numbers of
 the context, and the renderer reads nothing outside the report folder. The PDF is built once per session."""
 import math
-from dataclasses import replace
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 from weasyprint.urls import FatalURLFetchingError
 
-from roofline.figures import render_model_figures
-from roofline.report import (check_context, index_context, load_manifest, model_context, render_html,
-                             report_fetcher, summary_context, write_pdf, write_report)
-from roofline.report import units
-from roofline.report import text
-from roofline.report.context import accelerators, appendix, batch_sweep_caption
-from roofline.report.text import treatment_sentence
 from grids import grid
+from roofline.figures import render_model_figures
+from roofline.figures.batch_sweep import sweep_caption as batch_sweep_caption
+from roofline.report import (
+    check_context,
+    index_context,
+    load_manifest,
+    model_context,
+    render_html,
+    report_fetcher,
+    summary_context,
+    text,
+    units,
+    write_pdf,
+    write_report,
+)
+from roofline.report.page import accelerators
+from roofline.report.paper import appendix
+from roofline.report.text import treatment_sentence
 
 HOSTILE_MODEL = "Llama <script>alert(1)</script> & Co"
 HOSTILE_GPU = "H100 <b>bold</b> & more"
@@ -87,15 +98,17 @@ def test_model_context_has_every_section_filled(built, data):
         assert [r["op"] for r in operators["rows"]] == list(mine["op"])
         q = next(r for r in operators["rows"] if r["op"] == "q_proj")
         row = mine[mine["op"] == "q_proj"].iloc[0]
-        assert q["flops"] == units.flops(row["flops"]) and q["times"][1]["text"] == units.seconds(row["t_s"] * row["count"])
+        assert q["flops"] == units.flops(row["flops"])
+        assert q["times"][1]["text"] == units.seconds(row["t_s"] * row["count"])
         assert [r["treatment"] for r in stage["treatments"]["rows"]][:2] == ["fusion", "flash_attention"]
     assert [row["key"] for row in context["hardware"]["rows"]] == ["rtx-a6000", "h100-sxm"]
     assert {f["src"].rsplit("/", 1)[1] for f in context["figures"]} == {
         "time_breakdown.svg", "cross_gpu_prefill.svg", "cross_gpu_decode.svg", "seq_sweep.svg"}
     assert [g["key"] for g in context["gpus"]] == ["rtx-a6000", "h100-sxm"]
     for gpu in context["gpus"]:
-        assert gpu["roofline"]["src"] == f"figures/{MODEL}/roofline_{gpu['key']}.svg"
-        assert gpu["batch_sweep"]["src"] == f"figures/{MODEL}/batch_sweep_{gpu['key']}.svg"
+        # the figures a GPU's details show after its footprint and at their end, as the figure manifest places them
+        assert [f["src"] for f in gpu["figures_head"]] == [f"figures/{MODEL}/roofline_{gpu['key']}.svg"]
+        assert [f["src"] for f in gpu["figures_foot"]] == [f"figures/{MODEL}/batch_sweep_{gpu['key']}.svg"]
         assert [s["stage"] for s in gpu["stages"]] == ["prefill", "decode"]
         for stage in gpu["stages"]:
             mine = tables["ops"][(tables["ops"]["gpu"] == gpu["key"]) & (tables["ops"]["stage"] == stage["stage"])]
@@ -105,7 +118,8 @@ def test_model_context_has_every_section_filled(built, data):
             assert [r["treatment"] for r in stage["treatments"]] == list(treatments["treatment"])
             assert len(stage["diagnosis"]) >= 3 and stage["treatment_summary"]
             assert len(stage["other_gpus"]) == 1
-    a6000 = context["gpus"][0]["batch_sweep"]["caption"]  # llama-2-7b, 2048 tokens: critical batch 219 in the sweep
+    # the batch sweep of llama-2-7b, 2048 tokens: critical batch 219 in the sweep
+    a6000 = context["gpus"][0]["figures_foot"][0]["caption"]
     assert "the dashed line marks the critical batch (219)" in a6000 and "shaded region" in a6000
     assert context["appendix"]["available"] and len(context["appendix"]["sections"]) == 2
     assert context["caveats"]
@@ -634,11 +648,11 @@ def test_decision_reads_deployment_and_expected_columns_of_the_totals(data):
 def test_model_report_states_the_recommended_deployment_per_gpu(data, tmp_path):
     """With a `plan` section the decision page lists each GPU's recommended plan (planner.plan_table), best first,
     read back from the parquet file the pipeline writes; an impossible target gives the planner's reason."""
-    from roofline.serving import planner
     from roofline.engine.hardware import get_accelerator
     from roofline.engine.models import get_model
     from roofline.pipeline.io import write_plan_table
     from roofline.report import load_plan
+    from roofline.serving import planner
 
     tables, specs = data
     settings = planner.PlanSettings(workload=planner.Workload(isl=512, osl=256, tpot_s=0.05).validate(),
@@ -682,3 +696,30 @@ def test_operator_matrix_matches_operators_by_name_across_deployments():
     assert rows["attn_all_reduce"][0]["text"] == units.DASH and rows["attn_all_reduce"][1]["text"] != units.DASH
     assert not matrix["same_everywhere"]
     assert "4 x H100 SXM5 80GB, TP 4" in " ".join(context["summary"])
+
+
+def test_report_code_names_no_figure_kind():
+    """The report learns figure kinds, files and captions from the manifest only: no string of the report package
+    is a kind of the figures registry (or holds one of the longer kinds), and no template reads a figure by kind."""
+    import ast
+    import re
+    from pathlib import Path
+
+    import roofline.report
+    from roofline.figures import FIGURES
+
+    found = []
+    for path in Path(roofline.report.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        # the package's own name in resources.files("roofline") is not a figure kind
+        package_names = {id(arg) for node in ast.walk(tree) if isinstance(node, ast.Call)
+                         and getattr(node.func, "attr", "") == "files" for arg in node.args}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in package_names:
+                found += [(path.name, kind) for kind in FIGURES
+                          if node.value == kind or ("_" in kind and re.search(rf"\b{kind}\b", node.value))]
+    templates = Path(roofline.report.render.TEMPLATES)
+    for path in templates.glob("*.j2"):
+        found += [(path.name, kind) for kind in FIGURES if re.search(rf"\.{kind}\b", path.read_text())]
+    assert not found, f"figure kinds named in the report: {found}"
+

@@ -5,9 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline.engine import analysis
-from roofline.engine import hardware
-from roofline.engine import models
+from roofline.engine import analysis, hardware, models
 from roofline.engine.scenario import Scenario
 
 TABLE1 = Path(__file__).parent / "data" / "table1_llama2-7b_a6000.csv"

@@ -2,7 +2,8 @@
 
 For each supported architecture a tiny model (2-4 layers, hidden 64) is built from a random config on the CPU,
 with eager attention and the eager (per-expert loop) MoE implementation. Its config is written to a temporary
-config.json and loaded with `roofline.engine.models.model_from_hf_config`, exactly as a user would. FLOPs are counted with
+config.json and loaded with `roofline.engine.models.model_from_hf_config`, exactly as a user would. FLOPs are
+counted with
 `torch.utils.flop_counter.FlopCounterMode` (matmul-class ops only: mm, addmm, bmm, baddbmm, ...; 2 FLOPs per
 multiply-add, the engine's convention) for a prefill pass (batch B, S tokens) and for one decode step (one new
 token per sequence, with the KV cache the prefill left behind).
@@ -31,8 +32,8 @@ transformers = pytest.importorskip("transformers",
                                    reason="transformers is not installed (pip install -e '.[validation]')")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from roofline.engine import formulas as f
-from roofline.engine import models
+from roofline.engine import formulas as f  # noqa: E402
+from roofline.engine import models  # noqa: E402
 from roofline.engine.graph import attention_groups, build_operators  # noqa: E402
 from roofline.engine.models import kv_elements_per_token, model_from_hf_config, parameter_counts  # noqa: E402
 from roofline.engine.scenario import Scenario  # noqa: E402
@@ -121,7 +122,8 @@ _HF_LEAF = {
     "q_a_proj": "q_a_proj", "q_b_proj": "q_b_proj", "kv_a_proj_with_mqa": "kv_a_proj_with_mqa",
     "kv_b_proj": "kv_b_proj", "out_proj": "o_proj",  # OPT's attention output
     "gate_proj": "gate_proj", "up_proj": "up_proj", "down_proj": "down_proj", "fc1": "fc1", "fc2": "fc2",
-    "c_attn": "qkv", "query_key_value": "qkv", "qkv_proj": "qkv", "gate_up_proj": "gate_up", "dense": "o_proj", "c_fc": "fc1",
+    "c_attn": "qkv", "query_key_value": "qkv", "qkv_proj": "qkv", "gate_up_proj": "gate_up", "dense": "o_proj",
+    "c_fc": "fc1",
     "dense_h_to_4h": "fc1", "dense_4h_to_h": "fc2", "gate": "router", "experts": "experts", "lm_head": "lm_head",
     "router": "router", "shared_expert_gate": "shared_expert_gate",  # gpt-oss / Llama 4 router; Qwen3-Next gate
 }

@@ -1,1 +1,78 @@
-"""llm-roofline: roofline analysis of LLM inference (see the README)."""
+"""llm-roofline: roofline analysis of LLM inference (see the README).
+
+The Python API mirrors the `roofline` command: each function takes that command's options as keywords (the option
+name with '_' for '-': ``seq_len=2048`` for ``--seq-len 2048``, ``attention_dp=True`` for the flag, a list for an
+option given several times) and returns a pandas DataFrame whose columns and values are those of the command's
+``--format csv``. Options left out take the command's defaults (``roofline ops --help``). Bad input raises
+``RooflineInputError`` with the command line's one-line message.
+
+    import roofline
+    roofline.totals(model="llama-3.1-8b", gpu="h100-sxm", stage="decode", batch=8)[["tpot_s", "fits"]]
+
+Importing `roofline` loads nothing heavy: pandas, numpy and the engine load on the first call.
+
+Packages, lowest layer first: `engine` (specs, operator costs, the roofline), `estimate` (calibrated expected
+times), `serving` (the deployment search), `pipeline`, `figures` and `report` (the Snakemake workflow's library), and
+`cli` (the command; the functions below share its option parsing and rows).
+"""
+from __future__ import annotations
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (tens of ms at every `import roofline`)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import pandas
+
+    from .engine.errors import RooflineInputError
+
+__all__ = ["RooflineInputError", "ops", "plan", "totals"]
+
+
+def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
+    """`roofline ops`: one row per operator of one step (values per instance, with `count`).
+
+    `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `stage` prefill or decode. Options:
+    batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype, weight_group_size, attention, logits,
+    expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, calibration.
+    """
+    return _frame("ops", model=model, gpu=gpu, stage=stage, **options)
+
+
+def totals(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
+    """`roofline totals`: one row with the totals of one stage (time, TTFT/TPOT, footprint, fit, expected times).
+
+    Arguments and options as for `ops`: batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
+    weight_group_size, attention, logits, expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp,
+    memory_utilization, calibration.
+    """
+    return _frame("totals", model=model, gpu=gpu, stage=stage, **options)
+
+
+def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: int, **options) -> pandas.DataFrame:
+    """`roofline plan`: the deployment search's Pareto frontier (tokens/s per device vs per user), best first.
+
+    `gpu` is one candidate device or a list of them (default: every catalog device); `isl` and `osl` are the prompt
+    and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes (a list), prefill,
+    memory_utilization, top. `attrs` of the result hold `evaluated` (configurations), `seconds` and `reason`, the
+    line saying why no candidate fits and meets the targets ("" when the frontier is not empty).
+    """
+    return _frame("plan", model=model, gpu=gpu, isl=isl, osl=osl, **options)
+
+
+# The serving model (the next issue) joins here as `serve(...)`: a `roofline serve` module in roofline/cli/ with
+# HELP, add_arguments, COLUMNS, table(args) and run(args), registered in cli.app.COMMANDS, and a wrapper here that
+# returns `_frame("serve", ...)`.
+
+
+def _frame(command: str, **options) -> pandas.DataFrame:
+    from .cli.api import frame  # on the first call, not at import: pandas and the engine are heavy
+
+    return frame(command, options)
+
+
+def __getattr__(name: str):
+    if name == "RooflineInputError":  # loaded on first use, like the functions' dependencies
+        from .engine.errors import RooflineInputError
+
+        return RooflineInputError
+    raise AttributeError(f"module 'roofline' has no attribute '{name}'")

@@ -30,7 +30,7 @@ rule aggregate:
     """results/{table}.parquet: one table of every job, concatenated from the per-model tables (config order:
     model, then gpu, then stage)."""
     input:
-        expand("results/models/{model}/{{table}}.parquet", model=MODELS),
+        expand(rules.model_aggregate.output[0], model=MODELS, allow_missing=True),
     output:
         "results/{table}.parquet",
     log:
@@ -44,7 +44,7 @@ rule aggregate:
 rule csv:
     """results/{table}.csv: the same table as CSV."""
     input:
-        "results/{table}.parquet",
+        rules.aggregate.output[0],
     output:
         "results/{table}.csv",
     log:

@@ -1,4 +1,5 @@
-# Config validation, wildcard constraints and target lists. Logic lives in roofline.pipeline.config; this file only wires it.
+# Config validation, wildcard constraints and target lists. Logic lives in roofline.pipeline (config, schema,
+# schema_messages); this file only wires it.
 import re
 import sys
 from pathlib import Path
@@ -6,9 +7,11 @@ from pathlib import Path
 from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # the roofline package of this checkout
-from roofline.estimate.calibration import table_path
-from roofline.pipeline.config import describe_schema_error, load_schema, resolve_config, typed_config
 from roofline.engine.errors import RooflineInputError
+from roofline.estimate.calibration import table_path
+from roofline.pipeline.config import resolve_config
+from roofline.pipeline.schema import load_schema, typed_config
+from roofline.pipeline.schema_messages import describe_schema_error
 from roofline.pipeline.sources import engine_sources
 
 SCHEMA = Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml"
@@ -66,8 +69,8 @@ PAPER_MODEL = "llama-2-7b"
 
 
 def model_outputs(table, model):
-    """Per-job files of one table of one model, every (gpu, stage) of the config."""
-    return expand(f"results/{table}/{model}/{{gpu}}/{{stage}}.parquet", gpu=GPUS, stage=STAGES)
+    """Per-job files of one table of one model, every (gpu, stage) of the config (rule analyze's outputs)."""
+    return expand(getattr(rules.analyze.output, table), model=model, gpu=GPUS, stage=STAGES)
 
 
 def paper_inputs(wildcards):
@@ -80,6 +83,11 @@ def paper_inputs(wildcards):
     if wildcards.model == PAPER_MODEL or PAPER_MODEL not in MODELS:
         return {}
     return {
-        "paper_ops": ancient(f"results/models/{PAPER_MODEL}/ops.parquet"),
-        "paper_specs": ancient(f"results/models/{PAPER_MODEL}/specs.json"),
+        "paper_ops": ancient(rules.model_aggregate.output[0].format(model=PAPER_MODEL, table="ops")),
+        "paper_specs": ancient(rules.model_specs.output[0].format(model=PAPER_MODEL)),
     }
+
+
+def model_table(table):
+    """rules.model_aggregate's output for one table, {model} left open: results/models/{model}/<table>.parquet."""
+    return expand(rules.model_aggregate.output[0], table=table, allow_missing=True)[0]

@@ -1,5 +1,9 @@
 # Deployment search (config section `plan`, optional): per model, each candidate gpu's Pareto frontier of tokens/s
 # per device vs tokens/s per user under the targets, and its figure. Nothing runs when the section is absent.
+from pathlib import Path
+
+#: the search's own code (the engine and estimate layers it uses come in through rules.engine)
+SERVING_CODE = sorted(str(p) for p in (Path(workflow.basedir) / "workflow/roofline/serving").rglob("*.py"))
 
 
 rule plan:
@@ -7,6 +11,7 @@ rule plan:
     parquet metadata key `reason` says why it is empty when no plan fits and meets the targets."""
     input:
         engine=rules.engine.output[0],
+        code=SERVING_CODE,
     output:
         "results/plans/{model}.parquet",
     log:

@@ -6,6 +6,7 @@ rule wiki:
     """reports/wiki/: Home.md (summary table), one page per configured model, _Sidebar.md, the PDFs and key PNGs
     under files/; built only from the configured models, so a stale report of a removed model is never published."""
     input:
+        **{table: expand(rules.model_aggregate.output[0], model=MODELS, table=table) for table in TABLES},
         summary=rules.summary.output.pdf,
         grid_totals=rules.aggregate.output[0].format(table="totals"),
         grid_treatments=rules.aggregate.output[0].format(table="treatments"),
@@ -13,14 +14,13 @@ rule wiki:
         pdfs=expand(rules.report.output.pdf, model=MODELS),
         figures=expand(rules.figures.output[0], model=MODELS),
         specs=expand(rules.model_specs.output[0], model=MODELS),
-        **{table: expand(rules.model_aggregate.output[0], model=MODELS, table=table) for table in TABLES},
         code=REPORT_CODE,
     output:
         directory("reports/wiki"),
-    params:
-        models=MODELS,
     log:
         "logs/report/wiki.log",
+    params:
+        models=MODELS,
     script:
         "../scripts/wiki.py"
 
@@ -32,10 +32,10 @@ rule publish:
     input:
         rules.all.input,
         wiki=rules.wiki.output[0],
+    log:
+        "logs/publish.log",
     params:
         publish=config.get("publish") or {},
         clone=".publish/wiki",
-    log:
-        "logs/publish.log",
     script:
         "../scripts/publish.py"

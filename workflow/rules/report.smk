@@ -6,7 +6,7 @@ from pathlib import Path
 REPORT_CODE = sorted(
     str(p)
     for p in [
-        *(Path(workflow.basedir) / "workflow/roofline/report").glob("*.py"),
+        *(Path(workflow.basedir) / "workflow/roofline/report").rglob("*.py"),  # text/ too
         *(Path(workflow.basedir) / "templates").glob("*"),
     ]
 )
@@ -14,7 +14,7 @@ REPORT_CODE = sorted(
 
 def plan_inputs(wildcards):
     """The model's deployment search (config section `plan`): its recommended plans go into the decision page."""
-    return {"plan": f"results/plans/{wildcards.model}.parquet"} if RESOLVED.plan_search else {}
+    return {"plan": expand(rules.plan.output[0], model=wildcards.model)} if RESOLVED.plan_search else {}
 
 
 rule report:
@@ -22,20 +22,20 @@ rule report:
     input:
         unpack(paper_inputs),
         unpack(plan_inputs),
-        ops="results/models/{model}/ops.parquet",
-        totals="results/models/{model}/totals.parquet",
-        treatments="results/models/{model}/treatments.parquet",
-        sweeps="results/models/{model}/sweeps.parquet",
-        specs="results/models/{model}/specs.json",
+        ops=model_table("ops"),
+        totals=model_table("totals"),
+        treatments=model_table("treatments"),
+        sweeps=model_table("sweeps"),
+        specs=rules.model_specs.output[0],
         figures=rules.figures.output[0],
         code=ENGINE_SOURCES + REPORT_CODE,
     output:
         html="reports/{model}.html",
         pdf="reports/{model}.pdf",
-    params:
-        page="model",
     log:
         "logs/report/{model}.log",
+    params:
+        page="model",
     script:
         "../scripts/report.py"
 
@@ -44,17 +44,17 @@ rule summary:
     """reports/summary.html and .pdf: one page, model x GPU (the treatments give the best lever and the maximum
     throughput)."""
     input:
-        totals="results/totals.parquet",
-        treatments="results/treatments.parquet",
+        totals=expand(rules.aggregate.output[0], table="totals"),
+        treatments=expand(rules.aggregate.output[0], table="treatments"),
         specs=rules.specs.output[0],
         code=ENGINE_SOURCES + REPORT_CODE,
     output:
         html="reports/summary.html",
         pdf="reports/summary.pdf",
-    params:
-        page="summary",
     log:
         "logs/report/summary.log",
+    params:
+        page="summary",
     script:
         "../scripts/report.py"
 
@@ -69,9 +69,9 @@ rule index:
         code=REPORT_CODE,
     output:
         html="reports/index.html",
-    params:
-        page="index",
     log:
         "logs/report/index.log",
+    params:
+        page="index",
     script:
         "../scripts/report.py"

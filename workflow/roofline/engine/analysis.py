@@ -13,19 +13,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
 
-from dataclasses import replace
-
+from .columns import TOTAL_COLUMNS
 from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
+from .errors import RooflineInputError
+from .formulas import distinct_experts
 from .graph import Op, attention_groups, build_operators, scenario_dtypes
 from .hardware import Accelerator
 from .models import ModelSpec, embedding_params, kv_elements_per_token, parameter_counts, routed_expert_params
-from .columns import TOTAL_COLUMNS
-from .errors import RooflineInputError
-from .formulas import distinct_experts
 from .parallel import Parallel, busiest_stage_layer_share, check_plan, kv_heads_per_device, weight_params_per_device
 from .roofline import bound_class, link_time, roof_times
 from .scenario import STAGES, Scenario, check_context, check_stage
@@ -38,6 +37,11 @@ def required_peak_dtypes(scenario: Scenario) -> dict[str, str]:
     GEMMs', the experts' GEMMs, attention's (KV x activation), the non-matmul operators' (activations, 16 bits at
     least) and lm_head's (16 bits unless quantize_embeddings). `scenario` has a concrete weight dtype
     (Scenario.for_model resolves 'native')."""
+    return dict(_required_peak_dtypes(scenario))
+
+
+@lru_cache(maxsize=1024)
+def _required_peak_dtypes(scenario: Scenario) -> tuple[tuple[str, str], ...]:
     dtypes = scenario_dtypes(scenario)
     named = dtypes.act16 in (scenario.act_dtype, scenario.kv_dtype, scenario.weight_dtype)
     act16 = "16-bit activations" + ("" if named else ", bf16 when no scenario dtype is 16-bit")
@@ -47,12 +51,12 @@ def required_peak_dtypes(scenario: Scenario) -> dict[str, str]:
     needs.setdefault(dtypes.attention, f"attention (kv_dtype x {act16})")
     needs.setdefault(dtypes.act16, f"norms and element-wise operators ({act16})")
     needs.setdefault(dtypes.head, "lm_head (16 bits unless quantize_embeddings)")
-    return needs
+    return tuple(needs.items())
 
 
 def check_device_dtypes(gpu: Accelerator, scenario: Scenario) -> None:
     """Refuse a device that publishes no peak for a dtype the scenario computes at, naming the scenario fields."""
-    for dtype, why in required_peak_dtypes(scenario).items():
+    for dtype, why in _required_peak_dtypes(scenario):  # cached: every prepare checks it
         if dtype not in gpu.peak_flops_per_s:
             have = ", ".join(gpu.peak_flops_per_s) or "none"
             hint = (f"try weight_dtype/act_dtype/kv_dtype {next(iter(gpu.peak_flops_per_s))}"
@@ -62,24 +66,19 @@ def check_device_dtypes(gpu: Accelerator, scenario: Scenario) -> None:
                 f"act_dtype={scenario.act_dtype}, kv_dtype={scenario.kv_dtype}); it publishes: {have}; {hint}")
 
 
-def check_inputs(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> None:
-    """All checks that need model, device, stage and scenario together (one-line errors)."""
+def prepare(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> Scenario:
+    """Check the inputs once (everything that needs model, device, stage and scenario together; one-line errors) and
+    return the scenario with concrete dtypes (`weight_dtype: native` resolved for `model`) and a concrete plan
+    (`parallel: auto` resolved among plans check_plan accepts): what the functions below take without checking
+    or resolving again."""
+    scenario = scenario.for_model(model)
     check_stage(stage)
     check_context(model, stage, scenario)
-    check_device_dtypes(gpu, scenario.for_model(model))
+    check_device_dtypes(gpu, scenario)
     if isinstance(scenario.parallel, Parallel):
         check_plan(model, gpu, scenario.parallel)
-
-
-def prepare(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> Scenario:
-    """Check the inputs and return the scenario with concrete dtypes (`weight_dtype: native` resolved for `model`)
-    and a concrete plan (`parallel: auto` resolved)."""
-    scenario = scenario.for_model(model)
-    check_inputs(model, gpu, stage, scenario)
-    if not isinstance(scenario.parallel, Parallel):
-        scenario = resolve_plan(model, gpu, scenario)
-        check_plan(model, gpu, scenario.parallel)
-    return scenario
+        return scenario
+    return resolve_plan(model, gpu, scenario)
 
 
 def network_time(gpu: Accelerator, op: Op):
@@ -111,7 +110,8 @@ def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
     intensity = c.flops / nbytes if nbytes else math.inf
     return {
         "model": model_key, "gpu": gpu.key, "stage": stage, "op": op.name, "op_class": op.op_class,
-        "count": op.count, "flops": float(c.flops), **{column: float(value) for column, value in c.dram_bytes().items()},
+        "count": op.count, "flops": float(c.flops),
+        **{column: float(value) for column, value in c.dram_bytes().items()},
         "bytes": float(nbytes), "intensity": float(intensity),
         "peak_flops_per_s": peak, "bandwidth_bytes_per_s": bw,
         "attainable_flops_per_s": float(min(peak, intensity * bw)),
@@ -236,16 +236,17 @@ def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario
 
 
 def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: Sequence[Op] | None = None) -> dict:
-    """Totals for one (model, gpu, stage, scenario) in TOTAL_COLUMNS order (Python scalars). `ops` (from
-    build_operators, already checked by the caller) saves rebuilding the graph."""
+    """Totals for one (model, gpu, stage, scenario) in TOTAL_COLUMNS order (Python scalars). With `ops` (the
+    build_operators of a scenario `prepare` returned, given as `scenario`) the inputs are neither checked nor
+    resolved again and the graph is not rebuilt."""
     if ops is None:
         scenario = prepare(model, gpu, stage, scenario)
         ops = build_operators(model, stage, scenario)
-    scenario = scenario.for_model(model)
     sums = aggregate(model, gpu, stage, scenario, ops, scenario.batch, scenario.seq_len)
     total_params, active_params = parameter_counts(model)
     prefill = stage == "prefill"
     t = float(sums["t_s"])
+    crit = critical_batch(model, gpu, scenario)
     result = {"model": model.key, "gpu": gpu.key, "stage": stage}
     for name in ("flops", "bytes", "intensity", "t_compute_s", "t_memory_s", "t_s"):
         result[name] = float(sums[name])
@@ -259,8 +260,7 @@ def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, o
         "memory_bytes": gpu.memory_bytes, "fits": bool(sums["fits"]),
         "total_params": float(total_params), "active_params": float(active_params),
         "ridge_flops_per_byte": gpu.ridge(matmul_dtype(scenario.weight_dtype, scenario.act_dtype)),
-        "critical_batch": critical_batch(model, gpu, scenario),
-        "critical_tokens_per_expert": critical_tokens_per_expert(model, gpu, scenario),
+        "critical_batch": crit, "critical_tokens_per_expert": _tokens_per_expert(model, scenario, crit),
     })
     plan = scenario.parallel
     result.update({
@@ -292,7 +292,9 @@ def resolve_plan(model: ModelSpec, gpu: Accelerator, scenario: Scenario, stages=
     auto: the smallest power-of-two tp inside one scale-up domain (dividing the attention heads, compatible with
     the KV heads) whose busiest device fits its usable memory in every stage; if even the largest such tp does
     not fit, pipeline stages across domains (pp = 2, 4, ...) at that tp. ep = 1 (tensor-parallel experts). When
-    nothing up to 64 stages fits, the largest plan tried is returned and its totals say it does not fit."""
+    nothing up to 64 stages fits, the largest plan tried is returned and its totals say it does not fit. Every plan
+    returned passes check_plan: the tp candidates are checked, the pipeline ones keep a checked tp, fit the layers
+    and have a scale-out network (callers need not check it again)."""
     if scenario.parallel != "auto":
         return scenario
     candidates = []
@@ -375,7 +377,10 @@ def critical_tokens_per_expert(model: ModelSpec, gpu: Accelerator, scenario: Sce
     """The MoE critical batch stated per expert: tokens reaching one routed expert at the critical decode batch,
     batch x top_k / experts touched (formulas.distinct_experts under the scenario's routing). NaN for a dense
     model (its critical batch already counts the tokens of its one MLP) and when the ridge is never reached."""
-    batch = critical_batch(model, gpu, scenario)
+    return _tokens_per_expert(model, scenario, critical_batch(model, gpu, scenario))
+
+
+def _tokens_per_expert(model: ModelSpec, scenario: Scenario, batch: float) -> float:
     if not model.is_moe or not math.isfinite(batch):
         return NAN
     return batch * model.top_k / float(distinct_experts(batch, model.n_experts, model.top_k, scenario.expert_routing))

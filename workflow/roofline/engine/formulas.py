@@ -1,4 +1,7 @@
-"""Operator cost formulas: FLOPs and compulsory DRAM bytes of one operator instance.
+"""Operator cost formulas: FLOPs and compulsory DRAM bytes of one operator instance, and their registry.
+
+`FORMULAS` maps each formula's name to its operator class and cost function (as torch/utils/flop_counter.py maps
+each aten op to its formula): the operator graph (roofline.engine.graph) evaluates every row through it.
 
 Conventions (stated once, used everywhere):
 
@@ -22,9 +25,9 @@ Conventions (stated once, used everywhere):
   embedding scaling (element-wise on tensors already counted), bias-add FLOPs (see above), the quantization and
   dequantization arithmetic of int8/int4/fp8/fp4 tensors (hidden under the memory time of the ops that need it),
   Llama 4's parameter-free L2 q/k norm and gpt-oss's attention-sink softmax column (one logit per query row).
-* Communication (multi-device deployments, roofline.engine.parallel): a collective moves `network` bytes over the link of
-  each device, booked apart from DRAM bytes; its time is latency + network bytes / link bandwidth (per device, per
-  direction), beside its DRAM time (read the send buffer, write the received data). All-reduce is the ring
+* Communication (multi-device deployments, roofline.engine.parallel): a collective moves `network` bytes over the
+  link of each device, booked apart from DRAM bytes; its time is latency + network bytes / link bandwidth (per
+  device, per direction), beside its DRAM time (read the send buffer, write the received data). All-reduce is the ring
   algorithm: a reduce-scatter and an all-gather, 2(n-1)/n of the tensor on the link of each of n devices, one
   latency per collective (NCCL's tree and one-shot kernels move as many or more bytes; their latency is similar
   for the small messages of decode). All-gather and all-to-all move (n-1)/n, a point-to-point send the whole tensor.
@@ -37,8 +40,9 @@ Conventions (stated once, used everywhere):
 * Every formula accepts Python numbers or NumPy arrays for the shape symbols, so one call can evaluate a whole
   sweep; hence `np.minimum` rather than `min` and no branching on shape values.
 
-Symbols: n devices in a collective, B batch, S sequence (query) length, Skv keys attended, T tokens processed (B*S in prefill, B in decode),
-D hidden, H query heads, Hkv KV heads, d head dim, F MLP width, V vocab, W sliding window, E experts, k top-k.
+Symbols: n devices in a collective, B batch, S sequence (query) length, Skv keys attended, T tokens processed (B*S in
+prefill, B in decode), D hidden, H query heads, Hkv KV heads, d head dim, F MLP width, V vocab, W sliding window,
+E experts, k top-k.
 Byte widths: w weights, a activations, c KV cache.
 """
 from __future__ import annotations
@@ -55,7 +59,8 @@ ADD_FLOPS_PER_ELEMENT = 1
 
 
 class Cost(NamedTuple):
-    """FLOPs and bytes of one operator instance, bytes split by kind (all in FLOP and byte)."""
+    """FLOPs and bytes of one operator instance, bytes split by kind (all in FLOP and byte). Built with keywords,
+    each kind named (house rule); a kind left out is 0."""
 
     flops: float
     weight: float = 0.0
@@ -79,22 +84,36 @@ class Cost(NamedTuple):
 DRAM_KINDS = ("weight", "act_read", "act_write", "kv_read", "kv_write")
 
 
-FORMULAS: dict[str, Callable[..., Cost]] = {}
+#: the operator classes of the graph's rows (each formula belongs to one)
+OP_CLASSES = ("gemm", "attention", "norm", "elementwise", "embedding", "communication")
 
 
-def formula(name: str):
-    """Register an operator formula under `name`; registering a name twice is an error."""
+class Formula(NamedTuple):
+    """A registered operator: its class and its cost function."""
+
+    op_class: str
+    cost: Callable[..., Cost]
+
+
+#: the operator registry: formula name -> (op class, cost function); the graph evaluates its rows through it
+FORMULAS: dict[str, Formula] = {}
+
+
+def formula(name: str, op_class: str):
+    """Register an operator formula under `name` with its operator class; registering a name twice is an error."""
+    if op_class not in OP_CLASSES:
+        raise ValueError(f"formula '{name}': unknown operator class '{op_class}'")
 
     def register(func: Callable[..., Cost]) -> Callable[..., Cost]:
         if name in FORMULAS:
             raise ValueError(f"formula '{name}' registered twice")
-        FORMULAS[name] = func
+        FORMULAS[name] = Formula(op_class, func)
         return func
 
     return register
 
 
-@formula("linear")
+@formula("linear", "gemm")
 def linear(T, K, N, w, a, bias=False, weight_sets=1, cached_input_width=None, out_width=None) -> Cost:
     """y[T,N] = x[T,K] @ W[K,N] (+ b[N]); `weight_sets` matrices are streamed (MoE: distinct experts touched).
 
@@ -105,8 +124,8 @@ def linear(T, K, N, w, a, bias=False, weight_sets=1, cached_input_width=None, ou
     weight = weight_sets * (K * N + (N if bias else 0)) * w
     y = a if out_width is None else out_width
     if cached_input_width is None:
-        return Cost(2 * T * K * N, weight, T * K * a, T * N * y, 0.0, 0.0)
-    return Cost(2 * T * K * N, weight, 0.0, T * N * y, T * K * cached_input_width, 0.0)
+        return Cost(flops=2 * T * K * N, weight=weight, act_read=T * K * a, act_write=T * N * y)
+    return Cost(flops=2 * T * K * N, weight=weight, act_write=T * N * y, kv_read=T * K * cached_input_width)
 
 
 def from_activations(cost: Cost) -> Cost:
@@ -115,26 +134,28 @@ def from_activations(cost: Cost) -> Cost:
     return cost._replace(act_read=cost.act_read + cost.kv_read, kv_read=0.0 * cost.kv_read)
 
 
-@formula("qk_matmul")
+@formula("qk_matmul", "attention")
 def qk_matmul(B, H, Hkv, S, Skv, d, a, c) -> Cost:
     """scores[B,H,S,Skv] = Q[B,H,S,d] @ K[B,Hkv,Skv,d]^T; the full S x Skv block, as eager kernels compute it."""
-    return Cost(2 * B * H * S * Skv * d, 0.0, B * H * S * d * a, B * H * S * Skv * a, B * Hkv * Skv * d * c, 0.0)
+    return Cost(flops=2 * B * H * S * Skv * d, act_read=B * H * S * d * a, act_write=B * H * S * Skv * a,
+                kv_read=B * Hkv * Skv * d * c)
 
 
-@formula("softmax")
+@formula("softmax", "attention")
 def softmax(B, H, S, Skv, a) -> Cost:
     """probs[B,H,S,Skv] = softmax(scores) over Skv: read and write the score matrix."""
     elements = B * H * S * Skv
-    return Cost(SOFTMAX_FLOPS_PER_ELEMENT * elements, 0.0, elements * a, elements * a)
+    return Cost(flops=SOFTMAX_FLOPS_PER_ELEMENT * elements, act_read=elements * a, act_write=elements * a)
 
 
-@formula("sv_matmul")
+@formula("sv_matmul", "attention")
 def sv_matmul(B, H, Hkv, S, Skv, dv, a, c) -> Cost:
     """out[B,H,S,dv] = probs[B,H,S,Skv] @ V[B,Hkv,Skv,dv]."""
-    return Cost(2 * B * H * S * Skv * dv, 0.0, B * H * S * Skv * a, B * H * S * dv * a, B * Hkv * Skv * dv * c, 0.0)
+    return Cost(flops=2 * B * H * S * Skv * dv, act_read=B * H * S * Skv * a, act_write=B * H * S * dv * a,
+                kv_read=B * Hkv * Skv * dv * c)
 
 
-@formula("fused_attention")
+@formula("fused_attention", "attention")
 def fused_attention(B, H, Hkv, S, pairs, Skv, d, dv, a, c, kv_width=None) -> Cost:
     """FlashAttention: QK^T, softmax and PV in one kernel over `pairs` (query, key) pairs per head; the scores
     never reach DRAM. Reads Q [B,S,H,d] and the cache rows [B,Hkv,Skv,kv_width] once, writes O [B,S,H,dv].
@@ -145,85 +166,88 @@ def fused_attention(B, H, Hkv, S, pairs, Skv, d, dv, a, c, kv_width=None) -> Cos
     """
     kv_width = d + dv if kv_width is None else kv_width
     flops = B * H * pairs * (2 * d + 2 * dv + SOFTMAX_FLOPS_PER_ELEMENT)
-    return Cost(flops, 0.0, B * H * S * d * a, B * H * S * dv * a, B * Hkv * Skv * kv_width * c, 0.0)
+    return Cost(flops=flops, act_read=B * H * S * d * a, act_write=B * H * S * dv * a,
+                kv_read=B * Hkv * Skv * kv_width * c)
 
 
-@formula("norm")
+@formula("norm", "norm")
 def norm(T, D, a, params_per_channel=1) -> Cost:
     """RMSNorm/LayerNorm over D channels of T tokens: read x, write y, read the scale (and shift) vectors."""
-    return Cost(NORM_FLOPS_PER_ELEMENT * T * D, params_per_channel * D * a, T * D * a, T * D * a)
+    return Cost(flops=NORM_FLOPS_PER_ELEMENT * T * D, weight=params_per_channel * D * a, act_read=T * D * a,
+                act_write=T * D * a)
 
 
-@formula("residual_add")
+@formula("residual_add", "elementwise")
 def residual_add(T, D, a, inputs=2) -> Cost:
     """y = x + r: reads `inputs` tensors [T,D] and writes one."""
-    return Cost(ADD_FLOPS_PER_ELEMENT * (inputs - 1) * T * D, 0.0, inputs * T * D * a, T * D * a)
+    return Cost(flops=ADD_FLOPS_PER_ELEMENT * (inputs - 1) * T * D, act_read=inputs * T * D * a, act_write=T * D * a)
 
 
-@formula("activation")
+@formula("activation", "elementwise")
 def activation(T, F, a, act_flops, gated) -> Cost:
     """Plain: y = act(x) on [T,F]. Gated (SwiGLU/GeGLU): y = act(gate) * up, reading two [T,F] tensors."""
     if gated:
-        return Cost((act_flops + 1) * T * F, 0.0, 2 * T * F * a, T * F * a)
-    return Cost(act_flops * T * F, 0.0, T * F * a, T * F * a)
+        return Cost(flops=(act_flops + 1) * T * F, act_read=2 * T * F * a, act_write=T * F * a)
+    return Cost(flops=act_flops * T * F, act_read=T * F * a, act_write=T * F * a)
 
 
-@formula("rope")
+@formula("rope", "elementwise")
 def rope(T, heads, rot_dim, a) -> Cost:
     """Rotary embedding on `heads` heads of `rot_dim` rotated channels: x*cos + rotate(x)*sin (3 FLOPs/element)."""
     elements = T * heads * rot_dim
-    return Cost(ROPE_FLOPS_PER_ELEMENT * elements, 0.0, elements * a, elements * a)
+    return Cost(flops=ROPE_FLOPS_PER_ELEMENT * elements, act_read=elements * a, act_write=elements * a)
 
 
-@formula("embedding")
+@formula("embedding", "embedding")
 def embedding(T, D, V, w, a, position_rows=0) -> Cost:
     """Gather T rows of the [V,D] table (at most V distinct rows are read); add learned positions if present."""
     rows = np.minimum(T, V) if isinstance(T, np.ndarray) else min(T, V)  # NumPy on scalars costs ~1 us a call
     positions = np.minimum(T, position_rows) if isinstance(T, np.ndarray) else min(T, position_rows)
     weight = rows * D * w + positions * D * w
     flops = T * D * ADD_FLOPS_PER_ELEMENT if position_rows else 0.0 * T
-    return Cost(flops, weight, 0.0, T * D * a)
+    return Cost(flops=flops, weight=weight, act_write=T * D * a)
 
 
-@formula("kv_cache_write")
+@formula("kv_cache_write", "elementwise")
 def kv_cache_write(T, elements_per_token, a, c) -> Cost:
     """Copy the new tokens' K and V (or MLA latent) into the cache: read at dtype a, write at dtype c."""
     elements = T * elements_per_token
-    return Cost(0.0 * T, 0.0, elements * a, 0.0, 0.0, elements * c)
+    return Cost(flops=0.0 * T, act_read=elements * a, kv_write=elements * c)
 
 
-@formula("moe_combine")
+@formula("moe_combine", "elementwise")
 def moe_combine(T, D, k, a, shared=False) -> Cost:
     """Weighted sum of the k expert outputs per token (+ the shared-expert output): 2 FLOPs per product."""
     reads = k + (1 if shared else 0)
-    return Cost(2 * T * k * D + (T * D if shared else 0), 0.0, reads * T * D * a, T * D * a)
+    return Cost(flops=2 * T * k * D + (T * D if shared else 0), act_read=reads * T * D * a, act_write=T * D * a)
 
 
-@formula("all_reduce")
+@formula("all_reduce", "communication")
 def all_reduce(T, D, n, a) -> Cost:
     """Ring all-reduce of x[T,D] over n devices: 2(n-1)/n x T*D*a bytes leave each device (reduce-scatter, then
     all-gather), (n-1)/n x T*D additions; the input is read and the sum written once."""
     elements = T * D
-    return Cost((n - 1) / n * elements, 0.0, elements * a, elements * a, network=2 * (n - 1) / n * elements * a)
+    return Cost(flops=(n - 1) / n * elements, act_read=elements * a, act_write=elements * a,
+                network=2 * (n - 1) / n * elements * a)
 
 
-@formula("all_gather")
+@formula("all_gather", "communication")
 def all_gather(T, N, n, a) -> Cost:
     """All-gather of n shards x[T, N/n] into x[T, N] on every device: (n-1)/n x T*N*a bytes arrive at each."""
-    return Cost(0.0 * T, 0.0, T * N / n * a, T * N * a, network=(n - 1) / n * T * N * a)
+    return Cost(flops=0.0 * T, act_read=T * N / n * a, act_write=T * N * a, network=(n - 1) / n * T * N * a)
 
 
-@formula("all_to_all")
+@formula("all_to_all", "communication")
 def all_to_all(rows, D, n, a) -> Cost:
     """All-to-all of `rows` token rows [rows, D] over n devices (MoE dispatch or combine): the (n-1)/n of them
     bound for other devices leave through the link; the rows are read once and the received ones written once."""
-    return Cost(0.0 * rows, 0.0, rows * D * a, rows * D * a, network=(n - 1) / n * rows * D * a)
+    return Cost(flops=0.0 * rows, act_read=rows * D * a, act_write=rows * D * a, network=(n - 1) / n * rows * D * a)
 
 
-@formula("p2p_send")
+@formula("p2p_send", "communication")
 def p2p_send(T, D, a) -> Cost:
     """Pipeline-stage hand-over of the activations x[T,D] to the next stage: read here, written there."""
-    return Cost(0.0 * T, 0.0, T * D * a, T * D * a, network=T * D * a)
+    return Cost(flops=0.0 * T, act_read=T * D * a, act_write=T * D * a, network=T * D * a)
 
 
 def expected_max_load(pairs, n):
@@ -269,27 +293,28 @@ def chunked_causal_pairs(S, chunk):
     return full * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2
 
 
-@formula("output_gate")
+@formula("output_gate", "elementwise")
 def output_gate(T, N, a) -> Cost:
     """y[T,N] = o * sigmoid(g) (Qwen3-Next's gated attention): reads o and g, writes y; sigmoid 4 + multiply 1."""
-    return Cost(5 * T * N, 0.0, 2 * T * N * a, T * N * a)
+    return Cost(flops=5 * T * N, act_read=2 * T * N * a, act_write=T * N * a)
 
 
-@formula("causal_conv1d")
+@formula("causal_conv1d", "attention")
 def causal_conv1d(B, Sq, C, K, w, a, c, decode=False) -> Cost:
     """Depthwise causal conv over C channels with a K-tap kernel, Sq new positions per sequence: y[B,Sq,C] =
     sum_k W[C,k] x[B,t-k,C] (2 FLOPs per tap). Prefill (Sq > 1) writes the last K-1 inputs as the conv state;
     decode (Sq = 1) reads that state and writes it back shifted (state at the cache dtype c, booked as KV)."""
     T = B * Sq
     state = B * C * (K - 1) * c
-    return Cost(2 * T * C * K, C * K * w, T * C * a, T * C * a, state if decode else 0.0 * T, state)
+    return Cost(flops=2 * T * C * K, weight=C * K * w, act_read=T * C * a, act_write=T * C * a,
+                kv_read=state if decode else 0.0 * T, kv_write=state)
 
 
 #: tokens per chunk of the chunked gated-delta-rule kernels (FLA's chunk_gated_delta_rule and HF's torch fallback)
 DELTA_RULE_CHUNK = 64
 
 
-@formula("gated_delta_rule")
+@formula("gated_delta_rule", "attention")
 def gated_delta_rule(B, Sq, Hv, dk, dv, a, c, chunked=True, Hk=None, chunk=DELTA_RULE_CHUNK) -> Cost:
     """Gated DeltaNet core on a [B, Hv, dk, dv] state (Qwen3-Next linear attention), Sq tokens per sequence.
 
@@ -307,8 +332,8 @@ def gated_delta_rule(B, Sq, Hv, dk, dv, a, c, chunked=True, Hk=None, chunk=DELTA
     reads = T * (2 * Hk * dk + Hv * dv + 2 * Hv) * a  # q, k, v, decay g and beta
     writes = T * Hv * dv * a
     if not chunked:
-        return Cost(7 * T * Hv * dk * dv, 0.0, reads, writes, state, state)
+        return Cost(flops=7 * T * Hv * dk * dv, act_read=reads, act_write=writes, kv_read=state, kv_write=state)
     chunks = -(-Sq // chunk)  # ceil: the kernels pad the last chunk
     per_chunk = (4 * chunk * chunk * dk + chunk * (chunk - 1) * (dk + dv) + 6 * chunk * dk * dv
                  + 2 * chunk * chunk * dv + dk * dv)
-    return Cost(B * Hv * chunks * per_chunk, 0.0, reads, writes, 0.0 * T, state)
+    return Cost(flops=B * Hv * chunks * per_chunk, act_read=reads, act_write=writes, kv_read=0.0 * T, kv_write=state)

@@ -12,6 +12,10 @@ roofline sees: its heads, its columns, its experts), and `count` is the number o
 through on its way across all pipeline stages, so summing time x count over the rows gives the time of one step.
 Communication rows (op_class `communication`) carry the devices their collective spans (`span`), which decides the
 link: the scale-up link inside one domain, the scale-out network beyond it.
+
+Every row is evaluated through the operator registry (formulas.FORMULAS: formula name -> operator class and cost
+function), as torch.utils.flop_counter maps each aten op to its formula: a row names its formula, the registry gives
+its class and its cost.
 """
 from __future__ import annotations
 
@@ -24,11 +28,10 @@ import numpy as np
 from . import formulas as f
 from .dtypes import DTYPE_BYTES, matmul_dtype, unquantized_dtype, weight_bytes_per_element
 from .errors import RooflineInputError
+from .formulas import FORMULAS
 from .models import ACTIVATION_FLOPS, ModelSpec, kv_elements_per_token
 from .parallel import Parallel, kv_heads_per_device
 from .scenario import Scenario
-
-OP_CLASSES = ("gemm", "attention", "norm", "elementwise", "embedding", "communication")
 
 
 class Op(NamedTuple):
@@ -68,11 +71,13 @@ def scenario_dtypes(sc: Scenario) -> ScenarioDtypes:
                           head=matmul_dtype(head_weight, head_input))
 
 
+_LINEAR, _NORM = FORMULAS["linear"], FORMULAS["norm"]
+
+
 class _Builder:
     """Collects Op rows; holds the scenario's byte widths and compute dtypes so each call site stays one line."""
 
     def __init__(self, m: ModelSpec, sc: Scenario):
-        sc = sc.for_model(m)  # weight_dtype 'native' -> the checkpoint's dtypes
         if not isinstance(sc.parallel, Parallel):
             raise RooflineInputError(f"scenario.parallel: {sc.parallel!r} must be resolved to a plan (tp, pp, ep) "
                                      "before the operator graph is built (roofline.engine.analysis.resolve_plan)")
@@ -88,43 +93,56 @@ class _Builder:
         self.attn_dtype = self.dtypes.attention
         # an 8-bit act_dtype is the width of GEMM inputs only; every other activation is 16 bits at least
         self.gemm_a, self.a = self.a, DTYPE_BYTES[self.dtypes.act16]
+        self.act16 = self.dtypes.act16
+        self.norm_params_per_channel = 2 if m.norm == "layernorm" else 1
+        # the embedding table and lm_head stay at 16 bits unless quantize_embeddings
+        self.table_width = weight_bytes_per_element(self.dtypes.head_weight, sc.weight_group_size)
         self.ops: list[Op] = []
 
-    def add(self, name, op_class, count, cost, dtype=None, span=1):
+    def add(self, name, formula, count, dtype=None, span=1, adjust=None, **shape):
+        """Row `name`: `count` instances of the registered `formula` at `shape` (its keyword arguments), of the
+        formula's operator class; `adjust` rebooks the cost (a device's share, K/V read from fresh activations)."""
         if count:
-            self.ops.append(Op(name, op_class, count, cost, dtype or self.dtypes.act16, span))
+            op_class, cost_of = FORMULAS[formula]
+            cost = cost_of(**shape)
+            self.ops.append(Op(name, op_class, count, cost if adjust is None else adjust(cost), dtype or self.act16,
+                               span))
 
-    def collective(self, name, count, cost, span):
+    def collective(self, name, formula, count, span, **shape):
         """A communication row over `span` devices (nothing when the plan keeps it on one device)."""
         if span > 1:
-            self.add(name, "communication", count, cost, span=span)
+            self.add(name, formula, count, span=span, **shape)
 
-    def linear(self, name, count, T, K, N, bias=False, expert=False, **kw):
+    # the two most frequent rows call their registry entry directly: one keyword hop less per row
+    def linear(self, name, count, T, K, N, bias=False, expert=False, weight_sets=1):
         """A weight GEMM; `expert` ones use the experts' weight dtype (scenario.expert_dtype)."""
-        w, dtype = (self.w_expert, self.expert_gemm_dtype) if expert else (self.w, self.gemm_dtype)
-        self.add(name, "gemm", count, f.linear(T, K, N, w, self.gemm_a, bias=bias, out_width=self.a, **kw), dtype)
+        if count:
+            w, dtype = (self.w_expert, self.expert_gemm_dtype) if expert else (self.w, self.gemm_dtype)
+            cost = _LINEAR.cost(T=T, K=K, N=N, w=w, a=self.gemm_a, bias=bias, weight_sets=weight_sets,
+                                out_width=self.a)
+            self.ops.append(Op(name, _LINEAR.op_class, count, cost, dtype, 1))
 
     def norm(self, name, count, T, D):
-        per_channel = 2 if self.m.norm == "layernorm" else 1
-        self.add(name, "norm", count, f.norm(T, D, self.a, per_channel))
+        """RMSNorm or LayerNorm (scale and shift) over D channels of T rows."""
+        if count:
+            cost = _NORM.cost(T=T, D=D, a=self.a, params_per_channel=self.norm_params_per_channel)
+            self.ops.append(Op(name, _NORM.op_class, count, cost, self.act16, 1))
 
     def mlp(self, prefix, count, rows, width, weight_sets=1, expert=False):
         """A dense (gated or plain) MLP of `width` on `rows` token rows (MoE: token-expert pairs), streaming
         `weight_sets` copies of its weights (MoE: distinct experts touched)."""
         m, gated = self.m, self.m.mlp_type == "gated"
         bias = m.linear_bias or (expert and m.expert_bias)
-        kw = dict(weight_sets=weight_sets, expert=expert)
         if gated:
-            self.linear(f"{prefix}gate_proj", count, rows, m.hidden, width, bias, **kw)
-            self.linear(f"{prefix}up_proj", count, rows, m.hidden, width, bias, **kw)
+            self.linear(f"{prefix}gate_proj", count, rows, m.hidden, width, bias, expert, weight_sets)
+            self.linear(f"{prefix}up_proj", count, rows, m.hidden, width, bias, expert, weight_sets)
         else:
-            self.linear(f"{prefix}fc1" if not prefix else f"{prefix}up_proj", count, rows, m.hidden, width, bias,
-                        **kw)
-        act_name = f"{prefix}act" if prefix else "mlp_act"
-        self.add(act_name, "elementwise", count, f.activation(rows, width, self.a, ACTIVATION_FLOPS[m.activation],
-                                                               gated))
+            self.linear(f"{prefix}up_proj" if prefix else "fc1", count, rows, m.hidden, width, bias, expert,
+                        weight_sets)
+        self.add(f"{prefix}act" if prefix else "mlp_act", "activation", count, T=rows, F=width, a=self.a,
+                 act_flops=ACTIVATION_FLOPS[m.activation], gated=gated)
         down = "down_proj" if gated or prefix else "fc2"
-        self.linear(f"{prefix}{down}", count, rows, width, m.hidden, bias, **kw)
+        self.linear(f"{prefix}{down}", count, rows, width, m.hidden, bias, expert, weight_sets)
 
 
 def attention_groups(m: ModelSpec) -> list[tuple[str, int | None, int]]:
@@ -154,54 +172,68 @@ def _cached_operators(m: ModelSpec, stage: str, sc: Scenario) -> tuple[Op, ...]:
 
 
 def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
+    builder = _Builder(m, sc.for_model(m))  # weight_dtype 'native' -> the checkpoint's dtypes
     B = sc.batch if batch is None else batch
     S = sc.seq_len if seq_len is None else seq_len
-    b = _Builder(m, sc)
-    plan, tp = b.plan, b.tp
+    plan = builder.plan
     if plan.attention_dp:  # each of the tp replicas serves its share of the sequences; the busiest gets ceil
         B = np.ceil(B / plan.tp) if isinstance(B, np.ndarray) else math.ceil(B / plan.tp)
-    L, D = m.n_layers, m.hidden
     prefill = stage == "prefill"
     T = B * S if prefill else B  # tokens processed by every token-wise operator (on one device)
-    Sq = S if prefill else 1  # queries per sequence
+    _embedding(builder, T)
+    _attention_block(builder, B, S, T, prefill)
+    _mlp_block(builder, T)
+    _pipeline_and_head(builder, B, T, prefill)
+    return builder.ops
 
-    table_width = weight_bytes_per_element(b.dtypes.head_weight, sc.weight_group_size)
-    embed = f.embedding(T, D, m.vocab, table_width, b.a, m.learned_positions)
-    b.add("embedding", "embedding", 1, embed._replace(weight=embed.weight / tp), b.dtypes.act16)
-    b.collective("embed_all_reduce", 1, f.all_reduce(T, D, tp, b.a), tp)  # vocab-parallel rows sum up
 
-    # ---- attention block (every layer)
-    b.norm("attn_norm", L, T, D)
+def _embedding(builder: _Builder, T):
+    """The vocab-parallel embedding (each device gathers from its V / tp rows; the rows sum up over tp)."""
+    m, tp = builder.m, builder.tp
+    builder.add("embedding", "embedding", 1, adjust=lambda cost: cost._replace(weight=cost.weight / tp),
+                T=T, D=m.hidden, V=m.vocab, w=builder.table_width, a=builder.a, position_rows=m.learned_positions)
+    builder.collective("embed_all_reduce", "all_reduce", 1, tp, T=T, D=m.hidden, n=tp, a=builder.a)
+
+
+def _attention_block(builder: _Builder, B, S, T, prefill):
+    """Norm, attention (standard, MLA; linear attention beside it), the tensor-parallel all-reduce, residual add."""
+    m, L, D, tp = builder.m, builder.m.n_layers, builder.m.hidden, builder.tp
+    builder.norm("attn_norm", L, T, D)
     if m.is_mla:
-        _mla_attention(b, B, S, T, prefill)
+        _mla_attention(builder, B, S, T, prefill)
     else:
-        _standard_attention(b, B, S, T, Sq, prefill)
-    b.collective("attn_all_reduce", L, f.all_reduce(T, D, tp, b.a), tp)
+        _standard_attention(builder, B, S, T, prefill)
+    builder.collective("attn_all_reduce", "all_reduce", L, tp, T=T, D=D, n=tp, a=builder.a)
     if m.norms_per_layer == 4:
-        b.norm("post_attn_norm", L, T, D)
-    b.add("attn_add", "elementwise", L, f.residual_add(T, D, b.a))
+        builder.norm("post_attn_norm", L, T, D)
+    builder.add("attn_add", "residual_add", L, T=T, D=D, a=builder.a)
 
-    # ---- MLP block: dense layers and MoE layers
+
+def _mlp_block(builder: _Builder, T):
+    """Norm, the dense and MoE MLPs, the tensor-parallel all-reduce, residual add."""
+    m, L, D, tp = builder.m, builder.m.n_layers, builder.m.hidden, builder.tp
     if m.norms_per_layer >= 2:  # a parallel block with one shared input norm (Falcon-7B) has none
-        b.norm("mlp_norm", L, T, D)
-    b.mlp("", m.n_dense_layers, T, m.intermediate / tp)
+        builder.norm("mlp_norm", L, T, D)
+    builder.mlp("", m.n_dense_layers, T, m.intermediate / tp)
     if m.is_moe:
-        _moe(b, T)
+        _moe(builder, T)
     # tensor parallelism sums the partial outputs of every MLP (dense, or the experts and shared expert together)
-    b.collective("mlp_all_reduce", L if not plan.attention_dp else 0, f.all_reduce(T, D, tp, b.a), tp)
+    builder.collective("mlp_all_reduce", "all_reduce", L if not builder.plan.attention_dp else 0, tp, T=T, D=D, n=tp,
+                       a=builder.a)
     if m.norms_per_layer == 4:
-        b.norm("post_mlp_norm", L, T, D)
-    b.add("mlp_add", "elementwise", L, f.residual_add(T, D, b.a))
+        builder.norm("post_mlp_norm", L, T, D)
+    builder.add("mlp_add", "residual_add", L, T=T, D=D, a=builder.a)
 
-    # ---- pipeline hand-overs and the head
-    b.collective("pp_send", plan.pp - 1, f.p2p_send(T, D, b.a), plan.devices if plan.pp > 1 else 1)
-    b.norm("final_norm", 1, T, D)
-    logits_rows = T if (prefill and sc.logits == "all") else B
-    dt = b.dtypes  # the embedding table and lm_head stay at 16 bits unless quantize_embeddings
-    b.add("lm_head", "gemm", 1, f.linear(logits_rows, D, m.vocab / tp, table_width, DTYPE_BYTES[dt.head_input],
-                                         out_width=b.a), dt.head)
-    b.collective("logits_all_gather", 1, f.all_gather(logits_rows, m.vocab, tp, b.a), tp)
-    return b.ops
+
+def _pipeline_and_head(builder: _Builder, B, T, prefill):
+    """Pipeline hand-overs, the final norm and the vocab-parallel lm_head with its logits all-gather."""
+    m, plan, tp, D = builder.m, builder.plan, builder.tp, builder.m.hidden
+    builder.collective("pp_send", "p2p_send", plan.pp - 1, plan.devices if plan.pp > 1 else 1, T=T, D=D, a=builder.a)
+    builder.norm("final_norm", 1, T, D)
+    logits_rows = T if (prefill and builder.sc.logits == "all") else B
+    builder.add("lm_head", "linear", 1, dtype=builder.dtypes.head, T=logits_rows, K=D, N=m.vocab / tp,
+                w=builder.table_width, a=DTYPE_BYTES[builder.dtypes.head_input], out_width=builder.a)
+    builder.collective("logits_all_gather", "all_gather", 1, tp, T=logits_rows, N=m.vocab, n=tp, a=builder.a)
 
 
 def _keys_attended(S, window, prefill):
@@ -211,150 +243,145 @@ def _keys_attended(S, window, prefill):
     return S + 1 if window is None else np.minimum(S + 1, window)
 
 
-def _attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, from_cache=None):
-    """QK^T, softmax, PV (eager) or one fused kernel (flash), per attention group (full / sliding window).
+def _attention_core(builder: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, from_cache=None):
+    """QK^T, softmax, PV (eager) or one fused kernel (flash), per attention group (full / sliding window / chunked).
 
     Decode reads K and V from the KV cache (at the cache dtype, booked as KV traffic); prefill reads the K and V
     its projections just produced (at the activation dtype, booked as activation traffic), as do MLA's naive
     decode steps, which re-expand the latent into fresh per-head K and V. `from_cache` overrides the default.
+    Flash visits `pairs` (query, key) pairs per head; eager computes the full block of Skv keys per query.
     """
     from_cache = (not prefill) if from_cache is None else from_cache
-    width = b.c if from_cache else b.a
-    rebook = (lambda cost: cost) if from_cache else f.from_activations
-    dtype = b.attn_dtype if from_cache else b.dtypes.act16
+    if from_cache:
+        a, c, adjust, dtype = builder.a, builder.c, None, builder.attn_dtype
+    else:
+        a, c, adjust, dtype = builder.a, builder.a, f.from_activations, builder.act16
     Sq = S if prefill else 1
-    for suffix, window, count in attention_groups(b.m):
+    groups = []  # (suffix, layers, keys per query, pairs per head, cache row width)
+    for suffix, window, count in attention_groups(builder.m):
         Skv = _keys_attended(S, window, prefill)
-        if b.sc.attention == "flash":
-            pairs = f.causal_pairs(S, window) if prefill else Skv
-            cost = f.fused_attention(B, H, Hkv, Sq, pairs, Skv, d, dv, b.a, width, kv_width)
-            b.add(f"fused_attention{suffix}", "attention", count, rebook(cost), dtype)
+        groups.append((suffix, count, Skv, f.causal_pairs(S, window) if prefill else Skv, kv_width))
+    if builder.m.chunked_layers:
+        # chunked attention (Llama 4): query i sees keys j <= i of its own chunk (j // Ck == i // Ck). Eager prefill
+        # computes the full S x S block, as for the other layers; flash visits the in-chunk causal pairs; decode
+        # attends the new token's chunk so far, S mod Ck + 1 keys
+        chunk = builder.m.attention_chunk
+        Skv = S if prefill else S % chunk + 1
+        groups.append(("_chunked", builder.m.chunked_layers, Skv, f.chunked_causal_pairs(S, chunk) if prefill else Skv,
+                       None))
+    for suffix, count, Skv, pairs, width in groups:
+        if builder.sc.attention == "flash":
+            builder.add(f"fused_attention{suffix}", "fused_attention", count, dtype=dtype, adjust=adjust,
+                        B=B, H=H, Hkv=Hkv, S=Sq, pairs=pairs, Skv=Skv, d=d, dv=dv, a=a, c=c, kv_width=width)
             continue
-        qk = f.qk_matmul(B, H, Hkv, Sq, Skv, d, b.a, width)
-        b.add(f"qk_matmul{suffix}", "attention", count, rebook(qk), dtype)
-        b.add(f"softmax{suffix}", "attention", count, f.softmax(B, H, Sq, Skv, b.a))
-        sv = f.sv_matmul(B, H, Hkv, Sq, Skv, dv, b.a, width)
-        b.add(f"sv_matmul{suffix}", "attention", count, rebook(sv), dtype)
-    if b.m.chunked_layers:
-        _chunked_attention_core(b, B, S, prefill, H, Hkv, d, dv, width, rebook, dtype)
+        builder.add(f"qk_matmul{suffix}", "qk_matmul", count, dtype=dtype, adjust=adjust,
+                    B=B, H=H, Hkv=Hkv, S=Sq, Skv=Skv, d=d, a=a, c=c)
+        builder.add(f"softmax{suffix}", "softmax", count, B=B, H=H, S=Sq, Skv=Skv, a=a)
+        builder.add(f"sv_matmul{suffix}", "sv_matmul", count, dtype=dtype, adjust=adjust,
+                    B=B, H=H, Hkv=Hkv, S=Sq, Skv=Skv, dv=dv, a=a, c=c)
 
 
-def _chunked_attention_core(b: _Builder, B, S, prefill, H, Hkv, d, dv, width, rebook, dtype):
-    """Chunked attention (Llama 4): query i sees keys j <= i of its own chunk (j // Ck == i // Ck). Eager prefill
-    computes the full S x S block, as for the other layers; flash visits the in-chunk causal pairs; decode attends
-    the new token's chunk so far, S mod Ck + 1 keys."""
-    count, chunk = b.m.chunked_layers, b.m.attention_chunk
-    Sq = S if prefill else 1
-    Skv = S if prefill else S % chunk + 1
-    if b.sc.attention == "flash":
-        pairs = f.chunked_causal_pairs(S, chunk) if prefill else Skv
-        cost = f.fused_attention(B, H, Hkv, Sq, pairs, Skv, d, dv, b.a, width)
-        b.add("fused_attention_chunked", "attention", count, rebook(cost), dtype)
-        return
-    b.add("qk_matmul_chunked", "attention", count, rebook(f.qk_matmul(B, H, Hkv, Sq, Skv, d, b.a, width)), dtype)
-    b.add("softmax_chunked", "attention", count, f.softmax(B, H, Sq, Skv, b.a))
-    b.add("sv_matmul_chunked", "attention", count, rebook(f.sv_matmul(B, H, Hkv, Sq, Skv, dv, b.a, width)), dtype)
-
-
-def _standard_attention(b: _Builder, B, S, T, Sq, prefill):
-    m, L, tp = b.m, b.m.n_attention_layers, b.tp
+def _standard_attention(builder: _Builder, B, S, T, prefill):
+    m, L, tp = builder.m, builder.m.n_attention_layers, builder.tp
     H, Hkv, d, D = m.n_heads // tp, kv_heads_per_device(m.n_kv_heads, tp), m.head_dim, m.hidden
     bias = m.qkv_bias or m.linear_bias
-    b.linear("q_proj", L, T, D, H * d * (2 if m.attn_output_gate else 1), bias)
-    b.linear("k_proj", L, T, D, Hkv * d, bias)
-    b.linear("v_proj", L, T, D, Hkv * d, bias)
+    builder.linear("q_proj", L, T, D, H * d * (2 if m.attn_output_gate else 1), bias)
+    builder.linear("k_proj", L, T, D, Hkv * d, bias)
+    builder.linear("v_proj", L, T, D, Hkv * d, bias)
     if m.qk_norm:
-        b.norm("q_norm", L, T * H, d)
-        b.norm("k_norm", L, T * Hkv, d)
+        builder.norm("q_norm", L, T * H, d)
+        builder.norm("k_norm", L, T * Hkv, d)
     if m.positions == "rope":
-        b.add("rope", "elementwise", L - m.nope_layers, f.rope(T, H + Hkv, m.rotary_dim, b.a))
-    b.add("kv_cache_write", "elementwise", L, f.kv_cache_write(T, 2 * Hkv * d, b.a, b.c))  # this device's K, V
-    _attention_core(b, B, S, prefill, H=H, Hkv=Hkv, d=d, dv=d)
+        builder.add("rope", "rope", L - m.nope_layers, T=T, heads=H + Hkv, rot_dim=m.rotary_dim, a=builder.a)
+    builder.add("kv_cache_write", "kv_cache_write", L, T=T, elements_per_token=2 * Hkv * d, a=builder.a,
+                c=builder.c)  # this device's K, V
+    _attention_core(builder, B, S, prefill, H=H, Hkv=Hkv, d=d, dv=d)
     if m.attn_output_gate:
-        b.add("attn_output_gate", "elementwise", L, f.output_gate(T, H * d, b.a))
-    b.linear("o_proj", L, T, H * d, D, m.linear_bias or m.attn_out_bias)
+        builder.add("attn_output_gate", "output_gate", L, T=T, N=H * d, a=builder.a)
+    builder.linear("o_proj", L, T, H * d, D, m.linear_bias or m.attn_out_bias)
     if m.linear_layers:
-        _linear_attention(b, B, S, T, prefill)
+        _linear_attention(builder, B, S, T, prefill)
 
 
-def _linear_attention(b: _Builder, B, S, T, prefill):
+def _linear_attention(builder: _Builder, B, S, T, prefill):
     """Gated DeltaNet layers (Qwen3-Next): projections, a depthwise causal conv over q/k/v, the gated delta rule
     on a fixed [Hv, dk, dv] state per sequence (booked as KV-cache traffic: it replaces the cache), a gated RMSNorm
     and out_proj. HF module names (in_proj_qkvz, in_proj_ba, conv1d, norm -> linear_attn_norm, out_proj). Under
     tensor parallelism each device holds 1/tp of the key and value heads (and of the conv channels)."""
-    m, L, tp = b.m, b.m.linear_layers, b.tp
+    m, L, tp = builder.m, builder.m.linear_layers, builder.tp
     D, Hv, Hk, dk, dv = m.hidden, m.linear_v_heads // tp, m.linear_k_heads // tp, m.linear_k_dim, m.linear_v_dim
     Kw, Vw = m.linear_key_width // tp, m.linear_value_width // tp
-    channels = 2 * Kw + Vw  # q, k, v pass the conv; z (the output gate) does not
-    b.linear("in_proj_qkvz", L, T, D, 2 * Kw + 2 * Vw)
-    b.linear("in_proj_ba", L, T, D, 2 * Hv)
+    a, c = builder.a, builder.c
+    builder.linear("in_proj_qkvz", L, T, D, 2 * Kw + 2 * Vw)
+    builder.linear("in_proj_ba", L, T, D, 2 * Hv)
     Sq = S if prefill else 1
-    b.add("conv1d", "attention", L,
-          f.causal_conv1d(B, Sq, channels, m.linear_conv_kernel, b.w, b.a, b.c, decode=not prefill))
-    b.add("gated_delta_rule", "attention", L,
-          f.gated_delta_rule(B, Sq, Hv, dk, dv, b.a, b.c, chunked=prefill, Hk=Hk))
-    b.norm("linear_attn_norm", L, T * Hv, dv)
-    b.add("linear_attn_gate", "elementwise", L, f.activation(T, Vw, b.a, ACTIVATION_FLOPS["silu"], True))
-    b.linear("out_proj", L, T, Vw, D)
+    # q, k, v pass the conv; z (the output gate) does not
+    builder.add("conv1d", "causal_conv1d", L, B=B, Sq=Sq, C=2 * Kw + Vw, K=m.linear_conv_kernel, w=builder.w, a=a, c=c,
+                decode=not prefill)
+    builder.add("gated_delta_rule", "gated_delta_rule", L, B=B, Sq=Sq, Hv=Hv, dk=dk, dv=dv, a=a, c=c, chunked=prefill,
+                Hk=Hk)
+    builder.norm("linear_attn_norm", L, T * Hv, dv)
+    builder.add("linear_attn_gate", "activation", L, T=T, F=Vw, a=a, act_flops=ACTIVATION_FLOPS["silu"], gated=True)
+    builder.linear("out_proj", L, T, Vw, D)
 
 
-def _mla_attention(b: _Builder, B, S, T, prefill):
+def _mla_attention(builder: _Builder, B, S, T, prefill):
     """Multi-head latent attention (DeepSeek-V2/V3). Prefill always decompresses K/V (compute-efficient for long
     prompts, what serving engines do); decode follows scenario.mla_mode. Under tensor parallelism each device holds
     H / tp heads; the latent projections and the latent cache are replicated."""
-    m, L, mode = b.m, b.m.n_layers, b.sc.mla_mode
-    D, H, C, R = m.hidden, m.n_heads // b.tp, m.kv_lora_rank, m.qk_rope_head_dim
+    m, L, mode = builder.m, builder.m.n_layers, builder.sc.mla_mode
+    D, H, C, R = m.hidden, m.n_heads // builder.tp, m.kv_lora_rank, m.qk_rope_head_dim
     dn, dv, dq = m.qk_nope_head_dim, m.v_head_dim, m.qk_head_dim
     if m.q_lora_rank:
-        b.linear("q_a_proj", L, T, D, m.q_lora_rank)
-        b.norm("q_a_layernorm", L, T, m.q_lora_rank)
-        b.linear("q_b_proj", L, T, m.q_lora_rank, H * dq)
+        builder.linear("q_a_proj", L, T, D, m.q_lora_rank)
+        builder.norm("q_a_layernorm", L, T, m.q_lora_rank)
+        builder.linear("q_b_proj", L, T, m.q_lora_rank, H * dq)
     else:
-        b.linear("q_proj", L, T, D, H * dq)
-    b.linear("kv_a_proj_with_mqa", L, T, D, C + R)
-    b.norm("kv_a_layernorm", L, T, C)
-    b.add("rope", "elementwise", L, f.rope(T, H + 1, R, b.a))
-    kv_per_token = kv_elements_per_token(m, mode) // (b.tp if mode == "decompressed" else 1)
-    b.add("kv_cache_write", "elementwise", L, f.kv_cache_write(T, kv_per_token, b.a, b.c))
+        builder.linear("q_proj", L, T, D, H * dq)
+    builder.linear("kv_a_proj_with_mqa", L, T, D, C + R)
+    builder.norm("kv_a_layernorm", L, T, C)
+    builder.add("rope", "rope", L, T=T, heads=H + 1, rot_dim=R, a=builder.a)
+    kv_per_token = kv_elements_per_token(m, mode) // (builder.tp if mode == "decompressed" else 1)
+    builder.add("kv_cache_write", "kv_cache_write", L, T=T, elements_per_token=kv_per_token, a=builder.a, c=builder.c)
     if prefill or mode == "decompressed":
-        b.linear("kv_b_proj", L, T, C, H * (dn + dv))
-        _attention_core(b, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv)
+        builder.linear("kv_b_proj", L, T, C, H * (dn + dv))
+        _attention_core(builder, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv)
     elif mode == "naive":
         # every step re-expands the whole cached latent of each sequence into per-head K_nope and V
         # (the rope key R of each cached row is read with it; the expanded K/V are fresh activations)
         Skv = _keys_attended(S, None, False)
-        expand = f.linear(B * Skv, C, H * (dn + dv), b.w, b.a, cached_input_width=b.c)
-        b.add("kv_b_proj", "gemm", L, expand._replace(kv_read=expand.kv_read * (C + R) / C), b.gemm_dtype)
-        _attention_core(b, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv, from_cache=False)
+        builder.add("kv_b_proj", "linear", L, dtype=builder.gemm_dtype,
+                    adjust=lambda cost: cost._replace(kv_read=cost.kv_read * (C + R) / C),
+                    T=B * Skv, K=C, N=H * (dn + dv), w=builder.w, a=builder.a, cached_input_width=builder.c)
+        _attention_core(builder, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv, from_cache=False)
     else:  # absorbed: q_nope @ W_UK gives a query in latent space; attention reads the shared latent (Hkv = 1)
-        b.linear("q_absorb", L, T * H, dn, C, weight_sets=H)
-        _attention_core(b, B, S, prefill, H=H, Hkv=1, d=C + R, dv=C, kv_width=C + R)
-        b.linear("out_absorb", L, T * H, C, dv, weight_sets=H)
-    b.linear("o_proj", L, T, H * dv, D)
+        builder.linear("q_absorb", L, T * H, dn, C, weight_sets=H)
+        _attention_core(builder, B, S, prefill, H=H, Hkv=1, d=C + R, dv=C, kv_width=C + R)
+        builder.linear("out_absorb", L, T * H, C, dv, weight_sets=H)
+    builder.linear("o_proj", L, T, H * dv, D)
 
 
-def _moe(b: _Builder, T):
+def _moe(builder: _Builder, T):
     """Router, routed experts, shared experts and the weighted combine of the MoE layers, for one device.
 
     Tensor-parallel experts (ep = 1) see every token-expert pair at 1/tp of each expert's width. With ep > 1 the
     busiest of the ep expert groups gets formulas.expected_max_load of the pairs (uniform routing) at 1/(tp/ep) of
     the width, and touches 1/ep of the distinct experts. Under DP attention the tokens of all tp replicas meet at
     the experts through an all-to-all dispatch and come back through an all-to-all combine."""
-    m, count, plan = b.m, b.m.n_moe_layers, b.plan
-    E, k, ep = m.n_experts, m.top_k, plan.ep
-    routing = b.sc.expert_routing
-    b.linear("router", count, T, m.hidden, E, m.router_bias)
+    m, count, plan = builder.m, builder.m.n_moe_layers, builder.plan
+    E, k, ep, D = m.n_experts, m.top_k, plan.ep, m.hidden
+    routing = builder.sc.expert_routing
+    builder.linear("router", count, T, D, E, m.router_bias)
     tokens = T * plan.tp if plan.attention_dp else T  # tokens routed by the whole expert-parallel group
     pairs = tokens * k
     rows = f.expected_max_load(pairs, ep) if routing == "uniform" else pairs / ep
     touched = f.distinct_experts(tokens, E, k, routing) / ep
-    width = m.moe_intermediate / (plan.tp // ep)
-    b.collective("moe_dispatch", count if plan.attention_dp else 0, f.all_to_all(T * k, m.hidden, ep, b.a), ep)
-    b.mlp("expert_", count, rows, width, weight_sets=touched, expert=True)
-    b.collective("moe_combine_all_to_all", count if plan.attention_dp else 0, f.all_to_all(T * k, m.hidden, ep, b.a),
-                 ep)
+    all_to_all = count if plan.attention_dp else 0
+    builder.collective("moe_dispatch", "all_to_all", all_to_all, ep, rows=T * k, D=D, n=ep, a=builder.a)
+    builder.mlp("expert_", count, rows, m.moe_intermediate / (plan.tp // ep), weight_sets=touched, expert=True)
+    builder.collective("moe_combine_all_to_all", "all_to_all", all_to_all, ep, rows=T * k, D=D, n=ep, a=builder.a)
     if m.n_shared_experts:
-        b.mlp("shared_", count, T, m.moe_intermediate * m.n_shared_experts / b.tp)
+        builder.mlp("shared_", count, T, m.moe_intermediate * m.n_shared_experts / builder.tp)
     if m.shared_expert_gate:
-        b.linear("shared_expert_gate", count, T, m.hidden, 1)
-    b.add("moe_combine", "elementwise", count, f.moe_combine(T, m.hidden, k, b.a, bool(m.n_shared_experts)))
+        builder.linear("shared_expert_gate", count, T, D, 1)
+    builder.add("moe_combine", "moe_combine", count, T=T, D=D, k=k, a=builder.a, shared=bool(m.n_shared_experts))

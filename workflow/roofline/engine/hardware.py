@@ -179,23 +179,38 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     if unknown_fields:
         raise unknown(f"gpus.{key}", unknown_fields[0], ENTRY_FIELDS)
     base_key = entry.pop("base", None)
+    base = _entry_base(key, entry, base_key)
+    changes = _entry_changes(key, entry, base)
+    if changes and (key in catalog() or base_key is not None):
+        changes["source"] = changes.get("source", base.source + " (overridden in config.yaml)")
+    if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
+        changes["calibration"] = str(entry["calibration"])
+    return replace(base, **changes)
+
+
+def _entry_base(key: str, entry: dict, base_key) -> Accelerator:
+    """The device a gpus: entry starts from: the catalog's `base` under the key `key`, the catalog's `key`, or a
+    blank new device (which must then give memory_gb, bandwidth_gbps and peak_tflops)."""
     if base_key is not None:
         try:
-            base = replace(catalog()[str(base_key)], key=key)
+            return replace(catalog()[str(base_key)], key=key)
         except KeyError:
             raise unknown(f"gpus.{key}.base", base_key, catalog()) from None
-    else:
-        base = catalog().get(key)
-    if base is None:
-        missing = [k for k in ("memory_gb", "bandwidth_gbps", "peak_tflops") if k not in entry]
-        if missing:
-            # a near miss of a catalog key, or an empty entry, is a misspelt key; otherwise new hardware
-            if did_you_mean(key, catalog()) or not entry:
-                raise unknown("gpus", key, catalog())
-            raise RooflineInputError(f"gpus.{key}: not in the catalog, so it needs {', '.join(missing)} "
-                                     "(new hardware: name, memory_gb, bandwidth_gbps, peak_tflops)")
-        base = Accelerator(key=key, name=key, vendor="", memory_bytes=1.0, bandwidth_bytes_per_s=1.0,
-                           source="config.yaml")
+    if key in catalog():
+        return catalog()[key]
+    missing = [k for k in ("memory_gb", "bandwidth_gbps", "peak_tflops") if k not in entry]
+    if missing:
+        # a near miss of a catalog key, or an empty entry, is a misspelt key; otherwise new hardware
+        if did_you_mean(key, catalog()) or not entry:
+            raise unknown("gpus", key, catalog())
+        raise RooflineInputError(f"gpus.{key}: not in the catalog, so it needs {', '.join(missing)} "
+                                 "(new hardware: name, memory_gb, bandwidth_gbps, peak_tflops)")
+    return Accelerator(key=key, name=key, vendor="", memory_bytes=1.0, bandwidth_bytes_per_s=1.0,
+                       source="config.yaml")
+
+
+def _entry_changes(key: str, entry: dict, base: Accelerator) -> dict:
+    """The Accelerator fields a gpus: entry sets, in SI units (peaks merged into the base device's)."""
     changes: dict = {}
     for name in ("name", "vendor", "source", "scaleup_link"):
         if name in entry:
@@ -216,11 +231,7 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
                 raise unknown(f"gpus.{key}.peak_tflops", dtype, PEAK_DTYPES)
             peaks[dtype] = _positive(key, f"peak_tflops.{dtype}", value) * TERA
         changes["peak_flops_per_s"] = peaks
-    if changes and (key in catalog() or base_key is not None):
-        changes["source"] = changes.get("source", base.source + " (overridden in config.yaml)")
-    if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
-        changes["calibration"] = str(entry["calibration"])
-    return replace(base, **changes)
+    return changes
 
 
 def _positive(key: str, name: str, value: object) -> float:

@@ -2,7 +2,8 @@
 
 Each supported family's fields are read as transformers' config classes name them; where transformers' default for
 a missing field differs from the family's real value (e.g. num_key_value_heads of Mistral), the field is required
-and a missing one is named in the error.
+and a missing one is named in the error. Which readers apply to a model_type, and the traits a family always has, is
+one table (`hf_families.FAMILIES`): adding an architecture is adding one entry there.
 """
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import stat
 from pathlib import Path
 
 from .errors import RooflineInputError, unknown
-from .models import _FAMILY_TRAITS, FAMILY_ALIASES, MAX_DIMENSION, SUPPORTED_FAMILIES, ModelSpec
+from .hf_families import FAMILIES, FAMILY_ALIASES, SUPPORTED_FAMILIES, TEXT_WRAPPERS, WRAPPED_DEFAULTS, Family
+from .model_spec import MAX_DIMENSION, ModelSpec
 
 #: config.json fields holding names; every other field _need reads must be an integer
 _NAME_FIELDS = ("hidden_act", "hidden_activation", "activation_function")
@@ -119,8 +121,8 @@ def read_hf_json(path: str | Path, where: str) -> dict:
 
 
 def check_field_types(cfg: dict, where: str) -> None:
-    """One line for the first generic field (FIELD_TYPES) of the wrong JSON type (null passes), or a `_name_or_path` longer than
-    MAX_NAME_LENGTH (integer bounds are ModelSpec.validate's)."""
+    """One line for the first generic field (FIELD_TYPES) of the wrong JSON type (null passes), or a `_name_or_path`
+    longer than MAX_NAME_LENGTH (integer bounds are ModelSpec.validate's)."""
     for name, allowed in FIELD_TYPES.items():
         if cfg.get(name) is None:
             continue
@@ -147,6 +149,37 @@ def model_from_hf_config(path: str | Path, key: str | None = None) -> ModelSpec:
 def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: str | None = None) -> ModelSpec:
     """Build a ModelSpec from the parsed dict of a Hugging Face `config.json`; `where` starts each error line,
     `source` (default `where`) is the spec's source."""
+    family, cfg = _language_model(cfg, where)
+    reader = FAMILIES[family]
+    need = lambda *names, **kw: _need(cfg, where, *names, **kw)  # noqa: E731
+    hidden, n_layers, n_heads = (need(name) for name in reader.dimensions)
+    shape = reader.shape(cfg, need, where, hidden, n_heads)
+    for name, value in (("hidden size", hidden), ("layer count", n_layers), ("head count", n_heads)):
+        if not 0 < value <= MAX_DIMENSION:  # checked before any loop over layers
+            raise RooflineInputError(f"{where}: the {name} is {value}; expected an integer from 1 to {MAX_DIMENSION}")
+    head_dim = cfg.get("head_dim") or (hidden // n_heads)
+    tied = cfg.get("tie_word_embeddings", reader.tied)
+    if not isinstance(tied, bool):
+        raise RooflineInputError(f"{where}: field 'tie_word_embeddings' is {tied!r}; expected true or false")
+    window, sliding_layers = _windows(cfg, need, reader, n_layers)
+    spec_kw = {
+        "key": key, "name": cfg.get("_name_or_path") or key, "family": family, "n_layers": n_layers,
+        "hidden": hidden, "n_heads": n_heads, "head_dim": head_dim, "vocab": need("vocab_size"),
+        "tie_embeddings": tied, "sliding_window": window, "sliding_layers": sliding_layers,
+        "source": source or where, **reader.traits, **shape,
+    }
+    spec_kw.update(_native_dtypes(cfg.get("quantization_config"), where))
+    for extra in reader.extras:  # in order: a later reader may build on an earlier one's fields
+        spec_kw.update(extra(cfg, need, spec_kw, where))
+    try:
+        return ModelSpec(**spec_kw).validate()
+    except RooflineInputError as error:  # name the file the impossible value came from
+        raise RooflineInputError(f"{error} (read from {source or where})") from None
+
+
+def _language_model(cfg: dict, where: str) -> tuple[str, dict]:
+    """(family, fields) of the language model a config.json describes: typed fields, nulls dropped, a multimodal
+    file's text_config unwrapped, model_type aliases resolved; one line for anything else."""
     if not isinstance(cfg, dict):
         raise RooflineInputError(f"{where}: expected a JSON object with the model's fields, got a "
                                  f"{type(cfg).__name__}")
@@ -156,170 +189,16 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
     if family is None:
         raise RooflineInputError(f"{where}: the file has no 'model_type' field; supported: "
                                  f"{', '.join(SUPPORTED_FAMILIES)}")
-    if family in _TEXT_WRAPPERS and isinstance(cfg.get("text_config"), dict):
+    if family in TEXT_WRAPPERS and isinstance(cfg.get("text_config"), dict):
         # a multimodal checkpoint (Gemma 3, Llama 4): the language model is its text_config; the vision tower is
         # not part of a text-only pass. Fields the file leaves out take transformers' defaults for the family.
-        family = _TEXT_WRAPPERS[family]
-        cfg = {**_WRAPPED_DEFAULTS.get(family, {}), **cfg["text_config"], "model_type": family,
+        family = TEXT_WRAPPERS[family]
+        cfg = {**WRAPPED_DEFAULTS.get(family, {}), **cfg["text_config"], "model_type": family,
                "quantization_config": cfg.get("quantization_config")}
     family = FAMILY_ALIASES.get(family, family)
-    if family not in _FAMILY_TRAITS:
+    if family not in FAMILIES:
         raise unknown(f"{where}: model_type", family, SUPPORTED_FAMILIES)
-    need = lambda *names, **kw: _need(cfg, where, *names, **kw)  # noqa: E731
-    traits = dict(_FAMILY_TRAITS[family])
-    if family in ("gpt2",):
-        hidden, n_layers, n_heads = need("n_embd"), need("n_layer"), need("n_head")
-        n_kv = n_heads
-        intermediate = need("n_inner", default=4 * hidden, required=False)
-        activation, norm, mlp_type = need("activation_function"), "layernorm", "plain"
-        max_pos = need("n_positions")
-        traits["learned_positions"] = max_pos
-    else:
-        hidden, n_layers, n_heads = need("hidden_size"), need("num_hidden_layers"), need("num_attention_heads")
-        if family == "falcon":
-            multi_query = cfg.get("multi_query", True)
-            n_kv = (1 if multi_query and not cfg.get("new_decoder_architecture")
-                    else need("num_kv_heads", default=n_heads, required=False))
-            intermediate = cfg.get("ffn_hidden_size") or 4 * hidden
-            activation, norm, mlp_type = "gelu", "layernorm", "plain"
-            # HF FalconDecoderLayer: sequential blocks have input_ + post_attention_layernorm; parallel blocks share
-            # one input_layernorm (Falcon-7B) or have ln_attn + ln_mlp (num_ln_in_parallel_attn 2, the default of
-            # new_decoder_architecture, Falcon-40B/180B).
-            new_arch = bool(cfg.get("new_decoder_architecture"))
-            traits["parallel_block"] = bool(cfg.get("parallel_attn", True))
-            n_ln = cfg.get("num_ln_in_parallel_attn") or (2 if new_arch else 1)
-            traits["norms_per_layer"] = 2 if (not traits["parallel_block"] or n_ln == 2) else 1
-            traits["linear_bias"] = bool(cfg.get("bias", False))
-            max_pos = cfg.get("max_position_embeddings") or 2048
-        elif family == "opt":
-            projection = cfg.get("word_embed_proj_dim")
-            if projection is not None and projection != hidden:
-                raise RooflineInputError(
-                    f"{where}: word_embed_proj_dim {projection} != hidden_size {hidden} (OPT-350m's project_in/"
-                    f"project_out) is not supported; supported: word_embed_proj_dim = hidden_size")
-            n_kv = n_heads
-            intermediate = need("ffn_dim")
-            activation, norm, mlp_type = need("activation_function"), "layernorm", "plain"
-            max_pos = need("max_position_embeddings")
-            traits["learned_positions"] = max_pos + 2
-        else:
-            # transformers' defaults differ by family (Mistral/Mixtral 8, Qwen2 32, ...): only Llama, Phi-3 and
-            # DeepSeek fall back to the query-head count, the others must say it
-            falls_back = family in ("llama", "phi3", "deepseek_v3", "qwen3")
-            n_kv = need("num_key_value_heads", default=n_heads if falls_back else None, required=not falls_back)
-            # Llama 4's dense layers use intermediate_size_mlp; its intermediate_size is the experts' width
-            intermediate = need("intermediate_size_mlp") if family == "llama4_text" else need("intermediate_size")
-            activation = need("hidden_act", "hidden_activation")
-            norm, mlp_type = "rmsnorm", "gated"
-            max_pos = need("max_position_embeddings")
-    for name, value in (("hidden size", hidden), ("layer count", n_layers), ("head count", n_heads)):
-        if not 0 < value <= MAX_DIMENSION:  # checked before any loop over layers
-            raise RooflineInputError(f"{where}: the {name} is {value}; expected an integer from 1 to {MAX_DIMENSION}")
-    head_dim = cfg.get("head_dim") or (hidden // n_heads)
-    tied = cfg.get("tie_word_embeddings", family in ("gpt2", "gemma2", "opt", "falcon", "gemma3_text"))
-    if not isinstance(tied, bool):
-        raise RooflineInputError(f"{where}: field 'tie_word_embeddings' is {tied!r}; expected true or false")
-    window = cfg.get("sliding_window")
-    if family == "qwen2" and not cfg.get("use_sliding_window", False):
-        window = None
-    if family == "mistral" or family == "mixtral" or family == "phi3" or family == "qwen2":
-        sliding_layers = n_layers if window else 0
-        if family == "qwen2" and window:
-            sliding_layers = max(0, n_layers - cfg.get("max_window_layers", n_layers))
-            window = window if sliding_layers else None
-    elif family == "gemma2":
-        sliding_layers = (n_layers + 1) // 2 if window else 0
-    elif family in ("qwen3_moe", "qwen3") and cfg.get("use_sliding_window", False) and window:
-        sliding_layers = n_layers
-    elif family in _LOCAL_GLOBAL and window:
-        # without layer_types (older files): layer i is local unless (i + 1) % period == 0
-        period = need("sliding_window_pattern", "_sliding_window_pattern", default=_LOCAL_GLOBAL[family],
-                      required=False)
-        sliding_layers = sum(1 for i in range(n_layers) if (i + 1) % period)
-    else:
-        window, sliding_layers = None, 0
-    layer_types = cfg.get("layer_types")  # written by transformers >= 4.53 (Gemma-2, Qwen2, ...): authoritative
-    if window and isinstance(layer_types, list) and len(layer_types) == n_layers:
-        sliding_layers = sum(1 for kind in layer_types if kind == "sliding_attention")
-        window = window if sliding_layers else None
-    spec_kw: dict = dict(
-        key=key, name=cfg.get("_name_or_path") or key, family=family, n_layers=n_layers, hidden=hidden,
-        n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, intermediate=intermediate,
-        vocab=need("vocab_size"), max_position=max_pos, activation=activation, mlp_type=mlp_type, norm=norm,
-        tie_embeddings=tied,
-        sliding_window=window, sliding_layers=sliding_layers, source=source or where,
-    )
-    spec_kw.update(traits)
-    # expert counts: the hub files' names first, then the aliases transformers >= 5 writes (attribute_map)
-    spec_kw.update(_native_dtypes(cfg.get("quantization_config"), where))
-    if family in _READERS:
-        spec_kw.update(_READERS[family](cfg, need, spec_kw, where))
-    if family in ("mixtral",):
-        spec_kw.update(n_experts=need("num_local_experts", "num_experts"), top_k=need("num_experts_per_tok"),
-                       moe_intermediate=intermediate)
-    if family in ("qwen3_moe", "qwen3_next"):
-        # layer i is MoE iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0 (HF
-        # Qwen3MoeDecoderLayer); the others have a dense MLP of intermediate_size. Only the count enters the costs.
-        step = need("decoder_sparse_step", default=1, required=False)
-        dense_only = cfg.get("mlp_only_layers") or []
-        if step <= 0:
-            raise RooflineInputError(f"{where}: field 'decoder_sparse_step' is {step}; it must be >= 1")
-        if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
-            raise RooflineInputError(f"{where}: field 'mlp_only_layers' is {dense_only!r}; expected a list of "
-                                     "layer indices")
-        dense_only = set(dense_only)
-        n_moe = sum(1 for i in range(n_layers) if i not in dense_only and (i + 1) % step == 0)
-        spec_kw.update(n_experts=need("num_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
-                       moe_intermediate=need("moe_intermediate_size"),
-                       n_shared_experts=spec_kw.get("n_shared_experts", 0), first_dense_layers=n_layers - n_moe)
-    if family == "deepseek_v3":
-        # q_lora_rank null means a plain q_proj (DeepSeek-V2-Lite); a missing key is an error because the reference
-        # implementations disagree on its default (transformers 1536). Same for first_k_dense_replace (transformers
-        # default 3, DeepSeek's own code 0) and n_shared_experts (transformers 1, DeepSeek's code None = none).
-        for name in ("q_lora_rank", "n_shared_experts"):
-            if name not in cfg:
-                need(name)
-        spec_kw.update(
-            n_experts=need("n_routed_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
-            moe_intermediate=need("moe_intermediate_size"), n_shared_experts=cfg["n_shared_experts"] or 0,
-            first_dense_layers=need("first_k_dense_replace"),
-            q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=need("kv_lora_rank"),
-            qk_nope_head_dim=need("qk_nope_head_dim"), qk_rope_head_dim=need("qk_rope_head_dim"),
-            v_head_dim=need("v_head_dim"), head_dim=0,
-        )
-        if cfg.get("moe_layer_freq", 1) != 1:
-            raise RooflineInputError(f"{where}: moe_layer_freq {cfg['moe_layer_freq']} is not supported (only 1)")
-    try:
-        return ModelSpec(**spec_kw).validate()
-    except RooflineInputError as error:  # name the file the impossible value came from
-        raise RooflineInputError(f"{error} (read from {source or where})") from None
-
-
-# ------------------------------------------------------------------------------- 2025-26 families, one reader each
-#: multimodal model_types whose language model is the `text_config` (read with that family's reader)
-_TEXT_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
-#: transformers' Gemma3TextConfig defaults: Gemma 3's multimodal files list only the fields that differ from them
-_WRAPPED_DEFAULTS = {"gemma3_text": {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
-                                     "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
-                                     "max_position_embeddings": 131072, "sliding_window": 4096}}
-#: families that interleave sliding-window (local) and full (global) layers: the period of the pattern, used when
-#: the file has no layer_types (Gemma 3: 5 local then 1 global; gpt-oss: alternating, local first)
-_LOCAL_GLOBAL = {"gemma3_text": 6, "gpt_oss": 2}
-
-
-def _layer_count(cfg: dict, n_layers: int, kind: str, fallback: int) -> int:
-    """Layers of `kind` in layer_types (authoritative when it lists every layer), else `fallback`."""
-    kinds = cfg.get("layer_types")
-    if isinstance(kinds, list) and len(kinds) == n_layers:
-        return sum(1 for value in kinds if value == kind)
-    return fallback
-
-
-def _rope_dim(cfg: dict, head_dim: int, default_factor: float) -> int:
-    """Rotated channels per head: head_dim x partial_rotary_factor (top level, or in transformers 5's
-    rope_parameters)."""
-    factor = cfg.get("partial_rotary_factor") or (cfg.get("rope_parameters") or {}).get("partial_rotary_factor")
-    return int(head_dim * (factor or default_factor))
+    return family, cfg
 
 
 def _native_dtypes(quantization: dict | None, where: str) -> dict:
@@ -344,56 +223,12 @@ def _native_dtypes(quantization: dict | None, where: str) -> dict:
         "with bits 4 or 8, modelopt with quant_algo NVFP4 or FP8 (or delete quantization_config for 16-bit)")
 
 
-def _gpt_oss(cfg: dict, need, kw: dict, where: str) -> dict:
-    """gpt-oss: every layer MoE (experts of intermediate_size, with biases), biased attention with sinks."""
-    bias = cfg.get("attention_bias", True)
-    return dict(n_experts=need("num_local_experts", "num_experts"),
-                top_k=need("num_experts_per_tok", "experts_per_token"), moe_intermediate=kw["intermediate"],
-                qkv_bias=bool(bias), attn_out_bias=bool(bias))
-
-
-def _llama4(cfg: dict, need, kw: dict, where: str) -> dict:
-    """Llama 4: MoE layers every interleave_moe_layer_step (or moe_layers), one shared expert; layers whose
-    no_rope_layers entry is 0 (HF: 1 = uses RoPE) have no RoPE and full attention, the others chunked attention."""
-    L = kw["n_layers"]
-    step = need("interleave_moe_layer_step", default=1, required=False)
-    moe_layers = cfg.get("moe_layers") or list(range(step - 1, L, step))
-    interval = need("no_rope_layer_interval", default=4, required=False)
-    rope_layers = cfg.get("no_rope_layers") or [int((i + 1) % interval != 0) for i in range(L)]
-    chunk = cfg.get("attention_chunk_size")
-    chunked = _layer_count(cfg, L, "chunked_attention", sum(rope_layers)) if chunk else 0
-    return dict(n_experts=need("num_local_experts"), top_k=need("num_experts_per_tok"),
-                moe_intermediate=need("intermediate_size"), n_shared_experts=1,
-                first_dense_layers=L - len(set(moe_layers)), nope_layers=L - sum(rope_layers),
-                attention_chunk=chunk if chunked else None, chunked_layers=chunked)
-
-
-def _glm4_moe(cfg: dict, need, kw: dict, where: str) -> dict:
-    """GLM-4.5: DeepSeek-style MoE (leading dense layers, shared experts, e_score_correction_bias) under GQA with
-    q/k/v biases and partial RoPE. The MTP layer (num_nextn_predict_layers) is not part of a forward pass."""
-    return dict(n_experts=need("n_routed_experts"), top_k=need("num_experts_per_tok"),
-                moe_intermediate=need("moe_intermediate_size"), n_shared_experts=need("n_shared_experts"),
-                first_dense_layers=need("first_k_dense_replace"), qkv_bias=bool(cfg.get("attention_bias", False)),
-                qk_norm=bool(cfg.get("use_qk_norm", False)), rope_dim=_rope_dim(cfg, kw["head_dim"], 0.5))
-
-
-def _qwen3_next(cfg: dict, need, kw: dict, where: str) -> dict:
-    """Qwen3-Next: Gated DeltaNet layers, every full_attention_interval-th layer gated softmax attention; MoE with a
-    gated shared expert of shared_expert_intermediate_size (a multiple of moe_intermediate_size)."""
-    L = kw["n_layers"]
-    interval = need("full_attention_interval", default=4, required=False)
-    linear = _layer_count(cfg, L, "linear_attention", sum(1 for i in range(L) if (i + 1) % interval))
-    expert, shared = need("moe_intermediate_size"), need("shared_expert_intermediate_size", default=0,
-                                                         required=False)
-    if expert <= 0 or shared % expert:
-        raise RooflineInputError(f"{where}: shared_expert_intermediate_size {shared} is not a multiple of "
-                                 f"moe_intermediate_size {expert}; supported: a whole number of expert widths")
-    return dict(linear_layers=linear, linear_k_heads=need("linear_num_key_heads"),
-                linear_v_heads=need("linear_num_value_heads"), linear_k_dim=need("linear_key_head_dim"),
-                linear_v_dim=need("linear_value_head_dim"), linear_conv_kernel=need("linear_conv_kernel_dim"),
-                n_shared_experts=shared // expert, shared_expert_gate=shared > 0,
-                rope_dim=_rope_dim(cfg, kw["head_dim"], 0.25))
-
-
-#: model_type -> reader of the fields the generic part above does not cover
-_READERS = {"gpt_oss": _gpt_oss, "llama4_text": _llama4, "glm4_moe": _glm4_moe, "qwen3_next": _qwen3_next}
+def _windows(cfg: dict, need, reader: Family, n_layers: int) -> tuple[int | None, int]:
+    """The family's window rule, then layer_types where the file has it (transformers >= 4.53 writes it for
+    Gemma-2, Qwen2, ...: authoritative)."""
+    window, sliding_layers = reader.windows(cfg, need, n_layers)
+    layer_types = cfg.get("layer_types")
+    if window and isinstance(layer_types, list) and len(layer_types) == n_layers:
+        sliding_layers = sum(1 for kind in layer_types if kind == "sliding_attention")
+        window = window if sliding_layers else None
+    return window, sliding_layers

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .errors import RooflineInputError, unknown
+from .models import embedding_params, norm_params, parameter_counts, routed_expert_params
 
 #: the largest number of devices a plan may use (a GB200 NVL72 rack is 72; a few racks of scale-out beyond)
 MAX_DEVICES = 4096
@@ -130,8 +131,6 @@ def check_plan(model, gpu, plan: Parallel) -> None:
 def _replicated_and_kv_params(m) -> tuple[int, int]:
     """(parameters every tensor-parallel device holds whole: norms, routers, MLA's latent projections; the K/V
     projection parameters of standard attention, split by KV head), summed over all layers."""
-    from .models import norm_params
-
     D = m.hidden
     replicated = m.n_layers * m.norms_per_layer * norm_params(m, D)
     if m.is_moe:
@@ -157,8 +156,6 @@ def weight_params_per_device(model, plan: Parallel, block_width: float = 1.0, ta
     vocab-parallel embedding and lm_head. Pipeline stages take ceil(L/pp) layers at most; the busiest stage's
     layers are counted as MoE layers when the model has enough of them (the leading dense layers are smaller).
     """
-    from .models import embedding_params, norm_params, parameter_counts, routed_expert_params
-
     m = model
     expert_width = block_width if expert_width is None else expert_width
     split = 1 if plan.attention_dp else plan.tp

@@ -1,10 +1,12 @@
 """The scenario: what is run (stage, batch, lengths) and how (dtypes, attention kernel, logits, routing, MLA)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
+from functools import lru_cache
 
 from .dtypes import DEFAULT_GROUP_SIZE, ELEMENT_BITS, WEIGHT_DTYPES, check_storage_dtype
 from .errors import RooflineInputError, unknown
+from .model_spec import ModelSpec
 from .parallel import Parallel
 
 STAGES = ("prefill", "decode")
@@ -62,17 +64,14 @@ class Scenario:
         """Storage dtype of the MoE experts' weights."""
         return self.expert_weight_dtype or self.weight_dtype
 
-    def for_model(self, model) -> "Scenario":
+    def for_model(self, model: ModelSpec) -> "Scenario":
         """This scenario with weight_dtype 'native' replaced by `model`'s checkpoint dtypes: its quantized linears
         (model.native_weight_dtype, e.g. fp8 of DeepSeek-V3) and experts (model.native_expert_dtype, e.g. mxfp4 of
         gpt-oss); unquantized weights are 16-bit (the activation dtype when that is 16-bit, else bf16). A
-        concrete weight_dtype is returned unchanged."""
+        concrete weight_dtype (a resolved scenario) is returned at once; each resolution is computed once."""
         if self.weight_dtype != "native":
             return self
-        sixteen = self.act_dtype if ELEMENT_BITS[self.act_dtype] == 16 else "bf16"
-        dense = model.native_weight_dtype or sixteen
-        expert = self.expert_weight_dtype or model.native_expert_dtype
-        return replace(self, weight_dtype=dense, expert_weight_dtype="" if expert == dense else expert)
+        return _resolved(self, model.native_weight_dtype, model.native_expert_dtype)
 
     def validate(self) -> "Scenario":
         for name, upper in (("batch", MAX_BATCH), ("seq_len", MAX_SEQ_LEN)):
@@ -116,6 +115,15 @@ class Scenario:
         return cls(**values).validate()
 
 
+@lru_cache(maxsize=1024)
+def _resolved(scenario: Scenario, native_weight_dtype: str, native_expert_dtype: str) -> Scenario:
+    """`scenario` (weight_dtype 'native') resolved for a checkpoint of these dtypes (Scenario.for_model)."""
+    sixteen = scenario.act_dtype if ELEMENT_BITS[scenario.act_dtype] == 16 else "bf16"
+    dense = native_weight_dtype or sixteen
+    expert = scenario.expert_weight_dtype or native_expert_dtype
+    return replace(scenario, weight_dtype=dense, expert_weight_dtype="" if expert == dense else expert)
+
+
 def check_context(model, stage: str, scenario: Scenario) -> None:
     """Refuse a scenario longer than the model's context: prefill needs seq_len positions, decode seq_len + 1.
 
@@ -137,8 +145,4 @@ def check_stage(stage: str) -> str:
 def scenario_for_model(scenario: dict, model: dict) -> dict:
     """A scenario dict (results/specs.json) as `model`'s jobs ran it: weight_dtype 'native' resolved (both given
     as the dicts of specs.json; figures and reports of one model read them)."""
-    from dataclasses import asdict
-
-    from .models import ModelSpec  # the engine's specs; imported here, models does not import scenario
-
     return asdict(Scenario(**scenario).for_model(ModelSpec(**model)))

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-
 from dataclasses import replace
 
-from .analysis import aggregate, critical_batch, totals
+from .analysis import aggregate, critical_batch, prepare, totals
 from .columns import TREATMENT_COLUMNS
 from .dtypes import DTYPE_BYTES
 from .errors import RooflineInputError
@@ -61,114 +60,128 @@ def _largest_fitting_batch(model, gpu, stage, scenario, upper: int) -> int:
     low, high = 0, upper
     while low < high:
         mid = (low + high + 1) // 2
-        if _evaluate(model, gpu, stage, scenario.with_(batch=mid))["fits"]:
+        if _evaluate(model, gpu, stage, replace(scenario, batch=mid))["fits"]:
             low = mid
         else:
             high = mid - 1
     return low
 
 
-def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> list[dict]:
-    """Rows (TREATMENT_COLUMNS): each treatment's predicted stage time, speed-up and new bound."""
-    scenario = scenario.for_model(model)
-    base = totals(model, gpu, stage, scenario)
-    rows = []
+class _Table:
+    """The treatment rows of one (model, gpu, stage) against the prepared scenario's totals (`base`)."""
 
-    def row(key, label, helps, result=None, note="", batch=None, throughput=False):
-        applicable = result is not None
+    def __init__(self, model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, base: dict):
+        self.model, self.gpu, self.stage, self.scenario, self.base = model, gpu, stage, scenario, base
+        self.rows: list[dict] = []
+
+    def row(self, key, label, helps, result=None, note="", batch=None, throughput=False):
+        """One treatment; `result` None = not applicable (`note` says why)."""
+        base, applicable = self.base, result is not None
         t = result["t_s"] if applicable else math.nan
         tps = result["tokens_per_s"] if applicable else math.nan
         speedup = (tps / base["tokens_per_s"] if throughput else base["t_s"] / t) if applicable else math.nan
         share = result["memory_bound_share"] if applicable else math.nan
-        rows.append({
-            "model": model.key, "gpu": gpu.key, "stage": stage, "treatment": key, "label": label, "helps": helps,
-            "applicable": applicable, "note": note, "baseline_t_s": base["t_s"], "t_s": t, "speedup": speedup,
-            "baseline_tokens_per_s": base["tokens_per_s"], "tokens_per_s": tps,
+        self.rows.append({
+            "model": self.model.key, "gpu": self.gpu.key, "stage": self.stage, "treatment": key, "label": label,
+            "helps": helps, "applicable": applicable, "note": note, "baseline_t_s": base["t_s"], "t_s": t,
+            "speedup": speedup, "baseline_tokens_per_s": base["tokens_per_s"], "tokens_per_s": tps,
             "baseline_memory_bound_share": base["memory_bound_share"], "memory_bound_share": share,
             "bound": dominant_bound(share, result["network_share"]) if applicable else "",
             "footprint_bytes": result["footprint_bytes"] if applicable else math.nan,
             "fits": bool(result["fits"]) if applicable else False,
-            "batch": batch or scenario.batch, "usable_memory_bytes": base["usable_memory_bytes"],
+            "batch": batch or self.scenario.batch, "usable_memory_bytes": base["usable_memory_bytes"],
         })
 
-    def scenario_change(key, label, helps, skip_reason="", **changes):
+    def scenario_change(self, key, label, helps, skip_reason="", **changes):
+        """A treatment that changes scenario fields (values valid by construction: no re-validation)."""
         if skip_reason:
-            return row(key, label, helps, note=skip_reason)
-        changed = scenario.with_(**changes)
+            return self.row(key, label, helps, note=skip_reason)
         try:
-            result = _evaluate(model, gpu, stage, changed)
+            result = _evaluate(self.model, self.gpu, self.stage, replace(self.scenario, **changes))
         except ValueError as error:  # the device lacks a peak for the new compute dtype
-            return row(key, label, helps, note=str(error))
-        row(key, label, helps, result)
+            return self.row(key, label, helps, note=str(error))
+        self.row(key, label, helps, result)
 
-    row("fusion", "fuse norms, residual adds, activations, RoPE, KV copy and softmax into neighbouring kernels",
-        "memory", _evaluate(model, gpu, stage, scenario, fuse))
+
+def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> list[dict]:
+    """Rows (TREATMENT_COLUMNS): each treatment's predicted stage time, speed-up and new bound."""
+    scenario = prepare(model, gpu, stage, scenario)
+    ops = build_operators(model, stage, scenario)
+    table = _Table(model, gpu, stage, scenario, totals(model, gpu, stage, scenario, ops))
+    table.row("fusion", "fuse norms, residual adds, activations, RoPE, KV copy and softmax into neighbouring kernels",
+              "memory", _evaluate(model, gpu, stage, scenario, fuse))
+    _kernel_and_dtypes(table)
+    _more_devices(table)
+    if any(op.op_class == "communication" for op in ops):
+        table.row("overlap_communication", "overlap the collectives with computation (all of their time hidden)",
+                  "network", _evaluate(model, gpu, stage, scenario, hide_communication))
+    else:
+        table.row("overlap_communication", "overlap the collectives with computation", "network",
+                  note="a single device: no collectives to hide")
+    _batching(table)
+    assert all(tuple(r) == TREATMENT_COLUMNS for r in table.rows)
+    return table.rows
+
+
+def _kernel_and_dtypes(table: _Table):
+    """FlashAttention, weight-only int8/int4, an int8/fp8 KV cache, FP8 GEMMs."""
+    scenario, gpu = table.scenario, table.gpu
     # FlashAttention helps both: no score traffic (bytes) and causal pairs only (FLOPs)
-    scenario_change("flash_attention", "FlashAttention (fused, causal-only attention; no score matrix in DRAM)",
-                    "both", "already flash" if scenario.attention == "flash" else "", attention="flash")
+    table.scenario_change("flash_attention", "FlashAttention (fused, causal-only attention; no score matrix in DRAM)",
+                          "both", "already flash" if scenario.attention == "flash" else "", attention="flash")
     w = DTYPE_BYTES[scenario.weight_dtype]
     for dtype, bits in (("int8", "W8A16"), ("int4", "W4A16")):
-        scenario_change(f"weight_{dtype}", f"weight-only {dtype} quantization ({bits})", "memory",
-                        "" if DTYPE_BYTES[dtype] < w else f"weights already {scenario.weight_dtype}",
-                        weight_dtype=dtype, expert_weight_dtype="")
+        table.scenario_change(f"weight_{dtype}", f"weight-only {dtype} quantization ({bits})", "memory",
+                              "" if DTYPE_BYTES[dtype] < w else f"weights already {scenario.weight_dtype}",
+                              weight_dtype=dtype, expert_weight_dtype="")
     c = DTYPE_BYTES[scenario.kv_dtype]
     for dtype in ("int8", "fp8"):
-        scenario_change(f"kv_{dtype}", f"KV cache in {dtype}", "memory",
-                        "" if DTYPE_BYTES[dtype] < c else f"KV cache already {scenario.kv_dtype}", kv_dtype=dtype)
+        table.scenario_change(f"kv_{dtype}", f"KV cache in {dtype}", "memory",
+                              "" if DTYPE_BYTES[dtype] < c else f"KV cache already {scenario.kv_dtype}", kv_dtype=dtype)
     fp8_reason = ""
     if "fp8" not in gpu.peak_flops_per_s:
         fp8_reason = f"{gpu.key} has no fp8 peak"
     elif scenario.weight_dtype == "fp8" and scenario.act_dtype == "fp8":
         fp8_reason = "already fp8"
     # GEMM operands only: softmax, norms and residuals stay 16-bit, the KV cache stays at kv_dtype (rule in dtypes.py)
-    scenario_change("fp8_compute", "FP8 GEMMs (W8A8-FP8: weights and GEMM inputs at the fp8 peak; the rest stays "
-                    "16-bit)", "both",
-                    fp8_reason, weight_dtype="fp8", act_dtype="fp8", expert_weight_dtype="")
-    _more_devices(model, gpu, scenario, scenario_change)
-    has_collectives = any(op.op_class == "communication" for op in build_operators(model, stage, scenario))
-    if has_collectives:
-        row("overlap_communication", "overlap the collectives with computation (all of their time hidden)",
-            "network", _evaluate(model, gpu, stage, scenario, hide_communication))
-    else:
-        row("overlap_communication", "overlap the collectives with computation", "network",
-            note="a single device: no collectives to hide")
-    _batching(model, gpu, stage, scenario, row)
-    assert all(tuple(r) == TREATMENT_COLUMNS for r in rows)
-    return rows
+    table.scenario_change("fp8_compute", "FP8 GEMMs (W8A8-FP8: weights and GEMM inputs at the fp8 peak; the rest "
+                          "stays 16-bit)", "both", fp8_reason, weight_dtype="fp8", act_dtype="fp8",
+                          expert_weight_dtype="")
 
 
-def _more_devices(model, gpu, scenario, scenario_change):
+def _more_devices(table: _Table):
     """Twice the tensor parallelism of the configured plan (pipeline stages unchanged)."""
-    plan = scenario.parallel
+    plan = table.scenario.parallel
     doubled = replace(plan, tp=plan.tp * 2, ep=plan.ep * 2 if plan.attention_dp else plan.ep)
     reason = ""
     try:
-        check_plan(model, gpu, doubled.validate())
+        check_plan(table.model, table.gpu, doubled.validate())  # a new plan: checked here, once
     except RooflineInputError as error:
         reason = str(error)
-    scenario_change("more_devices", f"twice the tensor parallelism: {doubled.devices} devices ({doubled.describe()})",
-                    "both", reason, parallel=doubled)
+    table.scenario_change("more_devices", f"twice the tensor parallelism: {doubled.devices} devices "
+                          f"({doubled.describe()})", "both", reason, parallel=doubled)
 
 
-def _batching(model, gpu, stage, scenario, row):
+def _batching(table: _Table):
+    model, gpu, stage, scenario = table.model, table.gpu, table.stage, table.scenario
     label = "batch decode up to the critical batch (weights read once per step for every sequence)"
     if stage != "decode":
-        return row("batching", label, "memory",
-                   note=f"prefill already has {scenario.batch * scenario.seq_len} token rows per GEMM")
+        return table.row("batching", label, "memory",
+                         note=f"prefill already has {scenario.batch * scenario.seq_len} token rows per GEMM")
     target = critical_batch(model, gpu, scenario)
     target = int(target) if math.isfinite(target) else 1 << 12
     fitting = _largest_fitting_batch(model, gpu, stage, scenario, target)
     if fitting == 0:
-        return row("batching", label, "memory",
-                   note=f"even batch 1 does not fit in {scenario.memory_utilization:.0%} of "
-                        f"{gpu.memory_bytes / 2**30:.4g} GiB per device")
+        return table.row("batching", label, "memory",
+                         note=f"even batch 1 does not fit in {scenario.memory_utilization:.0%} of "
+                              f"{gpu.memory_bytes / 2**30:.4g} GiB per device")
     if scenario.batch >= target:
-        return row("batching", label, "memory",
-                   note=f"batch {scenario.batch} is already at or above the critical batch ({target})")
+        return table.row("batching", label, "memory",
+                         note=f"batch {scenario.batch} is already at or above the critical batch ({target})")
     if fitting <= scenario.batch:
-        return row("batching", label, "memory",
-                   note=f"batch {scenario.batch} is already the largest that fits ({fitting}); the critical batch "
-                        f"is {target}")
-    result = _evaluate(model, gpu, stage, scenario.with_(batch=fitting))
+        return table.row("batching", label, "memory",
+                         note=f"batch {scenario.batch} is already the largest that fits ({fitting}); the critical "
+                              f"batch is {target}")
+    result = _evaluate(model, gpu, stage, replace(scenario, batch=fitting))
     note = (f"critical batch {target}" + ("" if fitting == target else f"; memory caps the batch at {fitting}"))
-    row("batching", f"{label}: batch {fitting}", "memory", result, note=note, batch=fitting, throughput=True)
+    table.row("batching", f"{label}: batch {fitting}", "memory", result, note=note, batch=fitting, throughput=True)

@@ -47,8 +47,8 @@ from pathlib import Path
 import numpy as np
 
 from ..engine.errors import RooflineInputError
-from ..engine.roofline import bound_class, kernel_seconds
 from ..engine.hardware import Accelerator, catalog
+from ..engine.roofline import bound_class, kernel_seconds
 
 #: Width of the bins whose medians are the interpolation knots [decades of bound time].
 BIN_DECADES = 0.1

@@ -5,8 +5,9 @@ torch._scaled_mm and int8 through torch._int_mm where the device runs them) and 
 (GEMMs at Llama-3-8B's (k, n) pairs from decode m = 1 to prefill m = 16k, SDPA causal prefill and decode with GQA,
 RMSNorm, LayerNorm, SiLU-and-multiply, residual add, embedding gather), each timed as the median of repetitions
 after a warm-up, with the L2 cache flushed before every repetition (CUDA events on a GPU). FLOPs, bytes and the
-bound of every kernel come from the engine's formulas (roofline.engine.formulas, roofline.estimate.calibration.bound_seconds), so
-the table reads as measured vs bound for the same kernel. Needs torch (the `measure` extra); the engine does not.
+bound of every kernel come from the engine's formulas (roofline.engine.formulas,
+roofline.estimate.calibration.bound_seconds), so the table reads as measured vs bound for the same kernel. Needs
+torch (the `measure` extra); the engine does not.
 """
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from ..engine import formulas as f
-from .calibration import CEILING, bound_seconds, measured_ceilings
 from ..engine.columns import CALIBRATION_COLUMNS
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import GIGA, TERA, Accelerator, catalog
 from ..engine.models import ACTIVATION_FLOPS
+from .calibration import CEILING, bound_seconds, measured_ceilings
 
 DEVICES = ("cuda", "cpu", "mps")
 #: Llama-3-8B: hidden, intermediate, query heads, KV heads, head dim, vocab.
@@ -144,8 +145,8 @@ def ceilings(torch, device: str, p: Plan):
     """(fields, Cost, fn) of the ceiling benchmarks: copy, read, square matmuls per dtype the device runs."""
     n = p.stream_bytes // 4
     src, dst = torch.ones(n, device=device), torch.empty(n, device=device)
-    yield {"op": "copy", "m": n}, f.Cost(0.0, 0.0, 4 * n, 4 * n), lambda: dst.copy_(src)
-    yield {"op": "read", "m": n}, f.Cost(float(n), 0.0, 4 * n, 4.0), lambda: src.sum()
+    yield {"op": "copy", "m": n}, f.Cost(flops=0.0, act_read=4 * n, act_write=4 * n), lambda: dst.copy_(src)
+    yield {"op": "read", "m": n}, f.Cost(flops=float(n), act_read=4 * n, act_write=4.0), lambda: src.sum()
     s = p.square
     for dtype in ("fp16", "bf16", "fp32"):
         if device == "cpu" and dtype != "fp32" and p.reps < 5:
@@ -301,9 +302,9 @@ def summary(rows: list[dict], spec: Accelerator) -> str:
 
 def write(rows: list[dict], out: str) -> list[str]:
     """Write `out` (CSV) and the same table as parquet next to it; returns the paths."""
-    import pandas as pd
-
     from pathlib import Path
+
+    import pandas as pd
 
     csv_path = Path(out)
     csv_path.parent.mkdir(parents=True, exist_ok=True)

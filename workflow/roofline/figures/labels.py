@@ -186,6 +186,70 @@ def crosses_paths(p0, p1, paths) -> bool:
     return any(_segments_cross(p0, p1, a, b) for path in paths for a, b in zip(path[:-1], path[1:]))
 
 
+def _offsets():
+    """(ox, oy, ha, va, distance) of every candidate place of a label, in order of preference: each distance in
+    turn, the directions around the point, then hung beside it below and above."""
+    for distance in DISTANCES:
+        for dx, dy, ha in [(dx, dy, None) for dx, dy in DIRECTIONS] + list(SIDE_HUNG):
+            norm = math.hypot(dx, dy)
+            ha = ha or ("left" if dx > 0 else "right" if dx < 0 else "center")
+            va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
+            yield dx / norm * distance, dy / norm * distance, ha, va, distance
+
+
+@dataclass(frozen=True)
+class _Lines:
+    """The lines of a roofline in display coordinates, by how bad it is for a label to cross them."""
+
+    solid: list  # solid ceilings
+    roofs: list  # solid and dashed ceilings
+    every: list  # ceilings and guides (dotted ridges)
+
+
+def _level(box, start, end, leader: bool, lines: _Lines) -> int:
+    """How bad a candidate is (see `place_labels`): 0 clear of everything ... 5 crossing a solid line."""
+    solid_leader = leader and crosses_paths(start, end, lines.solid)
+    if not hits_paths(box, lines.every, LINE_CLEARANCE):
+        return 3 if solid_leader else 1 if leader and crosses_paths(start, end, lines.every) else 0
+    if not hits_paths(box, lines.roofs, LINE_CLEARANCE):
+        return 3 if solid_leader else 2
+    if not hits_paths(box, lines.solid, LINE_CLEARANCE):
+        return 4
+    return 5
+
+
+def _best_place(ax, request, renderer, taken, lines: _Lines, fontsize):
+    """(level, text, box, ox, oy, distance) of the best place for `request`'s label, or None when every place
+    leaves the axes or overlaps what is taken."""
+    fig = ax.figure
+    px_per_pt = fig.dpi / 72.0
+    axes_box = ax.get_window_extent(renderer).padded(-3)
+    anchor = ax.transData.transform((request.x, request.y))
+    best = None
+    for ox, oy, ha, va, distance in _offsets():
+        offset = ScaledTranslation(ox / 72.0, oy / 72.0, fig.dpi_scale_trans)
+        text = ax.text(request.x, request.y, request.text, fontsize=fontsize, color=request.color,
+                       ha=ha, va=va, transform=ax.transData + offset, zorder=6)
+        box = text.get_window_extent(renderer)
+        if not (axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0
+                and box.y1 <= axes_box.y1) or overlaps_any(box, taken):
+            text.remove()
+            continue
+        # the leader (beyond the nearest distance) runs from just off the point to the label's corner
+        start = (anchor[0] + ox / distance * 4 * px_per_pt, anchor[1] + oy / distance * 4 * px_per_pt)
+        end = (anchor[0] + ox * px_per_pt, anchor[1] + oy * px_per_pt)
+        level = _level(box, start, end, distance > DISTANCES[0], lines)
+        if best is None or level < best[0]:
+            if best is not None:
+                best[1].remove()
+            best = (level, text, box, ox, oy, distance)
+        else:
+            text.remove()
+        if best[0] == 0:
+            break
+    return best
+
+
 def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(), guides=(), fontsize=6.5):
     """Place each request's text near its anchor without collisions; returns (placed artists, skipped requests).
 
@@ -194,53 +258,12 @@ def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(
     keeps clear of every line and its leader crosses only dashed or dotted ones, 2 = the box crosses only `guides`
     (the dotted ridge) and its leader no solid line, 3 = the leader crosses (or runs along) a solid line, 4 = the
     box crosses `weak_lines` too (dashed secondary ceilings), 5 = it crosses a solid line (`lines`)."""
-    axes_box = ax.get_window_extent(renderer).padded(-3)
     taken = list(obstacles)
-    every = list(lines) + list(weak_lines) + list(guides)
-    roofs = list(lines) + list(weak_lines)
+    paths = _Lines(solid=list(lines), roofs=list(lines) + list(weak_lines),
+                   every=list(lines) + list(weak_lines) + list(guides))
     placed, skipped = [], []
-    fig = ax.figure
-    px_per_pt = fig.dpi / 72.0
     for request in sorted(requests, key=lambda r: -r.priority):
-        anchor = ax.transData.transform((request.x, request.y))
-        best = None  # (level, text, box, ox, oy, distance)
-        for distance in DISTANCES:
-            for dx, dy, ha in [(dx, dy, None) for dx, dy in DIRECTIONS] + list(SIDE_HUNG):
-                norm = math.hypot(dx, dy)
-                ox, oy = dx / norm * distance, dy / norm * distance
-                ha = ha or ("left" if dx > 0 else "right" if dx < 0 else "center")
-                va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
-                offset = ScaledTranslation(ox / 72.0, oy / 72.0, fig.dpi_scale_trans)
-                text = ax.text(request.x, request.y, request.text, fontsize=fontsize, color=request.color,
-                               ha=ha, va=va, transform=ax.transData + offset, zorder=6)
-                box = text.get_window_extent(renderer)
-                if not (axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0
-                        and box.y1 <= axes_box.y1) or overlaps_any(box, taken):
-                    text.remove()
-                    continue
-                # the leader (beyond the nearest distance) runs from just off the point to the label's corner
-                start = (anchor[0] + ox / distance * 4 * px_per_pt, anchor[1] + oy / distance * 4 * px_per_pt)
-                end = (anchor[0] + ox * px_per_pt, anchor[1] + oy * px_per_pt)
-                leader = distance > DISTANCES[0]
-                solid_leader = leader and crosses_paths(start, end, lines)
-                if not hits_paths(box, every, LINE_CLEARANCE):
-                    level = 3 if solid_leader else 1 if leader and crosses_paths(start, end, every) else 0
-                elif not hits_paths(box, roofs, LINE_CLEARANCE):
-                    level = 3 if solid_leader else 2
-                elif not hits_paths(box, lines, LINE_CLEARANCE):
-                    level = 4
-                else:
-                    level = 5
-                if best is None or level < best[0]:
-                    if best is not None:
-                        best[1].remove()
-                    best = (level, text, box, ox, oy, distance)
-                else:
-                    text.remove()
-                if best[0] == 0:
-                    break
-            if best is not None and best[0] == 0:
-                break
+        best = _best_place(ax, request, renderer, taken, paths, fontsize)
         if best is None:
             skipped.append(request)
             continue

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..estimate.calibration import CEILING, SAME_RATE, measured_ceilings, read_table, table_path
 from ..engine.hardware import Accelerator
-from .roofline import Series, fmt_value
+from ..estimate.calibration import CEILING, SAME_RATE, measured_ceilings, read_table, table_path
+from .roofs import Series, fmt_value
 
 MEASURED_COLOR = "#7f7f7f"
 MAX_POINTS = 240

@@ -9,7 +9,7 @@ import pandas as pd
 from matplotlib.ticker import NullFormatter
 
 from .. import display
-from .roofline import tick_label
+from .roofs import tick_label
 from .style import gpu_styles, styled
 
 PLAN_SIZE = (7.0, 4.2)  # inches

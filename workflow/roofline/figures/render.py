@@ -1,7 +1,9 @@
 """Write all figures of one model (SVG for the report, PNG for wikis) and a manifest the report reads.
 
-The manifest `figures.json` lists each figure's kind, GPU, stage and file names, so the report finds its figures
-without importing this package (figures and report depend on the engine only, not on each other).
+The figures are those of the `FIGURES` registry. The manifest `figures.json` lists each figure drawn: its kind,
+GPU, stage, label, caption (and note), where the report shows it (place, and rank within the place) and its file
+names, so the report finds and describes its figures without importing this package (figures and report depend on
+the engine only, not on each other).
 
 A model's figures are drawn into a temporary sibling folder that replaces the target folder only once every file
 and the manifest are written: an interrupted job leaves the previous folder (or none), never a partial one.
@@ -19,14 +21,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..engine.hardware import Accelerator
-from ..engine.scenario import STAGES, scenario_for_model
-from ..engine.analysis import deployment_label
-from ..engine.parallel import Parallel
-from .charts import (batch_sweep_figure, cross_gpu_figure, drawable, roofline_figure, seq_sweep_figure,
-                     time_breakdown_figure)
+from .inputs import SCOPES, ModelFigures, misfit_pairs, specs_objects  # noqa: F401 (specs_objects: for callers)
+from .registry import FIGURES, Figure
 from .style import style
 
+#: the manifest file in each reports/figures/{model}/ (roofline.report.io.MANIFEST reads it)
 MANIFEST = "figures.json"
 
 
@@ -37,11 +36,6 @@ def save(fig, directory: Path, stem: str) -> dict[str, str]:
         fig.savefig(directory / f"{stem}.png")
     plt.close(fig)
     return {"svg": f"{stem}.svg", "png": f"{stem}.png"}
-
-
-def specs_objects(specs: dict) -> tuple[dict[str, Accelerator], dict]:
-    """Accelerators (config order) and the scenario dict from results/specs.json content."""
-    return {key: Accelerator(**entry) for key, entry in specs["gpus"].items()}, specs["scenario"]
 
 
 def leftovers(target: Path) -> list[Path]:
@@ -80,56 +74,33 @@ def atomic_directory(target: str | Path):
         raise
 
 
-def misfit_pairs(totals: pd.DataFrame | None, model: str) -> frozenset[tuple[str, str]]:
-    """(gpu, stage) of `model` whose footprint does not fit (the totals' `fits`); none without totals."""
-    if totals is None:
-        return frozenset()
-    rows = totals[(totals["model"] == model) & ~totals["fits"].astype(bool)]
-    return frozenset(zip(rows["gpu"], rows["stage"]))
-
-
 def render_model_figures(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict,
                          directory: str | Path, totals: pd.DataFrame | None = None) -> list[dict]:
     """All figures of `model` into `directory` (replacing it as a whole, see `atomic_directory`); returns (and
     writes) the manifest. With `totals`, timings of setups that do not fit are marked."""
+    data = ModelFigures.read(model, ops, sweeps, specs, misfit_pairs(totals, model))
     with atomic_directory(directory) as temp:
-        return _render(model, ops, sweeps, specs, temp, misfit_pairs(totals, model))
+        return _render(data, temp)
 
 
-def _render(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict, directory: Path,
-            misfits: frozenset = frozenset()) -> list[dict]:
-    gpus, scenario = specs_objects(specs)
-    scenario = scenario_for_model(scenario, specs["models"][model])
-    name = specs["models"][model]["name"]
-    ops = ops[ops["model"] == model]
-    sweeps = sweeps[sweeps["model"] == model]
-    stages = [s for s in STAGES if s in set(ops["stage"])]
-    gpus = {k: g for k, g in gpus.items() if k in set(ops["gpu"])}
+def _render(data: ModelFigures, directory: Path) -> list[dict]:
+    """Per GPU, per stage, then for the model: each figure of the registry that applies, in registry order."""
     manifest = []
-    left_out = sorted(set(ops["op"]) - set(drawable(ops)["op"]))
-    note = (f"Not drawn (no FLOPs, so no place on a log axis): {', '.join(left_out)}." if left_out else "")
-    plans = specs.get("plans", {}).get(model, {})
-    described = {key: Parallel(**plans[key]).describe() for key in gpus if key in plans}
-    multi_device = {key: text for key, text in described.items() if text != "single device"}  # {gpu: "TP 4"}
-    for key, gpu in gpus.items():
-        deployment = deployment_label(gpu, Parallel(**plans[key])) if key in plans else None
-        fig, _ = roofline_figure(ops[ops["gpu"] == key], gpu, scenario, name, deployment)
-        manifest.append({"kind": "roofline", "gpu": key, "stage": None, "note": note,
-                         **save(fig, directory, f"roofline_{key}")})
-        if "decode" in stages and len(sweeps[(sweeps["gpu"] == key) & (sweeps["stage"] == "decode")]):
-            fig = batch_sweep_figure(sweeps[sweeps["gpu"] == key], gpu, name)
-            manifest.append({"kind": "batch_sweep", "gpu": key, "stage": "decode", "note": "",
-                             **save(fig, directory, f"batch_sweep_{key}")})
-    for stage in stages:
-        fig, _ = cross_gpu_figure(ops, gpus, scenario, name, stage, multi_device)
-        manifest.append({"kind": "cross_gpu", "gpu": None, "stage": stage, "note": note,
-                         **save(fig, directory, f"cross_gpu_{stage}")})
-    fig = time_breakdown_figure(ops, gpus, name, stages, misfits, multi_device)
-    manifest.append({"kind": "time_breakdown", "gpu": None, "stage": None, "note": "",
-                     **save(fig, directory, "time_breakdown")})
-    if len(sweeps[sweeps["sweep"] == "seq_len"]):
-        fig = seq_sweep_figure(sweeps, gpus, scenario, name)
-        manifest.append({"kind": "seq_sweep", "gpu": None, "stage": None, "note": "",
-                         **save(fig, directory, "seq_sweep")})
+    for scope in SCOPES:
+        for item in data.items(scope):
+            for rank, (kind, figure) in enumerate(FIGURES.items()):
+                if figure.scope == scope and figure.applies(data, item):
+                    manifest.append(_draw(kind, rank, figure, data, item, directory))
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
+
+
+def _draw(kind: str, rank: int, figure: Figure, data: ModelFigures, item: str | None, directory: Path) -> dict:
+    """Draw and save one figure; its manifest entry."""
+    gpu = item if figure.scope == "gpu" else None
+    stage = item if figure.scope == "stage" else figure.stage
+    files = save(figure.draw(data, item), directory, kind if item is None else f"{kind}_{item}")
+    return {"kind": kind, "gpu": gpu, "stage": stage,
+            "label": figure.title + "".join(f" · {value}" for value in (gpu, stage) if value),
+            "place": figure.place, "rank": rank, "caption": figure.caption(data, item),
+            "note": figure.note(data, item) if figure.note else "", **files}

@@ -4,31 +4,28 @@
 ModelSpec / Accelerator / Scenario dataclasses, and raises `RooflineInputError` with one line for anything the
 pipeline cannot run: an unknown catalog key (with a "did you mean"), a non-positive bandwidth, memory or peak, a
 compute dtype a device publishes no peak for, a missing `config.json`, or a key that is not a safe file name (keys
-become path components under results/ and reports/). `describe_schema_error` turns a jsonschema error into the
-same kind of line. Imports no Snakemake: the Snakefile, the CLI and the tests call it alike.
+become path components under results/ and reports/). Reading the files is `yaml_loader`'s job, re-typing them
+`schema`'s, and `schema_messages.describe_schema_error` words a jsonschema error as the same kind of line. Imports
+no Snakemake: the Snakefile and the tests call it alike.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import yaml
-
-from dataclasses import replace
-
 from ..engine.analysis import check_device_dtypes, resolve_plan
-from ..estimate.calibration import check_table
-from ..engine.errors import RooflineInputError, unknown
-from ..engine.hardware import Accelerator, accelerator_from_entry, catalog as gpu_catalog
-from ..engine.errors import clip
+from ..engine.errors import RooflineInputError, clip, unknown
+from ..engine.hardware import Accelerator, accelerator_from_entry
+from ..engine.hardware import catalog as gpu_catalog
 from ..engine.hf_config import not_a_file
 from ..engine.models import ModelSpec, model_from_entry
 from ..engine.parallel import Parallel, check_plan
-from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
 from ..engine.scenario import STAGES, Scenario, check_context
+from ..estimate.calibration import check_table
+from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
 SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -243,73 +240,6 @@ def _plan(model: ModelSpec, gpu: Accelerator, gpu_plan, scenario: Scenario, stag
         raise RooflineInputError(f"{where} for models.{model.key}: {error}") from None
 
 
-class ConfigLoader(yaml.SafeLoader):
-    """PyYAML's safe loader plus YAML 1.2 numbers: an exponent without a dot (3e3, 1e-300) is a float, not the
-    string YAML 1.1 makes of it."""
-
-
-ConfigLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float", re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"), list("-+0123456789"))
-
-
-def load_config_file(path: str | Path) -> dict:
-    """A config file (YAML or JSON) read with ConfigLoader; a key written twice in one mapping is one line naming
-    the key and both line numbers (YAML would silently keep the last one and drop the override)."""
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        _refuse_duplicate_keys(yaml.compose(text, Loader=ConfigLoader), str(path), seen_nodes=set())
-        loaded = yaml.load(text, Loader=ConfigLoader)
-    except yaml.YAMLError as error:
-        raise RooflineInputError(f"{path}: not valid YAML ({' '.join(str(error).split())[:200]})") from None
-    except RecursionError:
-        raise RooflineInputError(f"{path}: nested too deeply to be a config file") from None
-    return loaded if isinstance(loaded, dict) else {}
-
-
-def _refuse_duplicate_keys(node, path: str, where: str = "", seen_nodes: set | None = None) -> None:
-    if seen_nodes is not None:  # an alias repeats a node: check it once (a YAML "billion laughs" stays linear)
-        if id(node) in seen_nodes:
-            return
-        seen_nodes.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            name = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
-            line = key_node.start_mark.line + 1
-            if name is not None and name in seen:
-                raise RooflineInputError(
-                    f"{where + '.' if where else ''}{clip(name)}: written twice in {path} (lines {seen[name]} and "
-                    f"{line}); YAML would keep only the second, so merge the two into one entry")
-            if name is not None:
-                seen[name] = line
-            _refuse_duplicate_keys(value_node, path, f"{where + '.' if where else ''}{clip(name)}", seen_nodes)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _refuse_duplicate_keys(item, path, f"{where}[{i}]", seen_nodes)
-
-
-def merge_config(base: dict, override: dict) -> dict:
-    """`base` updated in place with `override`, recursively, as Snakemake's update_config merges config files."""
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            merge_config(base[key], value)
-        else:
-            base[key] = value
-    return base
-
-
-def typed_config(files: list, overrides: dict, schema: dict) -> dict:
-    """The config Snakemake assembles from config `files` (in order) and `--config` `overrides`, with types as the
-    files write them: each file re-read with load_config_file (YAML 1.2 numbers, duplicate keys refused); strings
-    converted to numbers, booleans or null only in `overrides` (coerce_strings), where Snakemake hands every value
-    over as a string. A string in a file (batch: "8") stays a string, for the schema to refuse; a whole number in
-    any notation (batch: 1e3) is an integer (whole_numbers)."""
-    config: dict = {}
-    for path in files:
-        merge_config(config, load_config_file(path))
-    return merge_config(whole_numbers(config, schema), coerce_strings(overrides, schema))
-
-
 def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], models: dict[str, ModelSpec],
                          scenario: Scenario) -> PlanSettings | None:
     """The `plan` section (None when absent): candidate gpus are keys of `gpus:` or of the catalog (default: every
@@ -338,98 +268,3 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
     return PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
                         max_devices=section.get("max_devices", 8), dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
                         memory_utilization=scenario.memory_utilization)
-
-
-def load_schema(path: str | Path) -> dict:
-    """The JSON schema (YAML file) of config.yaml."""
-    return yaml.safe_load(Path(path).read_text())
-
-
-def coerce_strings(value, schema: dict):
-    """`value` with strings read as YAML where `schema` wants no string (a number, integer, boolean or null), and
-    whole-number floats made integers where it wants an integer (see whole_numbers).
-
-    `snakemake --config 'scenario={batch: 8}'` parses nested values with YAML's BaseLoader, which keeps every
-    scalar a string ('8'); this restores the types the schema expects so that `--config` overrides work. Strings
-    that do not parse to such a scalar are left as they are for the schema to reject. Returns a new object.
-    """
-    return _retyped(value, schema, schema, strings=True)
-
-
-def whole_numbers(value, schema: dict):
-    """`value` with whole-number floats (`batch: 1e3` reads as 1000.0) made integers where `schema` wants an integer,
-    so that YAML numbers in any notation are accepted. Returns a new object."""
-    return _retyped(value, schema, schema, strings=False)
-
-
-def _retyped(value, schema: dict, root: dict, strings: bool):
-    while "$ref" in schema:
-        ref = schema["$ref"]
-        target = root
-        for part in ref.removeprefix("#/").split("/"):
-            target = target[part]
-        schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
-    types = schema.get("type", [])
-    types = [types] if isinstance(types, str) else list(types)
-    if isinstance(value, dict):
-        properties = schema.get("properties", {})
-        extra = schema.get("additionalProperties")
-        return {key: _retyped(item, properties.get(key, extra if isinstance(extra, dict) else {}), root, strings)
-                for key, item in value.items()}
-    if isinstance(value, list):
-        items = schema.get("items", {})
-        return [_retyped(item, items, root, strings) for item in value]
-    if strings and isinstance(value, str) and types and "string" not in types:
-        try:
-            parsed = yaml.load(value, Loader=ConfigLoader)
-        except yaml.YAMLError:
-            return value
-        if parsed is None or isinstance(parsed, (bool, int, float)):
-            value = parsed
-    if isinstance(value, float) and value.is_integer() and "integer" in types and "number" not in types:
-        return int(value)
-    return value
-
-
-def describe_schema_error(error) -> str:
-    """One line for a `jsonschema.ValidationError`: where, the bad value, what is allowed."""
-    where = ".".join(str(part) for part in error.absolute_path) or "config"
-    value, kind, expected = error.instance, error.validator, error.validator_value
-    if kind == "enum" and not isinstance(value, str):
-        return f"{where}: {value!r} is not allowed; allowed: {', '.join(str(v) for v in expected)}"
-    if kind == "enum":
-        return unknown(where, value, [str(v) for v in expected]).args[0]
-    if kind == "additionalProperties" and isinstance(value, dict):
-        allowed = list(error.schema.get("properties", {}))
-        extra = sorted(set(value) - set(allowed))
-        if extra:
-            return unknown(where, extra[0], allowed).args[0].replace("unknown value", "unknown key")
-    if kind in ("exclusiveMinimum", "minimum", "maximum", "exclusiveMaximum"):
-        op = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}[kind]
-        return f"{where}: {value!r} is not allowed; must be {op} {expected}"
-    if kind == "type" and len(error.absolute_path) == 2 and error.absolute_path[0] in ("models", "gpus"):
-        key = error.absolute_path[1]
-        return (f"{where}: {clip(repr(value))} is not an entry (YAML reads yes/no/on/off as true/false); write "
-                f"'{key}: {{}}' for the catalog entry, or a mapping of fields such as {{name: ...}}")
-    if kind == "type":
-        wanted = expected if isinstance(expected, str) else " or ".join(expected)
-        return f"{where}: {clip(repr(value))} is not allowed; expected {wanted}"
-    if kind == "required":
-        return f"{where}: {error.message}"
-    if kind == "pattern" and error.parent is None and "propertyNames" in error.schema_path:
-        return _key_message(where, value)
-    if kind in ("minProperties", "minItems"):
-        return f"{where}: must not be empty"
-    if kind == "maxLength" and isinstance(value, str):
-        if "propertyNames" in error.schema_path:
-            return _key_message(where, value)
-        return f"{where}: '{value[:24]}...' ({len(value)} characters) is too long; at most {expected} characters"
-    return f"{where}: {error.message}"
-
-
-def _key_message(section: str, key: object) -> str:
-    try:
-        check_key(section, key)
-    except RooflineInputError as error:
-        return error.args[0]
-    return f"{section}: key {key!r} is not allowed"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from pathlib import Path
 
 from ..serving.plan_io import plan_arrow_table, read_plan_table  # noqa: F401 (read_plan_table: re-exported)
 from .atomic import atomic, log_to

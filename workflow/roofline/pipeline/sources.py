@@ -2,8 +2,10 @@
 
 The compute rule's `run:` block imports roofline.pipeline.jobs once per Snakemake process, so Snakemake notices an
 edit of the library only through files it is told about. engine_sources() follows the imports of that module
-(at module level and inside functions) through the package: the engine, the estimate layer and the job glue. An
-edit of the planner, a figure or the report is not among them and reruns no compute job.
+(at module level and inside functions) through the package: the engine, the estimate layer and the job glue. A
+package's __init__.py passed on the way to a submodule counts with its module-level imports only: importing the
+submodule runs that code, not the functions it defines (roofline/__init__.py's API imports the CLI when called). An
+edit of the planner, a figure, the report or the CLI is not among them and reruns no compute job.
 """
 from __future__ import annotations
 
@@ -33,11 +35,20 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _imports(name: str, path: Path) -> set[str]:
-    """Absolute names of the roofline modules (and packages) `path` imports, anywhere in the file."""
+def _nodes(tree: ast.AST, in_functions: bool):
+    """Every node of `tree`; without the bodies of functions unless `in_functions`."""
+    for child in ast.iter_child_nodes(tree):
+        if in_functions or not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield child
+            yield from _nodes(child, in_functions)
+
+
+def _imports(name: str, path: Path, in_functions: bool = True) -> set[str]:
+    """Absolute names of the roofline modules (and packages) `path` imports, anywhere in the file (at module and
+    class level only, without `in_functions`)."""
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in _nodes(ast.parse(path.read_text(), str(path)), in_functions):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -53,18 +64,22 @@ def _imports(name: str, path: Path) -> set[str]:
 @lru_cache(maxsize=1)
 def _closure() -> tuple[Path, ...]:
     """Files of every module the compute entry imports, transitively, with the __init__.py of each package on
-    the way (importing a submodule runs its package's __init__ first)."""
-    seen: dict[str, Path] = {}
+    the way (importing a submodule runs its package's __init__ first, at module level)."""
+    files: dict[str, Path] = {}
+    whole: set[str] = set()  # modules imported by name: the imports inside their functions count too
     todo = [COMPUTE_ENTRY]
     while todo:
         parts = todo.pop().split(".")
         for depth in range(1, len(parts) + 1):
-            prefix = ".".join(parts[:depth])
+            prefix, imported = ".".join(parts[:depth]), depth == len(parts)
             path = _module_file(prefix)
-            if prefix not in seen and path is not None:
-                seen[prefix] = path
-                todo.extend(_imports(prefix, path))
-    return tuple(sorted(set(seen.values())))
+            if path is None or prefix in whole or (prefix in files and not imported):
+                continue
+            files[prefix] = path
+            if imported:
+                whole.add(prefix)
+            todo.extend(_imports(prefix, path, in_functions=imported))
+    return tuple(sorted(set(files.values())))
 
 
 def engine_sources(relative_to: str | Path | None = None) -> list[str]:

@@ -7,15 +7,22 @@ from dataclasses import asdict, replace
 import pandas as pd
 
 from ..engine.analysis import prepare
-from ..estimate.expected import analyze
-from ..engine.columns import (OP_COLUMNS, OP_EXPECTED_COLUMNS, OP_EXTRA_COLUMNS, SCENARIO_COLUMNS, SWEEP_COLUMNS,
-                      TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS, TREATMENT_COLUMNS)
+from ..engine.columns import (
+    OP_COLUMNS,
+    OP_EXPECTED_COLUMNS,
+    OP_EXTRA_COLUMNS,
+    SCENARIO_COLUMNS,
+    SWEEP_COLUMNS,
+    TOTAL_COLUMNS,
+    TOTAL_EXPECTED_COLUMNS,
+    TREATMENT_COLUMNS,
+)
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.scenario import Scenario
 from ..engine.sweeps import sweep_table
 from ..engine.treatments import treatment_table
-
+from ..estimate.expected import analyze
 
 #: Columns of each per-job table, in order.
 JOB_COLUMNS: dict[str, tuple[str, ...]] = {

@@ -1,10 +1,16 @@
 """Report: one context per page from the tidy tables and results/specs.json, rendered to HTML and PDF.
 
-Imports the engine only (not the figures package): figures are found through the manifest they write.
+Pages: `model` (a model on every GPU), `summary` (every model × GPU), `index` (links); their sections: `facts`
+(model and hardware), `gpu_detail`, `matrix`, `decision`, `paper` (the Table 1 appendix), `figure_list` (the
+figures, from the manifest the figures package writes), `text` (sentences). Imports the engine and the estimate
+and serving layers' readers only (not the figures package): figures are found through their manifest.
 """
-from .context import check_context, index_context, model_context, summary_context
+from .guard import check_context
+from .index import index_context
 from .io import load_manifest, load_plan, load_specs, load_tables
+from .model import model_context
 from .render import render_html, report_fetcher, write_pdf, write_report
+from .summary import summary_context
 
 __all__ = ["check_context", "index_context", "load_manifest", "load_plan", "load_specs", "load_tables", "model_context",
            "render_html", "report_fetcher", "summary_context", "write_pdf", "write_report"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from importlib import resources
 
-from ..estimate.calibration import CEILING, LAUNCH_GAP_S, holds_kernel_durations, read_table, table_path
 from ..engine.hardware import Accelerator
+from ..estimate.calibration import CEILING, LAUNCH_GAP_S, holds_kernel_durations, read_table, table_path
 from . import units
 
 

@@ -87,7 +87,7 @@ def decision_row(stage: str, total: pd.Series, treatments: pd.DataFrame, gpu: Ac
         "expected": cell(units.seconds(expected), misfit) if expected is not None else None,
         "tokens_per_s": cell(units.sig(total["tokens_per_s"]), misfit),
         "tokens_per_s_per_device": cell(units.sig(place["tokens_per_s_per_device"]), misfit),
-        "memory_bound_share": units.percent(share), "bound": text.bound_phrase(share),
+        "memory_bound_share": units.percent(share), "bound": text.step_bound(total),
         "lever": best_lever(treatments)["text"],
         "max_throughput": max_throughput(treatments, total, short=True) if stage == "decode" else None,
         "sort": (bool(misfit), float(total[time_column])),
@@ -125,8 +125,8 @@ def devices_needed(total: pd.Series) -> str:
 
 
 def recommended_plans(plans: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict:
-    """The deployment search's recommendation per GPU (roofline.serving.planner: the plan with the most tokens/s per device
-    that fits and meets the targets), best first, the overall choice marked; `reason` when no plan qualifies."""
+    """The deployment search's recommendation per GPU (roofline.serving.planner: the plan with the most tokens/s per
+    device that fits and meets the targets), best first, the overall choice marked; `reason` when no plan qualifies."""
     picked = plans[plans["recommended"].astype(bool)].sort_values("tokens_per_s_per_device", ascending=False)
     rows = [{
         "deployment": str(r["deployment"]), "batch": units.integer(r["batch"]),

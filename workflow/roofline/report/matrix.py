@@ -56,7 +56,8 @@ def operator_matrix(ops: pd.DataFrame, stage_totals: pd.DataFrame, gpus: dict[st
                 times.append(cell(units.seconds(row["t_s"] * row["count"]), c["misfit"], str(row["bound"])))
             else:
                 times.append(cell(units.DASH))
-        rows.append({"op": op, "op_class": r["op_class"], "count": str(int(r["count"])), "flops": units.flops(r["flops"]),
+        rows.append({"op": op, "op_class": r["op_class"], "count": str(int(r["count"])),
+                     "flops": units.flops(r["flops"]),
                      "bytes": units.nbytes(r["bytes"]), "intensity": units.intensity(r["intensity"]), "times": times})
     indexed = stage_totals.set_index("gpu")
     total = [cell(units.seconds(indexed.loc[c["key"], "t_s"]), c["misfit"]) for c in columns]

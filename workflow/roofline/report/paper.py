@@ -121,3 +121,27 @@ def comparison(ops: pd.DataFrame) -> list[dict]:
                          "n_match": sum(r["matches"] for r in rows),
                          "n_unexplained": sum(not r["explained"] for r in rows)})
     return sections
+
+
+def appendix(model: str, specs: dict) -> dict:
+    """The Table 1 comparison in the paper model's report, computed by the engine in the paper's own case
+    (paper_case_ops: catalog model and GPU, batch 1, 2048 tokens, fp16, eager attention) whatever the
+    configuration; another model's report links to it when the paper model is configured."""
+    base = {"model": MODEL, "gpu": GPU, "sections": [], "note": "", "link": None}
+    if model != MODEL:
+        if MODEL in specs["models"]:
+            return {**base, "available": False,
+                    "message": f"The comparison with the paper's Table 1 ({MODEL} on {GPU}) is in the "
+                               "appendix of the",
+                    "link": {"href": f"{MODEL}.html#appendix", "pdf": f"{MODEL}.pdf",
+                             "text": f"{MODEL} report"}}
+        return {**base, "available": False,
+                "message": f"The paper's Table 1 describes {MODEL} on {GPU}; add `{MODEL}: {{}}` "
+                           "under models in config.yaml to see the comparison in its report."}
+    sections = comparison(paper_case_ops())
+    matches = sum(s["n_match"] for s in sections)
+    total = sum(len(s["rows"]) for s in sections)
+    unexplained = sum(s["n_unexplained"] for s in sections)
+    note = (f"{matches} of {total} rows match the paper exactly; every other difference is explained below"
+            if not unexplained else f"{matches} of {total} rows match; {unexplained} differences are unexplained")
+    return {**base, "available": True, "message": "", "sections": sections, "note": note + "."}

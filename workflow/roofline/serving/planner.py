@@ -36,16 +36,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..engine.analysis import aggregate, check_device_dtypes, deployment_label, operator_table
-from ..estimate.expected import analyze
 from ..engine.columns import PLAN_COLUMNS
 from ..engine.dtypes import DTYPE_BYTES, check_storage_dtype
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.graph import build_operators
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
-from ..engine.roofline import dominant_bound
 from ..engine.parallel import Parallel, check_plan
+from ..engine.roofline import dominant_bound
 from ..engine.scenario import ATTENTION_IMPLS, MAX_BATCH, MAX_SEQ_LEN, Scenario
+from ..estimate.expected import analyze
 
 #: batch sizes searched (concurrent requests of the whole deployment): every batch from 1 to 256, every 16th to
 #: 4096, every 64th to 16384 (fine where latency targets bind; wide for data-parallel attention over many devices)
@@ -322,7 +322,8 @@ def rows(result: Search, indices: Iterable[int]) -> list[dict]:
             "decode_step_s": float(result.tpot_s[i]), "tokens_per_s": float(result.tokens_per_s[i]),
             "tokens_per_s_per_device": float(per_device[i]), "tokens_per_s_per_user": float(per_user[i]),
             "footprint_bytes": float(result.footprint_bytes[i]), "usable_memory_bytes": _usable(g),
-            "fits": bool(result.fits[i]), "bound": dominant_bound(result.memory_bound_share[i], result.network_share[i]),
+            "fits": bool(result.fits[i]),
+            "bound": dominant_bound(result.memory_bound_share[i], result.network_share[i]),
             "memory_bound_share": float(result.memory_bound_share[i]),
             "network_share": float(result.network_share[i]), "ttft_expected_s": ttft_expected,
             "tpot_expected_s": tpot_expected, "tokens_per_s_per_device_expected": batch / tpot_expected / g.devices,

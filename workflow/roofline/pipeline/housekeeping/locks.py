@@ -4,8 +4,8 @@
 Each run of this workflow records itself (host, pid, start time) in .snakemake/roofline-runs/ once it holds its lock
 and removes the record when it ends. Before Snakemake checks the lock, `clear_stale_locks` removes the lock files
 only when no run can still hold them: no live Snakemake process works in this directory on this host, no record
-names a live process of this host, and no unfinished record names another host (a run there cannot be checked from here, so its lock is respected). Without
-/proc (not Linux) nothing is removed.
+names a live process of this host, and no unfinished record names another host (a run there cannot be checked
+from here, so its lock is respected). Without /proc (not Linux) nothing is removed.
 """
 from __future__ import annotations
 

@@ -2,11 +2,11 @@
 session): figure and report jobs run as child processes, and an orphan would keep writing outputs that the next run
 rewrites at the same time.
 
-`start(pid)` launches `python -m roofline.pipeline.housekeeping.watchdog PID` in its own session (a closed terminal does not
-stop it). It polls every POLL_S seconds; while Snakemake lives it remembers its descendants (pid and start time);
-once Snakemake is gone it sends SIGTERM to those still running (and their own children), and to job scripts started
-from this directory's .snakemake/scripts/ since the last poll (unless another Snakemake works here), SIGKILL to any
-left after GRACE_S, and exits. A Snakemake that ends normally has no job left, so the watchdog just exits.
+`start(pid)` launches `python -m roofline.pipeline.housekeeping.watchdog PID` in its own session (a closed terminal
+does not stop it). It polls every POLL_S seconds; while Snakemake lives it remembers its descendants (pid and start
+time); once Snakemake is gone it sends SIGTERM to those still running (and their own children), and to job scripts
+started from this directory's .snakemake/scripts/ since the last poll (unless another Snakemake works here), SIGKILL
+to any left after GRACE_S, and exits. A Snakemake that ends normally has no job left, so the watchdog just exits.
 """
 from __future__ import annotations
 

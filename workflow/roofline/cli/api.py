@@ -1,0 +1,64 @@
+"""The Python API's path through the command line's code: keyword options -> the subcommand's own parser (same
+types, defaults and messages) -> its `table(args)` rows -> a DataFrame with its `--format csv` columns."""
+from __future__ import annotations
+
+import argparse
+
+from ..engine.errors import RooflineInputError, unknown
+from .app import COMMANDS
+from .options import Parser, in_option_words
+
+#: options the API does not take: it always returns a DataFrame (the csv format's columns)
+_NOT_KEYWORDS = ("help", "format")
+
+
+def frame(command: str, options: dict):
+    """`roofline COMMAND` with `options` (keyword -> value) as a pandas DataFrame; notes (such as plan's `reason`)
+    go to its `attrs`. Bad input raises RooflineInputError worded as the command line words it."""
+    import pandas  # here, not at import: `import roofline` stays light
+
+    module = COMMANDS[command]
+    parser = Parser(prog=f"roofline {command}")
+    module.add_arguments(parser)
+    argv = _argv(command, parser, options)
+    try:
+        rows, notes = module.table(parser.parse_args(argv))
+    except RooflineInputError as error:
+        raise RooflineInputError(in_option_words(error)) from None
+    result = pandas.DataFrame(rows, columns=list(module.COLUMNS))
+    result.attrs.update(notes)
+    return result
+
+
+def _argv(command: str, parser: argparse.ArgumentParser, options: dict) -> list[str]:
+    """The command line `options` stand for: `seq_len=2048` -> `--seq-len=2048`, `attention_dp=True` -> the flag,
+    a list -> the option repeated (`gpu=[...]`) or its values (`dtypes=[...]`); None leaves the default."""
+    actions = {a.dest: a for a in parser._actions if a.option_strings and a.dest not in _NOT_KEYWORDS}
+    argv = []
+    for name, value in options.items():
+        if name not in actions:
+            raise _not_a_keyword(command, name, actions)
+        action, option = actions[name], actions[name].option_strings[0]
+        if value is None:
+            continue
+        if action.nargs == 0:  # a flag
+            if not isinstance(value, bool):
+                raise RooflineInputError(f"{name}: {value!r} is not allowed; expected True or False")
+            argv += [option] if value else []
+            continue
+        values = [value] if isinstance(value, str) or not isinstance(value, (list, tuple)) else list(value)
+        if action.nargs == "+":
+            argv += [option, *map(str, values)]
+        elif isinstance(action, argparse._AppendAction):
+            argv += [f"{option}={v}" for v in values]
+        else:
+            argv.append(f"{option}={value}")
+    return argv
+
+
+def _not_a_keyword(command: str, name: str, actions: dict) -> RooflineInputError:
+    if name in _NOT_KEYWORDS:
+        return RooflineInputError(f"roofline.{command}: '{name}' is not a keyword here; the function returns a "
+                                  "DataFrame with the columns of --format csv")
+    return RooflineInputError(unknown(f"roofline.{command}", name, actions).args[0]
+                              .replace("unknown value", "unknown keyword"))

@@ -1,0 +1,140 @@
+"""What every subcommand shares on the way in: the one-line-error parser, typed options, option text as specs, and
+errors worded as the options that fix them."""
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from pathlib import Path
+
+from ..engine import hardware, models
+from ..engine.errors import RooflineInputError, did_you_mean, unknown
+
+FORMATS = ("table", "csv", "json")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: every parse error is a RooflineInputError naming the option."""
+
+    def error(self, message):  # one line, not usage + error
+        # argparse prefixes type errors with "argument --x: "; our messages already start with "--x: "
+        message = message.removeprefix("argument ")
+        option, _, rest = message.partition(": ")
+        if message.startswith("unrecognized arguments: "):
+            raise self._unrecognized(message.removeprefix("unrecognized arguments: ").split()[0])
+        if match := re.fullmatch(r"command: invalid choice: '(.*)' \(choose from (.*)\)", message, re.S):
+            raise unknown("command", match.group(1), re.findall(r"'([^']*)'", match.group(2)))
+        if message == "the following arguments are required: command":
+            raise RooflineInputError(f"missing command; allowed: {', '.join(self._commands())} (or --version)")
+        raise RooflineInputError(rest if rest.startswith(option + ": ") else message)
+
+    def _unrecognized(self, word: str) -> RooflineInputError:
+        owners = self._commands_taking(word)
+        if owners:  # a real option, given to a command that does not take it
+            return RooflineInputError(f"option '{word}' is not accepted here; it belongs to: {', '.join(owners)}")
+        options = sorted({o for action in self._all_options() for o in action.option_strings if o != "-h"})
+        return RooflineInputError(f"unrecognized option '{word}'{did_you_mean(word, options)}; "
+                                  f"allowed: {', '.join(options)}")
+
+    def _commands(self) -> dict:
+        """Sub-command name -> its parser."""
+        return next((action.choices for action in self._actions if isinstance(action.choices, dict)), {})
+
+    def _commands_taking(self, option: str) -> list[str]:
+        return [name for name, sub in self._commands().items()
+                if any(option in action.option_strings for action in sub._actions)]
+
+    def _all_options(self):
+        """Options of this parser and of its sub-commands (argparse reports unknown ones on the top parser)."""
+        actions = list(self._actions)
+        for action in self._actions:
+            for sub in getattr(action, "choices", None) or ():
+                if isinstance(action.choices, dict):
+                    actions += action.choices[sub]._actions
+        return actions
+
+
+def positive_int(option):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not an integer; expected an integer >= 1")
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{option}: {value} is not allowed; expected an integer >= 1")
+        return value
+    return parse
+
+
+def positive_float(option):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; expected a positive number")
+        if not value > 0 or not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; expected a positive number")
+        return value
+    return parse
+
+
+def fraction(option):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; expected a fraction from 0.05 to 1")
+        if not 0.05 <= value <= 1:
+            raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; expected a fraction from 0.05 to 1")
+        return value
+    return parse
+
+
+def choice(option, allowed):
+    def parse(text):
+        if text not in allowed:
+            raise argparse.ArgumentTypeError(unknown(option, text, allowed).args[0])
+        return text
+    return parse
+
+
+def add_format(parser) -> None:
+    parser.add_argument("--format", type=choice("--format", FORMATS), default="table")
+
+
+def model(text: str) -> models.ModelSpec:
+    """--model: a catalog key, or the path of a Hugging Face config.json."""
+    if text in models.catalog() and not text.endswith(".json"):  # a catalog key wins over a same-named folder
+        return models.catalog()[text]
+    if text.endswith(".json") or "/" in text or Path(text).exists():
+        return models.model_from_hf_config(text)
+    if text not in models.catalog():
+        raise unknown("--model", text, models.catalog())
+    return models.catalog()[text]
+
+
+def gpu(text: str) -> hardware.Accelerator:
+    """--gpu: a catalog key."""
+    if text not in hardware.catalog():
+        raise unknown("--gpu", text, hardware.catalog())
+    return hardware.catalog()[text]
+
+
+def in_option_words(error: RooflineInputError) -> str:
+    """The message of `error` as the command line says it: scenario fields named as the options that set them, and
+    fixes the command line cannot apply replaced with ones it can."""
+    return _as_options(_cli_fix(str(error)))
+
+
+def _as_options(message: str) -> str:
+    """Name scenario fields as the command-line options that set them ('scenario.seq_len=4' -> '--seq-len 4')."""
+    fields = ("expert_weight_dtype|weight_group_size|weight_dtype|act_dtype|kv_dtype|seq_len|batch|expert_routing|"
+              "mla_mode|memory_utilization")
+    return re.sub(rf"(?:scenario\.)?(?<![-\w])({fields})\b(=?)",
+                  lambda m: "--" + m.group(1).replace("_", "-") + (" " if m.group(2) else ""), message)
+
+
+def _cli_fix(message: str) -> str:
+    """Replace a fix the command line cannot apply (overriding a config field) with one it can."""
+    return message.replace(" or override max_position",
+                           " or give --model a config.json whose max_position_embeddings covers it")

@@ -1,0 +1,89 @@
+"""The options of one (model, gpu, stage, scenario) question, shared by `ops` and `totals`, and its analysis."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from ..engine.dtypes import STORAGE_DTYPES, WEIGHT_DTYPES
+from ..engine.errors import RooflineInputError
+from ..engine.parallel import Parallel
+from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario
+from ..estimate.calibration import check_table
+from ..estimate.expected import analyze
+from . import options
+from .options import choice, fraction, positive_int
+
+
+def add_arguments(parser) -> None:
+    """--model, --gpu, --stage and every scenario field, --format and --calibration."""
+    defaults = Scenario()
+    parser.add_argument("--model", required=True, help="catalog key (roofline list models) or path to a config.json")
+    parser.add_argument("--gpu", required=True, help="catalog key (roofline list gpus)")
+    parser.add_argument("--stage", required=True, type=choice("--stage", STAGES), help="prefill | decode")
+    parser.add_argument("--batch", type=positive_int("--batch"), default=defaults.batch)
+    parser.add_argument("--seq-len", type=positive_int("--seq-len"), default=defaults.seq_len,
+                        help="prefill: prompt tokens; decode: tokens already in the KV cache")
+    _add_dtypes(parser, defaults)
+    parser.add_argument("--attention", type=choice("--attention", ATTENTION_IMPLS), default=defaults.attention)
+    parser.add_argument("--logits", type=choice("--logits", LOGITS_MODES), default=defaults.logits)
+    parser.add_argument("--expert-routing", type=choice("--expert-routing", EXPERT_ROUTINGS),
+                        default=defaults.expert_routing)
+    parser.add_argument("--mla-mode", type=choice("--mla-mode", MLA_MODES), default=defaults.mla_mode)
+    _add_parallel(parser)
+    parser.add_argument("--memory-utilization", type=fraction("--memory-utilization"),
+                        default=defaults.memory_utilization, help="usable fraction of each device's memory")
+    options.add_format(parser)
+    parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure --out); "
+                                              "default: the one shipped for --gpu, if any")
+
+
+def _add_dtypes(parser, defaults: Scenario) -> None:
+    parser.add_argument("--weight-dtype", type=choice("--weight-dtype", WEIGHT_DTYPES),
+                        default=defaults.weight_dtype, help="a storage dtype or native (the checkpoint's own)")
+    for name in ("act", "kv"):
+        parser.add_argument(f"--{name}-dtype", type=choice(f"--{name}-dtype", STORAGE_DTYPES),
+                            default=getattr(defaults, f"{name}_dtype"))
+    parser.add_argument("--expert-weight-dtype", type=choice("--expert-weight-dtype", STORAGE_DTYPES),
+                        default=None, help="MoE experts' weights (default: as --weight-dtype)")
+    parser.add_argument("--weight-group-size", type=positive_int("--weight-group-size"),
+                        default=defaults.weight_group_size, help="int4 weights per fp16 scale")
+
+
+def _add_parallel(parser) -> None:
+    parser.add_argument("--parallel", type=choice("--parallel", ("auto",)), default=None,
+                        help="auto (default when no --tp/--pp/--ep is given): the smallest plan that fits")
+    parser.add_argument("--tp", type=positive_int("--tp"), help="tensor-parallel degree")
+    parser.add_argument("--pp", type=positive_int("--pp"), help="pipeline stages")
+    parser.add_argument("--ep", type=positive_int("--ep"), help="expert-parallel degree (divides --tp)")
+    parser.add_argument("--attention-dp", action="store_true", help="data-parallel attention (needs --ep = --tp)")
+
+
+def parallel(args) -> Parallel | str:
+    """--tp/--pp/--ep/--attention-dp as a plan; auto when none is given (or with --parallel auto)."""
+    explicit = [name for name in ("tp", "pp", "ep") if getattr(args, name) is not None] + (
+        ["attention-dp"] if args.attention_dp else [])
+    if args.parallel == "auto" and explicit:
+        raise RooflineInputError(f"--parallel: auto cannot be combined with --{explicit[0]}; give one or the other")
+    if not explicit:
+        return "auto"
+    return Parallel(tp=args.tp or 1, pp=args.pp or 1, ep=args.ep or 1, attention_dp=args.attention_dp)
+
+
+def scenario(args) -> Scenario:
+    """The scenario the options describe, validated."""
+    return Scenario(batch=args.batch, seq_len=args.seq_len, weight_dtype=args.weight_dtype, act_dtype=args.act_dtype,
+                    kv_dtype=args.kv_dtype, attention=args.attention, logits=args.logits,
+                    expert_routing=args.expert_routing, mla_mode=args.mla_mode, parallel=parallel(args),
+                    memory_utilization=args.memory_utilization, expert_weight_dtype=args.expert_weight_dtype or "",
+                    weight_group_size=args.weight_group_size).validate()
+
+
+def analysis(args) -> tuple[list[dict], dict]:
+    """(operator rows, totals row) of the question the options ask, with --calibration's table when given."""
+    model, gpu, chosen = options.model(args.model), options.gpu(args.gpu), scenario(args)
+    if args.calibration:
+        try:
+            gpu = replace(gpu, calibration=check_table(str(Path(args.calibration).resolve())))
+        except RooflineInputError as error:
+            raise RooflineInputError(f"--{error}") from None
+    return analyze(model, gpu, args.stage, chosen)

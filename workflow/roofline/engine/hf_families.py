@@ -1,0 +1,279 @@
+"""How each Hugging Face model_type is read: one `Family` entry per architecture in `FAMILIES`.
+
+An entry names the traits the family always has (ModelSpec fields no config.json lists, checked against its HF
+modeling code; models.csv rows take them from here too), the reader of its MLP, head, norm and position fields, its
+sliding-window rule and the readers of its extra fields (MoE, MLA, linear attention). Readers receive the parsed
+fields and `need` (hf_config's reader of a required field, which names a missing or mistyped one in one line) and
+return ModelSpec fields. Adding an architecture is adding one entry (and, where its fields are new, one reader).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+from .errors import RooflineInputError
+
+#: multimodal model_types whose language model is the `text_config` (read with that family's reader)
+TEXT_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+#: transformers' Gemma3TextConfig defaults: Gemma 3's multimodal files list only the fields that differ from them
+WRAPPED_DEFAULTS = {"gemma3_text": {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
+                                    "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+                                    "max_position_embeddings": 131072, "sliding_window": 4096}}
+
+
+def _layer_count(cfg: dict, n_layers: int, kind: str, fallback: int) -> int:
+    """Layers of `kind` in layer_types (authoritative when it lists every layer), else `fallback`."""
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list) and len(kinds) == n_layers:
+        return sum(1 for value in kinds if value == kind)
+    return fallback
+
+
+def _rope_dim(cfg: dict, head_dim: int, default_factor: float) -> int:
+    """Rotated channels per head: head_dim x partial_rotary_factor (top level, or in transformers 5's
+    rope_parameters)."""
+    factor = cfg.get("partial_rotary_factor") or (cfg.get("rope_parameters") or {}).get("partial_rotary_factor")
+    return int(head_dim * (factor or default_factor))
+
+
+# ------------------------------------------------------------- shape readers: MLP, heads, norm, positions
+def _gated(kv_heads_default: bool = False, width: str = "intermediate_size") -> Callable[..., dict]:
+    """The reader of Llama-style fields: RMSNorm, a gated MLP of `width`, num_key_value_heads required unless
+    `kv_heads_default` (transformers' defaults differ by family, Mistral/Mixtral 8, Qwen2 32, ...: only Llama, Phi-3,
+    Qwen3 and DeepSeek fall back to the query-head count)."""
+
+    def shape(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
+        n_kv = need("num_key_value_heads", default=n_heads if kv_heads_default else None,
+                    required=not kv_heads_default)
+        return dict(n_kv_heads=n_kv, intermediate=need(width), activation=need("hidden_act", "hidden_activation"),
+                    norm="rmsnorm", mlp_type="gated", max_position=need("max_position_embeddings"))
+
+    return shape
+
+
+def _gpt2(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
+    """GPT-2: LayerNorm, a plain MLP of n_inner (default 4 x hidden), a learned position table of n_positions rows."""
+    intermediate = need("n_inner", default=4 * hidden, required=False)
+    activation, max_position = need("activation_function"), need("n_positions")
+    return dict(n_kv_heads=n_heads, intermediate=intermediate, activation=activation, norm="layernorm",
+                mlp_type="plain", max_position=max_position, learned_positions=max_position)
+
+
+def _opt(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
+    """OPT: LayerNorm, a plain MLP of ffn_dim, learned positions with OPT's offset of 2 rows."""
+    projection = cfg.get("word_embed_proj_dim")
+    if projection is not None and projection != hidden:
+        raise RooflineInputError(
+            f"{where}: word_embed_proj_dim {projection} != hidden_size {hidden} (OPT-350m's project_in/"
+            f"project_out) is not supported; supported: word_embed_proj_dim = hidden_size")
+    intermediate, activation = need("ffn_dim"), need("activation_function")
+    max_position = need("max_position_embeddings")
+    return dict(n_kv_heads=n_heads, intermediate=intermediate, activation=activation, norm="layernorm",
+                mlp_type="plain", max_position=max_position, learned_positions=max_position + 2)
+
+
+def _falcon(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
+    """Falcon: multi-query attention unless new_decoder_architecture, LayerNorm, a plain GELU MLP.
+
+    HF FalconDecoderLayer: sequential blocks have input_ + post_attention_layernorm; parallel blocks share one
+    input_layernorm (Falcon-7B) or have ln_attn + ln_mlp (num_ln_in_parallel_attn 2, the default of
+    new_decoder_architecture, Falcon-40B/180B)."""
+    new_arch = bool(cfg.get("new_decoder_architecture"))
+    n_kv = (1 if cfg.get("multi_query", True) and not cfg.get("new_decoder_architecture")
+            else need("num_kv_heads", default=n_heads, required=False))
+    parallel_block = bool(cfg.get("parallel_attn", True))
+    n_ln = cfg.get("num_ln_in_parallel_attn") or (2 if new_arch else 1)
+    return dict(n_kv_heads=n_kv, intermediate=cfg.get("ffn_hidden_size") or 4 * hidden, activation="gelu",
+                norm="layernorm", mlp_type="plain", max_position=cfg.get("max_position_embeddings") or 2048,
+                parallel_block=parallel_block, norms_per_layer=2 if (not parallel_block or n_ln == 2) else 1,
+                linear_bias=bool(cfg.get("bias", False)))
+
+
+# --------------------------------------------- window readers: (sliding_window, layers that use it)
+def _no_window(cfg: dict, need, n_layers: int) -> tuple[int | None, int]:
+    return None, 0
+
+
+def _every_layer(cfg: dict, need, n_layers: int) -> tuple[int | None, int]:
+    """Mistral, Mixtral, Phi-3: sliding_window, when set, windows every layer."""
+    window = cfg.get("sliding_window")
+    return window, n_layers if window else 0
+
+
+def _qwen2_window(cfg: dict, need, n_layers: int) -> tuple[int | None, int]:
+    """Qwen2: only with use_sliding_window, and only the layers from max_window_layers on."""
+    window = cfg.get("sliding_window") if cfg.get("use_sliding_window", False) else None
+    if not window:
+        return window, 0
+    sliding_layers = max(0, n_layers - cfg.get("max_window_layers", n_layers))
+    return (window if sliding_layers else None), sliding_layers
+
+
+def _alternating(cfg: dict, need, n_layers: int) -> tuple[int | None, int]:
+    """Gemma-2: local (even layer index) and global layers alternate."""
+    window = cfg.get("sliding_window")
+    return window, (n_layers + 1) // 2 if window else 0
+
+
+def _when_enabled(cfg: dict, need, n_layers: int) -> tuple[int | None, int]:
+    """Qwen3: every layer, only with use_sliding_window."""
+    window = cfg.get("sliding_window")
+    return (window, n_layers) if cfg.get("use_sliding_window", False) and window else (None, 0)
+
+
+def _local_global(period: int) -> Callable[..., tuple[int | None, int]]:
+    """Families that interleave sliding-window (local) and full (global) layers; without layer_types (older
+    files) layer i is local unless (i + 1) % period == 0 (Gemma 3: 5 local then 1 global; gpt-oss: alternating,
+    local first)."""
+
+    def windows(cfg: dict, need, n_layers: int) -> tuple[int | None, int]:
+        window = cfg.get("sliding_window")
+        if not window:
+            return None, 0
+        every = need("sliding_window_pattern", "_sliding_window_pattern", default=period, required=False)
+        return window, sum(1 for i in range(n_layers) if (i + 1) % every)
+
+    return windows
+
+
+# ------------------------------------------------------------- extra readers: the fields of one family
+def _mixtral(cfg: dict, need, kw: dict, where: str) -> dict:
+    """Mixtral: every layer MoE, experts as wide as intermediate_size."""
+    return dict(n_experts=need("num_local_experts", "num_experts"), top_k=need("num_experts_per_tok"),
+                moe_intermediate=kw["intermediate"])
+
+
+def _qwen3_moe(cfg: dict, need, kw: dict, where: str) -> dict:
+    """Qwen3-MoE (and Qwen3-Next): layer i is MoE iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step
+    == 0 (HF Qwen3MoeDecoderLayer); the others have a dense MLP of intermediate_size. Only the count enters the
+    costs. Expert counts: the hub files' names first, then the aliases transformers >= 5 writes (attribute_map)."""
+    n_layers = kw["n_layers"]
+    step = need("decoder_sparse_step", default=1, required=False)
+    dense_only = cfg.get("mlp_only_layers") or []
+    if step <= 0:
+        raise RooflineInputError(f"{where}: field 'decoder_sparse_step' is {step}; it must be >= 1")
+    if not isinstance(dense_only, list) or not all(isinstance(i, int) for i in dense_only):
+        raise RooflineInputError(f"{where}: field 'mlp_only_layers' is {dense_only!r}; expected a list of "
+                                 "layer indices")
+    dense_only = set(dense_only)
+    n_moe = sum(1 for i in range(n_layers) if i not in dense_only and (i + 1) % step == 0)
+    return dict(n_experts=need("num_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
+                moe_intermediate=need("moe_intermediate_size"), n_shared_experts=kw.get("n_shared_experts", 0),
+                first_dense_layers=n_layers - n_moe)
+
+
+def _deepseek(cfg: dict, need, kw: dict, where: str) -> dict:
+    """DeepSeek-V3 (and Kimi-K2): MLA and a MoE with shared experts after first_k_dense_replace dense layers.
+
+    q_lora_rank null means a plain q_proj (DeepSeek-V2-Lite); a missing key is an error because the reference
+    implementations disagree on its default (transformers 1536). Same for first_k_dense_replace (transformers
+    default 3, DeepSeek's own code 0) and n_shared_experts (transformers 1, DeepSeek's code None = none)."""
+    for name in ("q_lora_rank", "n_shared_experts"):
+        if name not in cfg:
+            need(name)
+    fields = dict(
+        n_experts=need("n_routed_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
+        moe_intermediate=need("moe_intermediate_size"), n_shared_experts=cfg["n_shared_experts"] or 0,
+        first_dense_layers=need("first_k_dense_replace"),
+        q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=need("kv_lora_rank"),
+        qk_nope_head_dim=need("qk_nope_head_dim"), qk_rope_head_dim=need("qk_rope_head_dim"),
+        v_head_dim=need("v_head_dim"), head_dim=0,
+    )
+    if cfg.get("moe_layer_freq", 1) != 1:
+        raise RooflineInputError(f"{where}: moe_layer_freq {cfg['moe_layer_freq']} is not supported (only 1)")
+    return fields
+
+
+def _gpt_oss(cfg: dict, need, kw: dict, where: str) -> dict:
+    """gpt-oss: every layer MoE (experts of intermediate_size, with biases), biased attention with sinks."""
+    bias = cfg.get("attention_bias", True)
+    return dict(n_experts=need("num_local_experts", "num_experts"),
+                top_k=need("num_experts_per_tok", "experts_per_token"), moe_intermediate=kw["intermediate"],
+                qkv_bias=bool(bias), attn_out_bias=bool(bias))
+
+
+def _llama4(cfg: dict, need, kw: dict, where: str) -> dict:
+    """Llama 4: MoE layers every interleave_moe_layer_step (or moe_layers), one shared expert; layers whose
+    no_rope_layers entry is 0 (HF: 1 = uses RoPE) have no RoPE and full attention, the others chunked attention."""
+    L = kw["n_layers"]
+    step = need("interleave_moe_layer_step", default=1, required=False)
+    moe_layers = cfg.get("moe_layers") or list(range(step - 1, L, step))
+    interval = need("no_rope_layer_interval", default=4, required=False)
+    rope_layers = cfg.get("no_rope_layers") or [int((i + 1) % interval != 0) for i in range(L)]
+    chunk = cfg.get("attention_chunk_size")
+    chunked = _layer_count(cfg, L, "chunked_attention", sum(rope_layers)) if chunk else 0
+    return dict(n_experts=need("num_local_experts"), top_k=need("num_experts_per_tok"),
+                moe_intermediate=need("intermediate_size"), n_shared_experts=1,
+                first_dense_layers=L - len(set(moe_layers)), nope_layers=L - sum(rope_layers),
+                attention_chunk=chunk if chunked else None, chunked_layers=chunked)
+
+
+def _glm4_moe(cfg: dict, need, kw: dict, where: str) -> dict:
+    """GLM-4.5: DeepSeek-style MoE (leading dense layers, shared experts, e_score_correction_bias) under GQA with
+    q/k/v biases and partial RoPE. The MTP layer (num_nextn_predict_layers) is not part of a forward pass."""
+    return dict(n_experts=need("n_routed_experts"), top_k=need("num_experts_per_tok"),
+                moe_intermediate=need("moe_intermediate_size"), n_shared_experts=need("n_shared_experts"),
+                first_dense_layers=need("first_k_dense_replace"), qkv_bias=bool(cfg.get("attention_bias", False)),
+                qk_norm=bool(cfg.get("use_qk_norm", False)), rope_dim=_rope_dim(cfg, kw["head_dim"], 0.5))
+
+
+def _qwen3_next(cfg: dict, need, kw: dict, where: str) -> dict:
+    """Qwen3-Next: Gated DeltaNet layers, every full_attention_interval-th layer gated softmax attention; MoE with a
+    gated shared expert of shared_expert_intermediate_size (a multiple of moe_intermediate_size)."""
+    L = kw["n_layers"]
+    interval = need("full_attention_interval", default=4, required=False)
+    linear = _layer_count(cfg, L, "linear_attention", sum(1 for i in range(L) if (i + 1) % interval))
+    expert, shared = need("moe_intermediate_size"), need("shared_expert_intermediate_size", default=0,
+                                                         required=False)
+    if expert <= 0 or shared % expert:
+        raise RooflineInputError(f"{where}: shared_expert_intermediate_size {shared} is not a multiple of "
+                                 f"moe_intermediate_size {expert}; supported: a whole number of expert widths")
+    return dict(linear_layers=linear, linear_k_heads=need("linear_num_key_heads"),
+                linear_v_heads=need("linear_num_value_heads"), linear_k_dim=need("linear_key_head_dim"),
+                linear_v_dim=need("linear_value_head_dim"), linear_conv_kernel=need("linear_conv_kernel_dim"),
+                n_shared_experts=shared // expert, shared_expert_gate=shared > 0,
+                rope_dim=_rope_dim(cfg, kw["head_dim"], 0.25))
+
+
+# ---------------------------------------------------------------------------------------------- the table
+class Family(NamedTuple):
+    """How one model_type is read: the traits it always has (ModelSpec fields no config.json lists, checked
+    against its HF modeling code), the reader of its MLP/head/norm/position fields, its window rule, the readers
+    of its extra fields (applied in order), transformers' default of tie_word_embeddings, and the names of hidden
+    size, layer count and head count."""
+
+    traits: dict
+    shape: Callable[..., dict] = _gated()
+    windows: Callable[..., tuple[int | None, int]] = _no_window
+    extras: tuple[Callable[..., dict], ...] = ()
+    tied: bool = False
+    dimensions: tuple[str, str, str] = ("hidden_size", "num_hidden_layers", "num_attention_heads")
+
+
+_LEARNED = {"positions": "learned", "linear_bias": True}
+#: model_type -> how it is read; models.csv rows take their family's traits from here too
+FAMILIES: dict[str, Family] = {
+    "llama": Family({}, _gated(kv_heads_default=True)),
+    "mistral": Family({}, windows=_every_layer),
+    "mixtral": Family({}, windows=_every_layer, extras=(_mixtral,)),
+    "qwen2": Family({"qkv_bias": True}, windows=_qwen2_window),
+    "qwen3_moe": Family({"qk_norm": True}, windows=_when_enabled, extras=(_qwen3_moe,)),
+    "phi3": Family({}, _gated(kv_heads_default=True), _every_layer),
+    "gemma2": Family({"norms_per_layer": 4}, windows=_alternating, tied=True),
+    "deepseek_v3": Family({"router_bias": True}, _gated(kv_heads_default=True), extras=(_deepseek,)),
+    "gpt2": Family(_LEARNED, _gpt2, tied=True, dimensions=("n_embd", "n_layer", "n_head")),
+    "opt": Family(_LEARNED, _opt, tied=True),
+    "falcon": Family({"parallel_block": True, "norms_per_layer": 1}, _falcon, tied=True),
+    "qwen3": Family({"qk_norm": True}, _gated(kv_heads_default=True), _when_enabled),
+    "gemma3_text": Family({"norms_per_layer": 4, "qk_norm": True}, windows=_local_global(6), tied=True),
+    "gpt_oss": Family({"qkv_bias": True, "attn_out_bias": True, "attention_sinks": True, "expert_bias": True,
+                       "router_bias": True}, windows=_local_global(2), extras=(_gpt_oss,)),
+    # Llama 4's dense layers use intermediate_size_mlp; its intermediate_size is the experts' width
+    "llama4_text": Family({}, _gated(width="intermediate_size_mlp"), extras=(_llama4,)),
+    "glm4_moe": Family({"qkv_bias": True, "router_bias": True}, extras=(_glm4_moe,)),
+    "qwen3_next": Family({"qk_norm": True, "attn_output_gate": True, "shared_expert_gate": True},
+                         extras=(_qwen3_next, _qwen3_moe)),
+}
+#: model_type spellings that load with another family's reader (Kimi-K2 is a DeepSeek-V3 with other sizes)
+FAMILY_ALIASES = {"kimi_k2": "deepseek_v3"}
+SUPPORTED_FAMILIES = tuple(FAMILIES)

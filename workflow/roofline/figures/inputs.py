@@ -1,0 +1,64 @@
+"""What every figure of one model is drawn from: its tables, the GPUs and stages it covers, the scenario, and the
+deployments, read once from the aggregate tables and results/models/{model}/specs.json."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..engine.analysis import deployment_label
+from ..engine.hardware import Accelerator
+from ..engine.parallel import Parallel
+from ..engine.scenario import STAGES, scenario_for_model
+
+#: how many figures of a kind a model has: one per GPU, one per stage, or one
+SCOPES = ("gpu", "stage", "model")
+
+
+def specs_objects(specs: dict) -> tuple[dict[str, Accelerator], dict]:
+    """Accelerators (config order) and the scenario dict from results/specs.json content."""
+    return {key: Accelerator(**entry) for key, entry in specs["gpus"].items()}, specs["scenario"]
+
+
+def misfit_pairs(totals: pd.DataFrame | None, model: str) -> frozenset[tuple[str, str]]:
+    """(gpu, stage) of `model` whose footprint does not fit (the totals' `fits`); none without totals."""
+    if totals is None:
+        return frozenset()
+    rows = totals[(totals["model"] == model) & ~totals["fits"].astype(bool)]
+    return frozenset(zip(rows["gpu"], rows["stage"]))
+
+
+@dataclass(frozen=True)
+class ModelFigures:
+    """One model's tables and specs, as its figures need them."""
+
+    model: str  # key
+    name: str  # display name
+    ops: pd.DataFrame  # this model's operator rows
+    sweeps: pd.DataFrame  # this model's sweeps
+    gpus: dict[str, Accelerator]  # the GPUs of its rows, config order
+    scenario: dict  # the scenario, resolved for this model
+    stages: list[str]  # the stages of its rows, in STAGES order
+    deployments: dict[str, str]  # gpu -> "4 x H100 SXM5 80GB, TP 4" for the GPUs with a plan
+    multi_device: dict[str, str]  # gpu -> "TP 4" for the GPUs whose plan has several devices
+    misfits: frozenset = frozenset()  # (gpu, stage) whose footprint does not fit
+
+    @classmethod
+    def read(cls, model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict,
+             misfits: frozenset = frozenset()) -> ModelFigures:
+        gpus, scenario = specs_objects(specs)
+        ops = ops[ops["model"] == model]
+        plans = specs.get("plans", {}).get(model, {})
+        gpus = {k: g for k, g in gpus.items() if k in set(ops["gpu"])}
+        described = {key: Parallel(**plans[key]).describe() for key in gpus if key in plans}
+        return cls(model=model, name=specs["models"][model]["name"], ops=ops, sweeps=sweeps[sweeps["model"] == model],
+                   gpus=gpus, scenario=scenario_for_model(scenario, specs["models"][model]),
+                   stages=[s for s in STAGES if s in set(ops["stage"])],
+                   deployments={key: deployment_label(gpu, Parallel(**plans[key])) for key, gpu in gpus.items()
+                                if key in plans},
+                   multi_device={key: text for key, text in described.items() if text != "single device"},
+                   misfits=misfits)
+
+    def items(self, scope: str) -> list:
+        """The GPU keys, the stages, or [None] (one figure for the model), after `scope`."""
+        return {"gpu": list(self.gpus), "stage": list(self.stages), "model": [None]}[scope]

@@ -1,0 +1,106 @@
+"""What a roofline is drawn from: the ceilings of a device (`Roof`, from its spec), the points of one legend entry
+(`Series`), and the number formats of their labels (the report's formats: one formatter for both)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from matplotlib.lines import Line2D
+
+from .. import display
+from ..display import INT_DTYPES
+from ..engine.hardware import Accelerator
+from .style import ROOF_COLOR
+
+
+@dataclass(frozen=True)
+class Roof:
+    """The ceilings of one device: memory bandwidth and one or more compute peaks (the first is the main one)."""
+
+    name: str
+    bandwidth: float  # byte/s
+    peaks: tuple[tuple[str, float], ...]  # (dtype label, FLOP/s), main first; equal values merged ("fp16/bf16")
+    color: str = ROOF_COLOR
+    linestyle: object = "-"  # of the solid ceilings (several GPUs: tells apart GPUs that share a colour)
+    #: network roofs of a multi-device deployment: (link name, byte/s per direction); communication points sit at
+    #: FLOPs per byte on the link (a hierarchical roofline: each level's points against that level's roof)
+    links: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def main_peak(self) -> float:
+        return self.peaks[0][1]
+
+    @property
+    def ridge(self) -> float:
+        return self.main_peak / self.bandwidth
+
+
+def roof_for(gpu: Accelerator, compute_dtype: str, *, other_dtypes: bool = True, color: str = ROOF_COLOR,
+             linestyle: object = "-", links: tuple[tuple[str, float], ...] = ()) -> Roof:
+    """A Roof from the accelerator spec: the compute dtype's peak first, then (optionally) every other distinct
+    peak the device publishes, dtypes with the same value merged into one label."""
+    by_value: dict[float, list[str]] = {}
+    main_value = gpu.peak(compute_dtype)
+    for dtype, value in gpu.peak_flops_per_s.items():
+        by_value.setdefault(value, []).append(dtype)
+    main_names = by_value.pop(main_value)
+    main_names.remove(compute_dtype)
+    peaks = [("/".join([compute_dtype, *main_names]), main_value)]
+    if other_dtypes:
+        peaks += [("/".join(names), value) for value, names in sorted(by_value.items(), reverse=True)]
+    return Roof(name=gpu.name, bandwidth=gpu.bandwidth_bytes_per_s, peaks=tuple(peaks), color=color,
+                linestyle=linestyle, links=links)
+
+
+@dataclass
+class Series:
+    """Points of one legend entry: x = arithmetic intensity [FLOP/byte], y = attainable [FLOP/s]."""
+
+    x: np.ndarray
+    y: np.ndarray
+    color: str
+    marker: str
+    sizes: np.ndarray | float = 24.0
+    label: str = ""
+    filled: bool = True  # False: hollow markers (edge in `color`)
+
+
+def fmt_value(value: float) -> str:
+    """3 significant digits, thousands separated, as in the report's tables (one formatter for both):
+    154.8 -> '155', 3.35 -> '3.35', 1307.4 -> '1,310'."""
+    return display.sig(value)
+
+
+def tick_label(value: float) -> str:
+    """A log-axis tick: '0.1', '1000', and powers of ten beyond (1e6 -> '10⁶'), so far-apart extreme specs
+    keep short, non-overlapping labels."""
+    if value <= 0 or 1e-3 <= value < 1e5:
+        return f"{value:g}"
+    exponent = round(math.log10(value))
+    if math.isclose(value, 10.0 ** exponent, rel_tol=1e-9):
+        return display.power_of_ten(exponent)
+    return display.sig(value, 2)
+
+
+def peak_label(dtype_label: str, flops: float) -> str:
+    """'fp16/bf16 989 TFLOP/s', 'int8 310 TOP/s'; floating and integer dtypes sharing one peak are named apart,
+    since integer peaks are operations, not floating-point operations: 'fp8 1,980 TFLOP/s, int8 1,980 TOP/s'."""
+    value = fmt_value(flops / 1e12)
+    dtypes = dtype_label.split("/")
+    floats = [d for d in dtypes if d not in INT_DTYPES]
+    ints = [d for d in dtypes if d in INT_DTYPES]
+    parts = ([f"{'/'.join(floats)} {value} TFLOP/s"] if floats else []) + (
+        [f"{'/'.join(ints)} {value} TOP/s"] if ints else [])
+    return ", ".join(parts)
+
+
+def bandwidth_label(bandwidth: float) -> str:
+    """'768 GB/s', '3.35 TB/s' (the report's format)."""
+    return display.bandwidth(bandwidth)
+
+
+def legend_handles(entries) -> list[Line2D]:
+    """Proxy artists for a legend: {label: Line2D kwargs}, or (label, kwargs) pairs (labels may repeat)."""
+    pairs = entries.items() if isinstance(entries, dict) else entries
+    return [Line2D([], [], label=label, **kwargs) for label, kwargs in pairs]

@@ -1,0 +1,39 @@
+"""The index page's context: links to the summary, each model report and each figure (as the figure manifests
+list them), the result tables and the GPUs."""
+from __future__ import annotations
+
+from .guard import check_context, user_text
+from .page import accelerators, plural, title_block
+
+#: the pipeline's result files (paths fixed by the file contract), named by the index
+RESULT_FILES = (
+    ("ops.csv", "per-operator rows (also ops.parquet)"),
+    ("totals.csv", "one row per model, GPU and stage (also totals.parquet)"),
+    ("treatments.parquet", "what each treatment buys"),
+    ("sweeps.parquet", "batch and sequence-length sweeps"),
+    ("specs.json", "the resolved configuration and its hash"),
+)
+
+
+def index_context(specs: dict, manifests: dict[str, list[dict]]) -> dict:
+    """Links to the summary, each model report and each figure."""
+    models = []
+    for model, spec in specs["models"].items():
+        figures = [{"href": f"figures/{model}/{entry['png']}", "svg": f"figures/{model}/{entry['svg']}",
+                    "label": entry["label"]} for entry in manifests.get(model, [])]
+        models.append({"model": model, "name": spec["name"], "html": f"{model}.html", "pdf": f"{model}.pdf",
+                       "figures": figures})
+    gpus = accelerators(specs)
+    # named, not linked: they live in results/, beside reports/, and a link out of reports/ breaks as soon as
+    # reports/ is copied alone (a wiki, a web server)
+    tables = [{"path": f"results/{name}", "what": what} for name, what in RESULT_FILES]
+    context = {
+        "page": "index",
+        "tables": tables,
+        "header": title_block(specs, "Roofline reports",
+                              f"{plural(len(models), 'model')} × {plural(len(gpus), 'GPU')}"),
+        "models": models,
+        "gpus": [{"key": k, "name": g.name} for k, g in gpus.items()],
+    }
+    check_context(context, user=user_text(specs))
+    return context

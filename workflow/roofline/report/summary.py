@@ -1,0 +1,112 @@
+"""The summary's context: one matrix model × GPU with TTFT, TPOT, tokens/s and the decision columns (bound, best
+lever, devices needed, max throughput, footprint); a column that reads the same in every row is stated once."""
+from __future__ import annotations
+
+import pandas as pd
+
+from . import decision, text, units
+from .guard import check_context, user_text
+from .page import CAVEATS, accelerators, name_parts, plural, title_block
+
+#: a GPU name up to this long stays on one line in the summary; a longer one wraps (and breaks anywhere)
+NAME_NOWRAP_MAX = 40
+
+
+def largest_footprint(stage_totals: pd.DataFrame) -> dict:
+    """The summary's footprint cells of one (model, GPU): the largest stage footprint with its stage named, and
+    the fit: 'yes' (every stage fits), 'no' (none does) or 'no (prefill)' naming the stages that do not fit (rows
+    indexed by stage)."""
+    largest = stage_totals["footprint_bytes"].idxmax()
+    misfit = [stage for stage, ok in stage_totals["fits"].astype(bool).items() if not ok]
+    return {"footprint": units.nbytes(stage_totals.loc[largest, "footprint_bytes"]),
+            "footprint_stage": str(largest) if len(stage_totals) > 1 else "",
+            "fits": not misfit,
+            "fits_text": "yes" if not misfit else "no" if len(misfit) == len(stage_totals)
+            else f"no ({', '.join(misfit)})"}
+
+
+#: the summary's columns: (key, header, numeric, droppable); a droppable column whose cells all read the same
+#: carries no information and becomes one line under the table instead
+SUMMARY_COLUMNS = (
+    ("ttft", "Time to first token (bound)", True, False), ("tpot", "Time per output token (bound)", True, False),
+    ("tokens_per_s", "Decode tokens/s (bound)", True, False),
+    ("max_throughput", "Max decode tokens/s (batch)", True, True),
+    ("prefill_bound", "Prefill bound", False, True), ("decode_bound", "Decode bound", False, True),
+    ("prefill_lever", "Best prefill lever", False, True), ("lever", "Best decode lever", False, True),
+    ("devices", "Devices needed", True, True), ("footprint", "Footprint", True, True),
+)
+
+
+def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame) -> dict[str, dict]:
+    """The summary's cells of one (model, GPU) (totals and treatments indexed/filtered to it); a time of a stage
+    that does not fit is marked."""
+    def stage_cell(stage: str, make) -> dict:
+        if stage not in here.index:
+            return decision.cell(units.DASH)
+        return decision.cell(make(here.loc[stage]), decision.misfit_text(here.loc[stage]))
+
+    def bound(stage: str) -> dict:  # the words of step_bound without the '-bound' the header already says
+        return decision.cell(text.step_bound(here.loc[stage]).removesuffix("-bound")
+                             if stage in here.index else units.DASH)
+
+    def lever(stage: str) -> dict:
+        return decision.cell(decision.best_lever(treatments[treatments["stage"] == stage])["text"]
+                             if stage in here.index else units.DASH)
+
+    decode = here.loc["decode"] if "decode" in here.index else None
+    worst = here.loc[here["footprint_bytes"].idxmax()]
+    misfit = [stage for stage, ok in here["fits"].astype(bool).items() if not ok]
+    fit = largest_footprint(here)
+    return {
+        "ttft": stage_cell("prefill", lambda r: units.seconds(r["ttft_s"])),
+        "tpot": stage_cell("decode", lambda r: units.seconds(r["tpot_s"])),
+        "tokens_per_s": stage_cell("decode", lambda r: units.sig(r["tokens_per_s"])),
+        "max_throughput": (decision.max_throughput(treatments[treatments["stage"] == "decode"], decode, short=True)
+                           if decode is not None else decision.cell(units.DASH)),
+        "prefill_bound": bound("prefill"), "decode_bound": bound("decode"),
+        "lever": lever("decode"), "prefill_lever": lever("prefill"),
+        "devices": decision.cell(decision.devices_needed(worst) + (f" ({', '.join(misfit)})" if misfit and
+                                 len(misfit) < len(here) else ""), css="" if fit["fits"] else "misfit"),
+        "footprint": decision.cell(fit["footprint"] + (f" ({fit['footprint_stage']})" if fit["footprint_stage"]
+                                                       else "")),
+    }
+
+
+def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
+    """The one-page matrix model × GPU: TTFT, TPOT, tokens/s and the decision columns (bound, best lever, devices
+    needed, max throughput, fit); a column that reads the same in every row is dropped and stated once."""
+    totals = tables["totals"]
+    treatments = tables.get("treatments", pd.DataFrame(columns=["model", "gpu", "stage", "treatment"]))
+    gpus = accelerators(specs)
+    groups = []
+    for model, spec in specs["models"].items():
+        mine = totals[totals["model"] == model]
+        rows = []
+        for key in gpus:
+            here = mine[mine["gpu"] == key].set_index("stage")
+            if here.empty:
+                continue
+            cells = summary_cells(here, treatments[(treatments["model"] == model) & (treatments["gpu"] == key)])
+            rows.append({"gpu": gpus[key].name, "gpu_key": key, "gpu_nowrap": len(gpus[key].name) <= NAME_NOWRAP_MAX,
+                         "cells": cells})
+        if rows:
+            groups.append({"model": model, "name": spec["name"], "name_parts": name_parts(spec["name"]),
+                           "rows": rows, "span": len(rows), "href": f"{model}.html"})
+    everything = [row["cells"] for group in groups for row in group["rows"]]
+    columns, constant = [], []
+    for key, header, numeric, droppable in SUMMARY_COLUMNS:
+        values = {cells[key]["text"] for cells in everything}
+        if droppable and len(everything) > 1 and len(values) == 1:
+            constant.append(f"{header}: {values.pop()}")
+        elif values != {units.DASH}:
+            columns.append({"key": key, "header": header, "numeric": numeric})
+    context = {
+        "page": "summary",
+        "header": title_block(specs, "Roofline summary",
+                              f"{plural(len(groups), 'model')} × {plural(len(gpus), 'GPU')}"),
+        "groups": groups, "columns": columns,
+        "constant": ("The same in every row: " + "; ".join(constant) + ".") if constant else "",
+        "caveats": [CAVEATS[0], CAVEATS[1]],
+    }
+    check_context(context, user=user_text(specs))
+    return context

@@ -1,0 +1,149 @@
+"""Page 1's sentences: the fastest setups that fit, what bounds each stage on each GPU and the best levers, where
+the link bounds a step, and what fits where."""
+from __future__ import annotations
+
+import pandas as pd
+
+from ...engine.hardware import Accelerator
+from ...engine.roofline import dominant_bound
+from .. import units
+from .diagnosis import gemm_peak
+from .network import network_summary
+from .treatments import lever_sentence
+from .words import step_bound, value_range, where_it_applies
+
+
+def footprint_parts(row: pd.Series) -> str:
+    """'571 GB (weights 4.02 GB, KV cache 17.2 GB, activations 550 GB)': the busiest device of the deployment, with
+    the deployment named when it has several devices."""
+    where = f" per device of {row['deployment']}" if int(row["devices"]) > 1 else ""
+    return (f"{units.nbytes(row['footprint_bytes'])}{where} (weights {units.nbytes(row['weight_bytes_per_device'])}, "
+            f"KV cache {units.nbytes(row['kv_cache_bytes_per_device'])}, activations "
+            f"{units.nbytes(row['activation_bytes'])})")
+
+
+def fit_sentence(totals: pd.DataFrame, names: dict[str, str]) -> str:
+    """Whether each stage's footprint fits each GPU, naming the stage (prefill's activations and decode's KV cache
+    differ, so the stages can disagree)."""
+    stages = [s for s in ("prefill", "decode") if s in set(totals["stage"])]
+    largest = {s: totals[totals["stage"] == s].sort_values("footprint_bytes").iloc[-1] for s in stages}
+    if totals["fits"].astype(bool).all():
+        stage = max(stages, key=lambda s: largest[s]["footprint_bytes"])
+        where = "every configured GPU" if len(names) > 1 else "the GPU"
+        return (f"Memory: the largest footprint, {stage}'s {footprint_parts(largest[stage])}, fits {where}"
+                f"{' in both stages' if len(stages) > 1 else ''}.")
+    parts = []
+    for stage in stages:
+        fits = totals[totals["stage"] == stage].set_index("gpu")["fits"].astype(bool)
+        if fits.all():
+            verdict = "fits every configured GPU" if len(fits) > 1 else "fits"
+        elif not fits.any():
+            verdict = "fits no configured GPU" if len(fits) > 1 else f"does not fit on {names[fits.index[0]]}"
+        elif fits.sum() < (~fits).sum():  # name the shorter list
+            verdict = f"fits only on {', '.join(names[k] for k, ok in fits.items() if ok)}"
+        else:
+            verdict = f"does not fit on {', '.join(names[k] for k, ok in fits.items() if not ok)}"
+        parts.append(f"{stage} needs {footprint_parts(largest[stage])} and {verdict}")
+    return ("Memory (the busiest device of each deployment): " + "; ".join(parts) + ". Where it does not fit, the "
+            "times assume it did and are marked ✗ (parallel: auto, or a plan with more devices, spreads it).")
+
+
+def speed_sentence(totals: pd.DataFrame, names: dict[str, str], scenario: dict) -> str:
+    """Per stage, the fastest deployment among those that fit, by its expected (calibrated) time, with the roofline
+    bound beside it (a time of a setup that does not fit is never quoted)."""
+    parts = []
+    for stage, column, what in (("prefill", "ttft_s", "to the first token"), ("decode", "tpot_s", "per output token")):
+        rows = totals[totals["stage"] == stage]
+        if rows.empty:
+            continue
+        fitting = rows[rows["fits"].astype(bool)]
+        if fitting.empty:
+            parts.append(f"{stage} fits {'no configured GPU' if len(rows) > 1 else 'nowhere'}")
+            continue
+        expected = column.replace("_s", "_expected_s")
+        best = fitting.loc[fitting[expected].idxmin()]
+        extra = (f" ({units.tokens_per_s(best['tokens_per_s_expected'])} at batch {scenario['batch']})"
+                 if stage == "decode" else f" for {scenario['batch']} × {scenario['seq_len']} prompt tokens")
+        parts.append(f"{stage} {units.seconds(best[expected])} {what} expected (bound "
+                     f"{units.seconds(best[column])}) on {best['deployment']}{extra}")
+    return f"Fastest setup that fits: {'; '.join(parts)}."
+
+
+def deployment_names(totals: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict[str, str]:
+    """{gpu key: its deployment as the tables name it ('4 x H100 SXM5 80GB, TP 4'), or the device's name for a
+    single device}: two keys of one device with other plans read apart."""
+    named = {key: text for key, text, devices in zip(totals["gpu"], totals["deployment"], totals["devices"])
+             if int(devices) > 1}  # one device: its name reads better in a sentence than "1 x ..."
+    return {key: str(named.get(key, gpu.name)) for key, gpu in gpus.items()}
+
+
+def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[str, Accelerator],
+                   scenario: dict, names: dict[str, str] | None = None) -> str:
+    """What bounds the stage on each GPU (grouped by the words of `step_bound`), what that means for the choice
+    of GPU, the largest single lever and, for decode, what batching buys (rows: that stage's totals by gpu;
+    `names`: how to call each gpu key, by default its name)."""
+    names = names or {k: g.name for k, g in gpus.items()}
+    text = _bound_clause(stage, rows, names) + (_follows_clause(rows, gpus, scenario, names) if len(rows) > 1 else "")
+    text += "."
+    mine = treatments[(treatments["stage"] == stage) & treatments["applicable"].astype(bool)]
+    latency = mine[mine["treatment"] != "batching"]
+    if len(latency):
+        text += " " + lever_sentence(stage, latency, names)
+    batching = mine[mine["treatment"] == "batching"]
+    if len(batching):
+        speedups = dict(zip(batching["gpu"], batching["speedup"]))
+        text += (f" Batching decode up to the critical batch (or as many sequences as fit) raises throughput "
+                 f"{value_range(speedups, units.times)}{where_it_applies(speedups, names)}.")
+    return text
+
+
+def _bound_clause(stage: str, rows: pd.DataFrame, names: dict[str, str]) -> str:
+    """'Decode is memory-bound on every configured GPU (91%–97% of its time in memory-bound operators)', or per
+    group of GPUs that read the same words."""
+    shares = rows["memory_bound_share"].to_dict()
+    groups: dict[str, list[str]] = {}
+    for key, row in rows.iterrows():
+        groups.setdefault(step_bound(row), []).append(key)
+    if len(groups) == 1:
+        where = "on every configured GPU" if len(rows) > 1 else f"on {names[rows.index[0]]}"
+        return (f"{stage.capitalize()} is {next(iter(groups))} {where} ({value_range(shares, units.percent)} of its "
+                "time in memory-bound operators)")
+    parts = [f"{phrase} on {', '.join(names[k] for k in keys)} "
+             f"({value_range({k: shares[k] for k in keys}, units.percent)})" for phrase, keys in groups.items()]
+    return f"{stage.capitalize()} is " + "; ".join(parts) + " (share of time in memory-bound operators)"
+
+
+def _follows_clause(rows: pd.DataFrame, gpus: dict[str, Accelerator], scenario: dict, names: dict[str, str]) -> str:
+    """When every GPU is bound by the same roof (the engine's `dominant_bound`): the fastest against the slowest
+    and the spec that sets their ratio, memory bandwidth or peak FLOP/s ('' otherwise)."""
+    bounds = {dominant_bound(memory, network) for memory, network in zip(rows["memory_bound_share"],
+                                                                         rows["network_share"])}
+    fast, slow = rows["t_s"].idxmin(), rows["t_s"].idxmax()
+    ratio = units.times(float(rows["t_s"][slow] / rows["t_s"][fast]))
+    if bounds == {"memory"}:
+        return (f", so it follows memory bandwidth: {names[fast]} ({units.bandwidth(gpus[fast].bandwidth_bytes_per_s)})"
+                f" is {ratio} faster than {names[slow]} ({units.bandwidth(gpus[slow].bandwidth_bytes_per_s)})")
+    if bounds == {"compute"}:
+        dtype, _ = gemm_peak(gpus[fast], scenario)
+        return (f", so it follows peak FLOP/s: {names[fast]} ({units.peak(gpus[fast].peak(dtype), dtype)}) is {ratio} "
+                f"faster than {names[slow]} ({units.peak(gpus[slow].peak(dtype), dtype)})")
+    return ""
+
+
+def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.DataFrame,
+                      gpus: dict[str, Accelerator], scenario: dict, ops: pd.DataFrame | None = None) -> list[str]:
+    """Four or five paragraphs of page 1: the fastest deployments that fit (expected time, bound beside it); per
+    stage what bounds it and the best levers; where the link between devices bounds a step (from `ops`); what fits
+    where."""
+    names = deployment_names(totals, gpus)
+    sentences = [speed_sentence(totals, names, scenario)]
+    for stage in ("prefill", "decode"):
+        rows = totals[totals["stage"] == stage].set_index("gpu")
+        if len(rows):
+            sentences.append(stage_sentence(stage, rows, treatments, gpus, scenario, names))
+    if ops is not None and (network := network_summary(totals, ops, gpus)):
+        sentences.append(network)
+    sentences.append(fit_sentence(totals, names))
+    return sentences
+
+

@@ -1,0 +1,75 @@
+"""The report's words: names of operator classes and treatments, the phrase for a stage's bound, and the small
+helpers that join names into a sentence."""
+from __future__ import annotations
+
+import math
+
+from ...engine.roofline import dominant_bound
+from .. import units
+
+#: operator classes in sentences
+CLASS_NAMES = {"gemm": "GEMMs", "attention": "attention", "norm": "norms", "elementwise": "element-wise ops",
+               "embedding": "the embedding", "communication": "communication"}
+#: which bottleneck a treatment attacks (treatments table `helps`): memory = fewer bytes, compute = more FLOP/s or
+#: fewer FLOPs
+HELPS = {"memory": "memory-bound", "compute": "compute-bound", "both": "both", "network": "network-bound"}
+#: short names of the engine's treatments for sentences (the table shows the engine's full label)
+SHORT = {"fusion": "fusion", "flash_attention": "FlashAttention", "weight_int8": "int8 weights",
+         "weight_int4": "int4 weights", "kv_int8": "int8 KV cache", "kv_fp8": "fp8 KV cache",
+         "fp8_compute": "fp8 compute", "batching": "batching", "more_devices": "TP ×2",
+         "overlap_communication": "comm. overlap"}
+
+
+def short(treatment: str) -> str:
+    """A treatment's short name in sentences."""
+    return SHORT.get(treatment, treatment.replace("_", " "))
+
+
+def bound_phrase(memory_share: float, network_share: float = 0.0) -> str:
+    """Words for a stage's balance: the roof it spends most of its time under (the engine's `dominant_bound`, from
+    the shares of time in memory-bound and communication operators), 'mostly' unless that share is 90% or more.
+    Decided on the shares as the report prints them (`units.percent`), so that two GPUs that both show '10%' read
+    the same words wherever the report uses them (executive summary, diagnosis, treatments, other GPUs): with no
+    network share, memory-bound from 90% in memory-bound operators, mostly memory-bound from 50%, mostly
+    compute-bound above 10%, compute-bound at 10% or less."""
+    shown = {"memory": units.percent_value(memory_share), "network": units.percent_value(network_share)}
+    shown["compute"] = 100.0 - shown["memory"] - shown["network"]
+    bound = dominant_bound(shown["memory"] / 100.0, shown["network"] / 100.0)
+    return f"{bound}-bound" if shown[bound] >= 90 else f"mostly {bound}-bound"
+
+
+def step_bound(row) -> str:
+    """`bound_phrase` of a totals row (one stage on one GPU): from its memory-bound and network shares (a row
+    without a network share uses no link)."""
+    return bound_phrase(float(row["memory_bound_share"]), network_share(row))
+
+
+def network_share(row) -> float:
+    """The share of a step's time in communication operators (0 for a row that has none)."""
+    return float(row.get("network_share", 0.0))
+
+
+#: a latency treatment counts as a gain from this speed-up on; below 1 / SLOWER it makes the stage slower
+GAIN = 1.05
+SLOWER = 0.995
+
+
+def and_list(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def where_it_applies(applies: dict, names: dict[str, str]) -> str:
+    """' on every configured GPU', or ' on A, B (the only GPUs where it applies)', or '' for a single GPU."""
+    if len(applies) == len(names):
+        return " on every configured GPU" if len(names) > 1 else ""
+    plural = "s" if len(applies) > 1 else ""
+    return f" on {', '.join(names[k] for k in applies)} (the only GPU{plural} where it applies)"
+
+
+def value_range(values: dict[str, float], fmt) -> str:
+    """'1.20×', or '1.20×–3.40×' when the values differ by more than half a percent."""
+    low, high = min(values.values()), max(values.values())
+    return fmt(low) if math.isclose(low, high, rel_tol=5e-3) else f"{fmt(low)}–{fmt(high)}"
+
+
