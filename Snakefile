@@ -15,6 +15,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/plan.smk"
+include: "workflow/rules/serving.smk"
 
 
 rule all:
@@ -32,6 +33,7 @@ rule all:
         rules.summary.output,
         rules.index.output,
         PLAN_TARGETS,
+        SERVING_TARGETS,
 
 
 include: "workflow/rules/publish.smk"

@@ -185,24 +185,28 @@ def violations(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit(data: pd.DataFrame) -> tuple[dict, float]:
-    """Per-framework (step, request, sync) and the global waves by coordinate descent on the even rows."""
+    """Per-framework (step, request, sync) and the global waves by coordinate descent on the even rows (each
+    framework's constants on its own rows)."""
     grids = ((0.0, 0.0005, 0.001, 0.002, 0.003, 0.005), (0.0, 0.01, 0.02, 0.04, 0.08, 0.15),
              (0.0, 0.25, 0.5, 0.75, 1.0))
     fitted, waves = {key: tuple(fw.FITTED[key]) for key in fw.FITTED}, WAVES
     train = data.iloc[::2]
 
-    def loss(constants, w):
-        frame = errors(predict(train, constants, w, today=False))
+    def loss(constants, w, rows):
+        frame = errors(predict(rows, constants, w, today=False))
         return (mape(frame.ttft_error) + mape(frame.tpot_error)) if len(frame) else float("inf")
 
     for _ in range(2):
         for key in fitted:
+            rows = train[train.backend == key]
             for i, grid in enumerate(grids):
                 trials = {value: {**fitted, key: fitted[key][:i] + (value,) + fitted[key][i + 1:]} for value in grid}
-                scores = {value: loss(trial, waves) for value, trial in trials.items()}
+                scores = {value: loss(trial, waves, rows) for value, trial in trials.items()}
                 fitted = trials[min(scores, key=scores.get)]
-        scores = {w: loss(fitted, w) for w in (0.0, 3.0, 5.0, 10.0, 20.0)}
+                print(f"  {key} {('step', 'request', 'sync')[i]}: {scores}", file=sys.stderr, flush=True)
+        scores = {w: loss(fitted, w, train) for w in (0.0, 3.0, 5.0, 10.0, 20.0)}
         waves = min(scores, key=scores.get)
+        print(f"  waves: {scores}", file=sys.stderr, flush=True)
     return fitted, waves
 
 

@@ -12,7 +12,7 @@ option given several times) and returns a pandas DataFrame whose columns and val
 Importing `roofline` loads nothing heavy: pandas, numpy and the engine load on the first call.
 
 Packages, lowest layer first: `engine` (specs, operator costs, the roofline), `estimate` (calibrated expected
-times), `serving` (the deployment search), `pipeline`, `figures` and `report` (the Snakemake workflow's library), and
+times), `serving` (the serving model and the deployment search), `pipeline`, `figures` and `report` (the Snakemake workflow's library), and
 `cli` (the command; the functions below share its option parsing and rows).
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from .engine.errors import RooflineInputError
 
-__all__ = ["RooflineInputError", "ops", "plan", "totals"]
+__all__ = ["RooflineInputError", "ops", "plan", "serve", "totals"]
 
 
 def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
@@ -59,9 +59,17 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
     return _frame("plan", model=model, gpu=gpu, isl=isl, osl=osl, **options)
 
 
-# The serving model (the next issue) joins here as `serve(...)`: a `roofline serve` module in roofline/cli/ with
-# HELP, add_arguments, COLUMNS, table(args) and run(args), registered in cli.app.COMMANDS, and a wrapper here that
-# returns `_frame("serve", ...)`.
+def serve(model: str, gpu: str, *, isl: int, osl: int, **options) -> pandas.DataFrame:
+    """`roofline serve`: one row with what a loaded server delivers (TTFT, TPOT, tokens/s: bounds and expected).
+
+    `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `isl`/`osl` the prompt and output
+    tokens per request. Options: concurrency or request_rate (one of the two), framework, max_batched_tokens,
+    prefix_hit, overflow, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype, weight_group_size, attention,
+    expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, spec_method, spec_tokens,
+    spec_acceptance, spec_accepted_length, spec_draft_model, mode, prefill_workers, decode_workers, prefill_tp,
+    prefill_pp, prefill_ep, prefill_attention_dp, max_devices, calibration.
+    """
+    return _frame("serve", model=model, gpu=gpu, isl=isl, osl=osl, **options)
 
 
 def _frame(command: str, **options) -> pandas.DataFrame:

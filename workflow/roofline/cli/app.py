@@ -10,11 +10,12 @@ import importlib.metadata
 import sys
 
 from ..engine.errors import RooflineInputError
-from . import listing, measure, ops, plan, ridge, totals
+from . import listing, measure, ops, plan, ridge, serve, totals
 from .options import Parser, in_option_words
 
 #: subcommand -> its module, in the order of `roofline --help`
-COMMANDS = {"ops": ops, "totals": totals, "ridge": ridge, "plan": plan, "measure": measure, "list": listing}
+COMMANDS = {"ops": ops, "totals": totals, "ridge": ridge, "plan": plan, "serve": serve, "measure": measure,
+            "list": listing}
 
 
 def build_parser() -> argparse.ArgumentParser:

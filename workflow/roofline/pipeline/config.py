@@ -26,6 +26,8 @@ from ..engine.parallel import Parallel, check_plan
 from ..engine.scenario import STAGES, Scenario, check_context
 from ..estimate.calibration import check_table
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
+from ..serving.table import ServingSettings
+from .serving_section import resolve_serving_section
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
 SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -35,7 +37,7 @@ MAX_KEY_LENGTH = 64
 #: Model keys that would collide with the report files reports/summary.* and reports/index.html.
 RESERVED_MODEL_KEYS = ("summary", "index")
 #: Top-level sections of config.yaml.
-SECTIONS = ("models", "gpus", "stages", "scenario", "plan", "publish")
+SECTIONS = ("models", "gpus", "stages", "scenario", "plan", "serving", "publish")
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,17 @@ class ResolvedConfig:
     stages: tuple[str, ...]
     plans: dict[str, dict[str, Parallel]]  # model -> gpu -> the concrete plan of that deployment
     plan_search: PlanSettings | None = None  # the optional deployment search (config section `plan`)
+    serving: ServingSettings | None = None  # the optional served predictions (config section `serving`)
 
     def plan_search_params(self) -> dict:
         """JSON-able plan settings (PlanSettings.from_params rebuilds them): the plan jobs' `params`."""
         return asdict(self.plan_search)
+
+    def serving_params(self, model: str) -> dict:
+        """JSON-able settings of one model's served table: the section, each gpu's spec and scenario (the model's
+        configured plan and dtypes)."""
+        return {"settings": self.serving.params(), "gpus": {key: self.gpu_params(key) for key in self.serving.gpus},
+                "scenarios": {key: self.job_scenario_params(model, key) for key in self.serving.gpus}}
 
     def model_params(self, key: str) -> dict:
         """JSON-able spec of one model (ModelSpec(**params) rebuilds it): a job's `params`."""
@@ -217,7 +226,8 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
     plans = {key: {gpu_key: _plan(model, gpu, gpu_plans[gpu_key], scenario, stages) for gpu_key, gpu in gpus.items()}
              for key, model in models.items()}
     return ResolvedConfig(models=models, gpus=gpus, scenario=scenario, stages=stages, plans=plans,
-                          plan_search=resolve_plan_section(config.get("plan"), gpus, models, scenario))
+                          plan_search=resolve_plan_section(config.get("plan"), gpus, models, scenario),
+                          serving=resolve_serving_section(config.get("serving"), gpus, models))
 
 
 def _gpu_plan(key: str, entry: dict | None) -> Parallel | str | None:
@@ -252,6 +262,9 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
     for key in keys:
         if key not in gpus and key not in gpu_catalog():
             raise unknown("plan.gpus", key, [*gpus, *gpu_catalog()])
+    if "prefill" in section and ("mode" in section or "weight_dtypes" in section or "kv_dtypes" in section):
+        raise RooflineInputError("plan.prefill: not with plan.mode / plan.weight_dtypes / plan.kv_dtypes; prefill is "
+                                 "the step model of the previous release, mode the serving model (drop one)")
     milliseconds = {name: section.get(f"{name}_ms") for name in ("tpot", "ttft")}
     try:
         workload = Workload(isl=section.get("isl", 1024), osl=section.get("osl", 1024),
@@ -265,6 +278,10 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
             check_workload_context(model, workload)
         except RooflineInputError as error:
             raise RooflineInputError(f"plan.{error} (models.{key})") from None
+    served = "mode" in section or "weight_dtypes" in section or "kv_dtypes" in section
     return PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
                         max_devices=section.get("max_devices", 8), dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
-                        memory_utilization=scenario.memory_utilization)
+                        memory_utilization=scenario.memory_utilization,
+                        mode=section.get("mode", "aggregated") if served else None,
+                        weight_dtypes=tuple(section.get("weight_dtypes", ())),
+                        kv_dtypes=tuple(section.get("kv_dtypes", ())), framework=section.get("framework", "vllm"))

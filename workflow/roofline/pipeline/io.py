@@ -56,3 +56,13 @@ def write_plan_table(rows: list[dict], reason: str, path: str) -> None:
     table = plan_arrow_table(rows, reason)
     with atomic([path]) as temps:
         pq.write_table(table, temps[str(path)])
+
+
+def write_serving_table(rows: list[dict], path: str) -> None:
+    """results/serving/{model}.parquet (SERVE_COLUMNS), written atomically."""
+    import pandas as pd
+
+    from ..engine.columns import SERVE_COLUMNS
+
+    with atomic([path]) as temps:
+        pd.DataFrame(rows, columns=list(SERVE_COLUMNS)).to_parquet(temps[str(path)], index=False)

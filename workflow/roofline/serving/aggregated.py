@@ -28,6 +28,7 @@ request's own prompt alone; throughput at the bound capacity (whole memory, mean
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -92,20 +93,23 @@ class Stepper:
         self.lone_prompt = self._alone(self.computed, "bound")  # one prompt alone: the TTFT bound
 
     def _combine(self, side: str) -> dict:
-        t, host = self.target, self.host_s if side == "expected" else 0.0
+        t = self.target
         stacked = t.attention_bound.ndim == 2
         D = GRID_RATIO ** np.arange(t.attention_bound.shape[-1])
         rows = np.arange(t.attention_bound.shape[0])[:, None] if stacked else None
         D = np.broadcast_to(D, t.attention_bound.shape)
         tokens = D * (t.queries[:, None] if stacked else t.queries)
-        attend = getattr(t, f"attention_{side}") + host
+        attend = getattr(t, f"attention_{side}")
         if self.draft is not None:  # K passes of the draft's decode (one query each)
             attend = attend + self.passes * self.draft.time(D, 0.0, side, rows)
         per_token = lookup(getattr(t, f"tokenwise_{side}"), tokens, rows) + lookup(
             getattr(t, f"logits_{side}"), tokens, rows)
         prompt = getattr(t, f"prompt_{side}") + (getattr(self.draft, f"prompt_{side}") if self.draft else 0.0)
-        return {"light": per_token + attend, "attend": attend, "prompt": at(prompt, self.group), "host": host,
+        return {"light": per_token + attend, "attend": attend, "prompt": at(prompt, self.group),
                 "tokenwise": getattr(t, f"tokenwise_{side}"), "logits": getattr(t, f"logits_{side}")}
+
+    def _host(self, side: str) -> float:
+        return self.host_s if side == "expected" else 0.0
 
     def _read(self, side: str, name: str, x):
         return lookup(self.tables[side][name], x, self.group)
@@ -116,15 +120,21 @@ class Stepper:
             return 0.0
         return self.draft.time(0.0, C, side, self.group) - C * at(getattr(self.draft, f"prompt_{side}"), self.group)
 
+    def with_host(self, host_s: float) -> "Stepper":
+        """The same steps under another host time per step (the tables do not hold it)."""
+        other = copy.copy(self)
+        other.host_s = host_s
+        return other
+
     def light(self, D, side: str):
         """A decode step at occupancy D (at least the sequence asking: one)."""
-        return self._read(side, "light", np.maximum(D, 1.0))
+        return self._read(side, "light", np.maximum(D, 1.0)) + self._host(side)
 
     def heavy(self, D, C, side: str):
         """A step carrying C prompt tokens: beside D decodes (mixed) or alone (separate)."""
         if not self.mixed:
-            return self._alone(C, side) + self.tables[side]["host"]
-        return self._fused(np.maximum(D, 1.0), C, side)
+            return self._alone(C, side) + self._host(side)
+        return self._fused(np.maximum(D, 1.0), C, side) + self._host(side)
 
     def spread(self, D, P):
         """Bound of a decode step at occupancy D carrying P prompt tokens fused."""

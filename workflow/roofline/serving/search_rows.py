@@ -11,7 +11,8 @@ from ..engine.graph import build_operators
 from ..engine.roofline import dominant_bound
 from .capacity import kv_per_request
 from .framework import framework_for
-from .search import ServedSearch
+from .planner import PlanSettings, plan_table
+from .search import ServedSearch, ServedWorkload, frontier, search
 
 
 def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
@@ -99,3 +100,25 @@ def _describe(result: ServedSearch, i: int) -> str:
     sc = cand.scenario
     return (f"{cand.deployment()} at concurrency {int(result.concurrency[i])}, {sc.weight_dtype} weights, "
             f"{sc.kv_dtype} KV cache, {sc.attention} attention")
+
+
+def plan_table_for(model, settings: PlanSettings) -> tuple[list[dict], str]:
+    """(rows, reason) of results/plans/{model}.parquet: the serving model's search when the `plan` section sets a
+    mode (each gpu's frontier with on_frontier, recommended and chosen, as planner.plan_table), else the step
+    model's (planner.plan_table)."""
+    if settings.mode is None:
+        return plan_table(model, settings)
+    w = settings.workload
+    workload = ServedWorkload(isl=w.isl, osl=w.osl, tpot_s=w.tpot_s, ttft_s=w.ttft_s, framework=settings.framework)
+    result = search(model, settings.gpus, workload, settings.weight_dtypes or settings.dtypes,
+                    settings.kv_dtypes or settings.dtypes, settings.max_devices, settings.mode)
+    overall = frontier(result)
+    if overall.size == 0:
+        return [], no_plan_reason(result)
+    per_gpu = frontier(result, per_gpu=True)
+    on_frontier, seen, out = set(overall.tolist()), set(), []
+    for i, row in zip(per_gpu, rows(result, per_gpu)):
+        out.append({**row, "on_frontier": int(i) in on_frontier, "recommended": row["gpu"] not in seen,
+                    "chosen": int(i) == int(overall[0])})
+        seen.add(row["gpu"])
+    return out, ""

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..engine.analysis import check_inputs, deployment_label, resolve_plan
+from ..engine.analysis import deployment_label, prepare
 from ..engine.columns import SERVE_COLUMNS
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import Accelerator
@@ -26,6 +26,8 @@ from .speculative import Speculation, draft_model
 from .steps import Mix, tabulate
 
 MODES = ("aggregated", "disaggregated")
+#: what a concurrency the KV cache cannot hold does: an error, or the excess users wait for a slot
+OVERFLOWS = ("refuse", "queue")
 
 
 @dataclass(frozen=True)
@@ -107,15 +109,29 @@ def _parts(model: ModelSpec, gpu: Accelerator, scenario: Scenario, mix: Mix, tok
     return _PARTS[key]
 
 
+_CAPACITY: dict[tuple, object] = {}
+
+
+def _capacity(served: "Served", scenario: Scenario, isl: int, osl: int, prefix_hit: float, draft):
+    """capacity.capacity, kept for the process (its key: everything it reads)."""
+    fw = served.framework
+    key = (served.model, served.gpu.key, served.gpu.memory_bytes, scenario, fw.key, fw.max_batched_tokens,
+           fw.memory_fraction, fw.max_running, isl, osl, prefix_hit, draft)
+    if key not in _CAPACITY:
+        if len(_CAPACITY) > 4096:
+            _CAPACITY.clear()
+        _CAPACITY[key] = capacity(served.model, served.gpu, scenario, fw, isl, osl, prefix_hit,
+                                  draft=(draft, scenario) if draft else None)
+    return _CAPACITY[key]
+
+
 def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
                    spec: Speculation = Speculation(), max_batched_tokens: int | None = None,
                    memory_fraction: float | None = None, fitted: tuple | None = None) -> Served:
     """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit)."""
-    scenario = scenario.for_model(model)
-    for stage in ("prefill", "decode"):
-        check_inputs(model, gpu, stage, scenario)
-    if not isinstance(scenario.parallel, Parallel):
-        scenario = resolve_plan(model, gpu, scenario)
+    # the workload's lengths are checked by serve_*; the plan (auto: the smallest that holds the weights) here
+    scenario = replace(prepare(model, gpu, "prefill", replace(scenario, batch=1, seq_len=1)),
+                       batch=scenario.batch, seq_len=scenario.seq_len)
     spec.validate(model)
     if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
         raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
@@ -127,7 +143,7 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
 def check_context(model: ModelSpec, workload: Workload) -> None:
     tokens = workload.isl + workload.osl
     if model.max_position and tokens > model.max_position:
-        raise RooflineInputError(f"--isl + --osl: {workload.isl} + {workload.osl} = {tokens} tokens do not fit the "
+        raise RooflineInputError(f"isl + osl: {workload.isl} + {workload.osl} = {tokens} tokens do not fit the "
                                  f"context of {model.key} ({model.max_position} positions)")
 
 
@@ -137,8 +153,7 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
     check_context(served.model, workload)
     load = workload.load(served.spec)
     draft = draft_model(served.spec, served.model)
-    cap = capacity(served.model, served.gpu, served.scenario, served.framework, workload.isl, workload.osl,
-                   workload.prefix_hit, draft=(draft, served.scenario) if draft else None)
+    cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
     _check_capacity(served, workload, cap, overflow)
     scheduler = scheduler_for(served.framework, waves)
     stepper = served.stepper(load, max(cap.running_bound, cap.running, 1.0))
@@ -215,12 +230,10 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     pools.validate(served)
     load = workload.load(served.spec)
     draft = draft_model(served.spec, served.model)
-    cap = capacity(served.model, served.gpu, served.scenario, served.framework, workload.isl, workload.osl,
-                   workload.prefix_hit, draft=(draft, served.scenario) if draft else None)
+    cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
     shape = pools.pools(served)
     prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
-    if capacity(served.model, served.gpu, prefill_scenario, served.framework, workload.isl, 1,
-                workload.prefix_hit).running < 1:
+    if _capacity(served, prefill_scenario, workload.isl, 1, workload.prefix_hit, None).running < 1:
         raise RooflineInputError(
             f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of {deployment_label(served.gpu, pools.prefill_plan)} "
             f"cannot hold {served.model.key}'s weights and one prompt of {workload.isl} tokens; use a wider prefill plan")
