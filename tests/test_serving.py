@@ -229,3 +229,83 @@ def test_search_matches_serve():
     row = serve_aggregated(served, Workload(isl=1024, osl=512, concurrency=32))
     for column in ("ttft_expected_s", "tpot_expected_s", "tokens_per_s_expected", "ttft_s", "tpot_s"):
         assert result.columns[column][i] == pytest.approx(row[column], rel=1e-6)
+
+
+# ---- the command line and the Python API
+
+def serve_cli(capsys, *argv):
+    from roofline.cli import app
+
+    code = app.main(["serve", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_serve_csv_is_one_row_of_the_documented_columns(capsys):
+    import csv
+    import io
+
+    from roofline.engine.columns import SERVE_COLUMNS
+
+    code, out, _ = serve_cli(capsys, "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                             "--concurrency", "16", "--framework", "trtllm", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 1 and tuple(rows[0]) == SERVE_COLUMNS
+    assert rows[0]["framework"] == "trtllm" and rows[0]["mode"] == "aggregated"
+
+
+def test_the_api_serves_what_the_command_does(capsys):
+    import io
+
+    import pandas as pd
+
+    import roofline
+
+    api = roofline.serve("llama-3.1-70b", "h200-sxm", isl=2048, osl=512, concurrency=32, tp=2, weight_dtype="fp8",
+                         spec_method="mtp", spec_accepted_length=2.2)
+    code, out, _ = serve_cli(capsys, "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--isl", "2048", "--osl", "512",
+                             "--concurrency", "32", "--tp", "2", "--weight-dtype", "fp8", "--spec-method", "mtp",
+                             "--spec-accepted-length", "2.2", "--format", "csv")
+    command = pd.read_csv(io.StringIO(out), keep_default_na=False, na_values=["nan"])
+    assert code == 0 and list(api.columns) == list(command.columns)
+    assert api["tpot_expected_s"][0] == pytest.approx(command["tpot_expected_s"][0])
+    assert api["accepted_tokens_per_step"][0] == 2.2
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--spec-method", "eagle", "--spec-acceptance", "1.0"], "--spec-acceptance: 1.0 is not allowed"),
+    (["--spec-method", "draft", "--spec-acceptance", "0.5", "--spec-draft-model", "llama-3.1-405b"], "not smaller"),
+    (["--concurrency", "5000"], "do not fit the KV cache"),
+    (["--mode", "disaggregated", "--prefill-workers", "8", "--decode-workers", "8", "--max-devices", "8"],
+     "more than --max-devices 8"),
+    (["--prefill-workers", "2"], "--prefill-workers: only with --mode disaggregated"),
+])
+def test_serve_bad_input_is_one_line_exit_2(capsys, argv, match):
+    base = ["--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--tp", "1", "--weight-dtype", "fp8", "--isl", "4096",
+            "--osl", "4096"]
+    if "--concurrency" not in argv:
+        base += ["--concurrency", "8"]
+    code, out, err = serve_cli(capsys, *base, *argv)
+    assert code == 2 and out == "" and match in err and err.count("\n") == 1
+
+
+def test_plan_refuses_prefill_with_mode(capsys):
+    from roofline.cli import app
+
+    code = app.main(["plan", "--model", "llama-3.1-8b", "--isl", "512", "--osl", "256", "--prefill", "interleaved",
+                     "--mode", "aggregated"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--prefill: not with --mode" in err
+
+
+def test_serving_section_resolves_and_refuses_unknown_keys():
+    from roofline.pipeline.serving_section import resolve_serving_section
+
+    models, gpus = {"llama-3.1-8b": get_model("llama-3.1-8b")}, {"h100-sxm": get_accelerator("h100-sxm")}
+    settings = resolve_serving_section({"framework": "sglang", "workloads": [
+        {"isl": 1024, "osl": 256, "concurrency": [1, 8]}, {"isl": 512, "osl": 128, "request_rate": [2.0]}]},
+        gpus, models)
+    assert settings.gpus == ("h100-sxm",) and settings.workloads[0].framework == "sglang"
+    assert len(settings.workloads[0].loads()) == 2
+    with pytest.raises(RooflineInputError, match=r"serving.workloads\[0\]: unknown"):
+        resolve_serving_section({"workloads": [{"isl": 1024, "osl": 256, "concurency": [1]}]}, gpus, models)

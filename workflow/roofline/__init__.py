@@ -52,7 +52,9 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
     """`roofline plan`: the deployment search's Pareto frontier (tokens/s per device vs per user), best first.
 
     `gpu` is one candidate device or a list of them (default: every catalog device); `isl` and `osl` are the prompt
-    and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes (a list), prefill,
+    and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes, weight_dtypes, kv_dtypes (lists),
+    mode (aggregated, disaggregated or all: the serving model), framework, prefix_hit, spec_method, spec_tokens,
+    spec_acceptance, spec_accepted_length, spec_draft_model, prefill (the previous release's step model),
     memory_utilization, top. `attrs` of the result hold `evaluated` (configurations), `seconds` and `reason`, the
     line saying why no candidate fits and meets the targets ("" when the frontier is not empty).
     """

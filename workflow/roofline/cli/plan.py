@@ -95,7 +95,7 @@ def _step_model(args, gpus) -> tuple[list[dict], dict]:
                             memory_utilization=args.memory_utilization or Scenario.memory_utilization)
     rows = planner.rows(result, planner.frontier(result)[:args.top])
     return rows, {"evaluated": len(result), "seconds": result.seconds,
-                  "reason": "" if rows else planner.no_plan_reason(result)}
+                  "reason": "" if rows else planner.no_plan_reason(result), "columns": PLAN_COLUMNS}
 
 
 def _seconds(milliseconds: float | None) -> float | None:

@@ -213,11 +213,11 @@ SERVE_COLUMNS = (
     "kv_cache_utilization",  # requests in flight / kv_capacity_requests
     "fits",  # the cache holds every request in flight (no user waits for a slot)
     "keeps_up",  # the deployment keeps up with the offered load (always True for a concurrency)
-    "spec_method",  # mtp | eagle | draft | ngram | "" (none)
+    "spec_method",  # mtp | eagle | draft | ngram | none
     "accepted_tokens_per_step",  # tokens a (verify) step yields per sequence: 1 without speculation
     "prefill_workers", "decode_workers",  # disaggregated pools (0 when aggregated)
     "kv_transfer_s",  # s, one prompt's KV cache from the prefill to the decode pool (0 when aggregated)
-    "limited_by",  # disaggregated: the pool that sets the rate (prefill | decode); aggregated: ""
+    "limited_by",  # disaggregated: the pool that sets the rate (prefill | decode); aggregated: none
     "estimate",  # calibrated | default: the estimate label of the step times
 )
 
@@ -229,13 +229,13 @@ PLAN_SERVING_COLUMNS = (
     "prefill_tp", "prefill_pp", "prefill_ep", "prefill_attention_dp",  # the prefill instances' plan (0 when aggregated)
     "decode_workers",  # disaggregated: decode instances of the tp/pp/ep plan (0 when aggregated)
     "kv_transfer_s",  # s, one prompt's KV cache from prefill to decode (0 when aggregated)
-    "limited_by",  # disaggregated: prefill | decode, the pool that sets the rate
+    "limited_by",  # disaggregated: prefill | decode, the pool that sets the rate; aggregated: none
     "tokens_per_s_expected",  # token/s, expected output tokens of the whole deployment
     "tokens_per_s_per_user_expected",  # token/s, 1 / tpot_expected_s
     "requests_per_s_expected",  # request/s
     "e2e_latency_expected_s",  # s, ttft_expected_s + (osl - 1) x tpot_expected_s
     "kv_capacity_requests",  # requests the KV cache holds at once (expected side)
     "prefix_hit",  # share of prompt tokens found in the prefix cache
-    "spec_method",  # speculative decoding method, "" for none
+    "spec_method",  # speculative decoding method, or none
     "accepted_tokens_per_step",  # tokens a (verify) step yields per sequence
 )

@@ -231,7 +231,7 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
         model, candidates, frameworks, workload)
     shape = (len(candidates), len(grid))
     out = {name: np.full(shape, np.nan) for name in SOLVED}
-    out["limited_by"] = np.full(shape, "", dtype=object)
+    out["limited_by"] = np.full(shape, "none", dtype=object)
     for mode in ("aggregated", "disaggregated"):
         index = np.array([i for i, c in enumerate(candidates) if c.mode == mode], dtype=int)
         rows, cols = np.nonzero(grid[None, :] <= slots[index][:, None])  # served: the cache holds them

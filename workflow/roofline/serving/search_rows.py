@@ -51,7 +51,7 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
             "requests_per_s_expected": float(c["requests_per_s_expected"][i]),
             "e2e_latency_expected_s": float(c["ttft_expected_s"][i] + (w.osl - 1) * c["tpot_expected_s"][i]),
             "kv_capacity_requests": float(c["kv_capacity_requests"][i]), "prefix_hit": float(w.prefix_hit),
-            "spec_method": w.spec.method or "", "accepted_tokens_per_step": w.spec.tokens_per_step,
+            "spec_method": w.spec.method or "none", "accepted_tokens_per_step": w.spec.tokens_per_step,
         }
         assert tuple(row) == PLAN_COLUMNS + PLAN_SERVING_COLUMNS
         out.append(row)

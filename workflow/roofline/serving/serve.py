@@ -283,9 +283,9 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, estimate: str, exp
         "decode_batch_expected": float(expected["decode"]), "kv_capacity_requests": float(cap.running),
         "kv_cache_utilization": float(min(expected["running"], cap.running) / cap.running),
         "fits": bool(workload.concurrency is None or workload.concurrency <= cap.running),
-        "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "",
+        "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "none",
         "accepted_tokens_per_step": served.spec.tokens_per_step, "prefill_workers": 0, "decode_workers": 0,
-        "kv_transfer_s": 0.0, "limited_by": "", "estimate": estimate,
+        "kv_transfer_s": 0.0, "limited_by": "none", "estimate": estimate,
     }
     assert tuple(row) == SERVE_COLUMNS
     return row
