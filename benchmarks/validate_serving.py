@@ -8,15 +8,14 @@ the acceptance subsets, and every measurement that beats its bound.
 
 Each row is served at its own plan (tp, ep, data-parallel attention; disaggregated: both pools and their worker
 counts), precision (fp8 runs: fp8 weights, activations and KV cache; fp4: NVFP4 weights and activations, fp8 KV;
-unlabelled and bf16 runs: bf16 throughout), isl/osl, concurrency (the closed loop; users beyond the cache's
-capacity wait: `--overflow queue`) and framework. --fit refits the per-framework constants (host time per step,
-per request, lockstep share) on the even rows of each framework by coordinate descent and reports the odd rows
-apart (fit / held-out); paste the printed FITTED into roofline/serving/framework.py.
+unlabelled and bf16 runs: bf16 throughout), isl/osl, concurrency (the closed loop; users beyond the cache's capacity
+wait: `--overflow queue`) and framework. --fit refits the per-framework constants (host time per step, per request,
+lockstep share, disaggregated hand-over) on the even rows of each framework by coordinate descent and reports the odd
+rows apart (fit / held-out); paste the printed FITTED into roofline/serving/framework.py.
 """
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -31,8 +30,7 @@ from roofline.engine.parallel import Parallel  # noqa: E402
 from roofline.engine.scenario import Scenario  # noqa: E402
 from roofline.estimate.expected import analyze  # noqa: E402
 from roofline.serving import framework as fw  # noqa: E402
-from roofline.serving.serve import (Disaggregation, Workload, prepare_served, serve_aggregated,  # noqa: E402
-                                    serve_disaggregated)
+from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_aggregated, serve_disaggregated  # noqa: E402
 
 #: the package's model paths -> catalog keys (DeepSeek-R1 and V3.1 share DeepSeek-V3's architecture)
 MODELS = {
@@ -50,6 +48,8 @@ PRECISIONS = {"fp8": ("fp8", "fp8", "fp8"), "bf16": ("bf16", "bf16", "bf16"), "f
 DENSE = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b")
 #: a closed-loop benchmark's length in waves of N requests (the first wave arrives at once); fitted with --fit
 WAVES = 0.0
+#: coordinate-descent rounds of --fit (each framework's constants, then the waves)
+ROUNDS = 1
 
 
 def precision(row) -> tuple[str, str, str]:
@@ -184,11 +184,11 @@ def violations(frame: pd.DataFrame) -> pd.DataFrame:
                 "ttft_s", "silicon_tpot_ms", "tpot_s", "measured_tokens_per_s", "tokens_per_s"]]
 
 
-def fit(data: pd.DataFrame) -> tuple[dict, float]:
+def fit(data: pd.DataFrame, frameworks: tuple[str, ...] = ()) -> tuple[dict, float]:
     """Per-framework (step, request, sync) and the global waves by coordinate descent on the even rows (each
     framework's constants on its own rows)."""
-    grids = ((0.0, 0.0005, 0.001, 0.002, 0.003, 0.005), (0.0, 0.01, 0.02, 0.04, 0.08, 0.15),
-             (0.0, 0.25, 0.5, 0.75, 1.0))
+    grids = ((0.0, 0.0005, 0.001, 0.002, 0.003, 0.005), (0.0, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.5),
+             (0.0, 0.25, 0.5, 0.75, 1.0), (0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.2))
     fitted, waves = {key: tuple(fw.FITTED[key]) for key in fw.FITTED}, WAVES
     train = data.iloc[::2]
 
@@ -196,14 +196,18 @@ def fit(data: pd.DataFrame) -> tuple[dict, float]:
         frame = errors(predict(rows, constants, w, today=False))
         return (mape(frame.ttft_error) + mape(frame.tpot_error)) if len(frame) else float("inf")
 
-    for _ in range(2):
-        for key in fitted:
+    for _ in range(ROUNDS):
+        for key in frameworks or fitted:
             rows = train[train.backend == key]
             for i, grid in enumerate(grids):
+                if i == 3:  # the hand-over: on the disaggregated rows alone (where the framework has any)
+                    rows = rows[rows["mode"] == "disagg"]
+                    if rows.empty:
+                        continue
                 trials = {value: {**fitted, key: fitted[key][:i] + (value,) + fitted[key][i + 1:]} for value in grid}
                 scores = {value: loss(trial, waves, rows) for value, trial in trials.items()}
                 fitted = trials[min(scores, key=scores.get)]
-                print(f"  {key} {('step', 'request', 'sync')[i]}: {scores}", file=sys.stderr, flush=True)
+                print(f"  {key} {('step', 'request', 'sync', 'handoff')[i]}: {scores}", file=sys.stderr, flush=True)
         scores = {w: loss(fitted, w, train) for w in (0.0, 3.0, 5.0, 10.0, 20.0)}
         waves = min(scores, key=scores.get)
         print(f"  waves: {scores}", file=sys.stderr, flush=True)
@@ -231,7 +235,8 @@ def main() -> None:
     half = frame.index % 2 == 1
     print("held-out (odd) rows:\n" + table(frame[half].assign(all="odd"), ["all"]).to_string(), "\n")
     dense = frame[frame.model.isin(DENSE) & frame.gpu.isin(("h100-sxm", "h200-sxm", "b200")) & (frame["mode"] == "agg")]
-    print("acceptance: aggregated dense on H100/H200/B200:\n" + table(dense.assign(all="dense agg"), ["all"]).to_string())
+    print("acceptance: aggregated dense on H100/H200/B200:\n"
+          + table(dense.assign(all="dense agg"), ["all"]).to_string())
     deepseek = frame[(frame.model == "deepseek-v3") & (frame["mode"] == "disagg")]
     print("acceptance: disaggregated DeepSeek:\n" + table(deepseek.assign(all="deepseek disagg"), ["all"]).to_string())
     bad = violations(pd.concat([dense, deepseek]))

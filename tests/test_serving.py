@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from roofline.engine.analysis import analyze
-from roofline.engine.graph import build_operators
 from roofline.engine.errors import RooflineInputError
+from roofline.engine.graph import build_operators
 from roofline.engine.hardware import get_accelerator
 from roofline.engine.models import get_model
 from roofline.engine.parallel import Parallel

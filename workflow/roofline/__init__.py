@@ -11,9 +11,9 @@ option given several times) and returns a pandas DataFrame whose columns and val
 
 Importing `roofline` loads nothing heavy: pandas, numpy and the engine load on the first call.
 
-Packages, lowest layer first: `engine` (specs, operator costs, the roofline), `estimate` (calibrated expected
-times), `serving` (the serving model and the deployment search), `pipeline`, `figures` and `report` (the Snakemake workflow's library), and
-`cli` (the command; the functions below share its option parsing and rows).
+Packages, lowest layer first: `engine` (specs, operator costs, the roofline), `estimate` (calibrated expected times),
+`serving` (the serving model and the deployment search), `pipeline`, `figures` and `report` (the Snakemake workflow's
+library), and `cli` (the command; the functions below share its option parsing and rows).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Rule plan: the deployment search of one model (roofline.serving.search_rows.plan_table_for) to results/plans/{model}.parquet.
-stderr goes to the rule's log."""
+"""Rule plan: the deployment search of one model (roofline.serving.search_rows.plan_table_for) to
+results/plans/{model}.parquet. stderr goes to the rule's log."""
 import sys
 from pathlib import Path
 

@@ -13,8 +13,9 @@ _NOT_KEYWORDS = ("help", "format")
 
 
 def frame(command: str, options: dict):
-    """`roofline COMMAND` with `options` (keyword -> value) as a pandas DataFrame; notes (such as plan's `reason`)
-    go to its `attrs`, but `columns`, which replaces the command's COLUMNS (plan --prefill prints fewer). Bad input raises RooflineInputError worded as the command line words it."""
+    """`roofline COMMAND` with `options` (keyword -> value) as a pandas DataFrame; notes (such as plan's `reason`) go to
+    its `attrs`, but `columns`, which replaces the command's COLUMNS (plan --prefill prints fewer). Bad input raises
+    RooflineInputError worded as the command line words it."""
     import pandas  # here, not at import: `import roofline` stays light
 
     module = COMMANDS[command]

@@ -10,8 +10,15 @@ from ..engine.errors import RooflineInputError
 from ..engine.parallel import Parallel
 from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, MLA_MODES, Scenario
 from ..estimate.calibration import check_table
-from ..serving.serve import (MODES, OVERFLOWS, Disaggregation, Workload, prepare_served, serve_aggregated,
-                             serve_disaggregated)
+from ..serving.serve import (
+    MODES,
+    OVERFLOWS,
+    Disaggregation,
+    Workload,
+    prepare_served,
+    serve_aggregated,
+    serve_disaggregated,
+)
 from . import options, scenario, spec_options
 from .formats import csv_text, json_safe, si
 from .options import choice, fraction, positive_float, positive_int

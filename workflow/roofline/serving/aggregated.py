@@ -2,29 +2,33 @@
 
 The model (the README states it with its assumptions):
 
-* Flow. A request brings `isl` prompt tokens (of which a share `prefix_hit` is found in the prefix cache; the rest,
-  c, is computed) and leaves with `osl` tokens: its prefill yields the first, then (osl - 1) / a verify steps yield
-  the rest, a = tokens per step (1, or the speculative gain). With D sequences decoding, (D a / (osl - 1)) requests
-  finish per step, so in steady state every step is due p = c D a / (osl - 1) prompt tokens.
-* Steps. A step may compute `budget` tokens (max_batched_tokens): its decode tokens D Q (Q = 1, or K + 1 when
-  verifying) and prompt chunks. A step that carries prompt tokens carries all that are due, at least one prompt
-  (or the chunk of one that fits) and at most the budget left: chunk = min(budget - D Q, max(c, p)); a share
-  f = p / chunk of the steps carry one. Mixed frameworks (vLLM, TensorRT-LLM) run the chunk inside the decode step
-  (weights read once); SGLang runs it as a prefill step of its own that pauses decoding. TPOT = the mean time
-  between a sequence's steps, / a. Every step adds the framework's host time.
-* TTFT = the request's overhead outside the steps + the rest of the step running when it arrives (the residual
-  life of a step, E[t^2] / 2 E[t] over the step mix) + the wait for prefill room (M/D/1: rho / 2 (1 - rho) prompt
-  times, rho = p / prompt room per step) + its own prompt: ceil(c / room) steps that carry prefill.
+* Flow. A request brings `isl` prompt tokens (a share `prefix_hit` of them found in the prefix cache; the rest, c,
+  is computed) and leaves with `osl` tokens: its prefill yields the first, then (osl - 1) / a steps yield the rest
+  (a = tokens per step: 1, or the speculative gain).
+* Groups. Closed-loop users whose requests end in the same step send their next ones together, so prompts arrive in
+  groups: of up to g = min(requests in flight, room / c) prompts (what one step's token budget admits beside its
+  decode tokens), 1 + sync x (g - 1) on average (`sync`, a framework constant fitted on measured runs: 0 is arrival
+  one by one, 1 lockstep). Open-loop (Poisson) arrivals come one by one.
+* Steps. A step computes at most `budget` tokens (max_batched_tokens): its decode tokens D Q (Q = 1, or K + 1 when
+  verifying) and prompt chunks. A group's prompts take ceil(group x c / room) steps that carry prefill. A request's
+  decode steps see the other groups' prompts: (in flight - group) x c prompt tokens over its (osl - 1) / a steps,
+  in chunks of a group's prompts. vLLM and TensorRT-LLM run the chunk inside a decode step (weights read once),
+  SGLang as a prefill step of its own that pauses decoding; TPOT = the mean time between a sequence's tokens over
+  that mix. Every step adds the framework's host time.
+* TTFT = the request's time outside the steps + the rest of the step running when it arrives (the residual life of
+  a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room (rho = prompt tokens per step / room)
+  + its group's prefill steps (on average (n + 1) / 2 of n). A benchmark of a few `waves` of N requests adds its
+  first wave, whose N prompts all arrive at once and queue for the budget.
 * Closed loop (`concurrency` N users, each sending its next request when the last one ends): at most `running`
   requests are in flight (the KV cache, roofline.serving.capacity); each spends S = TTFT + (osl - 1) TPOT in
-  flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law; solved by fixed-point
+  flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law, solved by fixed-point
   iteration). Users beyond `running` wait N / X - S for a slot, added to their TTFT.
-* Open loop (`request_rate` R per second, Poisson): X = R, D = R (osl - 1) TPOT; a rate the prompt room or the
-  cache cannot keep up with has no steady state (`keeps_up` False).
+* Open loop (`request_rate` R per second): X = R, D = R (osl - 1) TPOT; a rate the prompt room or the cache cannot
+  keep up with has no steady state (`keeps_up` False).
 
-Bound side: the same flow on the roofline times (no host time), prompts spread evenly over the steps and fused
-into them (weights read once; by convexity of the roofline no mix of steps is faster), no waiting: TTFT = the
-request's own prompt alone; throughput at the bound capacity (whole memory, mean in-flight length).
+Bound side: roofline times, no host time, no waiting, prompts spread evenly over the decode steps and fused into them
+(weights read once; by convexity of the roofline no mix of steps is faster): the throughput bound at the bound
+capacity (whole memory, mean in-flight length); TTFT's bound is the request's own prompt computed alone.
 """
 from __future__ import annotations
 

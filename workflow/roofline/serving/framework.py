@@ -44,6 +44,7 @@ class Framework:
     step_overhead_s: float  # host time per step [s] (fitted)
     request_overhead_s: float  # time per request outside the steps [s] (fitted)
     sync: float  # how far closed-loop users stay in lockstep groups, 0..1 (fitted; aggregated.cluster_size)
+    handoff_s: float = 0.0  # disaggregated: time per request to route it and hand its cache over (fitted)
 
     def kv_budget_bytes(self, memory_bytes: float, weight_bytes: float, activation_bytes: float) -> float:
         """Bytes of one device the KV cache may take under this framework's memory rule."""
@@ -52,9 +53,9 @@ class Framework:
         return self.memory_fraction * memory_bytes - weight_bytes - activation_bytes
 
 
-#: (host time per step [s], per request [s], lockstep share), fitted on the served runs of
-#: benchmarks/validate_serving.py (every other row; reported on the rest)
-FITTED = {"vllm": (0.0, 0.0, 0.5), "sglang": (0.0, 0.0, 0.5), "trtllm": (0.0, 0.0, 0.5)}
+#: (host time per step [s], per request [s], lockstep share, disaggregated hand-over per request [s]), fitted on the
+#: served runs of benchmarks/validate_serving.py (every other row; reported on the rest)
+FITTED = {"vllm": (0.0, 0.02, 0.25, 0.0), "sglang": (0.0, 0.15, 0.25, 0.0), "trtllm": (0.0, 0.08, 0.5, 0.0)}
 
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
@@ -78,8 +79,9 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
         defaults["max_batched_tokens"] = max_batched_tokens
     if memory_fraction is not None:
         defaults["memory_fraction"] = memory_fraction
-    step, request, sync = fitted or FITTED[key]
-    return Framework(key=key, step_overhead_s=step, request_overhead_s=request, sync=sync, **defaults)
+    step, request, sync, handoff = fitted or FITTED[key]
+    return Framework(key=key, step_overhead_s=step, request_overhead_s=request, sync=sync, handoff_s=handoff,
+                     **defaults)
 
 
 def _sglang_fraction(tp: int) -> float:

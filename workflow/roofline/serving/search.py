@@ -217,8 +217,8 @@ def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkl
 
 def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkload, grid: np.ndarray,
              memory_utilization: float | None) -> tuple[dict[str, np.ndarray], str]:
-    """(columns, estimate label): served columns of every candidate x concurrency ([candidates, concurrencies] arrays). Only candidates whose
-    concurrency the cache holds are served (the rest: fits False, NaN times)."""
+    """(columns, estimate label): served columns of every candidate x concurrency ([candidates, concurrencies] arrays).
+    Only candidates whose concurrency the cache holds are served (the rest: fits False, NaN times)."""
     spec, drafted = workload.spec, draft_model(workload.spec, model)
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization)
@@ -333,7 +333,7 @@ def _disaggregated(selected, points: Points, tables, load, fw, model, drafted, s
                          for c, p in zip(selected, shapes)])[points.rows]
     N = points.concurrency
     expected = dis.solve(prefill, decode, load, pools, points.budget, transfer, N, True, points.running, "expected",
-                         fw.request_overhead_s)
+                         fw.request_overhead_s + fw.handoff_s)
     bound = dis.solve(prefill, decode, load, pools, points.budget, transfer, N, True, points.running_bound, "bound")
     return {"ttft_s": bound["ttft"],
             "tpot_s": np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"]),

@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from ..engine.analysis import deployment_label, prepare
 from ..engine.columns import SERVE_COLUMNS
 from ..engine.errors import RooflineInputError
@@ -235,8 +233,9 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
     if _capacity(served, prefill_scenario, workload.isl, 1, workload.prefix_hit, None).running < 1:
         raise RooflineInputError(
-            f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of {deployment_label(served.gpu, pools.prefill_plan)} "
-            f"cannot hold {served.model.key}'s weights and one prompt of {workload.isl} tokens; use a wider prefill plan")
+            f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of "
+            f"{deployment_label(served.gpu, pools.prefill_plan)} cannot hold {served.model.key}'s weights and one "
+            f"prompt of {workload.isl} tokens; use a wider prefill plan")
     _check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow)
     fw = served.framework
     sequences = max(cap.running_bound, cap.running, 1.0)
@@ -246,7 +245,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     closed = workload.concurrency is not None
     offered = workload.concurrency if closed else workload.request_rate
     expected = dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, offered, closed,
-                         cap.running, "expected", fw.request_overhead_s, waves)
+                         cap.running, "expected", fw.request_overhead_s + fw.handoff_s, waves)
     bound = dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, offered, closed,
                       cap.running_bound, "bound")
     tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step

@@ -10,8 +10,7 @@ from ..engine.models import ModelSpec, get_model
 from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
 from .framework import DEFAULT_FRAMEWORK, FRAMEWORKS
-from .serve import (Disaggregation, Workload, check_context, prepare_served, serve_aggregated,
-                    serve_disaggregated)
+from .serve import Disaggregation, Workload, check_context, prepare_served, serve_aggregated, serve_disaggregated
 from .speculative import Speculation
 
 
