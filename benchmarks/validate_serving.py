@@ -47,7 +47,7 @@ SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "
 PRECISIONS = {"fp8": ("fp8", "fp8", "fp8"), "bf16": ("bf16", "bf16", "bf16"), "fp4": ("nvfp4", "nvfp4", "fp8")}
 DENSE = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b")
 #: a closed-loop benchmark's length in waves of N requests (the first wave arrives at once); fitted with --fit
-WAVES = 0.0
+WAVES = 10.0
 #: coordinate-descent rounds of --fit (each framework's constants, then the waves)
 ROUNDS = 1
 
@@ -193,7 +193,10 @@ def fit(data: pd.DataFrame, frameworks: tuple[str, ...] = ()) -> tuple[dict, flo
     train = data.iloc[::2]
 
     def loss(constants, w, rows):
-        frame = errors(predict(rows, constants, w, today=False))
+        predicted = predict(rows, constants, w, today=False)
+        if "ttft_expected_s" not in predicted:  # none of these rows could be served
+            return float("inf")
+        frame = errors(predicted)
         return (mape(frame.ttft_error) + mape(frame.tpot_error)) if len(frame) else float("inf")
 
     for _ in range(ROUNDS):

@@ -44,6 +44,9 @@ def add_arguments(parser) -> None:
                         help="tokens one step may compute (default: the framework's)")
     parser.add_argument("--overflow", type=choice("--overflow", OVERFLOWS), default="refuse",
                         help="refuse: a concurrency the KV cache cannot hold is an error; queue: the rest wait")
+    parser.add_argument("--benchmark-waves", type=positive_float("--benchmark-waves"),
+                        help="TTFT of a closed-loop benchmark of this many waves of --concurrency requests, its first "
+                             "wave sent at once (default: the steady state)")
     scenario.add_dtypes(parser, defaults)
     parser.add_argument("--attention", type=choice("--attention", ATTENTION_IMPLS), default=defaults.attention)
     parser.add_argument("--expert-routing", type=choice("--expert-routing", EXPERT_ROUTINGS),
@@ -86,13 +89,13 @@ def table(args) -> tuple[list[dict], dict]:
                         prefix_hit=args.prefix_hit)
     if args.mode == "aggregated":
         _refuse_pool_options(args)
-        return [serve_aggregated(served, workload, args.overflow)], {}
+        return [serve_aggregated(served, workload, args.overflow, args.benchmark_waves or 0.0)], {}
     decode = served.plan
     prefill = Parallel(tp=args.prefill_tp or decode.tp, pp=args.prefill_pp or decode.pp,
                        ep=args.prefill_ep or (decode.ep if args.prefill_tp is None else 1),
                        attention_dp=args.prefill_attention_dp)
     pools = Disaggregation(args.prefill_workers, args.decode_workers, prefill, args.max_devices)
-    return [serve_disaggregated(served, workload, pools, args.overflow)], {}
+    return [serve_disaggregated(served, workload, pools, args.overflow, args.benchmark_waves or 0.0)], {}
 
 
 def _refuse_pool_options(args) -> None:

@@ -26,9 +26,9 @@ The model (the README states it with its assumptions):
 * Open loop (`request_rate` R per second): X = R, D = R (osl - 1) TPOT; a rate the prompt room or the cache cannot
   keep up with has no steady state (`keeps_up` False).
 
-Bound side: roofline times, no host time, no waiting, prompts spread evenly over the decode steps and fused into them
-(weights read once; by convexity of the roofline no mix of steps is faster): the throughput bound at the bound
-capacity (whole memory, mean in-flight length); TTFT's bound is the request's own prompt computed alone.
+Bounds: TTFT's is the request's own prompt computed alone at the roofline; TPOT's a lone decode step at the expected
+occupancy (lockstep groups can keep every prompt out of a request's decode steps); throughput's (throughput_bound)
+every request the whole device memory holds at the mean in-flight length decoding in every step, prompts free.
 """
 from __future__ import annotations
 
@@ -216,6 +216,16 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
     return {"ttft": ttft, "tpot": times["tpot"], "e2e": ttft + (load.osl - 1) * times["tpot"],
             "requests_per_s": rate, "decode": D, "running": active + 0 * D, "prefill_utilization": times["rho"],
             "keeps_up": np.ones_like(D, dtype=bool)}
+
+
+def throughput_bound(stepper: Stepper, load: Load, active):
+    """Requests/s no run can beat with `active` requests in the cache: every one decoding in every step at the
+    roofline (a lone decode step of `active` sequences yields a tokens each) and its prompt free (prompts only add
+    work, however they are batched), so at most active x a / ((osl - 1) x t(active)) requests finish per second.
+    By Little's law any run with D <= active decoding meets it: its rate D a / ((osl - 1) TPOT a) <= this, since
+    t(D) / D falls with D."""
+    active = np.maximum(np.asarray(active, dtype=float), 1.0)
+    return active * load.tokens_per_step / (max(load.osl - 1, 1) * stepper.light(active, "bound"))
 
 
 def first_wave(stepper: Stepper, load: Load, scheduler: Scheduler, active):

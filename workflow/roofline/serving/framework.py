@@ -55,7 +55,7 @@ class Framework:
 
 #: (host time per step [s], per request [s], lockstep share, disaggregated hand-over per request [s]), fitted on the
 #: served runs of benchmarks/validate_serving.py (every other row; reported on the rest)
-FITTED = {"vllm": (0.0, 0.02, 0.25, 0.0), "sglang": (0.0, 0.15, 0.25, 0.0), "trtllm": (0.0, 0.08, 0.5, 0.0)}
+FITTED = {"vllm": (0.0, 0.02, 0.25, 0.0), "sglang": (0.0, 0.15, 0.25, 0.2), "trtllm": (0.0, 0.08, 0.5, 0.1)}
 
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,

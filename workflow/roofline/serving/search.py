@@ -314,11 +314,11 @@ def _aggregated(selected, points: Points, tables, load, fw, model, drafted, spec
                               request_overhead_s=fw.request_overhead_s, sync=fw.sync)
     N = points.concurrency
     expected = agg.closed_loop(steps, load, scheduler, N, points.running, "expected")
-    bound = agg.closed_loop(steps, load, scheduler, N, points.running_bound, "bound")
     return {"ttft_s": steps.lone_prompt + 0 * N,
             "tpot_s": np.minimum(steps.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"]),
             "ttft_expected_s": expected["ttft"], "tpot_expected_s": expected["tpot"],
-            "requests_per_s": bound["requests_per_s"], "requests_per_s_expected": expected["requests_per_s"],
+            "requests_per_s": agg.throughput_bound(steps, load, np.minimum(N, points.running_bound)),
+            "requests_per_s_expected": expected["requests_per_s"],
             "decode_batch_expected": expected["decode"], "kv_transfer_s": 0 * N}
 
 
@@ -334,11 +334,12 @@ def _disaggregated(selected, points: Points, tables, load, fw, model, drafted, s
     N = points.concurrency
     expected = dis.solve(prefill, decode, load, pools, points.budget, transfer, N, True, points.running, "expected",
                          fw.request_overhead_s + fw.handoff_s)
-    bound = dis.solve(prefill, decode, load, pools, points.budget, transfer, N, True, points.running_bound, "bound")
-    return {"ttft_s": bound["ttft"],
+    per_worker = np.minimum(N / pools.decode_workers, points.running_bound)
+    return {"ttft_s": np.maximum(prefill.lone(load.computed), transfer),
             "tpot_s": np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"]),
             "ttft_expected_s": expected["ttft"], "tpot_expected_s": expected["tpot"],
-            "requests_per_s": bound["requests_per_s"], "requests_per_s_expected": expected["requests_per_s"],
+            "requests_per_s": pools.decode_workers * agg.throughput_bound(decode, load, per_worker),
+            "requests_per_s_expected": expected["requests_per_s"],
             "decode_batch_expected": expected["decode"], "kv_transfer_s": transfer,
             "limited_by": np.where(expected["prefill_utilization"] >= expected["decode_utilization"], "prefill",
                                    "decode")}

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ..engine.analysis import deployment_label, prepare
 from ..engine.columns import SERVE_COLUMNS
 from ..engine.errors import RooflineInputError
@@ -158,7 +160,8 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
     solve = agg.closed_loop if workload.concurrency is not None else agg.open_loop
     offered = workload.concurrency if workload.concurrency is not None else workload.request_rate
     expected = solve(stepper, load, scheduler, offered, cap.running, "expected")
-    bound = solve(stepper, load, scheduler, offered, cap.running_bound, "bound")
+    bound = {"requests_per_s": agg.throughput_bound(
+        stepper, load, np.minimum(offered if workload.concurrency is not None else np.inf, cap.running_bound))}
     # a lone decode step at the expected occupancy: lockstep groups keep prompts out of a request's decode steps
     tpot_bound = stepper.light(expected["decode"], "bound") / load.tokens_per_step
     return _row(served, workload, cap, stepper.lone(load.computed), stepper.target.estimate, expected, bound,
@@ -246,8 +249,9 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     offered = workload.concurrency if closed else workload.request_rate
     expected = dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, offered, closed,
                          cap.running, "expected", fw.request_overhead_s + fw.handoff_s, waves)
-    bound = dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, offered, closed,
-                      cap.running_bound, "bound")
+    per_worker = np.minimum(offered / shape.decode_workers if closed else np.inf, cap.running_bound)
+    bound = {"requests_per_s": shape.decode_workers * agg.throughput_bound(decode, load, per_worker),
+             "ttft": max(float(prefill.lone(load.computed)), transfer)}  # the transfer may overlap the prefill
     tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step
     limited = "prefill" if float(expected["prefill_utilization"]) >= float(expected["decode_utilization"]) \
         else "decode"
