@@ -257,7 +257,7 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
     memory_utilization applies."""
     if section is None:
         return None
-    section = dict(section)
+    section = {key: value for key, value in section.items() if value is not None}  # null = absent
     keys = section.get("gpus") or list(gpus)
     for key in keys:
         if key not in gpus and key not in gpu_catalog():
