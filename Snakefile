@@ -16,6 +16,7 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/measurements.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/plan.smk"
+include: "workflow/rules/serving.smk"
 
 
 rule all:
@@ -34,6 +35,7 @@ rule all:
         rules.index.output,
         PLAN_TARGETS,
         MEASURED_TARGETS,
+        SERVING_TARGETS,
 
 
 include: "workflow/rules/publish.smk"

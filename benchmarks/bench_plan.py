@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 from roofline.engine import hardware, models
 from roofline.serving import planner
+from roofline.serving import search as served
 
 SEARCHES = (  # (model, devices or None = the whole catalog, isl, osl, TPOT target [s])
     ("llama-3.1-8b", None, 1024, 1024, 0.02),
@@ -41,5 +42,31 @@ def main():
               f"frontier, {best[0]:6.3f} s wall = {n / best[0]:9,.0f}/s, {best[1]:6.3f} s CPU = {n / best[1]:9,.0f}/s")
 
 
+SERVED = (  # (model, devices or None = the whole catalog, isl, osl, TPOT target [s], mode)
+    ("llama-3.1-8b", None, 1024, 1024, 0.02, "aggregated"),
+    ("llama-3.1-70b", ("h100-sxm", "h200-sxm"), 1024, 1024, 0.05, "aggregated"),
+    ("deepseek-v3", ("h200-sxm",), 4096, 1024, None, "all"),
+)
+
+
+def main_served():
+    """The served search (`roofline plan --mode ...`): every candidate through the serving model."""
+    for key, gpu_keys, isl, osl, tpot, mode in SERVED:
+        gpus = [hardware.get_accelerator(k) for k in gpu_keys] if gpu_keys else list(hardware.catalog().values())
+        workload = served.ServedWorkload(isl, osl, tpot_s=tpot)
+        dtypes = list(planner.DEFAULT_DTYPES)
+        served.search(models.get_model(key), gpus, workload, dtypes, dtypes, mode=mode)  # warm up: tables, caches
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = served.search(models.get_model(key), gpus, workload, dtypes, dtypes, mode=mode)
+        front = served.frontier(result)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        n = len(result)
+        where = f"{len(gpus)} devices" if gpu_keys is None else "+".join(gpu_keys)
+        print(f"served {mode:13s} {key:14s} on {where:12s} isl {isl:5d} osl {osl:4d}: {n:8d} candidates, "
+              f"{len(front):4d} on the frontier, {wall:6.3f} s wall = {n / wall:9,.0f}/s, {cpu:6.3f} s CPU = "
+              f"{n / cpu:9,.0f}/s")
+
+
 if __name__ == "__main__":
     main()
+    main_served()

@@ -102,7 +102,7 @@ def test_keywords_are_the_options():
         roofline.ops("llama-2-7b", "h100-sxm", "decode", attention_dp="yes")
 
 
-@pytest.mark.parametrize("function", ["ops", "totals", "plan"])
+@pytest.mark.parametrize("function", ["ops", "totals", "plan", "serve"])
 def test_docstrings_name_every_option(function):
     parser = cli.build_parser()
     command = next(a.choices for a in parser._actions if isinstance(a.choices, dict))[function]

@@ -241,3 +241,19 @@ def test_a_killed_measure_leaves_the_earlier_table_as_it_was(tmp_path):
     proc.kill()
     proc.wait(timeout=30)
     assert out.read_text() == "earlier table\n" and [p.name for p in tmp_path.iterdir()] == ["t.csv"]
+
+
+def test_the_served_count_is_what_the_served_search_evaluates():
+    from roofline.serving import search
+
+    model, gpus = models.catalog()["llama-3.1-8b"], [hardware.get_accelerator(k) for k in ("l40s", "h100-sxm")]
+    workload = search.ServedWorkload(isl=512, osl=256)
+    for mode in ("aggregated", "disaggregated", "all"):
+        result = search.search(model, gpus, workload, ["fp16"], ["fp16", "fp8"], 4, mode)
+        assert search.count_candidates(model, gpus, ["fp16"], ["fp16", "fp8"], 4, mode) == len(result)
+
+
+def test_a_served_search_too_large_is_refused_before_any_work(capsys):
+    start = time.monotonic()
+    err = _cli_error(capsys, "plan", "--model", "mixtral-8x7b", "--isl", "1024", "--osl", "1024", "--mode", "all")
+    assert time.monotonic() - start < 30 and err.startswith("plan: 139,260,516 candidates to evaluate")

@@ -113,8 +113,13 @@ def test_interleaved_prefill_adds_its_share_to_every_token():
     assert np.array_equal(result.tokens_per_s, result.batch / expected)
 
 
+# The command-line tests below run the previous release's step model (`--prefill`): what they check is its
+# behaviour; the serving model's `plan` is tested in tests/test_serving.py.
+
+
 def test_cli_csv_columns_and_frontier(capsys):
-    code, out, err = run(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpu", "h200-sxm",
+    code, out, err = run(capsys, "plan", "--prefill", "separate",
+                         "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpu", "h200-sxm",
                          "--isl", "1024", "--osl", "1024", "--tpot-ms", "50", "--format", "csv")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
@@ -136,18 +141,21 @@ def test_cli_csv_columns_and_frontier(capsys):
 
 
 def test_cli_impossible_target_prints_the_reason(capsys):
-    code, out, err = run(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--isl", "1024",
+    code, out, err = run(capsys, "plan", "--prefill", "separate",
+                         "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--isl", "1024",
                          "--osl", "1024", "--tpot-ms", "1", "--format", "csv")
     assert code == 0 and out.strip() == ",".join(PLAN_COLUMNS + COST_COLUMNS)  # header, no rows
     reason = err.splitlines()[-1]
     assert re.fullmatch(r"no plan meets TPOT <= 1 ms: the lowest TPOT any plan that fits reaches is [\d.]+ ms: "
                         r"8 x H100 SXM5 80GB, TP 8 at batch 1, int4 weights, .* bound by memory bandwidth", reason)
-    code, out, err = run(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "rtx-a6000", "--isl", "1024",
+    code, out, err = run(capsys, "plan", "--prefill", "separate",
+                         "--model", "llama-3.1-70b", "--gpu", "rtx-a6000", "--isl", "1024",
                          "--osl", "1024", "--dtypes", "fp16", "--max-devices", "1")
     # 70.6e9 parameters x 2 bytes = 141 GB of weights alone; usable: 0.9 x 48 GiB = 46.4 GB
     assert code == 0 and out.startswith("no plan fits in memory: the smallest footprint, 141.8 GB per device")
     assert out.rstrip().endswith("on 46.39 GB usable")
-    code, out, _ = run(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--isl", "1024",
+    code, out, _ = run(capsys, "plan", "--prefill", "separate",
+                         "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--isl", "1024",
                        "--osl", "1024", "--tpot-ms", "1", "--format", "json")
     assert code == 0 and json.loads(out) == []
 
@@ -174,7 +182,8 @@ def test_acceptance_frontier_rows_reevaluate_with_roofline_totals(capsys):
     """The issue's acceptance: Llama-3.1-70B on H100 and H200, 1024 + 1024 tokens, TPOT <= 50 ms: every frontier row
     fits and meets the target, and `roofline totals` with the row's options gives the same TPOT (within 1%) and
     TTFT (prefill of one request)."""
-    code, out, _ = run(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpu", "h200-sxm",
+    code, out, _ = run(capsys, "plan", "--prefill", "separate",
+                         "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpu", "h200-sxm",
                        "--isl", "1024", "--osl", "1024", "--tpot-ms", "50", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and len(rows) > 10
@@ -206,7 +215,8 @@ def test_reason_names_the_collective_when_the_network_bounds_the_fastest_plan(ca
     # Llama-3.1-8B on 8 L40S (PCIe): at batch 1 with int4 weights each device reads ~0.49 GB per step (0.57 ms at
     # 864 GB/s), while the all-reduces (two per layer) take 0.70 ms, almost all PCIe link latency: the link bounds
     # the step (roofline totals ... --tp 8 --weight-dtype int4 --kv-dtype fp8: network_share 0.55)
-    code, out, _ = run(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "l40s", "--isl", "1024", "--osl", "1024",
+    code, out, _ = run(capsys, "plan", "--prefill", "separate",
+                         "--model", "llama-3.1-8b", "--gpu", "l40s", "--isl", "1024", "--osl", "1024",
                        "--tpot-ms", "0.5")
     assert code == 0
     assert re.fullmatch(r"no plan meets TPOT <= 0.5 ms: the lowest TPOT any plan that fits reaches is [\d.]+ ms: "

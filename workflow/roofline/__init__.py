@@ -11,9 +11,9 @@ option given several times) and returns a pandas DataFrame whose columns and val
 
 Importing `roofline` loads nothing heavy: pandas, numpy and the engine load on the first call.
 
-Packages, lowest layer first: `engine` (specs, operator costs, the roofline), `estimate` (calibrated expected
-times), `serving` (the deployment search), `pipeline`, `figures` and `report` (the Snakemake workflow's library), and
-`cli` (the command; the functions below share its option parsing and rows).
+Packages, lowest layer first: `engine` (specs, operator costs, the roofline), `estimate` (calibrated expected times),
+`serving` (the serving model and the deployment search), `pipeline`, `figures` and `report` (the Snakemake workflow's
+library), and `cli` (the command; the functions below share its option parsing and rows).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from .engine.errors import RooflineInputError
 
-__all__ = ["RooflineInputError", "compare", "ops", "plan", "totals"]
+__all__ = ["RooflineInputError", "compare", "ops", "plan", "serve", "totals"]
 
 
 def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
@@ -55,7 +55,9 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
     """`roofline plan`: the deployment search's Pareto frontier (tokens/s per device vs per user), best first.
 
     `gpu` is one candidate device or a list of them (default: every catalog device); `isl` and `osl` are the prompt
-    and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes (a list), prefill,
+    and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes, weight_dtypes, kv_dtypes (lists),
+    mode (aggregated, disaggregated or all: the serving model), framework, prefix_hit, spec_method, spec_tokens,
+    spec_acceptance, spec_accepted_length, spec_draft_model, prefill (the previous release's step model),
     memory_utilization, top, max_candidates (a larger search is refused before it runs), price_per_hour (USD per
     device-hour, or a list of "gpu=USD"), rank_on (bound or cost). `attrs` of the result hold `evaluated`
     (configurations), `seconds` and `reason`, the line saying why no candidate fits and meets the targets ("" when
@@ -64,17 +66,25 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
     return _frame("plan", model=model, gpu=gpu, isl=isl, osl=osl, **options)
 
 
+def serve(model: str, gpu: str, *, isl: int, osl: int, **options) -> pandas.DataFrame:
+    """`roofline serve`: one row with what a loaded server delivers (TTFT, TPOT, tokens/s: bounds and expected).
+
+    `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `isl`/`osl` the prompt and output
+    tokens per request. Options: concurrency or request_rate (one of the two), framework, max_batched_tokens,
+    prefix_hit, overflow, benchmark_waves, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype, weight_group_size,
+    attention, expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, spec_method,
+    spec_tokens, spec_acceptance, spec_accepted_length, spec_draft_model, mode, prefill_workers, decode_workers,
+    prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp, max_devices, calibration.
+    """
+    return _frame("serve", model=model, gpu=gpu, isl=isl, osl=osl, **options)
+
+
 def compare(old: str, new: str, **options) -> pandas.DataFrame:
     """`roofline compare`: what moved between two results folders (`old`, `new`: a results/ folder or the project
     folder holding it), one row per value that moved, per model, gpu and stage. Options: threshold ("5%" or 0.05).
     `attrs` of the result hold `compared` (rows compared per table) and `threshold`.
     """
     return _frame("compare", old=str(old), new=str(new), **options)
-
-
-# The serving model (the next issue) joins here as `serve(...)`: a `roofline serve` module in roofline/cli/ with
-# HELP, add_arguments, COLUMNS, table(args) and run(args), registered in cli.app.COMMANDS, and a wrapper here that
-# returns `_frame("serve", ...)`.
 
 
 def _frame(command: str, **options) -> pandas.DataFrame:

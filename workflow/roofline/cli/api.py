@@ -13,8 +13,9 @@ _NOT_KEYWORDS = ("help", "format")
 
 
 def frame(command: str, options: dict):
-    """`roofline COMMAND` with `options` (keyword -> value) as a pandas DataFrame; notes (such as plan's `reason`)
-    go to its `attrs`. Bad input raises RooflineInputError worded as the command line words it."""
+    """`roofline COMMAND` with `options` (keyword -> value) as a pandas DataFrame; notes (such as plan's `reason`) go to
+    its `attrs`, but `columns`, which replaces the command's COLUMNS (plan --prefill prints fewer). Bad input raises
+    RooflineInputError worded as the command line words it."""
     import pandas  # here, not at import: `import roofline` stays light
 
     module = COMMANDS[command]
@@ -25,7 +26,7 @@ def frame(command: str, options: dict):
         rows, notes = module.table(parser.parse_args(argv))
     except RooflineInputError as error:
         raise RooflineInputError(in_option_words(error)) from None
-    result = pandas.DataFrame(rows, columns=list(module.COLUMNS))
+    result = pandas.DataFrame(rows, columns=list(notes.pop("columns", module.COLUMNS)))
     result.attrs.update(notes)
     return result
 

@@ -10,11 +10,12 @@ import importlib.metadata
 import sys
 
 from ..engine.errors import RooflineInputError
-from . import compare, listing, measure, ops, plan, ridge, totals
+from . import compare, listing, measure, ops, plan, ridge, serve, totals
 from .options import Parser, in_option_words
 
 #: subcommand -> its module, in the order of `roofline --help`
-COMMANDS = {"ops": ops, "totals": totals, "ridge": ridge, "plan": plan, "compare": compare, "measure": measure,
+COMMANDS = {"ops": ops, "totals": totals, "ridge": ridge, "plan": plan, "serve": serve, "compare": compare,
+            "measure": measure,
             "list": listing}
 
 

@@ -8,24 +8,30 @@ import sys
 from dataclasses import replace
 
 from ..engine import hardware
-from ..engine.columns import COST_COLUMNS, PLAN_COLUMNS
+from ..engine.columns import COST_COLUMNS, PLAN_COLUMNS, PLAN_SERVING_COLUMNS
 from ..engine.dtypes import STORAGE_DTYPES
 from ..engine.errors import RooflineInputError
 from ..engine.scenario import Scenario
-from ..serving import planner, search_budget
+from ..serving import planner, search, search_budget, search_rows
 from ..serving.cost import RANK_ON, add_plan_cost, check_priced, rank_on_cost
-from . import options
+from . import options, spec_options
 from .formats import csv_text, format_table, json_safe
 from .options import choice, fraction, number_in, positive_float, positive_int
 
 HELP = "deployment search: the Pareto frontier of tokens/s per device vs tokens/s per user under latency targets"
 #: the --format csv columns (and the Python API's DataFrame columns)
-COLUMNS = PLAN_COLUMNS + COST_COLUMNS
+COLUMNS = PLAN_COLUMNS + PLAN_SERVING_COLUMNS + COST_COLUMNS
+#: the columns of `--prefill` (the step model of the previous release)
+STEP_COLUMNS = PLAN_COLUMNS + COST_COLUMNS
 _HUMAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
           ("attention", None), ("ttft_s", "s"), ("tpot_s", "s"), ("tpot_expected_s", "s"),
           ("tokens_per_s", "token/s"),
           ("tokens_per_s_per_device", "token/s"), ("tokens_per_s_per_user", "token/s"), ("bound", None),
           ("estimate", None))
+_HUMAN_SERVED = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
+                 ("attention", None), ("ttft_expected_s", "s"), ("tpot_expected_s", "s"),
+                 ("tokens_per_s_per_device_expected", "token/s"), ("tokens_per_s_per_user_expected", "token/s"),
+                 ("tokens_per_s_per_device", "token/s"), ("bound", None), ("estimate", None))
 _COST = (("cost_per_million_tokens", "USD"), ("cost_per_million_tokens_expected", "USD"))
 #: Latency targets allowed [ms] (1 us to ~2.8 h; the schema's plan.tpot_ms/ttft_ms bounds are the same)
 TARGET_MS = (1e-3, 1e7)
@@ -41,19 +47,29 @@ def add_arguments(parser) -> None:
                         help="target: time per output token [ms]")
     parser.add_argument("--ttft-ms", type=number_in("--ttft-ms", *TARGET_MS, "ms"),
                         help="target: time to first token [ms]")
-    parser.add_argument("--max-devices", type=positive_int("--max-devices", search_budget.MAX_DEVICES), default=8,
-                        help=f"most devices in one deployment (tp x pp), at most {search_budget.MAX_DEVICES}")
+    parser.add_argument("--max-devices", type=positive_int("--max-devices", search_budget.MAX_DEVICES),
+                        help="devices of a deployment (both pools); default 8 (16 for disaggregated pools), at most "
+                             f"{search_budget.MAX_DEVICES}")
     parser.add_argument("--max-candidates", type=positive_int("--max-candidates", search_budget.MAX_CANDIDATES_CEILING),
                         default=search_budget.MAX_CANDIDATES,
                         help=f"refuse a search of more candidates (default {search_budget.MAX_CANDIDATES:,}: about a "
                              "minute)")
     parser.add_argument("--dtypes", nargs="+", type=choice("--dtypes", STORAGE_DTYPES),
-                        default=list(planner.DEFAULT_DTYPES),
-                        help="weight and KV-cache dtypes to search (KV: 8 bits or more)")
-    parser.add_argument("--prefill", type=choice("--prefill", planner.PREFILL_MODES), default="separate",
-                        help="separate: decode is not slowed by prompts; interleaved: prompts time-share the devices")
+                        help="weight and KV-cache dtypes to search (KV: 8 bits or more); default "
+                             + " ".join(planner.DEFAULT_DTYPES))
+    parser.add_argument("--weight-dtypes", nargs="+", type=choice("--weight-dtypes", STORAGE_DTYPES),
+                        help="weight dtypes to search (default: --dtypes)")
+    parser.add_argument("--kv-dtypes", nargs="+", type=choice("--kv-dtypes", STORAGE_DTYPES),
+                        help="KV-cache dtypes to search (default: --dtypes)")
+    parser.add_argument("--mode", type=choice("--mode", search.SEARCH_MODES),
+                        help="aggregated (default) | disaggregated | all: the serving model's deployments")
+    parser.add_argument("--prefill", type=choice("--prefill", planner.PREFILL_MODES),
+                        help="the step model of the previous release (one decode step, prompts separate or "
+                             "interleaved); replaced by --mode")
     parser.add_argument("--memory-utilization", type=fraction("--memory-utilization"),
-                        default=Scenario.memory_utilization, help="usable fraction of each device's memory")
+                        help="usable fraction of each device's memory (default: the framework's rule; "
+                             f"{Scenario.memory_utilization} with --prefill)")
+    spec_options.add_arguments(parser)
     parser.add_argument("--top", type=positive_int("--top"), help="print only the best N frontier rows")
     parser.add_argument("--price-per-hour", action="append", type=_price, metavar="[GPU=]USD",
                         help="USD per device-hour, for every candidate or one GPU (repeat); adds cost per million "
@@ -93,20 +109,52 @@ def table(args) -> tuple[list[dict], dict]:
     gpus = priced(gpus, args.price_per_hour)
     if args.rank_on == "cost":
         check_priced(gpus)
-    workload = planner.Workload(isl=args.isl, osl=args.osl, prefill=args.prefill,
-                                tpot_s=args.tpot_ms / 1e3 if args.tpot_ms else None,
-                                ttft_s=args.ttft_ms / 1e3 if args.ttft_ms else None)
     model = options.model(args.model)
-    count = search_budget.count_candidates(model, gpus, args.dtypes, args.max_devices, args.memory_utilization)
+    if args.prefill is not None:
+        return _step_model(args, model, gpus)
+    weights = args.weight_dtypes or args.dtypes or list(planner.DEFAULT_DTYPES)
+    kvs = args.kv_dtypes or args.dtypes or list(planner.DEFAULT_DTYPES)
+    workload = search.ServedWorkload(isl=args.isl, osl=args.osl, tpot_s=_seconds(args.tpot_ms),
+                                     ttft_s=_seconds(args.ttft_ms), prefix_hit=args.prefix_hit,
+                                     spec=spec_options.speculation(args, model), framework=args.framework)
+    result = search.search(model, gpus, workload, weights, kvs, args.max_devices, args.mode or "aggregated",
+                           memory_utilization=args.memory_utilization, max_candidates=args.max_candidates)
+    by_key = {gpu.key: gpu for gpu in gpus}
+    if args.rank_on == "cost":
+        rows = rank_on_cost(add_plan_cost(search_rows.rows(result, search.frontier(result)), by_key))[:args.top]
+    else:
+        rows = add_plan_cost(search_rows.rows(result, search.frontier(result)[:args.top]), by_key)
+    return rows, {"evaluated": len(result), "seconds": result.seconds,
+                  "reason": "" if rows else search_rows.no_plan_reason(result)}
+
+
+def _step_model(args, model, gpus) -> tuple[list[dict], dict]:
+    """`--prefill`: the previous release's search (one decode step per candidate), bounded by --max-candidates."""
+    if args.mode is not None:
+        raise RooflineInputError("--prefill: not with --mode; --prefill is the step model of the previous release, "
+                                 "--mode the serving model that replaces it (drop one of the two)")
+    serving_only = [name for name in ("weight_dtypes", "kv_dtypes", "spec_method") if getattr(args, name)]
+    serving_only += ["prefix_hit"] if args.prefix_hit else []
+    if serving_only:
+        raise RooflineInputError(f"--{serving_only[0].replace('_', '-')}: only with the serving model (drop "
+                                 "--prefill)")
+    workload = planner.Workload(isl=args.isl, osl=args.osl, prefill=args.prefill, tpot_s=_seconds(args.tpot_ms),
+                                ttft_s=_seconds(args.ttft_ms))
+    dtypes, max_devices = args.dtypes or list(planner.DEFAULT_DTYPES), args.max_devices or 8
+    memory_utilization = args.memory_utilization or Scenario.memory_utilization
+    count = search_budget.count_candidates(model, gpus, dtypes, max_devices, memory_utilization)
     search_budget.check_budget(count, args.max_candidates, "plan", "lower --max-devices, give fewer --gpu or --dtypes, "
                                "or raise --max-candidates")
     progress = search_budget.Progress(count, lambda line: print(line, file=sys.stderr, flush=True))
-    result = planner.search(model, gpus, workload, dtypes=args.dtypes, max_devices=args.max_devices,
-                            memory_utilization=args.memory_utilization, progress=progress)
+    result = planner.search(model, gpus, workload, dtypes=dtypes, max_devices=max_devices,
+                            memory_utilization=memory_utilization, progress=progress)
     rows = _ranked(result, args, {gpu.key: gpu for gpu in gpus})
-    notes = {"evaluated": len(result), "seconds": result.seconds,
-             "reason": "" if rows else planner.no_plan_reason(result)}
-    return rows, notes
+    return rows, {"evaluated": len(result), "seconds": result.seconds,
+                  "reason": "" if rows else planner.no_plan_reason(result), "columns": STEP_COLUMNS}
+
+
+def _seconds(milliseconds: float | None) -> float | None:
+    return milliseconds / 1e3 if milliseconds else None
 
 
 def _ranked(result: planner.Search, args, gpus: dict) -> list[dict]:
@@ -125,9 +173,11 @@ def run(args) -> str:
           f"({notes['evaluated'] / notes['seconds']:,.0f} per second)", file=sys.stderr)
     if notes["reason"] and args.format != "table":
         print(notes["reason"], file=sys.stderr)
+    served = args.prefill is None
     if args.format == "csv":
-        return csv_text(rows, COLUMNS)
+        return csv_text(rows, COLUMNS if served else STEP_COLUMNS)
     if args.format == "json":
         return json.dumps([json_safe(r) for r in rows], indent=1)
     priced_rows = any(row["cost_per_million_tokens"] == row["cost_per_million_tokens"] for row in rows)  # not NaN
-    return format_table(rows, _HUMAN + (_COST if priced_rows else ())) if rows else notes["reason"]
+    human = (_HUMAN_SERVED if served else _HUMAN) + (_COST if priced_rows else ())
+    return format_table(rows, human) if rows else notes["reason"]

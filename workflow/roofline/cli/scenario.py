@@ -23,13 +23,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--batch", type=positive_int("--batch"), default=defaults.batch)
     parser.add_argument("--seq-len", type=positive_int("--seq-len"), default=defaults.seq_len,
                         help="prefill: prompt tokens; decode: tokens already in the KV cache")
-    _add_dtypes(parser, defaults)
+    add_dtypes(parser, defaults)
     parser.add_argument("--attention", type=choice("--attention", ATTENTION_IMPLS), default=defaults.attention)
     parser.add_argument("--logits", type=choice("--logits", LOGITS_MODES), default=defaults.logits)
     parser.add_argument("--expert-routing", type=choice("--expert-routing", EXPERT_ROUTINGS),
                         default=defaults.expert_routing)
     parser.add_argument("--mla-mode", type=choice("--mla-mode", MLA_MODES), default=defaults.mla_mode)
-    _add_parallel(parser)
+    add_parallel(parser)
     parser.add_argument("--memory-utilization", type=fraction("--memory-utilization"),
                         default=defaults.memory_utilization, help="usable fraction of each device's memory")
     options.add_format(parser)
@@ -39,7 +39,7 @@ def add_arguments(parser) -> None:
                         help="apply --calibration even if it was measured on another device than --gpu")
 
 
-def _add_dtypes(parser, defaults: Scenario) -> None:
+def add_dtypes(parser, defaults: Scenario) -> None:
     parser.add_argument("--weight-dtype", type=choice("--weight-dtype", WEIGHT_DTYPES),
                         default=defaults.weight_dtype, help="a storage dtype or native (the checkpoint's own)")
     for name in ("act", "kv"):
@@ -51,7 +51,7 @@ def _add_dtypes(parser, defaults: Scenario) -> None:
                         default=defaults.weight_group_size, help="int4 weights per fp16 scale")
 
 
-def _add_parallel(parser) -> None:
+def add_parallel(parser) -> None:
     parser.add_argument("--parallel", type=choice("--parallel", ("auto",)), default=None,
                         help="auto (default when no --tp/--pp/--ep is given): the smallest plan that fits")
     parser.add_argument("--tp", type=positive_int("--tp"), help="tensor-parallel degree")

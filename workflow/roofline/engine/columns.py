@@ -223,3 +223,62 @@ CALIBRATION_COLUMNS = (
     "bound_s",  # s, the engine's roofline bound of the same kernel on `gpu`
     "provenance",  # how it was measured or derived (tool, timer, versions, source file)
 )
+
+#: Served predictions (roofline.serving; `roofline serve`, results/serving/): one row per deployment and workload.
+#: Bounds (ttft_s, tpot_s, tokens_per_s*) are roofline limits no run can beat; `_expected` columns are the
+#: estimator's times with the framework's scheduling and host time.
+SERVE_COLUMNS = (
+    "mode",  # aggregated | disaggregated
+    "model", "gpu",
+    "deployment",  # text: the deployment, or "prefill: ...; decode: ..." naming both pools
+    "devices",  # accelerators of the whole deployment (both pools)
+    "tp", "pp", "ep", "attention_dp",  # the (decode pool's) parallel plan
+    "framework",  # vllm | sglang | trtllm: scheduler defaults and host time
+    "weight_dtype", "act_dtype", "kv_dtype",
+    "concurrency",  # closed-loop users (NaN under a request rate)
+    "request_rate",  # request/s of an open-loop workload (NaN under a concurrency)
+    "isl", "osl",  # prompt and output tokens per request
+    "prefix_hit",  # share of prompt tokens found in the prefix cache
+    "max_batched_tokens",  # tokens one step may compute
+    "ttft_s",  # s, bound: the request's own prompt at the roofline (disaggregated: plus the KV transfer)
+    "tpot_s",  # s, bound: the roofline of the steps a token waits for (prompts fused evenly)
+    "ttft_expected_s",  # s, expected time to first token, queueing included
+    "tpot_expected_s",  # s, expected time per output token, prompt chunks and host time included
+    "e2e_latency_expected_s",  # s, ttft_expected_s + (osl - 1) x tpot_expected_s
+    "tokens_per_s",  # token/s, bound: output tokens of the whole deployment
+    "tokens_per_s_expected",  # token/s, expected output tokens of the whole deployment
+    "tokens_per_s_per_device",  # token/s, tokens_per_s / devices
+    "tokens_per_s_per_device_expected",  # token/s, tokens_per_s_expected / devices
+    "tokens_per_s_per_user_expected",  # token/s, 1 / tpot_expected_s
+    "requests_per_s_expected",  # request/s completed
+    "decode_batch_expected",  # sequences decoding in a step, on average
+    "kv_capacity_requests",  # requests the KV cache holds at once (expected side)
+    "kv_cache_utilization",  # requests in flight / kv_capacity_requests
+    "fits",  # the cache holds every request in flight (no user waits for a slot)
+    "keeps_up",  # the deployment keeps up with the offered load (always True for a concurrency)
+    "spec_method",  # mtp | eagle | draft | ngram | none
+    "accepted_tokens_per_step",  # tokens a (verify) step yields per sequence: 1 without speculation
+    "prefill_workers", "decode_workers",  # disaggregated pools (0 when aggregated)
+    "kv_transfer_s",  # s, one prompt's KV cache from the prefill to the decode pool (0 when aggregated)
+    "limited_by",  # disaggregated: the pool that sets the rate (prefill | decode); aggregated: none
+    "estimate",  # calibrated | default: the estimate label of the step times
+)
+
+#: Extra columns of a served plan row (`roofline plan` on the serving model), after PLAN_COLUMNS.
+PLAN_SERVING_COLUMNS = (
+    "mode",  # aggregated | disaggregated
+    "framework",  # vllm | sglang | trtllm
+    "prefill_workers",  # disaggregated: prefill instances (0 when aggregated)
+    "prefill_tp", "prefill_pp", "prefill_ep", "prefill_attention_dp",  # the prefill instances' plan (0 when aggregated)
+    "decode_workers",  # disaggregated: decode instances of the tp/pp/ep plan (0 when aggregated)
+    "kv_transfer_s",  # s, one prompt's KV cache from prefill to decode (0 when aggregated)
+    "limited_by",  # disaggregated: prefill | decode, the pool that sets the rate; aggregated: none
+    "tokens_per_s_expected",  # token/s, expected output tokens of the whole deployment
+    "tokens_per_s_per_user_expected",  # token/s, 1 / tpot_expected_s
+    "requests_per_s_expected",  # request/s
+    "e2e_latency_expected_s",  # s, ttft_expected_s + (osl - 1) x tpot_expected_s
+    "kv_capacity_requests",  # requests the KV cache holds at once (expected side)
+    "prefix_hit",  # share of prompt tokens found in the prefix cache
+    "spec_method",  # speculative decoding method, or none
+    "accepted_tokens_per_step",  # tokens a (verify) step yields per sequence
+)

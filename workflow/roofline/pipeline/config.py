@@ -28,8 +28,10 @@ from ..estimate.calibration import check_table
 from ..serving.measured import PREDICTED, MeasuredRun, run_params
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
 from ..serving.search_budget import MAX_CANDIDATES, check_budget, check_max_devices, count_candidates
+from ..serving.table import ServingSettings
 from .compare import results_folder
 from .measurements import resolve_measurements
+from .serving_section import resolve_serving_section
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
 SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -39,7 +41,7 @@ MAX_KEY_LENGTH = 64
 #: Model keys that would collide with the report files reports/summary.* and reports/index.html.
 RESERVED_MODEL_KEYS = ("summary", "index")
 #: Top-level sections of config.yaml.
-SECTIONS = ("models", "gpus", "stages", "scenario", "plan", "publish", "local_rules", "measurements",
+SECTIONS = ("models", "gpus", "stages", "scenario", "plan", "serving", "publish", "local_rules", "measurements",
             "compare_with")
 
 
@@ -69,10 +71,17 @@ class ResolvedConfig:
         """The specs of the gpus model `key`'s predicted runs use (a job's `params`)."""
         used = {run.gpu for run in self.measurements if run.model == key and run.status == PREDICTED}
         return {gpu: self.gpu_params(gpu) for gpu in self.gpus if gpu in used}
+    serving: ServingSettings | None = None  # the optional served predictions (config section `serving`)
 
     def plan_search_params(self) -> dict:
         """JSON-able plan settings (PlanSettings.from_params rebuilds them): the plan jobs' `params`."""
         return asdict(self.plan_search)
+
+    def serving_params(self, model: str) -> dict:
+        """JSON-able settings of one model's served table: the section, each gpu's spec and scenario (the model's
+        configured plan and dtypes)."""
+        return {"settings": self.serving.params(), "gpus": {key: self.gpu_params(key) for key in self.serving.gpus},
+                "scenarios": {key: self.job_scenario_params(model, key) for key in self.serving.gpus}}
 
     def model_params(self, key: str) -> dict:
         """JSON-able spec of one model (ModelSpec(**params) rebuilds it): a job's `params`."""
@@ -215,7 +224,8 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
                           plan_search=resolve_plan_section(config.get("plan"), gpus, models, scenario),
                           measurements=resolve_measurements(config.get("measurements"), models, gpus, scenario,
                                                             base_dir),
-                          compare_with=_compare_with(config.get("compare_with"), base_dir))
+                          compare_with=_compare_with(config.get("compare_with"), base_dir),
+                          serving=resolve_serving_section(config.get("serving"), gpus, models))
 
 
 def _compare_with(path, base_dir: Path) -> str:
@@ -253,11 +263,14 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
     memory_utilization applies."""
     if section is None:
         return None
-    section = dict(section)
+    section = {key: value for key, value in section.items() if value is not None}  # null = absent
     keys = section.get("gpus") or list(gpus)
     for key in keys:
         if key not in gpus and key not in gpu_catalog():
             raise unknown("plan.gpus", key, [*gpus, *gpu_catalog()])
+    if "prefill" in section and ("mode" in section or "weight_dtypes" in section or "kv_dtypes" in section):
+        raise RooflineInputError("plan.prefill: not with plan.mode / plan.weight_dtypes / plan.kv_dtypes; prefill is "
+                                 "the step model of the previous release, mode the serving model (drop one)")
     milliseconds = {name: section.get(f"{name}_ms") for name in ("tpot", "ttft")}
     try:
         workload = Workload(isl=section.get("isl", 1024), osl=section.get("osl", 1024),
@@ -271,10 +284,14 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
             check_workload_context(model, workload)
         except RooflineInputError as error:
             raise RooflineInputError(f"plan.{error} (models.{key})") from None
+    served = "mode" in section or "weight_dtypes" in section or "kv_dtypes" in section
     settings = PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
                             max_devices=check_max_devices("plan.max_devices", section.get("max_devices", 8)),
                             dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
-                            memory_utilization=scenario.memory_utilization)
+                            memory_utilization=scenario.memory_utilization,
+                            mode=section.get("mode", "aggregated") if served else None,
+                            weight_dtypes=tuple(section.get("weight_dtypes", ())),
+                            kv_dtypes=tuple(section.get("kv_dtypes", ())), framework=section.get("framework", "vllm"))
     for key, model in models.items():  # every search bounded before any job runs
         count = count_candidates(model, settings.gpus, settings.dtypes, settings.max_devices,
                                  settings.memory_utilization)

@@ -109,3 +109,11 @@ def write_comparison(old: str, new: str, path: str, threshold: float, log: str |
         with atomic([path]) as temps:
             pd.DataFrame(rows, columns=list(COMPARE_COLUMNS)).to_csv(temps[str(path)], index=False)
         say(f"{path}: {len(rows)} rows moved beyond {threshold:.0%} ({notes['compared']} compared)")
+def write_serving_table(rows: list[dict], path: str) -> None:
+    """results/serving/{model}.parquet (SERVE_COLUMNS), written atomically."""
+    import pandas as pd
+
+    from ..engine.columns import SERVE_COLUMNS
+
+    with atomic([path]) as temps:
+        pd.DataFrame(rows, columns=list(SERVE_COLUMNS)).to_parquet(temps[str(path)], index=False)

@@ -402,12 +402,18 @@ class PlanSettings:
     max_devices: int = 8
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
     memory_utilization: float = Scenario.memory_utilization  # the config's scenario.memory_utilization
+    # the serving model's search (roofline.serving.search) when `mode` is set; the dtypes lists default to dtypes
+    mode: str | None = None
+    weight_dtypes: tuple[str, ...] = ()
+    kv_dtypes: tuple[str, ...] = ()
+    framework: str = "vllm"
 
     @classmethod
     def from_params(cls, params: dict) -> "PlanSettings":
         """Rebuild from dataclasses.asdict(settings) (a Snakemake job's params)."""
         return cls(**{**params, "workload": Workload(**params["workload"]),
-                      "gpus": tuple(Accelerator(**g) for g in params["gpus"]), "dtypes": tuple(params["dtypes"])})
+                      "gpus": tuple(Accelerator(**g) for g in params["gpus"]), "dtypes": tuple(params["dtypes"]),
+                      **{name: tuple(params.get(name, ())) for name in ("weight_dtypes", "kv_dtypes")}})
 
 
 def plan_table(model: ModelSpec, settings: PlanSettings) -> tuple[list[dict], str]:

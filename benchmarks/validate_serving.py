@@ -1,0 +1,268 @@
+"""Served predictions against measured served runs: `roofline serve` on every row of AIConfigurator's
+`systems/silicon_sample.csv` (aiconfigurator-core, Apache-2.0) whose model and device we support.
+
+Run: python benchmarks/validate_serving.py [--fit] [--rows N]   (needs `pip install aiconfigurator-core`; not a
+test). Prints MAPE of TTFT and TPOT per (model, system, mode) and overall, for the serving model and for today's
+step model (TTFT = one request's prefill; TPOT = one decode step at batch = concurrency and the mean KV length),
+the acceptance subsets, and every measurement that beats its bound.
+
+Each row is served at its own plan (tp, ep, data-parallel attention; disaggregated: both pools and their worker
+counts), precision (fp8 runs: fp8 weights, activations and KV cache; fp4: NVFP4 weights and activations, fp8 KV;
+unlabelled and bf16 runs: bf16 throughout), isl/osl, concurrency (the closed loop; users beyond the cache's capacity
+wait: `--overflow queue`) and framework. --fit refits the per-framework constants (host time per step, per request,
+lockstep share, disaggregated hand-over) on the even rows of each framework by coordinate descent and reports the odd
+rows apart (fit / held-out); paste the printed FITTED into roofline/serving/framework.py.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
+
+from roofline.engine import hardware, models  # noqa: E402
+from roofline.engine.errors import RooflineInputError  # noqa: E402
+from roofline.engine.parallel import Parallel  # noqa: E402
+from roofline.engine.scenario import Scenario  # noqa: E402
+from roofline.estimate.expected import analyze  # noqa: E402
+from roofline.serving import framework as fw  # noqa: E402
+from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_aggregated, serve_disaggregated  # noqa: E402
+
+#: the package's model paths -> catalog keys (DeepSeek-R1 and V3.1 share DeepSeek-V3's architecture)
+MODELS = {
+    "meta-llama/Llama-3.1-70B": "llama-3.1-70b", "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b", "Qwen/Qwen3-32B": "qwen3-32b",
+    "nvidia/Qwen3-32B-NVFP4": "qwen3-32b", "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
+    "deepseek-ai/DeepSeek-V3": "deepseek-v3", "deepseek-ai/DeepSeek-R1": "deepseek-v3",
+    "nvidia/DeepSeek-R1-NVFP4": "deepseek-v3", "nvidia/DeepSeek-V3.1-NVFP4": "deepseek-v3",
+    "openai/gpt-oss-120b": "gpt-oss-120b",
+}
+SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "b300_sxm": "b300",
+           "gb200": "gb200-gpu", "gb300": "gb300-gpu"}
+#: precision -> (weight, activation, KV cache) dtypes
+PRECISIONS = {"fp8": ("fp8", "fp8", "fp8"), "bf16": ("bf16", "bf16", "bf16"), "fp4": ("nvfp4", "nvfp4", "fp8")}
+DENSE = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b")
+#: a closed-loop benchmark's length in waves of N requests (the first wave arrives at once); fitted with --fit
+WAVES = 10.0
+#: coordinate-descent rounds of --fit (each framework's constants, then the waves)
+ROUNDS = 1
+
+
+def precision(row) -> tuple[str, str, str]:
+    """(weight, activation, KV) dtypes of a run; gpt-oss's fp4 runs are its native MXFP4 experts (16-bit rest)."""
+    if row.model.startswith("gpt-oss") and row.precision == "fp4":
+        return "native", "bf16", "bf16"
+    return PRECISIONS[row.precision]
+
+
+def silicon() -> pd.DataFrame:
+    try:
+        from importlib import resources
+        path = resources.files("aiconfigurator_core").joinpath("systems/silicon_sample.csv")
+    except ModuleNotFoundError:
+        sys.exit("needs aiconfigurator-core: pip install aiconfigurator-core")
+    data = pd.read_csv(str(path))
+    data["concurrency"] = data.silicon_data_source.str.extract(r"silicon_concurrency=(\d+)")[0].astype(float)
+    data["concurrency"] = data.concurrency.fillna(data.batch_size)
+    data["model"], data["gpu"] = data.model_path.map(MODELS), data.system.map(SYSTEMS)
+    data["precision"] = data.precision.fillna("bf16")
+    return data[data.model.notna() & data.gpu.notna()].reset_index(drop=True)
+
+
+def plan(tp, dp, moe_tp, moe_ep) -> Parallel | None:
+    """The package's (tp, attention dp, moe tp, moe ep) as our plan, or None where ours cannot express it."""
+    tp, dp, moe_ep = (int(v) if v == v and v else 1 for v in (tp, dp, moe_ep))  # NaN and 0: one
+    if dp <= 1:
+        return Parallel(tp=tp, ep=moe_ep) if tp % moe_ep == 0 else None
+    if tp == 1 and moe_ep == dp:
+        return Parallel(tp=dp, ep=dp, attention_dp=True)
+    return None
+
+
+def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
+    """The served row of one measured run (raises RooflineInputError where it cannot be served)."""
+    if not row.concurrency == row.concurrency:
+        raise RooflineInputError("no concurrency recorded")
+    model, gpu = models.get_model(row.model), hardware.get_accelerator(row.gpu)
+    weight, act, kv = precision(row)
+    prefix = "decode_" if row["mode"] == "disagg" else ""
+    decode = plan(row[f"{prefix}tp_size"], row[f"{prefix}attention_dp_size"], row[f"{prefix}moe_tp_size"],
+                  row[f"{prefix}moe_ep_size"])
+    if decode is None:
+        raise RooflineInputError("plan not expressible (tensor parallelism inside data-parallel attention)")
+    scenario = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, parallel=decode)
+    served = prepare_served(model, gpu, scenario, framework=row.backend,
+                            fitted=(fitted or {}).get(row.backend))
+    workload = Workload(isl=int(row.isl), osl=int(row.osl), concurrency=int(row.concurrency))
+    if row["mode"] != "disagg":
+        return serve_aggregated(served, workload, overflow="queue", waves=waves)
+    prefill = plan(row.prefill_tp_size, row.prefill_attention_dp_size, row.prefill_moe_tp_size,
+                   row.prefill_moe_ep_size)
+    if np.isnan(row.prefill_num_workers) or np.isnan(row.decode_num_workers):
+        raise RooflineInputError("worker counts not recorded")
+    if prefill is None:
+        raise RooflineInputError("plan not expressible (tensor parallelism inside data-parallel attention)")
+    pools = Disaggregation(int(row.prefill_num_workers), int(row.decode_num_workers), prefill)
+    return serve_disaggregated(served, workload, pools, overflow="queue", waves=waves)
+
+
+def today_row(row) -> tuple[float, float]:
+    """Today's step model: (TTFT = one request's prefill, TPOT = one decode step at batch = concurrency per decode
+    worker and the mean KV length), expected times."""
+    model, gpu = models.get_model(row.model), hardware.get_accelerator(row.gpu)
+    weight, act, kv = precision(row)
+    disagg = row["mode"] == "disagg"
+    prefix = "decode_" if disagg else ""
+    decode = plan(row[f"{prefix}tp_size"], row[f"{prefix}attention_dp_size"], row[f"{prefix}moe_tp_size"],
+                  row[f"{prefix}moe_ep_size"])
+    prefill = plan(row.prefill_tp_size, row.prefill_attention_dp_size, row.prefill_moe_tp_size,
+                   row.prefill_moe_ep_size) if disagg else decode
+    batch = max(int(round(row.concurrency / (row.decode_num_workers if disagg else 1))), 1)
+    base = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv)
+    ttft = analyze(model, gpu, "prefill", base.with_(parallel=prefill, batch=1, seq_len=int(row.isl)))[1]
+    tpot = analyze(model, gpu, "decode", base.with_(parallel=decode, batch=batch,
+                                                    seq_len=int(row.isl + row.osl // 2)))[1]
+    return ttft["ttft_expected_s"], tpot["tpot_expected_s"]
+
+
+def predict(data: pd.DataFrame, fitted: dict | None = None, waves: float = WAVES, today: bool = True):
+    """Served (and today's) predictions of every row; rows that cannot be served get `skipped` (why)."""
+    out = []
+    for _, row in data.iterrows():
+        record = {"skipped": ""}
+        try:
+            served = serve_row(row, fitted, waves)
+            record.update({k: served[k] for k in ("ttft_s", "tpot_s", "ttft_expected_s", "tpot_expected_s",
+                                                   "tokens_per_s", "fits")})
+            if today:
+                record["ttft_today_s"], record["tpot_today_s"] = today_row(row)
+        except RooflineInputError as error:
+            record["skipped"] = str(error)[:80]
+        out.append(record)
+    return pd.concat([data, pd.DataFrame(out, index=data.index)], axis=1)
+
+
+def errors(frame: pd.DataFrame) -> pd.DataFrame:
+    frame = frame[frame.skipped == ""].copy()
+    measured_ttft, measured_tpot = frame.silicon_ttft_ms / 1e3, frame.silicon_tpot_ms / 1e3
+    frame["ttft_error"] = frame.ttft_expected_s / measured_ttft - 1
+    frame["tpot_error"] = frame.tpot_expected_s / measured_tpot - 1
+    if "ttft_today_s" in frame:
+        frame["ttft_today_error"] = frame.ttft_today_s / measured_ttft - 1
+        frame["tpot_today_error"] = frame.tpot_today_s / measured_tpot - 1
+    frame["measured_tokens_per_s"] = frame.concurrency * frame.osl / (
+        measured_ttft + (frame.osl - 1) * measured_tpot)
+    return frame
+
+
+def mape(values: pd.Series) -> float:
+    return float(values.abs().mean() * 100)
+
+
+def table(frame: pd.DataFrame, by) -> pd.DataFrame:
+    groups = frame.groupby(by)
+    columns = {"rows": groups.size(), "TTFT MAPE %": groups.ttft_error.apply(mape),
+               "TPOT MAPE %": groups.tpot_error.apply(mape)}
+    if "ttft_today_error" in frame:
+        columns.update({"TTFT today %": groups.ttft_today_error.apply(mape),
+                        "TPOT today %": groups.tpot_today_error.apply(mape)})
+    columns.update({"TTFT bias %": groups.ttft_error.median() * 100, "TPOT bias %": groups.tpot_error.median() * 100})
+    return pd.DataFrame(columns).round(1)
+
+
+def violations(frame: pd.DataFrame) -> pd.DataFrame:
+    """Measurements beyond their bound: TTFT or TPOT below it, tokens/s above it."""
+    low_ttft = frame.silicon_ttft_ms / 1e3 < frame.ttft_s
+    low_tpot = frame.silicon_tpot_ms / 1e3 < frame.tpot_s
+    high_rate = frame.measured_tokens_per_s > frame.tokens_per_s
+    bad = frame[low_ttft | low_tpot | high_rate]
+    return bad[["model", "gpu", "mode", "backend", "precision", "isl", "osl", "concurrency", "silicon_ttft_ms",
+                "ttft_s", "silicon_tpot_ms", "tpot_s", "measured_tokens_per_s", "tokens_per_s"]]
+
+
+def calibration_limit(frame: pd.DataFrame) -> pd.DataFrame:
+    """A diagnostic, not a prediction: TPOT MAPE of the rows whose prompts matter (isl > osl / 8) once each (model,
+    gpu, framework, precision)'s expected decode step is rescaled by its median error on the decode-dominated rows
+    (isl <= osl / 8, the 1024/8192 runs): what a measured kernel table that got the decode step right would leave
+    to the serving model's structure."""
+    keys = ["model", "gpu", "backend", "precision"]
+    decode = frame[frame.isl <= frame.osl / 8]
+    scale = (1 + decode.groupby(keys).tpot_error.median()).rename("scale")
+    rest = frame[frame.isl > frame.osl / 8].join(scale, on=keys).dropna(subset=["scale"])
+    rescaled = (1 + rest.tpot_error) / rest.scale - 1
+    return pd.DataFrame({"rows": [len(rest)], "TPOT MAPE %": [mape(rest.tpot_error)],
+                         "TPOT MAPE rescaled %": [mape(rescaled)]},
+                        index=["dense agg, isl > osl / 8 (calibration limit)"]).round(1)
+
+
+def fit(data: pd.DataFrame, frameworks: tuple[str, ...] = ()) -> tuple[dict, float]:
+    """Per-framework (step, request, sync) and the global waves by coordinate descent on the even rows (each
+    framework's constants on its own rows)."""
+    grids = ((0.0, 0.0005, 0.001, 0.002, 0.003, 0.005), (0.0, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.5),
+             (0.0, 0.25, 0.5, 0.75, 1.0), (0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.2))
+    fitted, waves = {key: tuple(fw.FITTED[key]) for key in fw.FITTED}, WAVES
+    train = data.iloc[::2]
+
+    def loss(constants, w, rows):
+        predicted = predict(rows, constants, w, today=False)
+        if "ttft_expected_s" not in predicted:  # none of these rows could be served
+            return float("inf")
+        frame = errors(predicted)
+        return (mape(frame.ttft_error) + mape(frame.tpot_error)) if len(frame) else float("inf")
+
+    for _ in range(ROUNDS):
+        for key in frameworks or fitted:
+            rows = train[train.backend == key]
+            for i, grid in enumerate(grids):
+                if i == 3:  # the hand-over: on the disaggregated rows alone (where the framework has any)
+                    rows = rows[rows["mode"] == "disagg"]
+                    if rows.empty:
+                        continue
+                trials = {value: {**fitted, key: fitted[key][:i] + (value,) + fitted[key][i + 1:]} for value in grid}
+                scores = {value: loss(trial, waves, rows) for value, trial in trials.items()}
+                fitted = trials[min(scores, key=scores.get)]
+                print(f"  {key} {('step', 'request', 'sync', 'handoff')[i]}: {scores}", file=sys.stderr, flush=True)
+        scores = {w: loss(fitted, w, train) for w in (0.0, 3.0, 5.0, 10.0, 20.0)}
+        waves = min(scores, key=scores.get)
+        print(f"  waves: {scores}", file=sys.stderr, flush=True)
+    return fitted, waves
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fit", action="store_true", help="refit the per-framework constants (even rows)")
+    parser.add_argument("--rows", type=int, help="only the first N supported rows (a quick look)")
+    args = parser.parse_args()
+    data = silicon()
+    data = data.iloc[:args.rows] if args.rows else data
+    fitted, waves = (fit(data) if args.fit else (None, WAVES))
+    if args.fit:
+        print(f"FITTED = {fitted}\nWAVES = {waves}\n")
+    predicted = predict(data, fitted, waves)
+    frame = errors(predicted)
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_rows", 500)
+    print(f"{len(frame)} rows served of {len(data)} supported; not served:")
+    print(predicted[predicted.skipped != ""].groupby(["model", "skipped"]).size().to_string(), "\n")
+    print(table(frame, ["model", "gpu", "mode"]).to_string(), "\n")
+    print(table(frame.assign(all="all"), ["all"]).to_string(), "\n")
+    half = frame.index % 2 == 1
+    print("held-out (odd) rows:\n" + table(frame[half].assign(all="odd"), ["all"]).to_string(), "\n")
+    dense = frame[frame.model.isin(DENSE) & frame.gpu.isin(("h100-sxm", "h200-sxm", "b200")) & (frame["mode"] == "agg")]
+    print("acceptance: aggregated dense on H100/H200/B200:\n"
+          + table(dense.assign(all="dense agg"), ["all"]).to_string())
+    deepseek = frame[(frame.model == "deepseek-v3") & (frame["mode"] == "disagg")]
+    print("acceptance: disaggregated DeepSeek:\n" + table(deepseek.assign(all="deepseek disagg"), ["all"]).to_string())
+    print(calibration_limit(dense).to_string())
+    bad = violations(pd.concat([dense, deepseek]))
+    print(f"\nmeasurements beyond their bound in those rows: {len(bad)}")
+    if len(bad):
+        print(bad.to_string())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,311 @@
+"""The serving model (roofline.serving): step composition, the steady state, capacity, speculation, pools, search.
+
+Exact cases carry their arithmetic in comments; the rest are invariants (bounds below expected, Little's law, the
+speculative gain shrinking with the batch) and the acceptance cases of the serving issue.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from roofline.engine.analysis import analyze
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.graph import build_operators
+from roofline.engine.hardware import get_accelerator
+from roofline.engine.models import get_model
+from roofline.engine.parallel import Parallel
+from roofline.engine.scenario import Scenario
+from roofline.serving import aggregated as agg
+from roofline.serving import search as served_search
+from roofline.serving.capacity import kv_per_request
+from roofline.serving.search_rows import rows
+from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_aggregated, serve_disaggregated
+from roofline.serving.speculative import Speculation
+from roofline.serving.steps import GRID_RATIO, Mix, StepPricer, grid, lookup, tabulate
+
+H200 = get_accelerator("h200-sxm")
+FP8 = Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")
+
+
+def test_a_decode_only_step_is_the_engines_decode_step():
+    # the four parts of a step with D decodes and no prompt tokens are exactly the engine's decode graph
+    model = get_model("llama-3.1-8b")
+    scenario = Scenario(batch=16, seq_len=1000, parallel=Parallel(tp=2))
+    engine = analyze(model, H200, "decode", scenario)[1]["t_s"]
+    priced = StepPricer(model, H200, scenario).price(Mix(decode=16.0, kv_len=1000.0))
+    assert float(priced) == pytest.approx(engine, rel=1e-12)
+
+
+def test_a_prompt_only_step_is_the_engines_prefill():
+    model = get_model("llama-3.1-8b")
+    scenario = Scenario(batch=1, seq_len=2048)
+    engine = analyze(model, H200, "prefill", scenario)[1]["t_s"]
+    priced = StepPricer(model, H200, scenario).price(Mix(prefill=2048.0, prompt=2048.0))
+    assert float(priced) == pytest.approx(engine, rel=1e-12)
+
+
+def test_a_mixed_step_reads_the_weights_once():
+    # 8 decodes + 8 prompt tokens: every GEMM is memory-bound at 16 tokens, so fusing them saves exactly one read
+    # of every weight matrix and norm weight: t(8 decodes) + t(8 prompt tokens) - t(both) = those bytes /
+    # bandwidth (attention adds up; the embedding gathers rows per token, so its table is no saving)
+    model = get_model("llama-3.1-8b")
+    pricer = StepPricer(model, H200, Scenario())
+    apart = pricer.price(Mix(decode=8.0, kv_len=512.0)) + pricer.price(Mix(prefill=8.0, prompt=8.0))
+    fused = pricer.price(Mix(decode=8.0, kv_len=512.0, prefill=8.0, prompt=8.0))
+    ops = build_operators(model, "decode", Scenario().for_model(model), batch=1.0, seq_len=1.0)
+    matrices = sum(op.count * op.cost.weight for op in ops if op.op_class != "embedding")
+    saved = matrices / H200.bandwidth_bytes_per_s
+    assert float(apart - fused) == pytest.approx(saved, rel=0.01)
+
+
+def test_tables_match_the_exact_price():
+    # tabulated parts are exact at grid points and within 0.5% between them (interpolation in log space)
+    model = get_model("llama-3.1-70b")
+    scenario = FP8.with_(parallel=Parallel(tp=2))
+    mix = Mix(kv_len=1536.0, prompt=1024.0)
+    parts = tabulate(model, [H200], scenario, mix, tokens=20000, sequences=512)[0]
+    pricer = StepPricer(model, H200, scenario)
+    for D, P in ((GRID_RATIO ** 40, 0.0), (7.0, 1000.0), (300.0, 4096.0), (0.0, 1024.0)):
+        for side in ("bound", "expected"):
+            exact = float(pricer.price(Mix(decode=D, kv_len=1536.0, prefill=P, prompt=1024.0), side))
+            assert float(parts.time(D, P, side)) == pytest.approx(exact, rel=5e-3)
+
+
+def test_grid_and_lookup():
+    # grid(10) = 1.04^k up to at least 10: ceil(ln 10 / ln 1.04) = 59, plus two points
+    assert len(grid(10)) == 61
+    table = np.log(grid(100))  # a table linear in log x is read back exactly
+    assert lookup(table, 37.0) == pytest.approx(math.log(37.0))
+    stacked = np.stack([table, 2 * table])
+    assert lookup(stacked, np.array([37.0, 37.0]), np.array([0, 1])) == pytest.approx(
+        [math.log(37.0), 2 * math.log(37.0)])
+
+
+class FlatSteps:
+    """A stepper whose decode step takes 10 ms and whose step with prompt tokens takes 30 ms."""
+
+    lone_prompt = 0.02
+
+    def light(self, D, side):
+        return 0.010 + 0 * np.asarray(D, dtype=float)
+
+    def heavy(self, D, C, side):
+        return 0.030 + 0 * np.asarray(D, dtype=float)
+
+
+def test_step_mix_arithmetic():
+    # isl 100, osl 11: 10 decode steps per request; 5 requests in flight, 4 decoding, prompts one by one (sync 0)
+    load = agg.Load(isl=100, osl=11)
+    scheduler = agg.Scheduler(budget=1000, mixed=True)
+    times = agg.step_mix(FlatSteps(), load, scheduler, 4.0, 5.0, "expected")
+    # the other 4 requests' prompts, 4 x 100 tokens, arrive over one request's 10 decode steps: 40 tokens per step
+    # in chunks of one prompt (100), so 0.4 of the steps carry one: TPOT = 0.6 x 10 ms + 0.4 x 30 ms = 18 ms
+    assert float(times["tpot"]) == pytest.approx(0.018)
+    # residual of the running step: E[t^2] / 2 E[t] = (0.6 x 1e-4 + 0.4 x 9e-4) / (2 x 0.018) = 0.0116667;
+    # prompt room 1000 - 4 = 996, prompt tokens per step 100 x 5 / (10 + 1) = 45.45, rho = 0.045636;
+    # queue rho / 2 (1 - rho) x 30 ms = 0.000717; own prompt 30 ms
+    rho = 100 * 5 / 11 / 996
+    assert float(times["ttft"]) == pytest.approx(0.0116667 + rho / (2 * (1 - rho)) * 0.030 + 0.030, rel=1e-4)
+
+
+def test_lockstep_users_keep_prompts_out_of_their_decode_steps():
+    # sync 1 and 4 users whose prompts all fit one step (4 x 100 <= 996): one group, so no other prompt ever
+    # lands in a request's decode steps: TPOT = the decode step
+    load = agg.Load(isl=100, osl=11)
+    scheduler = agg.Scheduler(budget=1000, mixed=True, sync=1.0)
+    times = agg.step_mix(FlatSteps(), load, scheduler, 4.0, 4.0, "expected")
+    assert float(times["tpot"]) == pytest.approx(0.010)
+
+
+def test_closed_loop_obeys_littles_law():
+    served = prepare_served(get_model("llama-3.1-8b"), H200, FP8, framework="trtllm")
+    row = serve_aggregated(served, Workload(isl=2048, osl=256, concurrency=48))
+    in_flight = row["requests_per_s_expected"] * row["e2e_latency_expected_s"]
+    assert in_flight == pytest.approx(48, rel=0.01)  # N = X x E2E
+    decoding = row["requests_per_s_expected"] * 255 * row["tpot_expected_s"]
+    assert row["decode_batch_expected"] == pytest.approx(decoding, rel=0.02)  # D = X x (osl - 1) x TPOT
+
+
+@pytest.mark.parametrize("framework", ["vllm", "sglang", "trtllm"])
+@pytest.mark.parametrize("isl,osl,concurrency", [(128, 1024, 1), (1024, 1024, 64), (8192, 256, 32)])
+def test_bounds_stay_below_expected(framework, isl, osl, concurrency):
+    served = prepare_served(get_model("llama-3.1-70b"), H200, FP8.with_(parallel=Parallel(tp=2)), framework)
+    row = serve_aggregated(served, Workload(isl=isl, osl=osl, concurrency=concurrency))
+    assert row["ttft_s"] <= row["ttft_expected_s"]
+    assert row["tpot_s"] <= row["tpot_expected_s"]
+    assert row["tokens_per_s"] >= row["tokens_per_s_expected"]
+
+
+def test_kv_per_request():
+    # Llama-3.1-8B, fp16 cache: 32 layers x 8 KV heads x 128 x (K and V) x 2 bytes = 131072 bytes per token
+    scenario = Scenario(kv_dtype="fp16").for_model(get_model("llama-3.1-8b"))
+    assert float(kv_per_request(get_model("llama-3.1-8b"), scenario, 1000)) == 1000 * 131072
+    # at TP 2 each device holds 4 of the 8 KV heads
+    assert float(kv_per_request(get_model("llama-3.1-8b"), scenario.with_(parallel=Parallel(tp=2)), 1000)) == \
+        1000 * 65536
+
+
+def test_acceptance_tokens_per_step():
+    # per-token acceptance 0.7, 3 drafts: 1 + 0.7 + 0.49 + 0.343 = 2.533 tokens per verify step
+    assert Speculation("eagle", 3, acceptance=0.7).tokens_per_step == pytest.approx(2.533)
+    assert Speculation("mtp", 2, accepted_length=2.4).tokens_per_step == 2.4
+
+
+def test_eagle_speeds_up_a_lone_user_and_less_a_busy_server():
+    # the issue's case: Llama-3.1-70B fp8 on one H200, EAGLE K=3, A=0.7
+    model = get_model("llama-3.1-70b")
+
+    def per_user(concurrency, spec):
+        served = prepare_served(model, H200, FP8.with_(parallel=Parallel(tp=1)), "vllm", spec)
+        return serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=concurrency))[
+            "tokens_per_s_per_user_expected"]
+
+    eagle = Speculation("eagle", 3, acceptance=0.7)
+    gain_1 = per_user(1, eagle) / per_user(1, Speculation())
+    gain_64 = per_user(64, eagle) / per_user(64, Speculation())
+    assert gain_1 >= 1.5
+    assert gain_64 < gain_1
+
+
+def test_prefix_hits_cut_ttft():
+    served = prepare_served(get_model("llama-3.1-8b"), H200, FP8, "vllm")
+    cold = serve_aggregated(served, Workload(isl=8192, osl=256, concurrency=16))
+    warm = serve_aggregated(served, Workload(isl=8192, osl=256, concurrency=16, prefix_hit=0.75))
+    assert warm["ttft_expected_s"] < cold["ttft_expected_s"]
+    assert warm["ttft_s"] < cold["ttft_s"]
+    assert warm["kv_capacity_requests"] > cold["kv_capacity_requests"]
+
+
+def test_disaggregated_pools():
+    model = get_model("deepseek-v3")
+    decode = FP8.with_(parallel=Parallel(tp=8, ep=8, attention_dp=True))
+    served = prepare_served(model, H200, decode, "sglang")
+    row = serve_disaggregated(served, Workload(isl=4096, osl=1024, concurrency=128),
+                              Disaggregation(2, 1, Parallel(tp=8, ep=8)))
+    assert row["devices"] == 24  # 2 prefill workers x 8 + 1 decode worker x 8
+    assert row["tokens_per_s_per_device_expected"] == pytest.approx(row["tokens_per_s_expected"] / 24)
+    assert row["kv_transfer_s"] > 0
+    assert row["ttft_expected_s"] > row["kv_transfer_s"]
+    assert row["deployment"].startswith("prefill: 2 x (8 x H200")
+    assert row["limited_by"] in ("prefill", "decode")
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda s: serve_aggregated(s, Workload(isl=8192, osl=8192, concurrency=4096)), "do not fit the KV cache"),
+    (lambda s: Speculation("eagle", 3, acceptance=1.0).validate(s.model), "--spec-acceptance"),
+    (lambda s: Speculation("draft", 3, acceptance=0.5, draft_model=get_model("llama-3.1-405b")).validate(s.model),
+     "not smaller"),
+    (lambda s: serve_disaggregated(s, Workload(isl=1024, osl=128, concurrency=4),
+                                   Disaggregation(4, 4, Parallel(tp=1), max_devices=4)), "more than --max-devices"),
+    (lambda s: Workload(isl=1024, osl=128).validate(), "give exactly one"),
+])
+def test_bad_input_is_one_line(call, match):
+    served = prepare_served(get_model("llama-3.1-70b"), H200, FP8.with_(parallel=Parallel(tp=1)), "vllm")
+    with pytest.raises(RooflineInputError, match=match) as error:
+        call(served)
+    assert "\n" not in str(error.value)
+
+
+def test_search_mode_all_names_both_kinds_of_pools():
+    # the issue's case: DeepSeek-V3 on H200 at 4096/1024, plan --mode all
+    result = served_search.search(get_model("deepseek-v3"), [H200], served_search.ServedWorkload(4096, 1024),
+                                  ["fp8"], ["fp8"], mode="all", concurrencies=[8, 64, 256, 1024])
+    found = rows(result, served_search.frontier(result, per_gpu=True))
+    modes = {row["mode"] for row in found}
+    assert modes == {"aggregated", "disaggregated"}
+    assert all(row["deployment"].startswith("prefill:") == (row["mode"] == "disaggregated") for row in found)
+
+
+def test_search_matches_serve():
+    # a candidate of the search is the served row of the same deployment
+    model = get_model("llama-3.1-8b")
+    workload = served_search.ServedWorkload(1024, 512, framework="trtllm")
+    result = served_search.search(model, [H200], workload, ["fp8"], ["fp8"], max_devices=1,
+                                  concurrencies=[32])
+    i = next(i for i, c in enumerate(result.candidates) if c.scenario.attention == "flash")
+    served = prepare_served(model, H200, result.candidates[i].scenario, "trtllm")
+    row = serve_aggregated(served, Workload(isl=1024, osl=512, concurrency=32))
+    for column in ("ttft_expected_s", "tpot_expected_s", "tokens_per_s_expected", "ttft_s", "tpot_s"):
+        assert result.columns[column][i] == pytest.approx(row[column], rel=1e-6)
+
+
+# ---- the command line and the Python API
+
+def serve_cli(capsys, *argv):
+    from roofline.cli import app
+
+    code = app.main(["serve", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_serve_csv_is_one_row_of_the_documented_columns(capsys):
+    import csv
+    import io
+
+    from roofline.engine.columns import SERVE_COLUMNS
+
+    code, out, _ = serve_cli(capsys, "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                             "--concurrency", "16", "--framework", "trtllm", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == 1 and tuple(rows[0]) == SERVE_COLUMNS
+    assert rows[0]["framework"] == "trtllm" and rows[0]["mode"] == "aggregated"
+
+
+def test_the_api_serves_what_the_command_does(capsys):
+    import io
+
+    import pandas as pd
+
+    import roofline
+
+    api = roofline.serve("llama-3.1-70b", "h200-sxm", isl=2048, osl=512, concurrency=32, tp=2, weight_dtype="fp8",
+                         spec_method="mtp", spec_accepted_length=2.2)
+    code, out, _ = serve_cli(capsys, "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--isl", "2048", "--osl", "512",
+                             "--concurrency", "32", "--tp", "2", "--weight-dtype", "fp8", "--spec-method", "mtp",
+                             "--spec-accepted-length", "2.2", "--format", "csv")
+    command = pd.read_csv(io.StringIO(out), keep_default_na=False, na_values=["nan"])
+    assert code == 0 and list(api.columns) == list(command.columns)
+    assert api["tpot_expected_s"][0] == pytest.approx(command["tpot_expected_s"][0])
+    assert api["accepted_tokens_per_step"][0] == 2.2
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["--spec-method", "eagle", "--spec-acceptance", "1.0"], "--spec-acceptance: 1.0 is not allowed"),
+    (["--spec-method", "draft", "--spec-acceptance", "0.5", "--spec-draft-model", "llama-3.1-405b"], "not smaller"),
+    (["--concurrency", "5000"], "do not fit the KV cache"),
+    (["--mode", "disaggregated", "--prefill-workers", "8", "--decode-workers", "8", "--max-devices", "8"],
+     "more than --max-devices 8"),
+    (["--prefill-workers", "2"], "--prefill-workers: only with --mode disaggregated"),
+])
+def test_serve_bad_input_is_one_line_exit_2(capsys, argv, match):
+    base = ["--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--tp", "1", "--weight-dtype", "fp8", "--isl", "4096",
+            "--osl", "4096"]
+    if "--concurrency" not in argv:
+        base += ["--concurrency", "8"]
+    code, out, err = serve_cli(capsys, *base, *argv)
+    assert code == 2 and out == "" and match in err and err.count("\n") == 1
+
+
+def test_plan_refuses_prefill_with_mode(capsys):
+    from roofline.cli import app
+
+    code = app.main(["plan", "--model", "llama-3.1-8b", "--isl", "512", "--osl", "256", "--prefill", "interleaved",
+                     "--mode", "aggregated"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "--prefill: not with --mode" in err
+
+
+def test_serving_section_resolves_and_refuses_unknown_keys():
+    from roofline.pipeline.serving_section import resolve_serving_section
+
+    models, gpus = {"llama-3.1-8b": get_model("llama-3.1-8b")}, {"h100-sxm": get_accelerator("h100-sxm")}
+    settings = resolve_serving_section({"framework": "sglang", "workloads": [
+        {"isl": 1024, "osl": 256, "concurrency": [1, 8]}, {"isl": 512, "osl": 128, "request_rate": [2.0]}]},
+        gpus, models)
+    assert settings.gpus == ("h100-sxm",) and settings.workloads[0].framework == "sglang"
+    assert len(settings.workloads[0].loads()) == 2
+    with pytest.raises(RooflineInputError, match=r"serving.workloads\[0\]: unknown"):
+        resolve_serving_section({"workloads": [{"isl": 1024, "osl": 256, "concurency": [1]}]}, gpus, models)

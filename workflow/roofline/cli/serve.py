@@ -1,0 +1,122 @@
+"""`roofline serve`: what a loaded server delivers, one deployment and one workload in, one row out."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from ..engine.columns import SERVE_COLUMNS
+from ..engine.errors import RooflineInputError
+from ..engine.parallel import Parallel
+from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, MLA_MODES, Scenario
+from ..estimate.calibration import check_table
+from ..serving.serve import (
+    MODES,
+    OVERFLOWS,
+    Disaggregation,
+    Workload,
+    prepare_served,
+    serve_aggregated,
+    serve_disaggregated,
+)
+from . import options, scenario, spec_options
+from .formats import csv_text, json_safe, si
+from .options import choice, fraction, positive_float, positive_int
+
+HELP = "served TTFT, TPOT and tokens/s of one deployment under one workload (continuous batching, pools, drafts)"
+#: the --format csv columns (and the Python API's DataFrame columns)
+COLUMNS = SERVE_COLUMNS
+_UNITS = {"ttft_s": "s", "tpot_s": "s", "ttft_expected_s": "s", "tpot_expected_s": "s",
+          "e2e_latency_expected_s": "s", "kv_transfer_s": "s", "tokens_per_s": "token/s",
+          "tokens_per_s_expected": "token/s", "tokens_per_s_per_device": "token/s",
+          "tokens_per_s_per_device_expected": "token/s", "tokens_per_s_per_user_expected": "token/s"}
+
+
+def add_arguments(parser) -> None:
+    defaults = Scenario()
+    parser.add_argument("--model", required=True, help="catalog key (roofline list models) or path to a config.json")
+    parser.add_argument("--gpu", required=True, help="catalog key (roofline list gpus)")
+    parser.add_argument("--isl", required=True, type=positive_int("--isl"), help="prompt tokens per request")
+    parser.add_argument("--osl", required=True, type=positive_int("--osl"), help="output tokens per request")
+    parser.add_argument("--concurrency", type=positive_int("--concurrency"), help="closed-loop users")
+    parser.add_argument("--request-rate", type=positive_float("--request-rate"), help="open loop: requests/s")
+    parser.add_argument("--max-batched-tokens", type=positive_int("--max-batched-tokens"),
+                        help="tokens one step may compute (default: the framework's)")
+    parser.add_argument("--overflow", type=choice("--overflow", OVERFLOWS), default="refuse",
+                        help="refuse: a concurrency the KV cache cannot hold is an error; queue: the rest wait")
+    parser.add_argument("--benchmark-waves", type=positive_float("--benchmark-waves"),
+                        help="TTFT of a closed-loop benchmark of this many waves of --concurrency requests, its first "
+                             "wave sent at once (default: the steady state)")
+    scenario.add_dtypes(parser, defaults)
+    parser.add_argument("--attention", type=choice("--attention", ATTENTION_IMPLS), default=defaults.attention)
+    parser.add_argument("--expert-routing", type=choice("--expert-routing", EXPERT_ROUTINGS),
+                        default=defaults.expert_routing)
+    parser.add_argument("--mla-mode", type=choice("--mla-mode", MLA_MODES), default=defaults.mla_mode)
+    scenario.add_parallel(parser)
+    parser.add_argument("--memory-utilization", type=fraction("--memory-utilization"),
+                        help="the framework's memory fraction for the KV cache (default: the framework's)")
+    spec_options.add_arguments(parser)
+    _add_pools(parser)
+    options.add_format(parser)
+    parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure --out)")
+
+
+def _add_pools(parser) -> None:
+    parser.add_argument("--mode", type=choice("--mode", MODES), default="aggregated",
+                        help="aggregated | disaggregated (prefill and decode pools)")
+    parser.add_argument("--prefill-workers", type=positive_int("--prefill-workers"), default=1)
+    parser.add_argument("--decode-workers", type=positive_int("--decode-workers"), default=1)
+    for name in ("tp", "pp", "ep"):
+        parser.add_argument(f"--prefill-{name}", type=positive_int(f"--prefill-{name}"),
+                            help=f"the prefill workers' {name} (default: the decode plan's)")
+    parser.add_argument("--prefill-attention-dp", action="store_true", help="data-parallel attention in prefill")
+    parser.add_argument("--max-devices", type=positive_int("--max-devices"),
+                        help="refuse pools that need more devices than this")
+
+
+def table(args) -> tuple[list[dict], dict]:
+    """(the one served row, no notes)."""
+    model, gpu = options.model(args.model), options.gpu(args.gpu)
+    if args.calibration:
+        gpu = replace(gpu, calibration=check_table(str(Path(args.calibration).resolve())))
+    chosen = Scenario(weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+                      attention=args.attention, expert_routing=args.expert_routing, mla_mode=args.mla_mode,
+                      parallel=scenario.parallel(args), expert_weight_dtype=args.expert_weight_dtype or "",
+                      weight_group_size=args.weight_group_size).validate()
+    served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),
+                            args.max_batched_tokens, args.memory_utilization)
+    workload = Workload(isl=args.isl, osl=args.osl, concurrency=args.concurrency, request_rate=args.request_rate,
+                        prefix_hit=args.prefix_hit)
+    if args.mode == "aggregated":
+        _refuse_pool_options(args)
+        return [serve_aggregated(served, workload, args.overflow, args.benchmark_waves or 0.0)], {}
+    decode = served.plan
+    prefill = Parallel(tp=args.prefill_tp or decode.tp, pp=args.prefill_pp or decode.pp,
+                       ep=args.prefill_ep or (decode.ep if args.prefill_tp is None else 1),
+                       attention_dp=args.prefill_attention_dp)
+    pools = Disaggregation(args.prefill_workers, args.decode_workers, prefill, args.max_devices)
+    return [serve_disaggregated(served, workload, pools, args.overflow, args.benchmark_waves or 0.0)], {}
+
+
+def _refuse_pool_options(args) -> None:
+    given = [name for name in ("prefill_tp", "prefill_pp", "prefill_ep", "max_devices")
+             if getattr(args, name) is not None]
+    given += [name for name in ("prefill_workers", "decode_workers") if getattr(args, name) != 1]
+    given += ["prefill_attention_dp"] if args.prefill_attention_dp else []
+    if given:
+        raise RooflineInputError(f"--{given[0].replace('_', '-')}: only with --mode disaggregated")
+
+
+def run(args) -> str:
+    (row,), _ = table(args)
+    if args.format == "csv":
+        return csv_text([row], COLUMNS)
+    if args.format == "json":
+        return json.dumps(json_safe(row), indent=1)
+    return "\n".join(f"{key:34s} {_text(key, value)}" for key, value in row.items())
+
+
+def _text(key: str, value) -> str:
+    if key in _UNITS:
+        return si(value, _UNITS[key])
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,61 @@
+"""The serving options `serve` and `plan` share: framework, prefix caching and speculative decoding."""
+from __future__ import annotations
+
+import argparse
+
+from ..engine.errors import RooflineInputError
+from ..serving.framework import DEFAULT_FRAMEWORK, FRAMEWORKS
+from ..serving.speculative import SPEC_METHODS, Speculation
+from . import options
+from .options import choice, positive_int
+
+
+def share(option):
+    """A share from 0 to below 1."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; expected a share from 0 to below 1")
+        if not 0 <= value < 1:
+            raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; expected a share from 0 to below 1")
+        return value
+    return parse
+
+
+def number(option):
+    def parse(text):
+        try:
+            return float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number") from None
+    return parse
+
+
+def add_arguments(parser) -> None:
+    """--framework, --prefix-hit and the --spec-* options."""
+    parser.add_argument("--framework", type=choice("--framework", FRAMEWORKS), default=DEFAULT_FRAMEWORK,
+                        help="serving framework: its scheduler defaults and host time (default vllm)")
+    parser.add_argument("--prefix-hit", type=share("--prefix-hit"), default=0.0,
+                        help="share of prompt tokens found in the prefix cache")
+    parser.add_argument("--spec-method", type=choice("--spec-method", SPEC_METHODS),
+                        help="speculative decoding: mtp | eagle | draft | ngram")
+    parser.add_argument("--spec-tokens", type=positive_int("--spec-tokens"), default=3, help="drafted tokens K")
+    parser.add_argument("--spec-acceptance", type=number("--spec-acceptance"),
+                        help="per-token acceptance probability, 0 <= A < 1")
+    parser.add_argument("--spec-accepted-length", type=number("--spec-accepted-length"),
+                        help="mean tokens per verify step, 1 <= L <= K + 1 (instead of --spec-acceptance)")
+    parser.add_argument("--spec-draft-model", help="draft model (catalog key or config.json) for --spec-method draft")
+
+
+def speculation(args, target) -> Speculation:
+    """The speculative setting the options describe, checked against the target model."""
+    if args.spec_method is None:
+        given = [name for name in ("acceptance", "accepted_length", "draft_model")
+                 if getattr(args, f"spec_{name}") is not None]
+        if given:
+            raise RooflineInputError(f"--spec-{given[0].replace('_', '-')}: only with --spec-method")
+        return Speculation()
+    draft = options.model(args.spec_draft_model) if args.spec_draft_model else None
+    return Speculation(args.spec_method, args.spec_tokens, args.spec_acceptance, args.spec_accepted_length,
+                       draft).validate(target)

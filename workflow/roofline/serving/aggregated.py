@@ -1,0 +1,255 @@
+"""Aggregated serving: continuous batching with chunked prefill on one deployment, in steady state.
+
+The model (the README states it with its assumptions):
+
+* Flow. A request brings `isl` prompt tokens (a share `prefix_hit` of them found in the prefix cache; the rest, c,
+  is computed) and leaves with `osl` tokens: its prefill yields the first, then (osl - 1) / a steps yield the rest
+  (a = tokens per step: 1, or the speculative gain).
+* Groups. Closed-loop users whose requests end in the same step send their next ones together, so prompts arrive in
+  groups: of up to g = min(requests in flight, room / c) prompts (what one step's token budget admits beside its
+  decode tokens), 1 + sync x (g - 1) on average (`sync`, a framework constant fitted on measured runs: 0 is arrival
+  one by one, 1 lockstep). Open-loop (Poisson) arrivals come one by one.
+* Steps. A step computes at most `budget` tokens (max_batched_tokens): its decode tokens D Q (Q = 1, or K + 1 when
+  verifying) and prompt chunks. A group's prompts take ceil(group x c / room) steps that carry prefill. A request's
+  decode steps see the other groups' prompts: (in flight - group) x c prompt tokens over its (osl - 1) / a steps,
+  in chunks of a group's prompts. vLLM and TensorRT-LLM run the chunk inside a decode step (weights read once),
+  SGLang as a prefill step of its own that pauses decoding; TPOT = the mean time between a sequence's tokens over
+  that mix. Every step adds the framework's host time.
+* TTFT = the request's time outside the steps + the rest of the step running when it arrives (the residual life of
+  a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room (rho = prompt tokens per step / room)
+  + its group's prefill steps (on average (n + 1) / 2 of n). A benchmark of a few `waves` of N requests adds its
+  first wave, whose N prompts all arrive at once and queue for the budget.
+* Closed loop (`concurrency` N users, each sending its next request when the last one ends): at most `running`
+  requests are in flight (the KV cache, roofline.serving.capacity); each spends S = TTFT + (osl - 1) TPOT in
+  flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law, solved by fixed-point
+  iteration). Users beyond `running` wait N / X - S for a slot, added to their TTFT.
+* Open loop (`request_rate` R per second): X = R, D = R (osl - 1) TPOT; a rate the prompt room or the cache cannot
+  keep up with has no steady state (`keeps_up` False).
+
+Bounds: TTFT's is the request's own prompt computed alone at the roofline; TPOT's a lone decode step at the expected
+occupancy (lockstep groups can keep every prompt out of a request's decode steps); throughput's (throughput_bound)
+every request the whole device memory holds at the mean in-flight length decoding in every step, prompts free.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .steps import GRID_RATIO, Parts, at, lookup
+
+#: fixed-point iterations of the closed and open loops (the decode occupancy converges geometrically)
+ITERATIONS = 16
+#: prompt-room utilization beyond which the prefill queue is taken as saturated
+MAX_UTILIZATION = 0.995
+
+
+@dataclass(frozen=True)
+class Load:
+    """The requests: lengths, prefix-cache hit share, speculative setting (queries Q, tokens per step a)."""
+
+    isl: int
+    osl: int
+    prefix_hit: float = 0.0
+    queries: int = 1
+    tokens_per_step: float = 1.0
+
+    @property
+    def computed(self) -> float:
+        """Prompt tokens a prefill computes (the rest is in the prefix cache); at least one."""
+        return max(float(np.ceil((1 - self.prefix_hit) * self.isl)), 1.0)
+
+    @property
+    def decode_steps(self) -> float:
+        """Steps one request spends decoding after its first token."""
+        return max(self.osl - 1, 0) / self.tokens_per_step
+
+    @property
+    def mean_kv(self) -> float:
+        """Cached tokens of a decoding sequence, on average over its decode steps."""
+        return self.isl + self.osl / 2
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """How steps are formed (token budget, mixed or separate prefill) and the framework's fitted constants."""
+
+    budget: float
+    mixed: bool
+    step_overhead_s: float = 0.0  # host time per step
+    request_overhead_s: float = 0.0  # per request, outside the steps
+    sync: float = 0.0  # 0: prompts arrive one by one; 1: whole groups arrive together (see cluster_size)
+    waves: float = 0.0  # closed-loop benchmark length in waves of N requests (0: the steady state alone)
+
+
+class Stepper:
+    """Step times of a deployment, or of stacked candidates (tables [G, K]; every point then names its row by
+    `group`): the target's parts, the draft's (K decode passes of its own plus its share of the prompts), the
+    framework's host time per step, combined once into tables over the decode occupancy D."""
+
+    def __init__(self, target: Parts, mixed: bool, draft: Parts | None = None, passes: int = 0, host_s: float = 0.0,
+                 group=None):
+        self.target, self.mixed, self.draft, self.passes, self.host_s = target, mixed, draft, passes, host_s
+        self.group = group
+        self.computed, self.queries = at(target.computed, group), at(target.queries, group)
+        self.tables = {side: self._combine(side) for side in ("bound", "expected")}
+        self.lone_prompt = self._alone(self.computed, "bound")  # one prompt alone: the TTFT bound
+
+    def _combine(self, side: str) -> dict:
+        t = self.target
+        stacked = t.attention_bound.ndim == 2
+        D = GRID_RATIO ** np.arange(t.attention_bound.shape[-1])
+        rows = np.arange(t.attention_bound.shape[0])[:, None] if stacked else None
+        D = np.broadcast_to(D, t.attention_bound.shape)
+        tokens = D * (t.queries[:, None] if stacked else t.queries)
+        attend = getattr(t, f"attention_{side}")
+        if self.draft is not None:  # K passes of the draft's decode (one query each)
+            attend = attend + self.passes * self.draft.time(D, 0.0, side, rows)
+        per_token = lookup(getattr(t, f"tokenwise_{side}"), tokens, rows) + lookup(
+            getattr(t, f"logits_{side}"), tokens, rows)
+        prompt = getattr(t, f"prompt_{side}") + (getattr(self.draft, f"prompt_{side}") if self.draft else 0.0)
+        return {"light": per_token + attend, "attend": attend, "prompt": at(prompt, self.group),
+                "tokenwise": getattr(t, f"tokenwise_{side}"), "logits": getattr(t, f"logits_{side}")}
+
+    def _host(self, side: str) -> float:
+        return self.host_s if side == "expected" else 0.0
+
+    def _read(self, side: str, name: str, x):
+        return lookup(self.tables[side][name], x, self.group)
+
+    def _prompts(self, C, side: str):
+        """The draft's prompt passes beyond their attention (which the `prompt` rate holds)."""
+        if self.draft is None:
+            return 0.0
+        return self.draft.time(0.0, C, side, self.group) - C * at(getattr(self.draft, f"prompt_{side}"), self.group)
+
+    def with_host(self, host_s: float) -> "Stepper":
+        """The same steps under another host time per step (the tables do not hold it)."""
+        other = copy.copy(self)
+        other.host_s = host_s
+        return other
+
+    def light(self, D, side: str):
+        """A decode step at occupancy D (at least the sequence asking: one)."""
+        return self._read(side, "light", np.maximum(D, 1.0)) + self._host(side)
+
+    def heavy(self, D, C, side: str):
+        """A step carrying C prompt tokens: beside D decodes (mixed) or alone (separate)."""
+        if not self.mixed:
+            return self._alone(C, side) + self._host(side)
+        return self._fused(np.maximum(D, 1.0), C, side) + self._host(side)
+
+    def spread(self, D, P):
+        """Bound of a decode step at occupancy D carrying P prompt tokens fused."""
+        return self._fused(np.maximum(D, 1.0), P, "bound")
+
+    def lone(self, C):
+        """Bound of C prompt tokens computed alone (one prompt: the TTFT bound)."""
+        return self._alone(C, "bound")
+
+    def _fused(self, D, C, side: str):
+        tokens = D * self.queries
+        return (self._read(side, "tokenwise", tokens + C) + self._read(side, "logits", tokens + C / self.computed)
+                + self._read(side, "attend", D) + C * self.tables[side]["prompt"] + self._prompts(C, side))
+
+    def _alone(self, C, side: str):
+        return (self._read(side, "tokenwise", C) + self._read(side, "logits", C / self.computed)
+                + C * self.tables[side]["prompt"] + self._prompts(C, side))
+
+
+def _room(scheduler: Scheduler, load: Load, D):
+    """Prompt tokens a step may still take: the budget less the decode tokens (mixed), at least one."""
+    return np.maximum(scheduler.budget - D * load.queries, 1.0) if scheduler.mixed else scheduler.budget + 0 * D
+
+
+def cluster_size(load: Load, scheduler: Scheduler, active, D):
+    """Prompts that arrive together (and are prefilled in the same step): closed-loop users whose requests ended in
+    the same step send the next ones together, so a fixed-length benchmark keeps them in groups of up to
+    g = min(active, room / c) (the prompts one step admits). 1 + sync x (g - 1): sync = 0 is arrival one by one,
+    1 lockstep groups (a framework constant fitted on measured runs)."""
+    group = np.clip(np.floor(_room(scheduler, load, D) / load.computed), 1.0, np.maximum(active, 1.0))
+    return 1.0 + scheduler.sync * (group - 1.0)
+
+
+def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str) -> dict:
+    """Times at decode occupancy D with `active` requests in flight: TPOT, TTFT, prompt-room use."""
+    room = _room(scheduler, load, D)
+    steps = max(load.decode_steps, 1e-9)
+    if side == "bound":  # prompts fused evenly into the steps: no mix of steps is faster
+        due = load.computed * D / steps
+        return {"tpot": stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step,
+                "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room}
+    cluster = cluster_size(load, scheduler, active, D)
+    chunk = np.minimum(room, cluster * load.computed)
+    per_cluster = np.ceil(cluster * load.computed / room)  # heavy steps one cluster's prompts take
+    others = load.computed * np.maximum(active - cluster, 0.0) / steps  # others' prompt tokens per decode step
+    light, heavy = stepper.light(D, side), stepper.heavy(D, chunk, side)
+    extra = others / chunk  # heavy steps per decode step of a request
+    if scheduler.mixed:
+        share = np.minimum(extra, 1.0)
+        per_token = (1 - share) * light + share * heavy
+        mean, square = per_token, (1 - share) * light ** 2 + share * heavy ** 2
+    else:  # each decode step is followed by `extra` prefill steps
+        per_token = light + extra * heavy
+        mean, square = per_token / (1 + extra), (light ** 2 + extra * heavy ** 2) / (1 + extra)
+    due = load.computed * active / (steps + per_cluster)  # prompt tokens per step, all requests
+    rho = np.minimum(due / room, MAX_UTILIZATION)
+    prompt = (per_cluster + 1) / 2 * heavy
+    ttft = scheduler.request_overhead_s + square / (2 * mean) + rho / (2 * (1 - rho)) * prompt + prompt
+    return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy}
+
+
+def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency, running, side: str) -> dict:
+    """Steady state of N closed-loop users with at most `running` requests in flight (arrays broadcast)."""
+    N = np.asarray(concurrency, dtype=float)
+    active = np.minimum(N, running)
+    D = active * load.decode_steps / (load.decode_steps + 1)
+    for _ in range(ITERATIONS):
+        times = step_mix(stepper, load, scheduler, D, active, side)
+        in_flight = times["ttft"] + (load.osl - 1) * times["tpot"]
+        rate = active / in_flight
+        D = 0.3 * D + 0.7 * np.minimum(rate * (load.osl - 1) * times["tpot"], active)
+    ttft = times["ttft"] + np.maximum(N / np.maximum(rate, 1e-300) - in_flight, 0.0)
+    if side == "expected" and scheduler.waves > 0:
+        ttft = ttft + (first_wave(stepper, load, scheduler, active) - ttft) / scheduler.waves
+    return {"ttft": ttft, "tpot": times["tpot"], "e2e": ttft + (load.osl - 1) * times["tpot"],
+            "requests_per_s": rate, "decode": D, "running": active + 0 * D, "prefill_utilization": times["rho"],
+            "keeps_up": np.ones_like(D, dtype=bool)}
+
+
+def throughput_bound(stepper: Stepper, load: Load, active):
+    """Requests/s no run can beat with `active` requests in the cache: every one decoding in every step at the
+    roofline (a lone decode step of `active` sequences yields a tokens each) and its prompt free (prompts only add
+    work, however they are batched), so at most active x a / ((osl - 1) x t(active)) requests finish per second.
+    By Little's law any run with D <= active decoding meets it: its rate D a / ((osl - 1) TPOT a) <= this, since
+    t(D) / D falls with D."""
+    active = np.maximum(np.asarray(active, dtype=float), 1.0)
+    return active * load.tokens_per_step / (max(load.osl - 1, 1) * stepper.light(active, "bound"))
+
+
+def first_wave(stepper: Stepper, load: Load, scheduler: Scheduler, active):
+    """Mean TTFT of the first `active` requests of a closed-loop benchmark, all sent at once: admitted in groups
+    of g prompts (what one step's budget admits), the i-th group after i groups' steps."""
+    group = np.clip(np.floor(scheduler.budget / load.computed), 1.0, np.maximum(active, 1.0))
+    per_group = np.ceil(group * load.computed / scheduler.budget)
+    chunk = np.minimum(group * load.computed, scheduler.budget)
+    groups = np.ceil(active / group)
+    heavy = stepper.heavy(0.0 * active, chunk, "expected")
+    return scheduler.request_overhead_s + (groups + 1) / 2 * per_group * heavy
+
+
+def open_loop(stepper: Stepper, load: Load, scheduler: Scheduler, request_rate, running, side: str,
+              largest: float = 1e6) -> dict:
+    """Steady state under Poisson arrivals of `request_rate` per second (arrays broadcast)."""
+    rate = np.asarray(request_rate, dtype=float)
+    scheduler = replace(scheduler, sync=0.0)  # independent arrivals: no closed-loop groups
+    D = active = np.zeros_like(rate)
+    for _ in range(ITERATIONS):
+        times = step_mix(stepper, load, scheduler, D, np.maximum(active, 1.0), side)
+        D = 0.5 * D + 0.5 * np.minimum(rate * (load.osl - 1) * times["tpot"], largest)
+        active = rate * (times["ttft"] + (load.osl - 1) * times["tpot"])
+    keeps_up = (times["rho"] < 1) & (active <= running) & (D < largest)
+    return {"ttft": times["ttft"], "tpot": times["tpot"], "e2e": times["ttft"] + (load.osl - 1) * times["tpot"],
+            "requests_per_s": rate, "decode": D, "running": active, "prefill_utilization": times["rho"],
+            "keeps_up": keeps_up}

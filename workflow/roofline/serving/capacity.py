@@ -1,0 +1,70 @@
+"""KV-cache capacity: how many requests one deployment can hold in flight, from the model and the device.
+
+Per device: the KV budget is what the framework's memory rule leaves after the busiest device's weights (and the
+activations of its largest step, `max_batched_tokens` tokens): roofline.serving.framework.Framework.kv_budget_bytes.
+A request holds its prompt's and its outputs' KV (the engine's kv_cache_bytes: windowed layers keep at most their
+window, linear-attention layers a fixed state), the busiest device its share (its layers, its KV heads; under
+data-parallel attention a replica holds its own requests whole). Speculative decoding adds the draft's cache; a
+prefix shared by every request (prefix caching) is held once.
+
+Expected side: the framework's budget, each request at its full isl + osl tokens when the framework reserves that
+(TensorRT-LLM, SGLang), else at the mean in-flight length (vLLM admits while blocks are free). Bound side: the whole
+device memory but the weights, each request at its mean in-flight length isl + osl / 2 (no run can hold more).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..engine.analysis import kv_cache_bytes, kv_share_per_device, weight_bytes_per_device
+from ..engine.graph import build_operators
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec
+from ..engine.scenario import Scenario
+from .framework import Framework
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Requests the deployment holds at once (expected and bound), and the KV budget behind the expected one."""
+
+    running: float  # expected: requests in flight the cache (and the framework's max_running) allows
+    running_bound: float  # bound: whole memory, mean in-flight length
+    kv_budget_bytes: float  # per device, expected side
+    kv_per_request_bytes: float  # per device, one request at the length the expected side reserves
+
+
+def kv_per_request(model: ModelSpec, scenario: Scenario, tokens) -> np.ndarray:
+    """KV bytes one request of `tokens` cached tokens puts on the busiest device (arrays accepted)."""
+    whole = kv_cache_bytes(model, "prefill", scenario, batch=1, seq_len=np.asarray(tokens, dtype=float))
+    return whole * kv_share_per_device(model, scenario, 1)
+
+
+def activation_bytes(model: ModelSpec, scenario: Scenario, tokens: int) -> float:
+    """The largest operator's inputs and outputs in a step of `tokens` tokens (the engine's activation_bytes)."""
+    ops = build_operators(model, "decode", scenario, batch=float(tokens), seq_len=1.0)
+    return float(max(op.cost.act_read + op.cost.act_write for op in ops))
+
+
+def capacity(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: Framework, isl: int, osl: int,
+             prefix_hit: float = 0.0, extra_weight_bytes: float = 0.0, draft=None) -> Capacity:
+    """Capacity of one deployment (draft: a (model, scenario) whose cache rides along, or None)."""
+    weights = weight_bytes_per_device(model, scenario) + extra_weight_bytes
+    activations = activation_bytes(model, scenario, framework.max_batched_tokens)
+    budget = framework.kv_budget_bytes(gpu.memory_bytes, weights, activations)
+    shared = prefix_hit * isl  # held once for every request
+    full, mean = isl - shared + osl, isl - shared + osl / 2
+
+    def per_request(tokens):
+        own = kv_per_request(model, scenario, tokens)
+        return own + (kv_per_request(*draft, tokens) if draft else 0.0)
+
+    reserved = full if framework.reserve_full_length else mean
+    held = per_request(reserved)
+    replicas = scenario.parallel.tp if scenario.parallel.attention_dp else 1
+    fit = math.floor(max(budget - per_request(shared), 0.0) / held) * replicas
+    fit_bound = (gpu.memory_bytes - weights - per_request(shared)) / per_request(mean) * replicas
+    return Capacity(running=float(min(fit, framework.max_running * replicas)), running_bound=float(fit_bound),
+                    kv_budget_bytes=float(budget), kv_per_request_bytes=float(held))

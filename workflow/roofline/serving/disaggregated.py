@@ -1,0 +1,104 @@
+"""Disaggregated serving: prefill workers compute the prompts, decode workers generate, the KV cache moves between.
+
+The model (the README states it with its assumptions):
+
+* Pools. `prefill_workers` X instances of the prefill plan and `decode_workers` Y instances of the decode plan, each
+  an engine of its own; the deployment's devices are X x (prefill devices) + Y x (decode devices).
+* Prefill worker. Prompts reach each worker at rate X_r / X; a prefill step batches what arrived while the last one
+  ran (at least one prompt, at most the framework's token budget), so C tokens per step solve C = max(c, arrivals x
+  t(C)); busy share rho = arrivals x t(C) / C. TTFT = the request's overhead + the rest of a running step (rho t / 2)
+  + the M/D/1 wait (rho / 2 (1 - rho) t) + its own step t(C) + the KV transfer.
+* KV transfer: the prompt's KV cache (every layer, every head) leaves the prefill worker's devices over their links
+  in parallel (min(prefill devices, decode devices) links): latency + bytes / (links x link bandwidth), over the
+  scale-up link when both pools fit one scale-up domain, else the scale-out network.
+* Decode worker: D sequences decode in every step (no prompt chunks), TPOT = its step time / a (speculation) plus
+  the framework's host time; at most its cache's capacity in flight.
+* Closed loop: X_r = N / (TTFT + (osl - 1) TPOT), D = X_r (osl - 1) TPOT / Y (fixed point); open loop: X_r = R.
+  Rate matching: the pool with the higher load share (prefill busy share, decode cache occupancy) `limits`;
+  tokens/s per device counts every device of both pools.
+
+Bound side: roofline times, no host time or waiting, the transfer overlapped with the prefill (layer by layer),
+the decode pool's cache at the whole device memory and the mean in-flight length.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..engine.analysis import kv_cache_bytes
+from .aggregated import ITERATIONS, MAX_UTILIZATION, Load, Stepper
+
+
+@dataclass(frozen=True)
+class Pools:
+    """Worker counts and the devices of one worker of each pool."""
+
+    prefill_workers: int
+    decode_workers: int
+    prefill_devices: int
+    decode_devices: int
+
+    @property
+    def devices(self) -> int:
+        return self.prefill_workers * self.prefill_devices + self.decode_workers * self.decode_devices
+
+
+def transfer_seconds(model, scenario, gpu, load: Load, pools: Pools) -> float:
+    """Time to move one prompt's KV cache from the prefill pool to the decode pool."""
+    nbytes = float(kv_cache_bytes(model, "prefill", scenario, batch=1, seq_len=load.isl))
+    links = min(pools.prefill_devices, pools.decode_devices)
+    bandwidth, latency = gpu.link(pools.devices if pools.devices > 1 else 2)
+    return latency + nbytes / (links * bandwidth)
+
+
+def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, side: str):
+    """(tokens per step C, step time, busy share) of one prefill worker receiving `arrivals` prompts/s."""
+    C = np.minimum(load.computed, budget) + 0.0 * np.asarray(arrivals, dtype=float)
+    for _ in range(ITERATIONS):
+        step = prefill.heavy(0.0 * C, C, side)
+        C = np.clip(np.maximum(load.computed, arrivals * load.computed * step), 1.0, budget)
+    step = prefill.heavy(0.0 * C, C, side)
+    return C, step, arrivals * load.computed * step / C
+
+
+def first_wave(prefill: Stepper, load: Load, pools: Pools, budget, active, transfer_s, request_overhead_s: float):
+    """Mean TTFT of the first `active` requests of a closed-loop benchmark, all sent at once: each prefill worker
+    takes its share in full-budget steps, the i-th step's prompts waiting i steps."""
+    prompts = np.ceil(active / pools.prefill_workers)
+    per_step = np.clip(np.floor(budget / load.computed), 1.0, np.maximum(prompts, 1.0))
+    steps = np.ceil(prompts / per_step) * np.ceil(per_step * load.computed / budget)
+    heavy = prefill.heavy(0.0 * active, np.minimum(per_step * load.computed, budget), "expected")
+    return request_overhead_s + (steps + 1) / 2 * heavy + transfer_s
+
+
+def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: float, transfer_s: float, offered,
+          closed: bool, running: float, side: str, request_overhead_s: float = 0.0, waves: float = 0.0) -> dict:
+    """Steady state of the two pools under N closed-loop users (`closed`) or a request rate; `running` is what
+    one decode worker's cache holds. `prefill` steps are separate (no decodes), `decode` steps carry no prompts."""
+    offered = np.asarray(offered, dtype=float)
+    active = np.minimum(offered, pools.decode_workers * running) if closed else offered
+    lone = prefill.lone(load.computed)
+    tpot = decode.light(1.0 + 0.0 * offered, side) / load.tokens_per_step
+    ttft = lone + transfer_s + 0.0 * offered
+    rate = active / (ttft + (load.osl - 1) * tpot) if closed else offered
+    for _ in range(ITERATIONS):
+        D = np.minimum(rate * (load.osl - 1) * tpot / pools.decode_workers, running)
+        tpot = decode.light(D, side) / load.tokens_per_step
+        _, step, busy = _prefill_worker(prefill, load, budget, rate / pools.prefill_workers, side)
+        rho = np.minimum(busy, MAX_UTILIZATION)
+        if side == "bound":  # the transfer overlaps the prefill layer by layer; nothing waits
+            ttft = np.maximum(lone, transfer_s) + 0.0 * rate
+        else:
+            ttft = request_overhead_s + rho * step / 2 + rho / (2 * (1 - rho)) * step + step + transfer_s
+        if closed:
+            rate = 0.5 * rate + 0.5 * active / (ttft + (load.osl - 1) * tpot)
+    in_flight = ttft + (load.osl - 1) * tpot
+    if closed:
+        ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
+    if closed and side == "expected" and waves > 0:
+        ttft = ttft + (first_wave(prefill, load, pools, budget, active, transfer_s, request_overhead_s) - ttft) / waves
+    return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
+            "decode": D, "running": rate * in_flight, "prefill_utilization": busy,
+            "decode_utilization": D / np.maximum(running, 1e-9),
+            "keeps_up": np.ones_like(rate, dtype=bool) if closed else (busy < 1) & (D < running)}

@@ -1,0 +1,89 @@
+"""Serving frameworks: the scheduler defaults a served run inherits, and the per-step host time measured on them.
+
+Documented defaults (the version each was read from is named; a flag overrides each):
+
+* vLLM (V1 engine, `vllm serve`, 0.8-0.19): chunked prefill always on, prompt chunks share a step with the decode
+  tokens under `max_num_batched_tokens` = 8192 and `max_num_seqs` = 1024 on devices of >= 70 GiB other than A100
+  (2048 and 256 elsewhere; EngineArgs.get_batch_defaults); `gpu_memory_utilization` 0.9 of the device for weights,
+  activations and KV cache together; requests are admitted while cache blocks are free (preempted when they run out).
+* SGLang (0.4-0.5, `sglang.launch_server`): `chunked_prefill_size` 8192 (devices under 160 GiB; 16384 above, 2048
+  under 35 GiB); prefill batches and decode batches alternate (`enable_mixed_chunk` off: a prefill step pauses
+  decoding); `mem_fraction_static` 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8 (weights + KV pool).
+* TensorRT-LLM (1.0-1.2, `trtllm-serve`): in-flight batching of context and generation requests in one step under
+  `max_num_tokens` = 8192, `max_batch_size` 2048; the KV cache takes `free_gpu_memory_fraction` 0.9 of the memory
+  left after weights and activations; the GUARANTEED_NO_EVICT scheduler admits a request only when the cache can
+  hold it at its full length.
+
+Per-step host time (scheduling, sampling, detokenizing, launching the step's graph) and the per-request time outside
+the steps (HTTP, tokenization, the first token's return) are not in any kernel table: they are fitted per framework
+on the measured served runs (benchmarks/validate_serving.py, fit half, reported on the rest) and stated here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engine.errors import unknown
+from ..engine.hardware import GIB, Accelerator
+
+FRAMEWORKS = ("vllm", "sglang", "trtllm")
+#: the framework a served run assumes when none is named
+DEFAULT_FRAMEWORK = "vllm"
+
+
+@dataclass(frozen=True)
+class Framework:
+    """What a served run inherits from its framework (defaults resolved for one device and plan)."""
+
+    key: str
+    max_batched_tokens: int  # tokens one step may compute (decode + prompt chunks)
+    max_running: int  # sequences one engine runs at once
+    mixed: bool  # prompt chunks share a step with decode tokens (False: prefill steps pause decoding)
+    memory_fraction: float  # of each device's memory the framework sizes its KV cache from (see kv_budget_bytes)
+    of_free_memory: bool  # memory_fraction applies to the memory left after weights and activations (TensorRT-LLM)
+    reserve_full_length: bool  # a request is admitted only when the cache holds it at isl + osl tokens
+    step_overhead_s: float  # host time per step [s] (fitted)
+    request_overhead_s: float  # time per request outside the steps [s] (fitted)
+    sync: float  # how far closed-loop users stay in lockstep groups, 0..1 (fitted; aggregated.cluster_size)
+    handoff_s: float = 0.0  # disaggregated: time per request to route it and hand its cache over (fitted)
+
+    def kv_budget_bytes(self, memory_bytes: float, weight_bytes: float, activation_bytes: float) -> float:
+        """Bytes of one device the KV cache may take under this framework's memory rule."""
+        if self.of_free_memory:
+            return self.memory_fraction * (memory_bytes - weight_bytes - activation_bytes)
+        return self.memory_fraction * memory_bytes - weight_bytes - activation_bytes
+
+
+#: (host time per step [s], per request [s], lockstep share, disaggregated hand-over per request [s]), fitted on the
+#: served runs of benchmarks/validate_serving.py (every other row; reported on the rest)
+FITTED = {"vllm": (0.0, 0.02, 0.25, 0.0), "sglang": (0.0, 0.15, 0.25, 0.2), "trtllm": (0.0, 0.08, 0.5, 0.1)}
+
+
+def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
+                  memory_fraction: float | None = None, fitted: tuple | None = None) -> Framework:
+    """The framework `key` with its documented defaults for `gpu` (and tp: SGLang's memory fraction); `fitted`
+    replaces the fitted constants (benchmarks/validate_serving.py --fit)."""
+    if key not in FRAMEWORKS:
+        raise unknown("--framework", key, FRAMEWORKS)
+    memory = gpu.memory_bytes / GIB
+    big = memory >= 70 and "A100" not in gpu.name
+    defaults = {
+        "vllm": dict(max_batched_tokens=8192 if big else 2048, max_running=1024 if big else 256, mixed=True,
+                     memory_fraction=0.9, of_free_memory=False, reserve_full_length=False),
+        "sglang": dict(max_batched_tokens=2048 if memory < 35 else 8192 if memory < 160 else 16384,
+                       max_running=4096, mixed=False, memory_fraction=_sglang_fraction(tp), of_free_memory=False,
+                       reserve_full_length=True),
+        "trtllm": dict(max_batched_tokens=8192, max_running=2048, mixed=True, memory_fraction=0.9,
+                       of_free_memory=True, reserve_full_length=True),
+    }[key]
+    if max_batched_tokens is not None:
+        defaults["max_batched_tokens"] = max_batched_tokens
+    if memory_fraction is not None:
+        defaults["memory_fraction"] = memory_fraction
+    step, request, sync, handoff = fitted or FITTED[key]
+    return Framework(key=key, step_overhead_s=step, request_overhead_s=request, sync=sync, handoff_s=handoff,
+                     **defaults)
+
+
+def _sglang_fraction(tp: int) -> float:
+    """SGLang's default mem_fraction_static by tensor-parallel degree (server_args, 0.4-0.5)."""
+    return 0.88 if tp < 2 else 0.87 if tp < 4 else 0.85 if tp < 8 else 0.81

@@ -1,0 +1,124 @@
+"""Rows of the served search (PLAN_COLUMNS + PLAN_SERVING_COLUMNS) and the one line when no candidate qualifies."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..engine.analysis import aggregate, weight_bytes_per_device
+from ..engine.columns import PLAN_COLUMNS, PLAN_SERVING_COLUMNS
+from ..engine.graph import build_operators
+from ..engine.roofline import dominant_bound
+from .capacity import kv_per_request
+from .framework import framework_for
+from .planner import PlanSettings, plan_table
+from .search import ServedSearch, ServedWorkload, frontier, search
+
+
+def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
+    """PLAN_COLUMNS + PLAN_SERVING_COLUMNS records of the given candidates."""
+    out = []
+    w, c = result.workload, result.columns
+    for i in indices:
+        cand = result.candidates[result.candidate[i]]
+        sc, plan = cand.scenario, cand.scenario.parallel
+        batch = int(result.concurrency[i])
+        decode = _decode_step(result, cand, max(float(c["decode_batch_expected"][i]), 1.0))
+        prefill = cand.prefill_plan
+        fw = framework_for(w.framework, cand.gpu, plan.tp)
+        footprint = _footprint(result, cand, batch, float(c["kv_capacity_requests"][i]))
+        row = {
+            "model": result.model.key, "gpu": cand.gpu.key, "devices": cand.devices, "tp": plan.tp, "pp": plan.pp,
+            "ep": plan.ep, "attention_dp": plan.attention_dp, "batch": batch, "weight_dtype": sc.weight_dtype,
+            "act_dtype": sc.act_dtype, "kv_dtype": sc.kv_dtype, "attention": sc.attention, "isl": w.isl,
+            "osl": w.osl, "seq_len": w.isl + w.osl // 2, "ttft_s": float(c["ttft_s"][i]),
+            "tpot_s": float(c["tpot_s"][i]), "decode_step_s": float(decode["t_s"]),
+            "tokens_per_s": float(c["tokens_per_s"][i]),
+            "tokens_per_s_per_device": float(c["tokens_per_s_per_device"][i]),
+            "tokens_per_s_per_user": float(c["tokens_per_s_per_user"][i]), "footprint_bytes": footprint,
+            "usable_memory_bytes": float(sc.memory_utilization * cand.gpu.memory_bytes), "fits": bool(c["fits"][i]),
+            "bound": dominant_bound(float(decode["memory_bound_share"]), float(decode["network_share"])),
+            "memory_bound_share": float(decode["memory_bound_share"]), "network_share": float(decode["network_share"]),
+            "ttft_expected_s": float(c["ttft_expected_s"][i]), "tpot_expected_s": float(c["tpot_expected_s"][i]),
+            "tokens_per_s_per_device_expected": float(c["tokens_per_s_per_device_expected"][i]),
+            "estimate": result.estimate, "deployment": cand.deployment(),
+            "mode": cand.mode, "framework": fw.key, "prefill_workers": cand.prefill_workers,
+            "prefill_tp": prefill.tp if prefill else 0, "prefill_pp": prefill.pp if prefill else 0,
+            "prefill_ep": prefill.ep if prefill else 0, "prefill_attention_dp": bool(prefill and prefill.attention_dp),
+            "decode_workers": cand.decode_workers, "kv_transfer_s": float(c["kv_transfer_s"][i]),
+            "limited_by": str(c["limited_by"][i]), "tokens_per_s_expected": float(c["tokens_per_s_expected"][i]),
+            "tokens_per_s_per_user_expected": float(c["tokens_per_s_per_user_expected"][i]),
+            "requests_per_s_expected": float(c["requests_per_s_expected"][i]),
+            "e2e_latency_expected_s": float(c["ttft_expected_s"][i] + (w.osl - 1) * c["tpot_expected_s"][i]),
+            "kv_capacity_requests": float(c["kv_capacity_requests"][i]), "prefix_hit": float(w.prefix_hit),
+            "spec_method": w.spec.method or "none", "accepted_tokens_per_step": w.spec.tokens_per_step,
+        }
+        assert tuple(row) == PLAN_COLUMNS + PLAN_SERVING_COLUMNS
+        out.append(row)
+    return out
+
+
+def _decode_step(result: ServedSearch, cand, batch: float) -> dict:
+    """The engine's totals of one decode step at the expected decode batch and the mean KV length."""
+    seq = float(result.workload.isl + result.workload.osl // 2)
+    ops = build_operators(result.model, "decode", cand.scenario, batch=batch, seq_len=seq)
+    return aggregate(result.model, cand.gpu, "decode", cand.scenario, ops, batch, seq)
+
+
+def _footprint(result: ServedSearch, cand, batch: int, capacity_requests: float) -> float:
+    """The busiest decode device: weights and the KV of the requests in flight at their full length."""
+    w = result.workload
+    per_worker = min(batch, capacity_requests) / max(cand.decode_workers, 1)
+    replicas = cand.scenario.parallel.tp if cand.scenario.parallel.attention_dp else 1
+    kv = float(kv_per_request(result.model, cand.scenario, w.isl + w.osl)) * np.ceil(per_worker / replicas)
+    return float(weight_bytes_per_device(result.model, cand.scenario) + kv)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
+
+
+def no_plan_reason(result: ServedSearch) -> str:
+    """One line saying why no candidate fits and meets the targets (call when the frontier is empty)."""
+    w, c = result.workload, result.columns
+    fits = np.flatnonzero(c["fits"])
+    if fits.size == 0:
+        return (f"no plan holds even one request of {w.isl} + {w.osl} tokens in its KV cache on the devices "
+                "allowed; allow more devices (--max-devices), narrower weights or an fp8 KV cache")
+    ttft_ok = fits if w.ttft_s is None else fits[c["ttft_expected_s"][fits] <= w.ttft_s]
+    if ttft_ok.size == 0:
+        i = fits[np.nanargmin(c["ttft_expected_s"][fits])]
+        return (f"no plan meets TTFT <= {_ms(w.ttft_s)} (expected): the lowest any plan that fits reaches is "
+                f"{_ms(c['ttft_expected_s'][i])}: {_describe(result, i)}")
+    i = ttft_ok[np.nanargmin(c["tpot_expected_s"][ttft_ok])]
+    return (f"no plan meets TPOT <= {_ms(w.tpot_s)} (expected): the lowest any plan that fits reaches is "
+            f"{_ms(c['tpot_expected_s'][i])}: {_describe(result, i)}")
+
+
+def _describe(result: ServedSearch, i: int) -> str:
+    cand = result.candidates[result.candidate[i]]
+    sc = cand.scenario
+    return (f"{cand.deployment()} at concurrency {int(result.concurrency[i])}, {sc.weight_dtype} weights, "
+            f"{sc.kv_dtype} KV cache, {sc.attention} attention")
+
+
+def plan_table_for(model, settings: PlanSettings) -> tuple[list[dict], str]:
+    """(rows, reason) of results/plans/{model}.parquet: the serving model's search when the `plan` section sets a
+    mode (each gpu's frontier with on_frontier, recommended and chosen, as planner.plan_table), else the step
+    model's (planner.plan_table)."""
+    if settings.mode is None:
+        return plan_table(model, settings)
+    w = settings.workload
+    workload = ServedWorkload(isl=w.isl, osl=w.osl, tpot_s=w.tpot_s, ttft_s=w.ttft_s, framework=settings.framework)
+    result = search(model, settings.gpus, workload, settings.weight_dtypes or settings.dtypes,
+                    settings.kv_dtypes or settings.dtypes, settings.max_devices, settings.mode)
+    overall = frontier(result)
+    if overall.size == 0:
+        return [], no_plan_reason(result)
+    per_gpu = frontier(result, per_gpu=True)
+    on_frontier, seen, out = set(overall.tolist()), set(), []
+    for i, row in zip(per_gpu, rows(result, per_gpu)):
+        out.append({**row, "on_frontier": int(i) in on_frontier, "recommended": row["gpu"] not in seen,
+                    "chosen": int(i) == int(overall[0])})
+        seen.add(row["gpu"])
+    return out, ""

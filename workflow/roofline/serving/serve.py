@@ -1,0 +1,300 @@
+"""One deployment and one workload in, one served row out (`roofline serve`, `roofline.serve(...)`).
+
+Aggregated mode (roofline.serving.aggregated) or disaggregated (roofline.serving.disaggregated); both price steps
+with roofline.serving.steps, size the cache with roofline.serving.capacity and draft with
+roofline.serving.speculative. Each row gives the bounds beside the expected values (SERVE_COLUMNS).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..engine.analysis import deployment_label, prepare
+from ..engine.columns import SERVE_COLUMNS
+from ..engine.errors import RooflineInputError
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec
+from ..engine.parallel import Parallel, check_plan
+from ..engine.scenario import MAX_BATCH, MAX_SEQ_LEN, Scenario
+from . import aggregated as agg
+from . import disaggregated as dis
+from .capacity import capacity
+from .framework import DEFAULT_FRAMEWORK, Framework, framework_for
+from .speculative import Speculation, draft_model
+from .steps import Mix, tabulate
+
+MODES = ("aggregated", "disaggregated")
+#: what a concurrency the KV cache cannot hold does: an error, or the excess users wait for a slot
+OVERFLOWS = ("refuse", "queue")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Served requests: lengths, and either a closed-loop concurrency or an open-loop request rate [1/s]."""
+
+    isl: int
+    osl: int
+    concurrency: int | None = None
+    request_rate: float | None = None
+    prefix_hit: float = 0.0
+
+    def validate(self) -> "Workload":
+        for name in ("isl", "osl"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SEQ_LEN:
+                raise RooflineInputError(f"--{name}: {value!r} is not allowed; expected an integer from 1 to "
+                                         f"{MAX_SEQ_LEN}")
+        if (self.concurrency is None) == (self.request_rate is None):
+            raise RooflineInputError("--concurrency / --request-rate: give exactly one (closed-loop users, or "
+                                     "requests per second)")
+        if self.concurrency is not None and (isinstance(self.concurrency, bool) or not isinstance(
+                self.concurrency, int) or not 1 <= self.concurrency <= MAX_BATCH):
+            raise RooflineInputError(f"--concurrency: {self.concurrency!r} is not allowed; expected an integer from "
+                                     f"1 to {MAX_BATCH}")
+        if self.request_rate is not None and not (self.request_rate > 0 and math.isfinite(self.request_rate)):
+            raise RooflineInputError(f"--request-rate: {self.request_rate!r} is not allowed; expected a positive "
+                                     "number of requests per second")
+        if not 0 <= self.prefix_hit < 1:
+            raise RooflineInputError(f"--prefix-hit: {self.prefix_hit!r} is not allowed; expected a share from 0 to "
+                                     "below 1 of the prompt tokens found in the prefix cache")
+        return self
+
+    def load(self, spec: Speculation) -> agg.Load:
+        return agg.Load(isl=self.isl, osl=self.osl, prefix_hit=self.prefix_hit, queries=spec.queries,
+                        tokens_per_step=spec.tokens_per_step)
+
+
+@dataclass(frozen=True)
+class Served:
+    """A deployment ready to price: model, device, resolved scenario, framework, speculation."""
+
+    model: ModelSpec
+    gpu: Accelerator
+    scenario: Scenario
+    framework: Framework
+    spec: Speculation
+
+    @property
+    def plan(self) -> Parallel:
+        return self.scenario.parallel
+
+    def parts(self, load: agg.Load, sequences: float, scenario: Scenario | None = None, draft: bool = False):
+        """The step parts of the target (or of its draft, one query per pass) for this workload."""
+        model = draft_model(self.spec, self.model) if draft else self.model
+        mix = Mix(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
+                  queries=1.0 if draft else float(load.queries))
+        tokens = sequences * load.queries + self.framework.max_batched_tokens
+        return _parts(model, self.gpu, scenario or self.scenario, mix, tokens, sequences)
+
+    def stepper(self, load: agg.Load, sequences: float, scenario: Scenario | None = None) -> agg.Stepper:
+        drafted = draft_model(self.spec, self.model) is not None
+        return agg.Stepper(target=self.parts(load, sequences, scenario), mixed=self.framework.mixed,
+                           draft=self.parts(load, sequences, scenario, draft=True) if drafted else None,
+                           passes=self.spec.tokens if drafted else 0, host_s=self.framework.step_overhead_s)
+
+
+_PARTS: dict[tuple, object] = {}
+
+
+def _parts(model: ModelSpec, gpu: Accelerator, scenario: Scenario, mix: Mix, tokens: float, sequences: float):
+    """steps.tabulate of one device, kept for the process: served runs that differ only in concurrency (or in the
+    framework's fitted constants) reuse the tables."""
+    key = (model, gpu.key, gpu.calibration, scenario, mix, round(tokens), round(sequences))
+    if key not in _PARTS:
+        if len(_PARTS) > 256:
+            _PARTS.clear()
+        _PARTS[key] = tabulate(model, [gpu], scenario, mix, tokens, sequences)[0]
+    return _PARTS[key]
+
+
+_CAPACITY: dict[tuple, object] = {}
+
+
+def _capacity(served: "Served", scenario: Scenario, isl: int, osl: int, prefix_hit: float, draft):
+    """capacity.capacity, kept for the process (its key: everything it reads)."""
+    fw = served.framework
+    key = (served.model, served.gpu.key, served.gpu.memory_bytes, scenario, fw.key, fw.max_batched_tokens,
+           fw.memory_fraction, fw.max_running, isl, osl, prefix_hit, draft)
+    if key not in _CAPACITY:
+        if len(_CAPACITY) > 4096:
+            _CAPACITY.clear()
+        _CAPACITY[key] = capacity(served.model, served.gpu, scenario, fw, isl, osl, prefix_hit,
+                                  draft=(draft, scenario) if draft else None)
+    return _CAPACITY[key]
+
+
+def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
+                   spec: Speculation = Speculation(), max_batched_tokens: int | None = None,
+                   memory_fraction: float | None = None, fitted: tuple | None = None) -> Served:
+    """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit)."""
+    # the workload's lengths are checked by serve_*; the plan (auto: the smallest that holds the weights) here
+    scenario = replace(prepare(model, gpu, "prefill", replace(scenario, batch=1, seq_len=1)),
+                       batch=scenario.batch, seq_len=scenario.seq_len)
+    spec.validate(model)
+    if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
+        raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
+                                 f"from 1 to {MAX_BATCH}")
+    fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted)
+    return Served(model, gpu, scenario, fw, spec)
+
+
+def check_context(model: ModelSpec, workload: Workload) -> None:
+    tokens = workload.isl + workload.osl
+    if model.max_position and tokens > model.max_position:
+        raise RooflineInputError(f"isl + osl: {workload.isl} + {workload.osl} = {tokens} tokens do not fit the "
+                                 f"context of {model.key} ({model.max_position} positions)")
+
+
+def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse", waves: float = 0.0) -> dict:
+    """The served row of one aggregated deployment (SERVE_COLUMNS)."""
+    workload.validate()
+    check_context(served.model, workload)
+    load = workload.load(served.spec)
+    draft = draft_model(served.spec, served.model)
+    cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
+    _check_capacity(served, workload, cap, overflow)
+    scheduler = scheduler_for(served.framework, waves)
+    stepper = served.stepper(load, max(cap.running_bound, cap.running, 1.0))
+    solve = agg.closed_loop if workload.concurrency is not None else agg.open_loop
+    offered = workload.concurrency if workload.concurrency is not None else workload.request_rate
+    expected = solve(stepper, load, scheduler, offered, cap.running, "expected")
+    bound = {"requests_per_s": agg.throughput_bound(
+        stepper, load, np.minimum(offered if workload.concurrency is not None else np.inf, cap.running_bound))}
+    # a lone decode step at the expected occupancy: lockstep groups keep prompts out of a request's decode steps
+    tpot_bound = stepper.light(expected["decode"], "bound") / load.tokens_per_step
+    return _row(served, workload, cap, stepper.lone(load.computed), stepper.target.estimate, expected, bound,
+                tpot_bound)
+
+
+def scheduler_for(framework: Framework, waves: float = 0.0) -> agg.Scheduler:
+    """The aggregated scheduler of a framework (its budget, mixing and fitted constants)."""
+    return agg.Scheduler(budget=framework.max_batched_tokens, mixed=framework.mixed,
+                         step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
+                         sync=framework.sync, waves=waves)
+
+
+def _check_capacity(served: Served, workload: Workload, cap, overflow: str) -> None:
+    if cap.running < 1:
+        raise RooflineInputError(
+            f"--concurrency: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
+            f"{deployment_label(served.gpu, served.plan)} ({cap.kv_budget_bytes / 1e9:.3g} GB per device left by "
+            f"{served.framework.key}'s memory rule after the weights); use more devices, narrower weights or an fp8 "
+            "KV cache")
+    if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
+        raise RooflineInputError(
+            f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} tokens do not fit the "
+            f"KV cache of {deployment_label(served.gpu, served.plan)}: it holds {int(cap.running)} under "
+            f"{served.framework.key}'s memory rule; use --concurrency <= {int(cap.running)}, more devices or an fp8 "
+            "KV cache, or --overflow queue to let the rest wait for a slot")
+
+
+@dataclass(frozen=True)
+class Disaggregation:
+    """Disaggregated pools: worker counts and the prefill workers' plan (the decode workers': the scenario's)."""
+
+    prefill_workers: int = 1
+    decode_workers: int = 1
+    prefill_plan: Parallel = Parallel()
+    max_devices: int | None = None  # refuse pools that need more devices
+
+    def validate(self, served: Served) -> "Disaggregation":
+        for name in ("prefill_workers", "decode_workers"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
+                raise RooflineInputError(f"--{name.replace('_', '-')}: {value!r} is not allowed; expected an integer "
+                                         "from 1 to 4096")
+        check_plan(served.model, served.gpu, self.prefill_plan.validate("prefill plan"))
+        needed = self.pools(served).devices
+        if self.max_devices is not None and needed > self.max_devices:
+            raise RooflineInputError(
+                f"--prefill-workers / --decode-workers: {self.prefill_workers} x {self.prefill_plan.devices} + "
+                f"{self.decode_workers} x {served.plan.devices} = {needed} devices, more than --max-devices "
+                f"{self.max_devices}; use fewer workers or smaller plans")
+        return self
+
+    def pools(self, served: Served) -> dis.Pools:
+        return dis.Pools(self.prefill_workers, self.decode_workers, self.prefill_plan.devices, served.plan.devices)
+
+    def describe(self, served: Served) -> str:
+        prefill = deployment_label(served.gpu, self.prefill_plan)
+        return (f"prefill: {self.prefill_workers} x ({prefill}); decode: {self.decode_workers} x "
+                f"({deployment_label(served.gpu, served.plan)})")
+
+
+def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregation, overflow: str = "refuse",
+                        waves: float = 0.0) -> dict:
+    """The served row of one disaggregated deployment (SERVE_COLUMNS)."""
+    workload.validate()
+    check_context(served.model, workload)
+    pools.validate(served)
+    load = workload.load(served.spec)
+    draft = draft_model(served.spec, served.model)
+    cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
+    shape = pools.pools(served)
+    prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
+    if _capacity(served, prefill_scenario, workload.isl, 1, workload.prefix_hit, None).running < 1:
+        raise RooflineInputError(
+            f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of "
+            f"{deployment_label(served.gpu, pools.prefill_plan)} cannot hold {served.model.key}'s weights and one "
+            f"prompt of {workload.isl} tokens; use a wider prefill plan")
+    _check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow)
+    fw = served.framework
+    sequences = max(cap.running_bound, cap.running, 1.0)
+    prefill = served.stepper(load, sequences, prefill_scenario)
+    decode = served.stepper(load, sequences)
+    transfer = dis.transfer_seconds(served.model, served.scenario, served.gpu, load, shape)
+    closed = workload.concurrency is not None
+    offered = workload.concurrency if closed else workload.request_rate
+    expected = dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, offered, closed,
+                         cap.running, "expected", fw.request_overhead_s + fw.handoff_s, waves)
+    per_worker = np.minimum(offered / shape.decode_workers if closed else np.inf, cap.running_bound)
+    bound = {"requests_per_s": shape.decode_workers * agg.throughput_bound(decode, load, per_worker),
+             "ttft": max(float(prefill.lone(load.computed)), transfer)}  # the transfer may overlap the prefill
+    tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step
+    limited = "prefill" if float(expected["prefill_utilization"]) >= float(expected["decode_utilization"]) \
+        else "decode"
+    row = _row(served, workload, replace(cap, running=cap.running * shape.decode_workers), 0.0,
+               decode.target.estimate, expected, bound, tpot_bound, devices=shape.devices)
+    return {**row, "mode": "disaggregated", "deployment": pools.describe(served), "ttft_s": float(bound["ttft"]),
+            "prefill_workers": pools.prefill_workers, "decode_workers": pools.decode_workers,
+            "kv_transfer_s": transfer, "limited_by": limited}
+
+
+def _row(served: Served, workload: Workload, cap, ttft_bound, estimate: str, expected: dict, bound: dict,
+         tpot_bound, devices: int | None = None) -> dict:
+    devices = devices or served.plan.devices
+    tokens = float(expected["requests_per_s"] * workload.osl)
+    tokens_bound = max(float(bound["requests_per_s"] * workload.osl), tokens)
+    sc = served.scenario
+    row = {
+        "mode": "aggregated", "model": served.model.key, "gpu": served.gpu.key,
+        "deployment": deployment_label(served.gpu, served.plan), "devices": devices, "tp": served.plan.tp,
+        "pp": served.plan.pp, "ep": served.plan.ep, "attention_dp": served.plan.attention_dp,
+        "framework": served.framework.key, "weight_dtype": sc.weight_dtype, "act_dtype": sc.act_dtype,
+        "kv_dtype": sc.kv_dtype, "concurrency": _or_nan(workload.concurrency),
+        "request_rate": _or_nan(workload.request_rate), "isl": workload.isl, "osl": workload.osl,
+        "prefix_hit": float(workload.prefix_hit), "max_batched_tokens": served.framework.max_batched_tokens,
+        "ttft_s": float(ttft_bound), "tpot_s": float(min(tpot_bound, expected["tpot"])),
+        "ttft_expected_s": float(expected["ttft"]), "tpot_expected_s": float(expected["tpot"]),
+        "e2e_latency_expected_s": float(expected["e2e"]), "tokens_per_s": tokens_bound,
+        "tokens_per_s_expected": tokens, "tokens_per_s_per_device": tokens_bound / devices,
+        "tokens_per_s_per_device_expected": tokens / devices,
+        "tokens_per_s_per_user_expected": float(1 / expected["tpot"]),
+        "requests_per_s_expected": float(expected["requests_per_s"]),
+        "decode_batch_expected": float(expected["decode"]), "kv_capacity_requests": float(cap.running),
+        "kv_cache_utilization": float(min(expected["running"], cap.running) / cap.running),
+        "fits": bool(workload.concurrency is None or workload.concurrency <= cap.running),
+        "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "none",
+        "accepted_tokens_per_step": served.spec.tokens_per_step, "prefill_workers": 0, "decode_workers": 0,
+        "kv_transfer_s": 0.0, "limited_by": "none", "estimate": estimate,
+    }
+    assert tuple(row) == SERVE_COLUMNS
+    return row
+
+
+def _or_nan(value) -> float:
+    return float("nan") if value is None else float(value)
+
+

@@ -1,0 +1,278 @@
+"""The price of one serving step: its roofline bound and its expected time, for any mix of decode and prefill.
+
+A serving step runs D sequences decoding (each Q new tokens: 1, or K + 1 for a speculative verify step) over their
+cached tokens and P prompt tokens (chunks of prompts of S tokens, S0 of them found in the prefix cache). It reads
+the weights once. Its time is the sum of four parts, each a function of one number:
+
+    t(D, P) = tokenwise(D Q + P) + logits(D Q + P / (S - S0)) + attention(D) + P x prompt_attention
+
+* tokenwise(T): every operator that works token by token (GEMMs, norms, element-wise, embedding, collectives, MoE
+  routing and experts) on T tokens: the engine's decode graph at batch T without its attention and logit rows
+  (under data-parallel attention it spreads the T tokens over the replicas, as a serving engine does);
+* logits(R): lm_head (and its all-gather) on the R rows that sample: the decode tokens and the prompts that end;
+* attention(D): the decode graph's attention rows at (D, cached length), with Q queries per sequence (FLOPs and
+  query/output traffic x Q, the cached keys read once);
+* prompt_attention: the prefill graph's attention of one whole prompt of S tokens per computed token, scaled by the
+  causal pairs its S - S0 new queries attend: (S^2 - S0^2) / S^2 of the whole prompt's.
+
+NB: a prompt's attention is charged evenly over its chunks (exact over a whole prompt: its causal pairs); MLA prompts
+are priced on the decode graph's absorbed projections rather than kv_b_proj (the same order of FLOPs per token).
+
+Each part is tabulated once per (model, scenario, device) on a log-spaced grid (GRID_RATIO apart) and interpolated
+linearly in log space between grid points; the graphs are the engine's (device-independent, built once per
+scenario), their roofline the engine's, and `expected_times` the one place that maps bounds to expected times.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..engine.analysis import op_times
+from ..engine.graph import Op, build_operators
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec
+from ..engine.scenario import Scenario
+from ..estimate.calibration import calibration_for
+
+#: operators priced per sampled row rather than per token
+LOGIT_OPS = ("lm_head", "logits_all_gather")
+#: spacing of the tabulation grids (tokens, rows, decode sequences): 4% apart, interpolated in log space
+GRID_RATIO = 1.04
+
+
+@dataclass(frozen=True)
+class Mix:
+    """What one step computes (every field a number or an array; broadcast together)."""
+
+    decode: object = 0.0  # sequences decoding
+    kv_len: object = 1.0  # tokens in the cache of each decoding sequence
+    prefill: object = 0.0  # prompt tokens computed
+    prompt: object = 1.0  # tokens of the prompts those belong to
+    prefix: object = 0.0  # of which found in the prefix cache (not computed)
+    queries: object = 1.0  # new tokens per decoding sequence (K + 1 when verifying K drafted tokens)
+
+
+def grid(largest: float) -> np.ndarray:
+    """1, GRID_RATIO, GRID_RATIO^2, ... up to at least `largest`."""
+    return GRID_RATIO ** np.arange(int(np.ceil(np.log(max(largest, 1.0)) / np.log(GRID_RATIO))) + 2)
+
+
+def locate(x):
+    """(index k, weight w) of x on the grid, linear in log x (x below 1 reads the first point)."""
+    u = np.log(np.maximum(np.asarray(x, dtype=float), 1.0)) * (1 / np.log(GRID_RATIO))
+    k = u.astype(np.int64)
+    return k, u - k
+
+
+def read(table: np.ndarray, k, w, group=None) -> np.ndarray:
+    """table at located points: a [K] table, or a [G, K] table read in row `group` (an index per point, broadcast
+    against k); points past the end read the last value."""
+    last = table.shape[-1] - 1
+    k0 = np.minimum(k, last)
+    k1 = np.minimum(k0 + 1, last)
+    if table.ndim == 2:  # flat indices: np.take on a 1-D array is the fastest gather
+        offset = np.asarray(group) * table.shape[1]
+        k0, k1, table = k0 + offset, k1 + offset, table.ravel()
+    low = np.take(table, k0)
+    return low + (np.take(table, k1) - low) * w
+
+
+def lookup(table: np.ndarray, x, group=None) -> np.ndarray:
+    """table at GRID_RATIO^k, interpolated linearly in log x; a [G, K] table in row `group` of each point."""
+    return read(table, *locate(x), group)
+
+
+def at(value, group):
+    """A per-group value (a [G] array) at each point's group; a scalar as it is."""
+    return value if group is None or np.ndim(value) == 0 else np.asarray(value)[group]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The four parts of a step, tabulated for one (model, scenario, device) and one workload (cached length,
+    prompt, queries): bound and expected arrays on `grid`, the prompt attention per computed token."""
+
+    tokenwise_bound: np.ndarray
+    tokenwise_expected: np.ndarray
+    logits_bound: np.ndarray
+    logits_expected: np.ndarray
+    attention_bound: np.ndarray
+    attention_expected: np.ndarray
+    prompt_bound: float
+    prompt_expected: float
+    queries: float
+    computed: float  # prompt tokens a prefill computes (S - S0)
+    estimate: str
+
+    @classmethod
+    def stack(cls, parts: list["Parts"]) -> "Parts":
+        """One Parts whose tables have a leading group axis ([G, K]; scalars become [G]) for vectorized searches:
+        read them with an index `group` per point."""
+        def column(name):
+            values = [getattr(p, name) for p in parts]
+            return np.stack(values) if np.ndim(values[0]) else np.array(values, dtype=float)
+        labels = {p.estimate for p in parts}
+        return cls(*(column(name) for name in ("tokenwise_bound", "tokenwise_expected", "logits_bound",
+                                               "logits_expected", "attention_bound", "attention_expected",
+                                               "prompt_bound", "prompt_expected", "queries", "computed")),
+                   labels.pop() if len(labels) == 1 else "default")
+
+    def time(self, decode, prefill, side: str, group=None) -> np.ndarray:
+        """t(D, P) on `side` (`bound` | `expected`); D, P (and `group`, for stacked tables) broadcast."""
+        D, P = np.broadcast_arrays(np.asarray(decode, dtype=float), np.asarray(prefill, dtype=float))
+        queries, computed = at(self.queries, group), at(self.computed, group)
+        tokens, rows = D * queries + P, D * queries + P / computed
+        t = lookup(getattr(self, f"tokenwise_{side}"), tokens, group)
+        t = t + lookup(getattr(self, f"logits_{side}"), rows, group)
+        t = t + np.where(D > 0, lookup(getattr(self, f"attention_{side}"), D, group), 0.0)
+        return np.where(tokens > 0, t + P * at(getattr(self, f"prompt_{side}"), group), 0.0)
+
+
+def tabulate(model: ModelSpec, gpus: list[Accelerator], scenario: Scenario, mix: Mix, tokens: float,
+             sequences: float, expected: bool = True) -> list[Parts]:
+    """Parts of one scenario on each device: graphs built once (device-independent), roofline and expected times
+    per device. `mix` gives the workload (kv_len, prompt, prefix, queries); grids reach `tokens` and `sequences`."""
+    scenario = scenario.for_model(model)
+    T, D = grid(tokens), grid(sequences)
+    tokenwise = [op for op in build_operators(model, "decode", scenario, batch=T, seq_len=1.0)
+                 if op.op_class != "attention" and op.name not in LOGIT_OPS]
+    logits = [op for op in build_operators(model, "decode", scenario, batch=T, seq_len=1.0) if op.name in LOGIT_OPS]
+    attention = [_queries(op, float(mix.queries)) for op in build_operators(
+        model, "decode", scenario, batch=D, seq_len=float(mix.kv_len)) if op.op_class == "attention"]
+    S, S0 = float(mix.prompt), float(mix.prefix)
+    prompt = [op for op in _prefill_ops(model, scenario, S) if op.op_class == "attention"]
+    replicas = scenario.parallel.tp if scenario.parallel.attention_dp else 1
+    per_token = (1 - (S0 / S) ** 2) / max(S - S0, 1.0) / replicas
+    out = []
+    for gpu in gpus:
+        parts = [_sum(gpu, ops, expected) for ops in (tokenwise, logits, attention, prompt)]
+        labels = set().union(*(p[2] for p in parts))
+        out.append(Parts(*parts[0][:2], *parts[1][:2], *parts[2][:2], float(parts[3][0]) * per_token,
+                         float(parts[3][1]) * per_token, float(mix.queries), max(S - S0, 1.0),
+                         "calibrated" if labels == {"calibrated"} else "bound" if not expected else "default"))
+    return out
+
+
+class StepPricer:
+    """Prices steps of one model on one device under one scenario, exactly (no tables): the reference the tables
+    are checked against, and the price of single steps (a lone prompt's bound)."""
+
+    def __init__(self, model: ModelSpec, gpu: Accelerator, scenario: Scenario):
+        self.model, self.gpu, self.scenario = model, gpu, scenario.for_model(model)
+
+    def price(self, mix: Mix, side: str = "bound") -> np.ndarray:
+        D, L, P, S, S0, Q = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (
+            mix.decode, mix.kv_len, mix.prefill, mix.prompt, mix.prefix, mix.queries)))
+        expected = side == "expected"
+        index = 1 if expected else 0
+        tokens, rows = D * Q + P, D * Q + np.where(P > 0, P / np.maximum(S - S0, 1.0), 0.0)
+        t = _masked(_sum(self.gpu, [op for op in self._decode(np.maximum(tokens, 1), 1.0)
+                                    if op.op_class != "attention" and op.name not in LOGIT_OPS], expected)[index],
+                    tokens > 0)
+        t = t + _masked(_sum(self.gpu, [op for op in self._decode(np.maximum(rows, 1), 1.0)
+                                        if op.name in LOGIT_OPS], expected)[index], rows > 0)
+        t = t + _masked(_sum(self.gpu, [_queries(op, Q) for op in self._decode(np.maximum(D, 1), np.maximum(L, 1))
+                                        if op.op_class == "attention"], expected)[index], D > 0)
+        for length in np.unique(S[P > 0]):  # a few distinct prompt lengths (usually one)
+            ops = [op for op in _prefill_ops(self.model, self.scenario, float(length)) if op.op_class == "attention"]
+            whole = _sum(self.gpu, ops, expected)[index]
+            plan = self.scenario.parallel
+            share = P / np.maximum(length - S0, 1.0) * (1 - (S0 / length) ** 2) / (plan.tp if plan.attention_dp else 1)
+            t = t + np.where((S == length) & (P > 0), share * whole, 0.0)
+        return t
+
+    def _decode(self, batch, seq_len):
+        return build_operators(self.model, "decode", self.scenario, batch=batch, seq_len=seq_len)
+
+
+def _masked(values, active):
+    return np.where(active, values, 0.0)
+
+
+@lru_cache(maxsize=256)
+def _prefill_ops(model: ModelSpec, scenario: Scenario, length: float) -> tuple[Op, ...]:
+    return build_operators(model, "prefill", scenario, batch=1, seq_len=length)
+
+
+def _queries(op: Op, Q) -> Op:
+    """A decode attention row with Q queries per sequence: FLOPs and query/output traffic x Q, keys read once."""
+    c = op.cost
+    return op._replace(cost=c._replace(flops=c.flops * Q, act_read=c.act_read * Q, act_write=c.act_write * Q))
+
+
+def _sum(gpu: Accelerator, ops: list[Op], expected: bool = True):
+    """(bound, expected, labels): count x time summed over `ops` (arrays of the ops' shape)."""
+    if not ops:
+        return np.asarray(0.0), np.asarray(0.0), set()
+    times = [op_times(gpu, op, gpu.peak(op.compute_dtype), op.cost.bytes, np.maximum) for op in ops]
+    counts = np.array([op.count for op in ops], dtype=float)
+    shape = np.broadcast_shapes(*(np.shape(t[3]) for t in times))
+    bound = np.tensordot(counts, np.stack([np.broadcast_to(t[3], shape) for t in times]), axes=1)
+    if not expected:
+        return bound, bound, set()
+    total, labels = np.zeros(shape), set()
+    for kind, members in _by_kind(ops).items():
+        e, label = expected_times(gpu, kind, [times[i] for i in members], [ops[i] for i in members], shape)
+        total, labels = total + np.tensordot(counts[members], e, axes=1), labels | {label}
+    return bound, total, labels
+
+
+def _by_kind(ops: list[Op]) -> dict[tuple[str, str], list[int]]:
+    """Indices of the ops of each (op_class, compute dtype): one calibration curve family each."""
+    kinds: dict[tuple[str, str], list[int]] = {}
+    for i, op in enumerate(ops):
+        kinds.setdefault((op.op_class, op.compute_dtype), []).append(i)
+    return kinds
+
+
+#: lattice of the expected-time lookup [decades of bound time, decades of intensity]: each point's ratio
+#: expected / bound is the calibration's at the nearest lattice point (the ratio varies slowly across a step)
+LATTICE_DECADES = (0.01, 0.05)
+SIDES = ("memory", "compute", "network")
+
+
+#: a tabulated part's expected times are looked up at every STRIDE-th grid point and interpolated between
+STRIDE = 4
+
+
+def expected_times(gpu: Accelerator, kind: tuple[str, str], times: list[tuple], ops: list[Op],
+                   shape: tuple) -> tuple[np.ndarray, str]:
+    """(expected time of one instance [s] of each op at every point: [ops, *shape], estimate label) of ops of one
+    (op_class, compute dtype) given their roofline times (t_compute, t_memory, t_network, t): the device's
+    calibration (roofline.estimate.calibration) applied point by point, its ratio to the bound looked up once per
+    lattice point (on a 1-D grid: every STRIDE-th point, the ratio interpolated between). The one function a
+    vectorized estimator replaces."""
+    stack = [np.stack([np.broadcast_to(t[j], shape) for t in times]).reshape(len(ops), -1) for j in range(4)]
+    intensity = np.stack([np.broadcast_to(op.cost.flops / np.maximum(op.cost.bytes, 1e-30), shape)
+                          for op in ops]).reshape(len(ops), -1)
+    n = stack[3].shape[1]
+    sample = np.unique(np.r_[0:n:STRIDE, n - 1]) if len(shape) == 1 and n > 4 * STRIDE else np.arange(n)
+    ratio, label = _ratios(calibration_for(gpu), kind, *(v[:, sample] for v in stack), intensity[:, sample])
+    if sample.size < n:
+        ratio = np.stack([np.interp(np.arange(n), sample, row) for row in ratio])
+    return np.where(stack[3] > 0, stack[3] * ratio, 0.0).reshape((len(ops),) + shape), label
+
+
+def _ratios(calibration, kind: tuple[str, str], t_c, t_m, t_n, t, intensity) -> tuple[np.ndarray, str]:
+    """expected / bound at each point (lattice lookups, cached), and the estimate label."""
+    side = np.where((t_n > 0) & (t_n >= t_c) & (t_n >= t_m), 2, np.where(t_c > t_m, 1, 0))
+    kt = np.round(np.log10(np.maximum(t, 1e-30)) / LATTICE_DECADES[0]).astype(np.int64)
+    ki = np.round(np.log10(np.maximum(intensity, 1e-3)) / LATTICE_DECADES[1]).astype(np.int64)
+    keys = (kt + 10 ** 6) * 10 ** 5 + (ki + 10 ** 3) * 10 + side
+    unique, inverse = np.unique(keys, return_inverse=True)
+    found = [_ratio(calibration, *kind, key) for key in unique.tolist()]
+    labels = {label for _, label in found}
+    ratios = np.array([r for r, _ in found])
+    return ratios[inverse].reshape(keys.shape), "calibrated" if labels <= {"calibrated"} else "default"
+
+
+@lru_cache(maxsize=1 << 18)
+def _ratio(calibration, op_class: str, dtype: str, key: int):
+    """(expected / bound, label) at one lattice point (key packs log10 bound, log10 intensity and the side)."""
+    side, rest = key % 10, key // 10
+    ki, kt = rest % 10 ** 4 - 10 ** 3, rest // 10 ** 4 - 10 ** 6
+    bound = 10 ** (kt * LATTICE_DECADES[0])
+    expected, label = calibration.expected(op_class, dtype, SIDES[side], bound, 10 ** (ki * LATTICE_DECADES[1]))
+    return expected / bound, label

@@ -1,0 +1,101 @@
+"""The pipeline's served table (config section `serving`, results/serving/{model}.parquet): every configured gpu
+at the model's configured plan, under every workload of the section and every concurrency or request rate of it."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..engine.errors import RooflineInputError
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec, get_model
+from ..engine.parallel import Parallel
+from ..engine.scenario import Scenario
+from .framework import DEFAULT_FRAMEWORK, FRAMEWORKS
+from .serve import Disaggregation, Workload, check_context, prepare_served, serve_aggregated, serve_disaggregated
+from .speculative import Speculation
+
+
+@dataclass(frozen=True)
+class ServingWorkload:
+    """One workload of the `serving` section: lengths, the concurrencies or request rates to serve it at, and how."""
+
+    isl: int
+    osl: int
+    concurrency: tuple[int, ...] = ()
+    request_rate: tuple[float, ...] = ()
+    prefix_hit: float = 0.0
+    framework: str = DEFAULT_FRAMEWORK
+    mode: str = "aggregated"
+    spec_method: str | None = None
+    spec_tokens: int = 3
+    spec_acceptance: float | None = None
+    spec_accepted_length: float | None = None
+    spec_draft_model: str | None = None
+    prefill_workers: int = 1
+    decode_workers: int = 1
+    prefill_plan: dict | None = None  # the prefill workers' plan {tp, pp, ep, attention_dp} (default: the model's)
+
+    def loads(self) -> list[Workload]:
+        """One served workload per concurrency and per request rate, each checked."""
+        if not self.concurrency and not self.request_rate:
+            raise RooflineInputError("concurrency / request_rate: give at least one value of either")
+        return ([Workload(self.isl, self.osl, concurrency=n, prefix_hit=self.prefix_hit) for n in self.concurrency]
+                + [Workload(self.isl, self.osl, request_rate=r, prefix_hit=self.prefix_hit)
+                   for r in self.request_rate])
+
+    def speculation(self, model: ModelSpec) -> Speculation:
+        if self.spec_method is None:
+            return Speculation()
+        draft = get_model(self.spec_draft_model) if self.spec_draft_model else None
+        return Speculation(self.spec_method, self.spec_tokens, self.spec_acceptance, self.spec_accepted_length,
+                           draft).validate(model)
+
+    def validate(self, model: ModelSpec) -> "ServingWorkload":
+        if self.framework not in FRAMEWORKS:
+            raise RooflineInputError(f"framework: '{self.framework}' is not one of {', '.join(FRAMEWORKS)}")
+        for load in self.loads():
+            check_context(model, load.validate())
+        self.speculation(model)
+        return self
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    """The resolved `serving` section: its workloads and the gpus it serves on (keys of `gpus:`)."""
+
+    workloads: tuple[ServingWorkload, ...] = field(default_factory=tuple)
+    gpus: tuple[str, ...] = ()
+
+    def params(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_params(cls, params: dict) -> "ServingSettings":
+        return cls(workloads=tuple(ServingWorkload(**{**w, "concurrency": tuple(w["concurrency"]),
+                                                      "request_rate": tuple(w["request_rate"])})
+                                   for w in params["workloads"]), gpus=tuple(params["gpus"]))
+
+
+def serving_table(model: ModelSpec, gpus: dict[str, Accelerator], scenarios: dict[str, Scenario],
+                  settings: ServingSettings) -> tuple[list[dict], list[str]]:
+    """(SERVE_COLUMNS rows, lines saying what could not be served): each gpu of the settings (its scenario: the
+    model's configured plan and dtypes) under each workload; a concurrency the cache cannot hold is served
+    queueing (`fits` False); a deployment that holds not even one request is left out with a line."""
+    rows, skipped = [], []
+    for key in settings.gpus:
+        for workload in settings.workloads:
+            served = prepare_served(model, gpus[key], scenarios[key], workload.framework,
+                                    workload.speculation(model))
+            for load in workload.loads():
+                try:
+                    rows.append(_serve(served, load, workload))
+                except RooflineInputError as error:
+                    skipped.append(f"{key}, isl {load.isl}, osl {load.osl}: {error}")
+    return rows, skipped
+
+
+def _serve(served, load: Workload, workload: ServingWorkload) -> dict:
+    if workload.mode == "aggregated":
+        return serve_aggregated(served, load, overflow="queue")
+    prefill = Parallel(**workload.prefill_plan) if workload.prefill_plan else served.plan
+    pools = Disaggregation(workload.prefill_workers, workload.decode_workers, prefill)
+    return serve_disaggregated(served, load, pools, overflow="queue")
