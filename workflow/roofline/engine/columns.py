@@ -74,6 +74,7 @@ TOTAL_COLUMNS = (
     "tokens_per_s_per_device",  # token/s, tokens_per_s / devices
     "t_network_s",  # s, sum of t_network_s x count (link time of the collectives)
     "network_share",  # fraction of t_s spent in communication operators
+    "bound",  # memory | compute | network: the roof the stage spends most of its time under (roofline.dominant_bound)
 )
 
 #: Treatments: what each optimization buys for one (model, gpu, stage) baseline (roofline.engine.treatments).

@@ -151,11 +151,13 @@ def diagnose_prefill(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scen
     dtype, peak = gemm_peak(gpu, scenario)
     util, t = float(total["compute_utilization"]), float(total["t_s"])
     ridge = gemm_ridge(gpu, scenario)
+    where = (f"{units.percent(network_share(total))} of the {units.seconds(t)} to the first token goes to the "
+             "collectives between devices" if "network" in step_bound(total) else
+             f"{units.percent(compute_share(total))} of the {units.seconds(t)} to the first token goes to "
+             "compute-bound operators")
     sentences = [
         f"Prefill of {scenario['batch']} × {scenario['seq_len']} tokens on {gpu.name} is {step_bound(total)}: "
-        f"{units.percent(compute_share(total))} of the {units.seconds(t)} to the first token goes to compute-bound "
-        "operators; "
-        f"the compute units are {units.percent(util)} busy.",
+        f"{where}; the compute units are {units.percent(util)} busy.",
         f"It performs {units.flops(total['flops'])} at {units.peak(peak, dtype)} ({dtype}): a compute floor of "
         f"{units.seconds(total['t_compute_s'])}; it moves {units.nbytes(total['bytes'])} at "
         f"{units.bandwidth(gpu.bandwidth_bytes_per_s)}: a memory floor of {units.seconds(total['t_memory_s'])}. Each "

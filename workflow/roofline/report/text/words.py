@@ -25,23 +25,26 @@ def short(treatment: str) -> str:
     return SHORT.get(treatment, treatment.replace("_", " "))
 
 
-def bound_phrase(memory_share: float, network_share: float = 0.0) -> str:
-    """Words for a stage's balance: the roof it spends most of its time under (the engine's `dominant_bound`, from
-    the shares of time in memory-bound and communication operators), 'mostly' unless that share is 90% or more.
-    Decided on the shares as the report prints them (`units.percent`), so that two GPUs that both show '10%' read
+def bound_phrase(memory_share: float, network_share: float = 0.0, bound: str | None = None) -> str:
+    """Words for a stage's balance: the roof it spends most of its time under (`bound`, the totals' column, else the
+    engine's `dominant_bound` of the shares of time in memory-bound and communication operators), 'mostly' unless
+    that share is 90% or more as the report prints it (`units.percent`), so that two GPUs that both show '10%' read
     the same words wherever the report uses them (executive summary, diagnosis, treatments, other GPUs): with no
     network share, memory-bound from 90% in memory-bound operators, mostly memory-bound from 50%, mostly
     compute-bound above 10%, compute-bound at 10% or less."""
     shown = {"memory": units.percent_value(memory_share), "network": units.percent_value(network_share)}
     shown["compute"] = 100.0 - shown["memory"] - shown["network"]
-    bound = dominant_bound(shown["memory"] / 100.0, shown["network"] / 100.0)
+    bound = bound or dominant_bound(shown["memory"] / 100.0, shown["network"] / 100.0)
     return f"{bound}-bound" if shown[bound] >= 90 else f"mostly {bound}-bound"
 
 
 def step_bound(row) -> str:
-    """`bound_phrase` of a totals row (one stage on one GPU): from its memory-bound and network shares (a row
-    without a network share uses no link)."""
-    return bound_phrase(float(row["memory_bound_share"]), network_share(row))
+    """`bound_phrase` of a totals row (one stage on one GPU): its `bound` column (the engine's classifier, which
+    counts the collectives) with the words from its memory-bound and network shares (a row without a network share
+    uses no link)."""
+    bound = row.get("bound") if hasattr(row, "get") else None
+    return bound_phrase(float(row["memory_bound_share"]), network_share(row),
+                        bound if isinstance(bound, str) and bound else None)
 
 
 def network_share(row) -> float:

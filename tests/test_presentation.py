@@ -1,0 +1,20 @@
+"""What readers see (issue 19): bound labels that know the network, relative links only in published files, the
+decision summary, devices added by hand, interactive HTML that works offline."""
+from __future__ import annotations
+
+import pandas as pd
+
+import roofline
+from roofline.report.text import step_bound
+
+
+def test_totals_bound_is_network_where_the_collectives_take_most_of_the_step():
+    row = roofline.totals(model="llama-3.1-70b", gpu="l40s", stage="prefill", tp=4).iloc[0]
+    assert row["bound"] == "network" and row["network_share"] > 0.5
+    assert "network" in step_bound(row) and "compute" not in step_bound(row)
+
+
+def test_bound_words_follow_the_totals_column():
+    row = pd.Series({"memory_bound_share": 0.3, "network_share": 0.35, "bound": "network"})
+    assert step_bound(row) == "mostly network-bound"
+    assert step_bound(pd.Series({"memory_bound_share": 0.95, "network_share": 0.0})) == "memory-bound"
