@@ -18,3 +18,15 @@ def test_bound_words_follow_the_totals_column():
     row = pd.Series({"memory_bound_share": 0.3, "network_share": 0.35, "bound": "network"})
     assert step_bound(row) == "mostly network-bound"
     assert step_bound(pd.Series({"memory_bound_share": 0.95, "network_share": 0.0})) == "memory-bound"
+
+
+def test_plan_prints_a_bounded_number_of_rows_and_says_how_many_it_left_out(capsys):
+    from roofline.cli.app import main
+
+    argv = "plan --model llama-3.1-8b --gpu l40s --isl 512 --osl 256 --format csv".split()
+    main(argv)
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 1 + 20
+    assert "20 of " in captured.err and "--top 0" in captured.err
+    main(argv + ["--top", "0"])
+    assert len(capsys.readouterr().out.splitlines()) > 21

@@ -54,16 +54,25 @@ class Parser(argparse.ArgumentParser):
         return actions
 
 
-def positive_int(option):
+def int_at_least(option, low: int):
+    """An argparse type: an integer >= `low`, else one line naming the option."""
     def parse(text):
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not an integer; expected an integer >= 1")
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{option}: {value} is not allowed; expected an integer >= 1")
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not an integer; expected an integer >= {low}")
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{option}: {value} is not allowed; expected an integer >= {low}")
         return value
     return parse
+
+
+def positive_int(option):
+    return int_at_least(option, 1)
+
+
+def non_negative_int(option):
+    return int_at_least(option, 0)
 
 
 def positive_float(option):

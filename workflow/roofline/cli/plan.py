@@ -12,11 +12,13 @@ from ..engine.scenario import Scenario
 from ..serving import planner
 from . import options
 from .formats import csv_text, format_table, json_safe
-from .options import choice, fraction, positive_float, positive_int
+from .options import choice, fraction, non_negative_int, positive_float, positive_int
 
 HELP = "deployment search: the Pareto frontier of tokens/s per device vs tokens/s per user under latency targets"
 #: the --format csv columns (and the Python API's DataFrame columns)
 COLUMNS = PLAN_COLUMNS
+#: frontier rows printed unless --top says otherwise (a frontier can hold hundreds; --top 0 prints them all)
+DEFAULT_TOP = 20
 _HUMAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
           ("attention", None), ("ttft_s", "s"), ("tpot_s", "s"), ("tpot_expected_s", "s"),
           ("tokens_per_s", "token/s"),
@@ -40,7 +42,9 @@ def add_arguments(parser) -> None:
                         help="separate: decode is not slowed by prompts; interleaved: prompts time-share the devices")
     parser.add_argument("--memory-utilization", type=fraction("--memory-utilization"),
                         default=Scenario.memory_utilization, help="usable fraction of each device's memory")
-    parser.add_argument("--top", type=positive_int("--top"), help="print only the best N frontier rows")
+    parser.add_argument("--top", type=non_negative_int("--top"), default=DEFAULT_TOP,
+                        help=f"print only the best N frontier rows (default {DEFAULT_TOP}; 0 = every row); stderr "
+                             "says how many were left out")
     options.add_format(parser)
 
 
@@ -53,8 +57,9 @@ def table(args) -> tuple[list[dict], dict]:
                                 ttft_s=args.ttft_ms / 1e3 if args.ttft_ms else None)
     result = planner.search(options.model(args.model), gpus, workload, dtypes=args.dtypes,
                             max_devices=args.max_devices, memory_utilization=args.memory_utilization)
-    rows = planner.rows(result, planner.frontier(result)[:args.top])
-    notes = {"evaluated": len(result), "seconds": result.seconds,
+    frontier = planner.frontier(result)
+    rows = planner.rows(result, frontier[:args.top or None])
+    notes = {"evaluated": len(result), "seconds": result.seconds, "left_out": len(frontier) - len(rows),
              "reason": "" if rows else planner.no_plan_reason(result)}
     return rows, notes
 
@@ -65,6 +70,9 @@ def run(args) -> str:
     rows, notes = table(args)
     print(f"evaluated {notes['evaluated']} configurations in {notes['seconds']:.3f} s "
           f"({notes['evaluated'] / notes['seconds']:,.0f} per second)", file=sys.stderr)
+    if notes["left_out"]:
+        print(f"{len(rows)} of {len(rows) + notes['left_out']} frontier rows shown (the best first); --top N shows "
+              "N, --top 0 every row", file=sys.stderr)
     if notes["reason"] and args.format != "table":
         print(notes["reason"], file=sys.stderr)
     if args.format == "csv":
