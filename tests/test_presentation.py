@@ -2,10 +2,14 @@
 decision summary, devices added by hand, interactive HTML that works offline."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 import roofline
 from roofline.report.text import step_bound
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_totals_bound_is_network_where_the_collectives_take_most_of_the_step():
@@ -30,3 +34,18 @@ def test_plan_prints_a_bounded_number_of_rows_and_says_how_many_it_left_out(caps
     assert "20 of " in captured.err and "--top 0" in captured.err
     main(argv + ["--top", "0"])
     assert len(capsys.readouterr().out.splitlines()) > 21
+
+
+def test_a_config_json_model_is_named_after_name_or_path(tmp_path):
+    import json
+
+    from roofline.engine.hf_config import model_from_hf_config
+
+    source = json.loads((ROOT / "tests/data/hf_configs/llama-2-7b.json").read_text())
+    folder = tmp_path / "my-checkout"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(source))
+    assert model_from_hf_config(folder / "config.json").key == "Llama-2-7b-hf"
+    del source["_name_or_path"]
+    (folder / "config.json").write_text(json.dumps(source))
+    assert model_from_hf_config(folder / "config.json").key == "my-checkout"
