@@ -29,6 +29,23 @@ def misfit_pairs(totals: pd.DataFrame | None, model: str) -> frozenset[tuple[str
 
 
 @dataclass(frozen=True)
+class PlanSearch:
+    """One model's deployment search: its frontier table (results/plans/{model}.parquet), why it is empty, the
+    TPOT target and the candidate devices' names."""
+
+    table: pd.DataFrame
+    reason: str = ""
+    tpot_target_s: float | None = None
+    names: tuple[tuple[str, str], ...] = ()  # (gpu key, display name)
+
+    @classmethod
+    def from_params(cls, table: pd.DataFrame, reason: str, settings: dict) -> PlanSearch:
+        """From the plan table and the plan rule's settings (roofline.serving.planner.PlanSettings as params)."""
+        return cls(table, reason, settings["workload"]["tpot_s"],
+                   tuple((gpu["key"], gpu["name"]) for gpu in settings["gpus"]))
+
+
+@dataclass(frozen=True)
 class ModelFigures:
     """One model's tables and specs, as its figures need them."""
 
@@ -42,10 +59,11 @@ class ModelFigures:
     deployments: dict[str, str]  # gpu -> "4 x H100 SXM5 80GB, TP 4" for the GPUs with a plan
     multi_device: dict[str, str]  # gpu -> "TP 4" for the GPUs whose plan has several devices
     misfits: frozenset = frozenset()  # (gpu, stage) whose footprint does not fit
+    plan: PlanSearch | None = None  # the deployment search (config section `plan`), when configured
 
     @classmethod
     def read(cls, model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict,
-             misfits: frozenset = frozenset()) -> ModelFigures:
+             misfits: frozenset = frozenset(), plan: PlanSearch | None = None) -> ModelFigures:
         gpus, scenario = specs_objects(specs)
         ops = ops[ops["model"] == model]
         plans = specs.get("plans", {}).get(model, {})
@@ -57,7 +75,7 @@ class ModelFigures:
                    deployments={key: deployment_label(gpu, Parallel(**plans[key])) for key, gpu in gpus.items()
                                 if key in plans},
                    multi_device={key: text for key, text in described.items() if text != "single device"},
-                   misfits=misfits)
+                   misfits=misfits, plan=plan)
 
     def items(self, scope: str) -> list:
         """The GPU keys, the stages, or [None] (one figure for the model), after `scope`."""

@@ -67,3 +67,20 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
               frameon=False)
     ax.grid(True, which="major", lw=0.3, color="#dddddd")
     return fig
+
+
+def applies(data, _item=None) -> bool:
+    """A model has the Pareto figure when the config has a `plan` section (its search ran)."""
+    return data.plan is not None
+
+
+def draw(data, _item=None):
+    return plan_figure(data.plan.table, data.name, data.plan.reason, data.plan.tpot_target_s, dict(data.plan.names))
+
+
+def caption(data, _item=None) -> str:
+    if not len(data.plan.table):
+        return f"Deployment search: no plan qualifies. {data.plan.reason}"
+    return ("Deployment search: per device, the plans on the Pareto frontier of tokens/s per device against tokens/s "
+            "per user (roofline bounds) that fit and meet the targets; open dot: each device's recommended plan, "
+            "star: the chosen one, dotted line: the TPOT target.")

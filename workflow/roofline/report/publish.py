@@ -14,6 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from .wiki import bundle_files
+
 #: the list of files this tool owns in the wiki repository (one path per line)
 OWNED = ".roofline-wiki"
 #: author of the commit when the user's git setup has none (an identity, not a credential)
@@ -81,7 +83,7 @@ def replace_pages(bundle: Path, clone: Path) -> list[str]:
             path = (clone / name).resolve()
             if name and path.is_relative_to(clone.resolve()) and path.is_file():
                 path.unlink()
-    files = sorted(str(p.relative_to(bundle)) for p in bundle.rglob("*") if p.is_file())
+    files = bundle_files(bundle)
     for name in files:
         (clone / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(bundle / name, clone / name)
