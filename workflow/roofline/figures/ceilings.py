@@ -169,8 +169,11 @@ def _along(plot: Ceilings, text: str, bandwidth: float, x_start: float, end: tup
     x_end = end[0]
     angle = _screen_angle(ax, (x_start, bandwidth * x_start), end)
 
+    # offset perpendicular to the line (a vertical offset puts a steep line's label on the line itself)
+    offset = (-3.0 * math.sin(math.radians(angle)), 3.0 * math.cos(math.radians(angle)))
+
     def make(x):
-        return ax.annotate(text, (x, bandwidth * x), xytext=(0, 2.5), textcoords="offset points", rotation=angle,
+        return ax.annotate(text, (x, bandwidth * x), xytext=offset, textcoords="offset points", rotation=angle,
                            rotation_mode="anchor", ha="left", va="bottom", fontsize=6.5, color=color, zorder=3)
 
     candidates = [(x_start * (x_end / x_start) ** f,) for f in np.linspace(0.03, 0.7, 15)]

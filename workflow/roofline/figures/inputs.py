@@ -20,6 +20,12 @@ def specs_objects(specs: dict) -> tuple[dict[str, Accelerator], dict]:
     return {key: Accelerator(**entry) for key, entry in specs["gpus"].items()}, specs["scenario"]
 
 
+def _plan_words(plan: Parallel) -> str:
+    """'16 devices, TP 8, PP 2' for a multi-device plan (figures name the hardware a deployment takes), 'single
+    device' for one."""
+    return "single device" if plan.devices == 1 else f"{plan.devices} devices, {plan.describe()}"
+
+
 def misfit_pairs(totals: pd.DataFrame | None, model: str) -> frozenset[tuple[str, str]]:
     """(gpu, stage) of `model` whose footprint does not fit (the totals' `fits`); none without totals."""
     if totals is None:
@@ -57,7 +63,7 @@ class ModelFigures:
     scenario: dict  # the scenario, resolved for this model
     stages: list[str]  # the stages of its rows, in STAGES order
     deployments: dict[str, str]  # gpu -> "4 x H100 SXM5 80GB, TP 4" for the GPUs with a plan
-    multi_device: dict[str, str]  # gpu -> "TP 4" for the GPUs whose plan has several devices
+    multi_device: dict[str, str]  # gpu -> "4 devices, TP 4" for the GPUs whose plan has several devices
     misfits: frozenset = frozenset()  # (gpu, stage) whose footprint does not fit
     plan: PlanSearch | None = None  # the deployment search (config section `plan`), when configured
 
@@ -68,7 +74,7 @@ class ModelFigures:
         ops = ops[ops["model"] == model]
         plans = specs.get("plans", {}).get(model, {})
         gpus = {k: g for k, g in gpus.items() if k in set(ops["gpu"])}
-        described = {key: Parallel(**plans[key]).describe() for key in gpus if key in plans}
+        described = {key: _plan_words(Parallel(**plans[key])) for key in gpus if key in plans}
         return cls(model=model, name=specs["models"][model]["name"], ops=ops, sweeps=sweeps[sweeps["model"] == model],
                    gpus=gpus, scenario=scenario_for_model(scenario, specs["models"][model]),
                    stages=[s for s in STAGES if s in set(ops["stage"])],

@@ -10,7 +10,7 @@ from .. import units
 from .diagnosis import gemm_peak
 from .network import network_summary
 from .treatments import lever_sentence
-from .words import step_bound, value_range, where_it_applies
+from .words import spread_clause, step_bound, value_range, where_it_applies
 
 
 def footprint_parts(row: pd.Series) -> str:
@@ -22,7 +22,8 @@ def footprint_parts(row: pd.Series) -> str:
             f"{units.nbytes(row['activation_bytes'])})")
 
 
-def fit_sentence(totals: pd.DataFrame, names: dict[str, str]) -> str:
+def fit_sentence(totals: pd.DataFrame, names: dict[str, str],
+                 gpus: dict[str, Accelerator] | None = None) -> str:
     """Whether each stage's footprint fits each GPU, naming the stage (prefill's activations and decode's KV cache
     differ, so the stages can disagree)."""
     stages = [s for s in ("prefill", "decode") if s in set(totals["stage"])]
@@ -44,8 +45,10 @@ def fit_sentence(totals: pd.DataFrame, names: dict[str, str]) -> str:
         else:
             verdict = f"does not fit on {', '.join(names[k] for k, ok in fits.items() if not ok)}"
         parts.append(f"{stage} needs {footprint_parts(largest[stage])} and {verdict}")
+    misfit = [gpus[k] for k in dict.fromkeys(totals.loc[~totals["fits"].astype(bool), "gpu"]) if k in (gpus or {})]
+    spread = spread_clause(misfit) if misfit else "parallel: auto, or a plan with more devices, spreads it"
     return ("Memory (the busiest device of each deployment): " + "; ".join(parts) + ". Where it does not fit, the "
-            "times assume it did and are marked ✗ (parallel: auto, or a plan with more devices, spreads it).")
+            f"times assume it did and are marked ✗ ({spread}).")
 
 
 def speed_sentence(totals: pd.DataFrame, names: dict[str, str], scenario: dict) -> str:
@@ -85,7 +88,9 @@ def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpu
     names = names or {k: g.name for k, g in gpus.items()}
     text = _bound_clause(stage, rows, names) + (_follows_clause(rows, gpus, scenario, names) if len(rows) > 1 else "")
     text += "."
-    mine = treatments[(treatments["stage"] == stage) & treatments["applicable"].astype(bool)]
+    # a treatment is recommended only where its result fits the device (never on a device the model does not fit)
+    mine = treatments[(treatments["stage"] == stage) & treatments["applicable"].astype(bool)
+                      & treatments["fits"].astype(bool)]
     latency = mine[mine["treatment"] != "batching"]
     if len(latency):
         text += " " + lever_sentence(stage, latency, names)
@@ -143,7 +148,7 @@ def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.Data
             sentences.append(stage_sentence(stage, rows, treatments, gpus, scenario, names))
     if ops is not None and (network := network_summary(totals, ops, gpus)):
         sentences.append(network)
-    sentences.append(fit_sentence(totals, names))
+    sentences.append(fit_sentence(totals, names, gpus))
     return sentences
 
 

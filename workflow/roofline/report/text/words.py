@@ -16,7 +16,7 @@ HELPS = {"memory": "memory-bound", "compute": "compute-bound", "both": "both", "
 #: short names of the engine's treatments for sentences (the table shows the engine's full label)
 SHORT = {"fusion": "fusion", "flash_attention": "FlashAttention", "weight_int8": "int8 weights",
          "weight_int4": "int4 weights", "kv_int8": "int8 KV cache", "kv_fp8": "fp8 KV cache",
-         "fp8_compute": "fp8 compute", "batching": "batching", "more_devices": "TP ×2",
+         "fp8_compute": "fp8 compute", "batching": "batching", "more_devices": "TP ×2 (twice the devices)",
          "overlap_communication": "comm. overlap"}
 
 
@@ -76,3 +76,25 @@ def value_range(values: dict[str, float], fmt) -> str:
     return fmt(low) if math.isclose(low, high, rel_tol=5e-3) else f"{fmt(low)}–{fmt(high)}"
 
 
+
+
+def single_device(gpu) -> bool:
+    """Whether a device has no link to another (no scale-up link in a domain of 2 or more, no scale-out network):
+    its deployments are one device, whatever the plan."""
+    scaleup = gpu.scaleup_domain > 1 and gpu.scaleup_bandwidth_bytes_per_s > 0
+    return not scaleup and not gpu.scaleout_bandwidth_bytes_per_s
+
+
+def spread_clause(gpus) -> str:
+    """What spreads a footprint that does not fit over more devices, for the devices `gpus` (Accelerators): parallel:
+    auto or a larger plan; and which of them cannot, because their entry gives no interconnect."""
+    alone = [gpu.name for gpu in gpus if single_device(gpu)]
+    if not alone:
+        return "parallel: auto, or a plan with more devices, spreads it"
+    one = len(alone) == 1
+    text = (f"{and_list(alone)} {'has' if one else 'have'} no interconnect in {'its' if one else 'their'} "
+            "entry (scaleup_domain and scaleup_gbps, or scaleout_gbps), so a deployment there is limited to one "
+            "device and cannot spread it")
+    if len(alone) < len(list(gpus)):
+        text += "; elsewhere parallel: auto, or a plan with more devices, spreads it"
+    return text
