@@ -41,7 +41,7 @@ SUMMARY_COLUMNS = (
 #: (`cost_per_million_tokens_expected`, where a GPU is priced) here, the served TTFT/TPOT of the serving model beside
 #: the times once it writes them.
 DECISION_COLUMNS = (
-    ("deployment", "Deployment", False), ("devices", "Devices", True),
+    ("deployment", "Deployment (devices × GPU, plan)", False),
     ("ttft", "TTFT expected (bound)", True), ("tpot", "TPOT expected (bound)", True),
     ("per_gpu", "Decode tokens/s per GPU expected (bound)", True),
     ("cost", "USD per 1M tokens expected", True),
@@ -114,18 +114,18 @@ def decision_cells(here: pd.DataFrame) -> dict[str, dict]:
         value = row.get(COST_COLUMN)
         return units.DASH if units.missing(value) else f"${units.sig(float(value))}"
 
-    bounds = [text.step_bound(here.loc[s]).removesuffix("-bound") if s in here.index else units.DASH
-              for s in ("prefill", "decode")]
+    # the roof each stage spends most of its time under (the totals' `bound`: memory, compute or network)
+    bounds = [str(here.loc[s, "bound"]) if s in here.index else units.DASH for s in ("prefill", "decode")]
     fit = largest_footprint(here)
     return {
-        "deployment": decision.cell(str(first["deployment"]), css="name"), "devices": decision.cell(str(devices)),
+        "deployment": decision.cell(str(first["deployment"]), css="deployment" if len(str(first["deployment"]))
+                                    <= NAME_NOWRAP_MAX else "name"),
         "ttft": stage_cell("prefill", lambda r: expected_and_bound(r, "ttft_expected_s", "ttft_s", units.seconds)),
         "tpot": stage_cell("decode", lambda r: expected_and_bound(r, "tpot_expected_s", "tpot_s", units.seconds)),
         "per_gpu": stage_cell("decode", per_gpu),
         "cost": stage_cell("decode", cost),
         "bound": decision.cell(" / ".join(bounds)),
-        "footprint": decision.cell(fit["footprint"] + (f" ({fit['footprint_stage']})" if fit["footprint_stage"]
-                                                       else ""), css="" if fit["fits"] else "misfit"),
+        "footprint": decision.cell(fit["footprint"], css="" if fit["fits"] else "misfit"),
     }
 
 
