@@ -421,3 +421,46 @@ def test_published_files_link_only_inside_the_bundle(wf, tmp_path):
             assert ":" not in link.split("/")[0] and not link.startswith("/"), (html.name, link)
             assert (reports / link.split("#")[0]).resolve().is_relative_to(reports.resolve()), (html.name, link)
             assert (reports / link.split("#")[0]).exists(), (html.name, link)
+
+
+#: a page that loads a report in a frame and reports, once its scripts ran, what it drew and what failed to load
+OFFLINE_HARNESS = """<!DOCTYPE html><html><body><iframe id="f" src="%s" width="1400" height="900"></iframe>
+<pre id="out">pending</pre><script>
+document.getElementById("f").onload = function () { setTimeout(function () {
+  var w = document.getElementById("f").contentWindow, d = w.document, images = Array.prototype.slice.call(d.images);
+  document.getElementById("out").textContent = "RESULT" + JSON.stringify({
+    plotly: !!w.Plotly, drawn: d.querySelectorAll("div.interactive .main-svg").length,
+    specs: d.querySelectorAll("script.figure-spec").length, sortable: d.querySelectorAll("table.sortable").length,
+    broken: images.filter(function (i) { return !(i.complete && i.naturalWidth > 0); }).map(function (i) {
+      return i.src; }),
+    width: Math.round(d.body.getBoundingClientRect().width)}) + "END";
+}, 4000); };
+</script></body></html>"""
+#: hosts Chromium itself calls (updates, accounts, spelling): not requests of the page
+CHROMIUM_OWN = re.compile(r"^https?://[^/]*(google|googleapis|gvt1|gstatic)\.com/")
+
+
+def test_html_report_works_offline_in_headless_chromium(wf, tmp_path):
+    """A model report opened from disk in headless Chromium with the network cut (a dead proxy): plotly.js loads from
+    beside the page, every interactive figure is drawn, every image loads, the page requests nothing from the
+    network (Chromium's net log) and the page uses a 1400 px window."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if chromium is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    page = wf.work / "reports" / f"{MODELS[0]}.html"
+    harness, net_log = tmp_path / "harness.html", tmp_path / "net.json"
+    harness.write_text(OFFLINE_HARNESS % page.as_uri())
+    run = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          "--disable-component-update", "--disable-sync", "--no-first-run",
+                          "--proxy-server=127.0.0.1:9", "--allow-file-access-from-files", f"--user-data-dir={tmp_path}",
+                          f"--log-net-log={net_log}", "--virtual-time-budget=20000", "--dump-dom", harness.as_uri()],
+                         capture_output=True, text=True, timeout=300)
+    found = re.search(r"RESULT(.*)END", run.stdout)
+    assert found, run.stdout[-2000:] + run.stderr[-2000:]
+    result = json.loads(found.group(1).replace("&quot;", '"'))
+    assert result["plotly"] and result["specs"] >= len(GPUS) + len(STAGES), result  # rooflines and cross-GPU
+    assert result["drawn"] >= result["specs"] and not result["broken"], result
+    assert result["sortable"] >= 3 and result["width"] > 1000, result  # no 700 px column in a 1400 px window
+    requests = {event["params"]["url"] for event in json.loads(net_log.read_text())["events"]
+                if "url" in event.get("params", {})}
+    assert not [url for url in requests if not url.startswith("file:") and not CHROMIUM_OWN.match(url)]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .labels import hits_paths, overlaps_any
+from .labels import BoxArray, hits_paths, overlaps_any
 from .roofs import Roof, bandwidth_label, fmt_value, peak_label
 from .style import LINK_COLOR, REGION_COLORS
 
@@ -35,7 +35,7 @@ class Ceilings:
     memory_lines: dict = field(default_factory=dict)  # roof index -> its memory-roof lines (its bandwidth label)
     link_lines: list = field(default_factory=list)  # (roof, link name, bandwidth, Line2D)
     path_of: dict = field(default_factory=dict)  # Line2D -> its vertices in display coordinates
-    markers: list = field(default_factory=list)  # display boxes of the points
+    markers: BoxArray = field(default_factory=BoxArray)  # display boxes of the points
     taken: list = field(default_factory=list)  # display boxes of the labels placed
     texts: list = field(default_factory=list)  # the labels placed
 
@@ -53,7 +53,8 @@ class Ceilings:
     def measure(self, series, marker_boxes) -> None:
         """Record the lines' display paths and the points' boxes, once every line is drawn."""
         self.path_of = {line: self.ax.transData.transform(line.get_xydata()) for line in self.lines()}
-        self.markers = [box for s in series for box in marker_boxes(self.ax, s.x, s.y, s.sizes, self.renderer)]
+        self.markers = BoxArray([box for s in series
+                                 for box in marker_boxes(self.ax, s.x, s.y, s.sizes, self.renderer)])
 
     def keep(self, best) -> None:
         """Keep a label `best` = (score, artist, box) (None: nothing fitted)."""
@@ -89,7 +90,8 @@ def _best(ax, renderer, make, candidates, *, taken, markers, paths):
         if not _inside_frame(frame, box) or overlaps_any(box, taken, pad=1.5):
             artist.remove()
             continue
-        score = 10 * sum(box.padded(1).overlaps(m) for m in markers) + sum(hits_paths(box, [p], 0) for p in paths)
+        covered = int(markers.hits(box, 1.0).sum()) if len(markers) else 0
+        score = 10 * covered + sum(hits_paths(box, [p], 0) for p in paths)
         if best is None or score < best[0]:
             if best is not None:
                 best[1].remove()

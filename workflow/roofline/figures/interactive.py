@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -32,8 +33,14 @@ def _finite(values) -> list:
     return [float(v) if v is not None and math.isfinite(float(v)) else None for v in values]
 
 
+#: the operator columns a hover text reads
+HOVER_COLUMNS = ["op", "op_class", "count", "t_s", "bytes_network", "flops", "bytes", "intensity",
+                 "attainable_flops_per_s", "bound", "share"]
+
+
 def _hover(row, where: str) -> str:
-    """An operator's hover text: name, class, where it runs, FLOPs, bytes, intensity, attainable, time, bound."""
+    """An operator's hover text: name, class, where it runs, FLOPs, bytes, intensity, attainable, time, bound
+    (`row`: a namespace of HOVER_COLUMNS)."""
     per = f" × {int(row.count)} = {display.seconds(row.t_s * row.count)}" if row.count > 1 else ""
     network = (f"<br>on the link: {display.prefixed(row.bytes_network, 'B')}"
                if getattr(row, "op_class", "") == "communication" else "")
@@ -52,7 +59,8 @@ def _points(rows: pd.DataFrame, name: str, color: str, where: str, group: str, l
             "type": "scatter", "mode": "markers", "name": html.escape(f"{name} · {op_class}" if legend else name),
             "legendgroup": group, "showlegend": legend,
             "x": _finite(mine["intensity"]), "y": _finite(mine["attainable_flops_per_s"] / 1e12),
-            "text": [_hover(row, where) for row in mine.itertuples()], "hovertemplate": "%{text}<extra></extra>",
+            "text": [_hover(SimpleNamespace(**row), where) for row in mine[HOVER_COLUMNS].to_dict("records")],
+            "hovertemplate": "%{text}<extra></extra>",
             "marker": {"color": color, "symbol": SYMBOLS.get(op_class, "x"), "line": {"color": "white", "width": 0.5},
                        "size": _finite(6 + 22 * np.sqrt(mine["share"].to_numpy()))}})
         legend = False  # one legend entry per group: it toggles every class of the group
@@ -168,7 +176,7 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
         traces.append({"type": "scatter", "mode": "lines+markers", "name": html.escape(names.get(key, key)),
                        "legendgroup": key,
                        "x": _finite(rows["tokens_per_s_per_user"]), "y": _finite(rows["tokens_per_s_per_device"]),
-                       "text": [_plan_hover(r) for r in rows.itertuples()],
+                       "text": [_plan_hover(SimpleNamespace(**r)) for r in rows.to_dict("records")],
                        "hovertemplate": "%{text}<extra></extra>",
                        "line": {"color": styles[key].color, "width": 1.5},
                        "marker": {"color": styles[key].color, "size": np.where(chosen, 16, np.where(

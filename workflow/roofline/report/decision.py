@@ -148,7 +148,8 @@ def recommended_plans(plans: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict
         check = target_check(r, targets)
         rows.append({
             "deployment": str(r["deployment"]), "batch": units.integer(r["batch"]),
-            "dtypes": f"{r['weight_dtype']} weights, {r['kv_dtype']} KV cache, {r['attention']}",
+            "dtypes": f"{r['weight_dtype']} weights, {r['kv_dtype']} KV"
+                      + ("" if r["attention"] == "flash" else f", {r['attention']} attention"),
             "ttft": units.seconds(r["ttft_s"]), "ttft_expected": units.seconds(r["ttft_expected_s"]),
             "tpot": units.seconds(r["tpot_s"]), "tpot_expected": units.seconds(r["tpot_expected_s"]),
             "per_device": units.sig(r["tokens_per_s_per_device"]),

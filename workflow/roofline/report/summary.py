@@ -65,7 +65,7 @@ def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame) -> dict[str, dic
 
     def lever(stage: str) -> dict:
         return decision.cell(decision.best_lever(treatments[treatments["stage"] == stage])["text"]
-                             if stage in here.index else units.DASH)
+                             if stage in here.index else units.DASH, css="nowrap")
 
     decode = here.loc["decode"] if "decode" in here.index else None
     worst = here.loc[here["footprint_bytes"].idxmax()]
@@ -124,7 +124,7 @@ def decision_cells(here: pd.DataFrame) -> dict[str, dict]:
         "tpot": stage_cell("decode", lambda r: expected_and_bound(r, "tpot_expected_s", "tpot_s", units.seconds)),
         "per_gpu": stage_cell("decode", per_gpu),
         "cost": stage_cell("decode", cost),
-        "bound": decision.cell(" / ".join(bounds)),
+        "bound": decision.cell(" / ".join(bounds), css="nowrap"),
         "footprint": decision.cell(fit["footprint"], css="" if fit["fits"] else "misfit"),
     }
 
