@@ -65,7 +65,7 @@ def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame) -> dict[str, dic
 
     def lever(stage: str) -> dict:
         return decision.cell(decision.best_lever(treatments[treatments["stage"] == stage])["text"]
-                             if stage in here.index else units.DASH, css="nowrap")
+                             if stage in here.index else units.DASH)
 
     decode = here.loc["decode"] if "decode" in here.index else None
     worst = here.loc[here["footprint_bytes"].idxmax()]
