@@ -370,7 +370,7 @@ def test_treatment_sentences_of_a_real_grid_agree_with_their_tables(long_context
                 sentence = stage["treatment_summary"]
                 rows = tables["treatments"]
                 rows = rows[(rows["model"] == model) & (rows["gpu"] == gpu["key"]) & (rows["stage"] == stage["stage"])
-                            & rows["applicable"].astype(bool) & (rows["treatment"] != "batching")]
+                            & rows["applicable"].astype(bool) & ~rows["treatment"].map(text.is_throughput)]
                 gains = sentence.split("Latency gains of 5% or more: ")[-1].split(". ")[0] \
                     if "Latency gains" in sentence else ""
                 flat = sentence.split("Little or no gain")[-1].split(". ")[0] if "Little or no gain" in sentence else ""

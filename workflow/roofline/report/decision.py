@@ -53,7 +53,8 @@ def cell(text_value: str, misfit: str = "", css: str = "") -> dict:
 def best_lever(rows: pd.DataFrame) -> dict:
     """The applicable latency treatment with the largest speed-up among those whose result fits, as
     {"text": 'int4 weights 3.25×', "name", "speedup"}; 'none ≥ 5%' when none gains 5% (rows of one gpu, stage)."""
-    latency = rows[rows["applicable"].astype(bool) & rows["fits"].astype(bool) & (rows["treatment"] != "batching")]
+    latency = rows[rows["applicable"].astype(bool) & rows["fits"].astype(bool)
+                   & ~rows["treatment"].map(text.is_throughput)]
     if latency.empty or round(float(latency["speedup"].max()), 2) < text.GAIN:
         return {"text": "none ≥ 5%", "name": "", "speedup": math.nan}
     best = latency.loc[latency["speedup"].idxmax()]

@@ -10,6 +10,7 @@ import pandas as pd
 from ..engine.hardware import Accelerator
 from . import units
 from .decision import cell, misfit_text
+from .text import is_throughput
 
 
 def gpu_columns(stage_totals: pd.DataFrame, gpus: dict[str, Accelerator]) -> list[dict]:
@@ -93,5 +94,5 @@ def treatment_matrix(treatments: pd.DataFrame, stage_totals: pd.DataFrame, gpus:
             cells.append(cell(units.times(r["speedup"]), misfit_text(r), str(r["bound"])))
         label = treatments.loc[treatments["treatment"] == treatment, "label"].iloc[0]
         rows.append({"treatment": treatment, "label": headline(treatment, label),
-                     "metric": "throughput" if treatment == "batching" else "latency", "cells": cells})
+                     "metric": "throughput" if is_throughput(treatment) else "latency", "cells": cells})
     return {"columns": columns, "rows": rows}

@@ -10,7 +10,7 @@ from .. import units
 from .diagnosis import gemm_peak
 from .network import network_summary
 from .treatments import lever_sentence
-from .words import spread_clause, step_bound, value_range, where_it_applies
+from .words import is_throughput, spread_clause, step_bound, value_range, where_it_applies
 
 
 def footprint_parts(row: pd.Series) -> str:
@@ -91,7 +91,7 @@ def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpu
     # a treatment is recommended only where its result fits the device (never on a device the model does not fit)
     mine = treatments[(treatments["stage"] == stage) & treatments["applicable"].astype(bool)
                       & treatments["fits"].astype(bool)]
-    latency = mine[mine["treatment"] != "batching"]
+    latency = mine[~mine["treatment"].map(is_throughput)]
     if len(latency):
         text += " " + lever_sentence(stage, latency, names)
     batching = mine[mine["treatment"] == "batching"]

@@ -16,8 +16,15 @@ HELPS = {"memory": "memory-bound", "compute": "compute-bound", "both": "both", "
 #: short names of the engine's treatments for sentences (the table shows the engine's full label)
 SHORT = {"fusion": "fusion", "flash_attention": "FlashAttention", "weight_int8": "int8 weights",
          "weight_int4": "int4 weights", "kv_int8": "int8 KV cache", "kv_fp8": "fp8 KV cache",
-         "fp8_compute": "fp8 compute", "batching": "batching", "more_devices": "TP ×2 on 2× devices",
+         "fp8_compute": "fp8 compute", "batching": "batching", "batching_kv_fp8": "batching with an fp8 KV cache",
+         "more_devices": "TP ×2 on 2× devices",
          "overlap_communication": "comm. overlap"}
+
+
+def is_throughput(treatment: str) -> bool:
+    """Whether a treatment's speed-up is a throughput ratio (batching, also with a narrower KV cache) rather than a
+    latency ratio."""
+    return str(treatment).startswith("batching")
 
 
 def short(treatment: str) -> str:
