@@ -9,7 +9,7 @@
     Plotly.newPlot(target, spec.data, spec.layout, {responsive: true, displaylogo: false,
                                                     modeBarButtonsToRemove: ["sendDataToCloud"]}).then(function () {
       var image = figure.querySelector("img");
-      if (image) image.hidden = true;
+      if (image) image.style.display = "none";  // the stylesheet's display: block would win over `hidden`
     });
   });
 })();

@@ -94,7 +94,9 @@ def _roof(gpu: Accelerator, dtype: str, xlim, color: str, name: str, group: str,
 
 
 def _layout(title: str, subtitle: str, x_title: str, y_title: str, xlim=None, ylim=None, legend: str = "") -> dict:
-    axis = {"type": "log", "showline": True, "linecolor": "#444", "gridcolor": "#e4e4e4", "exponentformat": "power"}
+    # one label per decade (plotly labels 2 and 5 as well on a short range, which crowds a wide one)
+    axis = {"type": "log", "dtick": 1, "showline": True, "linecolor": "#444", "gridcolor": "#e4e4e4",
+            "exponentformat": "power"}
     x_axis = {**axis, "title": {"text": x_title}}
     y_axis = {**axis, "title": {"text": y_title}}
     if xlim:
@@ -187,6 +189,8 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
                 "recommended plan, star: the chosen one" if first is not None else "no plan")
     layout = _layout(f"{model_name}: deployments on the Pareto frontier", subtitle,
                      "tokens/s per user (bound, = 1 / TPOT)", "tokens/s per device (bound)", legend="device")
+    for axis in ("xaxis", "yaxis"):  # a short range: labels at 1, 2 and 5 of each decade, not decades alone
+        layout[axis]["dtick"] = "D2"
     if tpot_target_s:
         layout["shapes"] = [{"type": "line", "xref": "x", "yref": "paper", "x0": 1 / tpot_target_s,
                              "x1": 1 / tpot_target_s, "y0": 0, "y1": 1, "line": {"dash": "dot", "color": "#777"}}]
