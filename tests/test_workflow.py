@@ -431,6 +431,9 @@ document.getElementById("f").onload = function () { setTimeout(function () {
   document.getElementById("out").textContent = "RESULT" + JSON.stringify({
     plotly: !!w.Plotly, drawn: d.querySelectorAll("div.interactive .main-svg").length,
     specs: d.querySelectorAll("script.figure-spec").length, sortable: d.querySelectorAll("table.sortable").length,
+    doubled: Array.prototype.filter.call(d.querySelectorAll("figure"), function (f) {
+      var image = f.querySelector("img");
+      return f.querySelector("script.figure-spec") && image && image.offsetParent !== null; }).length,
     broken: images.filter(function (i) { return !(i.complete && i.naturalWidth > 0); }).map(function (i) {
       return i.src; }),
     width: Math.round(d.body.getBoundingClientRect().width)}) + "END";
@@ -460,6 +463,7 @@ def test_html_report_works_offline_in_headless_chromium(wf, tmp_path):
     result = json.loads(found.group(1).replace("&quot;", '"'))
     assert result["plotly"] and result["specs"] >= len(GPUS) + len(STAGES), result  # rooflines and cross-GPU
     assert result["drawn"] >= result["specs"] and not result["broken"], result
+    assert result["doubled"] == 0, result  # the interactive figure replaces its static image
     assert result["sortable"] >= 3 and result["width"] > 1000, result  # no 700 px column in a 1400 px window
     requests = {event["params"]["url"] for event in json.loads(net_log.read_text())["events"]
                 if "url" in event.get("params", {})}
