@@ -10,7 +10,7 @@ from .. import units
 from .diagnosis import gemm_peak
 from .network import network_summary
 from .treatments import lever_sentence
-from .words import is_throughput, spread_clause, step_bound, value_range, where_it_applies
+from .words import is_throughput, network_share, spread_clause, step_bound, value_range, where_it_applies
 
 
 def footprint_parts(row: pd.Series) -> str:
@@ -102,20 +102,38 @@ def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpu
     return text
 
 
+#: where a stage's time goes, per roof (the words after a share)
+SHARE_WORDS = {"memory": "in memory-bound operators", "compute": "in compute-bound operators",
+               "network": "in the collectives"}
+
+
+def _roof_share(row: pd.Series, roof: str) -> float:
+    """The share of a stage's time under one roof: memory-bound operators, collectives, or the compute-bound rest."""
+    memory, network = float(row["memory_bound_share"]), network_share(row)
+    return {"memory": memory, "network": network, "compute": 1.0 - memory - network}[roof]
+
+
 def _bound_clause(stage: str, rows: pd.DataFrame, names: dict[str, str]) -> str:
     """'Decode is memory-bound on every configured GPU (91%–97% of its time in memory-bound operators)', or per
-    group of GPUs that read the same words."""
-    shares = rows["memory_bound_share"].to_dict()
+    group of GPUs that read the same words, each with the share of the roof its words name ('mostly network-bound on
+    4 x L40S, TP 4 (51% in the collectives)')."""
     groups: dict[str, list[str]] = {}
     for key, row in rows.iterrows():
         groups.setdefault(step_bound(row), []).append(key)
+
+    def share(phrase: str, keys: list[str]) -> str:
+        roof = phrase.removeprefix("mostly ").removesuffix("-bound")
+        return (f"{value_range({k: _roof_share(rows.loc[k], roof) for k in keys}, units.percent)} "
+                f"{SHARE_WORDS[roof]}")
+
     if len(groups) == 1:
+        ((phrase, keys),) = groups.items()
         where = "on every configured GPU" if len(rows) > 1 else f"on {names[rows.index[0]]}"
-        return (f"{stage.capitalize()} is {next(iter(groups))} {where} ({value_range(shares, units.percent)} of its "
-                "time in memory-bound operators)")
-    parts = [f"{phrase} on {', '.join(names[k] for k in keys)} "
-             f"({value_range({k: shares[k] for k in keys}, units.percent)})" for phrase, keys in groups.items()]
-    return f"{stage.capitalize()} is " + "; ".join(parts) + " (share of time in memory-bound operators)"
+        said = share(phrase, keys).replace(" in ", " of its time in ", 1)
+        return f"{stage.capitalize()} is {phrase} {where} ({said})"
+    parts = [f"{phrase} on {', '.join(names[k] for k in keys)} ({share(phrase, keys)})"
+             for phrase, keys in groups.items()]
+    return f"{stage.capitalize()} is " + "; ".join(parts)
 
 
 def _follows_clause(rows: pd.DataFrame, gpus: dict[str, Accelerator], scenario: dict, names: dict[str, str]) -> str:
