@@ -126,10 +126,10 @@ def _bound_clause(stage: str, rows: pd.DataFrame, names: dict[str, str]) -> str:
         return (f"{value_range({k: _roof_share(rows.loc[k], roof) for k in keys}, units.percent)} "
                 f"{SHARE_WORDS[roof]}")
 
-    if len(groups) == 1:
+    if len(groups) == 1:  # one phrase: the memory-bound share tells the GPUs apart (unless the link bounds them)
         ((phrase, keys),) = groups.items()
         where = "on every configured GPU" if len(rows) > 1 else f"on {names[rows.index[0]]}"
-        said = share(phrase, keys).replace(" in ", " of its time in ", 1)
+        said = share(phrase if "network" in phrase else "memory-bound", keys).replace(" in ", " of its time in ", 1)
         return f"{stage.capitalize()} is {phrase} {where} ({said})"
     parts = [f"{phrase} on {', '.join(names[k] for k in keys)} ({share(phrase, keys)})"
              for phrase, keys in groups.items()]
