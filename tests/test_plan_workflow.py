@@ -69,8 +69,8 @@ def built(tmp_path_factory):
                        "dtypes": ["fp16", "fp8", "int8"],
                        "max_devices": 1}}  # one device: the arithmetic below stays simple
     (work / "config.yaml").write_text(yaml.safe_dump(config))
-    targets = [f"{kind}/plans/{m}.{ext}" for m in config["models"]
-               for kind, ext in (("results", "parquet"), ("reports", "svg"), ("reports", "png"))]
+    # the Pareto figure is one of the model's figures (reports/figures/{model}/pareto.*)
+    targets = [target for m in config["models"] for target in (f"results/plans/{m}.parquet", f"reports/figures/{m}")]
     run = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(repo / "Snakefile"), "--directory",
                           str(work), "--configfile", "config.yaml", "--replace-workflow-config", "--cores", "2",
                           *targets], cwd=work, capture_output=True, text=True, timeout=600)
@@ -89,7 +89,7 @@ def test_plan_table_holds_each_gpus_frontier(built):
     # the A6000 just makes 10 ms: int8 weights (6.7 GB / 768 GB/s = 8.8 ms per step) at small batches
     a6000 = table[table["gpu"] == "rtx-a6000"]
     assert set(a6000["weight_dtype"]) == {"int8"} and a6000["batch"].max() < 8
-    assert (built / "reports" / "plans" / "llama-2-7b.svg").stat().st_size > 0
+    assert (built / "reports" / "figures" / "llama-2-7b" / "pareto.svg").stat().st_size > 0
 
 
 def test_plan_table_is_empty_with_the_reason_when_nothing_qualifies(built):
@@ -101,4 +101,4 @@ def test_plan_table_is_empty_with_the_reason_when_nothing_qualifies(built):
     assert len(table) == 0 and tuple(table.columns) == PLAN_COLUMNS + COST_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS
     assert reason.startswith("no plan meets TPOT <= 10 ms: the lowest TPOT any plan that fits reaches is 21.2 ms: ")
     assert "1 x H100 SXM5 80GB at batch 1, fp8 weights" in reason
-    assert (built / "reports" / "plans" / "llama-3.1-70b.png").stat().st_size > 0
+    assert (built / "reports" / "figures" / "llama-3.1-70b" / "pareto.png").stat().st_size > 0

@@ -134,7 +134,9 @@ def test_cli_csv_columns_and_frontier(capsys):
     assert all(a < b for a, b in zip(per_user, per_user[1:]))  # and each next one is faster per user
     assert all(r["fits"] == "True" and float(r["tpot_s"]) <= 0.05 for r in rows)
     assert {r["gpu"] for r in rows} <= {"h100-sxm", "h200-sxm"}
-    match = re.fullmatch(r"evaluated (\d+) configurations in ([\d.]+) s \(([\d,]+) per second\)\n", err)
+    # the first line says what was searched; a second one (--top's default of 20 rows) how many rows were left out
+    match = re.fullmatch(r"evaluated (\d+) configurations in ([\d.]+) s \(([\d,]+) per second\)\n"
+                         r"(\d+ of \d+ frontier rows shown .*--top 0 every row\n)?", err)
     # 2 devices x 10 plans (tp x pp <= 8 in powers of two: 4 + 3 + 2 + 1; every one divides Llama-3.1-8B's 32
     # heads and 8 KV heads) x 4 weight dtypes x 3 KV dtypes (int4 KV left out) x 2 kernels x the batch grid
     assert match and int(match.group(1)) == 2 * 10 * 4 * 3 * 2 * len(planner.BATCH_GRID)
@@ -172,8 +174,8 @@ def test_search_speed_is_printed_for_a_large_search(capsys):
     benchmark benchmarks/bench_plan.py measures it on a quiet machine; here only a 10x regression fails)."""
     code, _, err = run(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpu", "h200-sxm", "--isl",
                        "1024", "--osl", "1024", "--tpot-ms", "20", "--format", "csv")
-    n, seconds, _ = re.fullmatch(r"evaluated (\d+) configurations in ([\d.]+) s \(([\d,]+) per second\)\n",
-                                 err).groups()
+    n, seconds, _ = re.match(r"evaluated (\d+) configurations in ([\d.]+) s \(([\d,]+) per second\)\n",
+                             err).groups()  # a second line may say how many frontier rows --top left out
     assert code == 0 and int(n) >= 100_000
     assert int(n) / max(float(seconds), 1e-3) >= 10_000
 
@@ -183,8 +185,8 @@ def test_acceptance_frontier_rows_reevaluate_with_roofline_totals(capsys):
     fits and meets the target, and `roofline totals` with the row's options gives the same TPOT (within 1%) and
     TTFT (prefill of one request)."""
     code, out, _ = run(capsys, "plan", "--prefill", "separate",
-                         "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpu", "h200-sxm",
-                       "--isl", "1024", "--osl", "1024", "--tpot-ms", "50", "--format", "csv")
+                       "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--gpu", "h200-sxm",
+                       "--isl", "1024", "--osl", "1024", "--tpot-ms", "50", "--format", "csv", "--top", "0")  # all
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and len(rows) > 10
     assert all(r["fits"] == "True" and float(r["tpot_s"]) <= 0.050 for r in rows)

@@ -3,6 +3,7 @@
 One build (module fixture, ~15 s), then dry runs that count what Snakemake would rerun after an edit, and rejected
 configs that must stop before any job with one message and leave the built results untouched.
 """
+import json
 import os
 import re
 import shutil
@@ -95,7 +96,9 @@ def test_figures_are_written_per_model(wf):
     for model in MODELS:
         figures = wf.work / "reports" / "figures" / model
         assert sorted(p.suffix for p in figures.glob("*.svg"))  # at least one SVG
-        assert {p.stem for p in figures.glob("*.svg")} == {p.stem for p in figures.glob("*.png")}
+        # each figure is drawn once, as SVG, and also as PNG where the wiki shows it (the Figures section)
+        printed = {Path(e["png"]).stem for e in json.loads((figures / "figures.json").read_text()) if e.get("png")}
+        assert {p.stem for p in figures.glob("*.png")} == printed and printed < {p.stem for p in figures.glob("*.svg")}
 
 
 def test_no_temporary_files_are_left(wf):
@@ -370,3 +373,98 @@ def test_publish_pushes_the_wiki_once_and_a_failing_push_says_why(wf, tmp_path, 
     assert lines[0].startswith(f"publish: pushing to {refusing} failed: ") and "no pushes today" in lines[0]
     assert "(the bundle in reports/wiki is intact)" in lines[0]
     assert {p: p.read_bytes() for p in (wf.work / "reports" / "wiki").rglob("*") if p.is_file()} == wiki
+
+
+def pdf_links(pdf: Path) -> list[str]:
+    """Every URL in a PDF's objects (its link annotations), as poppler's `pdfinfo -url` lists them."""
+    listing = subprocess.run(["pdfinfo", "-url", str(pdf)], check=True, capture_output=True, text=True).stdout
+    return [line.split(None, 2)[2] for line in listing.splitlines()[1:] if len(line.split(None, 2)) == 3]
+
+
+def page_links(html: str) -> list[str]:
+    """Every src, href and CSS url() of an HTML page."""
+    return re.findall(r'(?:src|href)="([^"]*)"', html) + re.findall(r"url\(['\"]?([^'\")]+)", html)
+
+
+def test_published_files_link_only_inside_the_bundle(wf, tmp_path):
+    """The wiki bundle as `publish` pushes it: no file:/// or build path in any PDF's links (WeasyPrint resolves
+    hrefs against the build folder), every Markdown link relative and inside the bundle, no Snakemake marker; the
+    reports' HTML loads nothing from outside reports/ (no CDN) and links only inside it."""
+    if shutil.which("pdfinfo") is None:
+        pytest.skip("pdfinfo (poppler-utils) is not installed")
+    bare, clone = tmp_path / "wiki.git", tmp_path / "clone"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(bare)], check=True)
+    (wf.work / "links.yaml").write_text(yaml.safe_dump({**TEST_CONFIG, "publish": {"git": str(bare)}}))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_COMMITTER_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_EMAIL": "t@example.com"}
+    command = [sys.executable, "-m", "snakemake", "--snakefile", str(wf.repo / "Snakefile"), "--directory",
+               str(wf.work), "--configfile", "links.yaml", "--replace-workflow-config", "--cores", "2", "publish"]
+    run = subprocess.run(command, cwd=wf.work, capture_output=True, text=True, timeout=900, env=env)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    subprocess.run(["git", "clone", "--quiet", str(bare), str(clone)], check=True)
+    files = [p for p in clone.rglob("*") if p.is_file() and ".git" not in p.relative_to(clone).parts]
+    assert not [p for p in files if p.name == ".snakemake_timestamp"]
+    pdfs = [p for p in files if p.suffix == ".pdf"] + sorted((wf.work / "reports").glob("*.pdf"))
+    assert len(pdfs) >= 2 * (len(MODELS) + 1)
+    for pdf in pdfs:
+        for link in pdf_links(pdf):
+            assert "://" not in link and not link.startswith("/") and str(wf.work) not in link, (pdf, link)
+            assert (pdf.parent / link.split("#")[0]).is_file(), (pdf, link)  # beside it: reports/ and files/
+    for page in [p for p in files if p.suffix == ".md"]:
+        for link in re.findall(r"(?<!\\)\]\(([^)\s]+)\)", page.read_text()):
+            assert (clone / link).resolve().is_relative_to(clone) and (clone / link).is_file(), (page, link)
+    reports = wf.work / "reports"
+    for html in reports.glob("*.html"):
+        for link in page_links(html.read_text()):
+            if link.startswith("#"):
+                continue
+            assert ":" not in link.split("/")[0] and not link.startswith("/"), (html.name, link)
+            assert (reports / link.split("#")[0]).resolve().is_relative_to(reports.resolve()), (html.name, link)
+            assert (reports / link.split("#")[0]).exists(), (html.name, link)
+
+
+#: a page that loads a report in a frame and reports, once its scripts ran, what it drew and what failed to load
+OFFLINE_HARNESS = """<!DOCTYPE html><html><body><iframe id="f" src="%s" width="1400" height="900"></iframe>
+<pre id="out">pending</pre><script>
+document.getElementById("f").onload = function () { setTimeout(function () {
+  var w = document.getElementById("f").contentWindow, d = w.document, images = Array.prototype.slice.call(d.images);
+  document.getElementById("out").textContent = "RESULT" + JSON.stringify({
+    plotly: !!w.Plotly, drawn: d.querySelectorAll("div.interactive .main-svg").length,
+    specs: d.querySelectorAll("script.figure-spec").length, sortable: d.querySelectorAll("table.sortable").length,
+    doubled: Array.prototype.filter.call(d.querySelectorAll("figure"), function (f) {
+      var image = f.querySelector("img");
+      return f.querySelector("script.figure-spec") && image && image.offsetParent !== null; }).length,
+    broken: images.filter(function (i) { return !(i.complete && i.naturalWidth > 0); }).map(function (i) {
+      return i.src; }),
+    width: Math.round(d.body.getBoundingClientRect().width)}) + "END";
+}, 4000); };
+</script></body></html>"""
+#: hosts Chromium itself calls (updates, accounts, spelling): not requests of the page
+CHROMIUM_OWN = re.compile(r"^https?://[^/]*(google|googleapis|gvt1|gstatic)\.com/")
+
+
+def test_html_report_works_offline_in_headless_chromium(wf, tmp_path):
+    """A model report opened from disk in headless Chromium with the network cut (a dead proxy): plotly.js loads from
+    beside the page, every interactive figure is drawn, every image loads, the page requests nothing from the
+    network (Chromium's net log) and the page uses a 1400 px window."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if chromium is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    page = wf.work / "reports" / f"{MODELS[0]}.html"
+    harness, net_log = tmp_path / "harness.html", tmp_path / "net.json"
+    harness.write_text(OFFLINE_HARNESS % page.as_uri())
+    run = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          "--disable-component-update", "--disable-sync", "--no-first-run",
+                          "--proxy-server=127.0.0.1:9", "--allow-file-access-from-files", f"--user-data-dir={tmp_path}",
+                          f"--log-net-log={net_log}", "--virtual-time-budget=20000", "--dump-dom", harness.as_uri()],
+                         capture_output=True, text=True, timeout=300)
+    found = re.search(r"RESULT(.*)END", run.stdout)
+    assert found, run.stdout[-2000:] + run.stderr[-2000:]
+    result = json.loads(found.group(1).replace("&quot;", '"'))
+    assert result["plotly"] and result["specs"] >= len(GPUS) + len(STAGES), result  # rooflines and cross-GPU
+    assert result["drawn"] >= result["specs"] and not result["broken"], result
+    assert result["doubled"] == 0, result  # the interactive figure replaces its static image
+    assert result["sortable"] >= 3 and result["width"] > 1000, result  # no 700 px column in a 1400 px window
+    requests = {event["params"]["url"] for event in json.loads(net_log.read_text())["events"]
+                if "url" in event.get("params", {})}
+    assert not [url for url in requests if not url.startswith("file:") and not CHROMIUM_OWN.match(url)]

@@ -5,12 +5,20 @@ from pathlib import Path
 FIGURE_CODE = sorted(str(p) for p in (Path(workflow.basedir) / "workflow/roofline/figures").rglob("*.py"))
 
 
+def plan_search_inputs(wildcards):
+    """The model's deployment search (config section `plan`): its Pareto figure is one of the model's figures."""
+    return {"plan": expand(rules.plan.output[0], model=wildcards.model)} if RESOLVED.plan_search else {}
+
+
 rule figures:
-    """reports/figures/{model}/: the figures of roofline.figures.FIGURES (roofline per GPU, cross-GPU roofline per
-    stage, time breakdown, batch and sequence-length sweeps), each as SVG (report) and PNG, plus figures.json (the
-    manifest the report reads: kinds, files, captions, places); the totals say which setups do not fit (their
-    timings are marked)."""
+    """reports/figures/{model}/: the figures of roofline.figures.FIGURES (the deployment search's Pareto figure,
+    roofline per GPU, cross-GPU roofline per stage, time breakdown, batch and sequence-length sweeps), each drawn
+    once and saved as SVG (report), PNG where a wiki shows it, and a plotly.js spec where the HTML report shows it
+    interactive, plus figures.json (the manifest the report reads: kinds, files, captions, places); the totals
+    say which setups do not fit (their timings are marked)."""
     input:
+        unpack(plan_search_inputs),
+        unpack(measured_inputs),
         ops=model_table("ops"),
         sweeps=model_table("sweeps"),
         totals=model_table("totals"),
@@ -20,5 +28,7 @@ rule figures:
         directory("reports/figures/{model}"),
     log:
         "logs/figures/{model}.log",
+    params:
+        plan=RESOLVED.plan_search_params() if RESOLVED.plan_search else {},
     script:
         "../scripts/figures.py"

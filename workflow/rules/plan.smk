@@ -1,5 +1,6 @@
 # Deployment search (config section `plan`, optional): per model, each candidate gpu's Pareto frontier of tokens/s
-# per device vs tokens/s per user under the targets, and its figure. Nothing runs when the section is absent.
+# per device vs tokens/s per user under the targets (its figure: rules.figures). Nothing runs when the section is
+# absent.
 from pathlib import Path
 
 #: the search's own code (the engine and estimate layers it uses come in through rules.engine)
@@ -23,27 +24,5 @@ rule plan:
         "../scripts/plan.py"
 
 
-rule plan_figure:
-    """reports/plans/{model}.svg and .png: tokens/s per device vs tokens/s per user, one curve per gpu, the chosen
-    plan marked."""
-    input:
-        unpack(measured_inputs),
-        plan=rules.plan.output[0],
-        code=FIGURE_CODE,
-    output:
-        svg="reports/plans/{model}.svg",
-        png="reports/plans/{model}.png",
-    log:
-        "logs/plan_figure/{model}.log",
-    params:
-        model=lambda wildcards: RESOLVED.model_params(wildcards.model),
-        plan=rules.plan.params.plan,
-    script:
-        "../scripts/plan_figure.py"
-
-
-PLAN_TARGETS = (
-    expand(rules.plan.output[0], model=MODELS) + expand(rules.plan_figure.output.svg, model=MODELS)
-    if RESOLVED.plan_search
-    else []
-)
+#: the Pareto figure of each search is drawn with the model's other figures (rules.figures)
+PLAN_TARGETS = expand(rules.plan.output[0], model=MODELS) if RESOLVED.plan_search else []

@@ -17,6 +17,23 @@ def plan_inputs(wildcards):
     return {"plan": expand(rules.plan.output[0], model=wildcards.model)} if RESOLVED.plan_search else {}
 
 
+localrules:
+    plotly_js,
+
+
+rule plotly_js:
+    """reports/assets/plotly.min.js: the plotly.js bundle the HTML reports' interactive figures load from beside
+    them (copied from the plotly package: no CDN, no network)."""
+    output:
+        "reports/assets/plotly.min.js",
+    log:
+        "logs/report/plotly_js.log",
+    run:
+        from roofline.report.assets import write_plotly_js
+
+        write_plotly_js(output[0])
+
+
 rule report:
     """reports/{model}.html and .pdf: the deep dive of one model on every configured GPU and stage."""
     input:
@@ -29,6 +46,7 @@ rule report:
         sweeps=model_table("sweeps"),
         specs=rules.model_specs.output[0],
         figures=rules.figures.output[0],
+        plotly_js=rules.plotly_js.output[0],
         code=ENGINE_SOURCES + REPORT_CODE,
     output:
         html="reports/{model}.html",
@@ -37,6 +55,8 @@ rule report:
         "logs/report/{model}.log",
     params:
         page="model",
+        # the deployment search's targets, which the decision page checks the recommended plans' expected times on
+        plan_workload=RESOLVED.plan_search_params()["workload"] if RESOLVED.plan_search else {},
     script:
         "../scripts/report.py"
 

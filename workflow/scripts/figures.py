@@ -1,5 +1,5 @@
-"""Rule figures: every figure of one model from its tables and specs in results/models/{model}/ (stderr goes to the
-rule's log)."""
+"""Rule figures: every figure of one model from its tables and specs in results/models/{model}/, and the Pareto
+figure of its deployment search when the config has a `plan` section (stderr goes to the rule's log)."""
 import sys
 from pathlib import Path
 
@@ -10,11 +10,16 @@ import json  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from roofline.figures import render_model_figures  # noqa: E402
+from roofline.figures import PlanSearch, render_model_figures  # noqa: E402
 
-model = snakemake.wildcards.model  # noqa: F821
-specs = json.loads(Path(snakemake.input.specs).read_text())  # noqa: F821
-manifest = render_model_figures(model, pd.read_parquet(snakemake.input.ops),  # noqa: F821
-                                pd.read_parquet(snakemake.input.sweeps), specs, snakemake.output[0],  # noqa: F821
-                                totals=pd.read_parquet(snakemake.input.totals))  # noqa: F821
+inputs, model = snakemake.input, snakemake.wildcards.model  # noqa: F821
+specs = json.loads(Path(inputs.specs).read_text())
+plan = None
+if "plan" in inputs.keys():  # the deployment search (config section `plan`)
+    from roofline.serving.plan_io import read_plan_table
+
+    measured = pd.read_parquet(inputs.measured) if "measured" in inputs.keys() else None  # your runs, as points
+    plan = PlanSearch.from_params(*read_plan_table(inputs.plan), snakemake.params.plan, measured)  # noqa: F821
+manifest = render_model_figures(model, pd.read_parquet(inputs.ops), pd.read_parquet(inputs.sweeps), specs,
+                                snakemake.output[0], totals=pd.read_parquet(inputs.totals), plan=plan)  # noqa: F821
 print(f"{model}: {len(manifest)} figures in {snakemake.output[0]}", file=sys.stderr)  # noqa: F821

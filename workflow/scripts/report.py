@@ -29,10 +29,12 @@ if "paper_ops" in inputs.keys():
     specs["models"].update(report.load_specs(inputs.paper_specs)["models"])
 if "plan" in inputs.keys():  # the deployment search of this model (config section `plan`)
     tables["plans"] = report.load_plan(inputs.plan)
+    tables["plans"].attrs["workload"] = dict(snakemake.params.plan_workload)  # noqa: F821 - the targets
 if page == "model":
     figures = Path(inputs.figures)
     context = report.model_context(snakemake.wildcards.model, tables, specs,  # noqa: F821
-                                   report.load_manifest(figures), os.path.relpath(figures, html.parent))
+                                   report.load_manifest(figures), os.path.relpath(figures, html.parent),
+                                   plotly_js=os.path.relpath(inputs.plotly_js, html.parent))
 elif page == "summary":
     context = report.summary_context(tables, specs)
 else:

@@ -54,18 +54,27 @@ class Parser(argparse.ArgumentParser):
         return actions
 
 
-def positive_int(option, maximum: int | None = None):
-    allowed = f"an integer from 1 to {maximum}" if maximum else "an integer >= 1"
+def int_in(option, low: int, maximum: int | None = None):
+    """An argparse type: an integer from `low` (to `maximum`, when given), else one line naming the option."""
+    allowed = f"an integer from {low} to {maximum}" if maximum else f"an integer >= {low}"
 
     def parse(text):
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{option}: '{text}' is not an integer; expected {allowed}")
-        if value < 1 or maximum and value > maximum:
+        if value < low or maximum and value > maximum:
             raise argparse.ArgumentTypeError(f"{option}: {value} is not allowed; expected {allowed}")
         return value
     return parse
+
+
+def positive_int(option, maximum: int | None = None):
+    return int_in(option, 1, maximum)
+
+
+def non_negative_int(option):
+    return int_in(option, 0)
 
 
 def positive_float(option):

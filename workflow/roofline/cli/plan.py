@@ -16,13 +16,15 @@ from ..serving import planner, search, search_budget, search_rows
 from ..serving.cost import RANK_ON, add_plan_cost, check_priced, rank_on_cost
 from . import options, spec_options
 from .formats import csv_text, format_table, json_safe
-from .options import choice, fraction, number_in, positive_float, positive_int
+from .options import choice, fraction, non_negative_int, number_in, positive_float, positive_int
 
 HELP = "deployment search: the Pareto frontier of tokens/s per device vs tokens/s per user under latency targets"
 #: the --format csv columns (and the Python API's DataFrame columns)
 COLUMNS = PLAN_COLUMNS + PLAN_SERVING_COLUMNS + COST_COLUMNS
 #: the columns of `--prefill` (the step model of the previous release)
 STEP_COLUMNS = PLAN_COLUMNS + COST_COLUMNS
+#: frontier rows printed unless --top says otherwise (a frontier can hold hundreds; --top 0 prints them all)
+DEFAULT_TOP = 20
 _HUMAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
           ("attention", None), ("ttft_s", "s"), ("tpot_s", "s"), ("tpot_expected_s", "s"),
           ("tokens_per_s", "token/s"),
@@ -70,7 +72,9 @@ def add_arguments(parser) -> None:
                         help="usable fraction of each device's memory (default: the framework's rule; "
                              f"{Scenario.memory_utilization} with --prefill)")
     spec_options.add_arguments(parser)
-    parser.add_argument("--top", type=positive_int("--top"), help="print only the best N frontier rows")
+    parser.add_argument("--top", type=non_negative_int("--top"), default=DEFAULT_TOP,
+                        help=f"print only the best N frontier rows (default {DEFAULT_TOP}; 0 = every row); stderr "
+                             "says how many were left out")
     parser.add_argument("--price-per-hour", action="append", type=_price, metavar="[GPU=]USD",
                         help="USD per device-hour, for every candidate or one GPU (repeat); adds cost per million "
                              "tokens (none shipped)")
@@ -121,10 +125,13 @@ def table(args) -> tuple[list[dict], dict]:
                            memory_utilization=args.memory_utilization, max_candidates=args.max_candidates)
     by_key = {gpu.key: gpu for gpu in gpus}
     if args.rank_on == "cost":
-        rows = rank_on_cost(add_plan_cost(search_rows.rows(result, search.frontier(result)), by_key))[:args.top]
+        rows, left_out = _top(rank_on_cost(add_plan_cost(search_rows.rows(result, search.frontier(result)), by_key)),
+                              args.top)
     else:
-        rows = add_plan_cost(search_rows.rows(result, search.frontier(result)[:args.top]), by_key)
-    return rows, {"evaluated": len(result), "seconds": result.seconds,
+        frontier = search.frontier(result)
+        rows = add_plan_cost(search_rows.rows(result, frontier[:args.top or None]), by_key)
+        left_out = len(frontier) - len(rows)
+    return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out,
                   "reason": "" if rows else search_rows.no_plan_reason(result)}
 
 
@@ -148,8 +155,8 @@ def _step_model(args, model, gpus) -> tuple[list[dict], dict]:
     progress = search_budget.Progress(count, lambda line: print(line, file=sys.stderr, flush=True))
     result = planner.search(model, gpus, workload, dtypes=dtypes, max_devices=max_devices,
                             memory_utilization=memory_utilization, progress=progress)
-    rows = _ranked(result, args, {gpu.key: gpu for gpu in gpus})
-    return rows, {"evaluated": len(result), "seconds": result.seconds,
+    rows, left_out = _ranked(result, args, {gpu.key: gpu for gpu in gpus})
+    return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out,
                   "reason": "" if rows else planner.no_plan_reason(result), "columns": STEP_COLUMNS}
 
 
@@ -157,12 +164,21 @@ def _seconds(milliseconds: float | None) -> float | None:
     return milliseconds / 1e3 if milliseconds else None
 
 
-def _ranked(result: planner.Search, args, gpus: dict) -> list[dict]:
-    """The frontier rows with their cost, at most --top: the search's own order, or --rank-on cost's."""
+def _ranked(result: planner.Search, args, gpus: dict) -> tuple[list[dict], int]:
+    """(the frontier rows with their cost, at most --top: the search's own order, or --rank-on cost's; how many
+    rows --top left out)."""
     if args.rank_on == "cost":  # every device's frontier, then the cost front over them
-        return rank_on_cost(add_plan_cost(planner.rows(result, planner.frontier(result, per_gpu=True)), gpus))[
-            :args.top]
-    return add_plan_cost(planner.rows(result, planner.frontier(result)[:args.top]), gpus)
+        return _top(rank_on_cost(add_plan_cost(planner.rows(result, planner.frontier(result, per_gpu=True)), gpus)),
+                    args.top)
+    frontier = planner.frontier(result)
+    rows = add_plan_cost(planner.rows(result, frontier[:args.top or None]), gpus)
+    return rows, len(frontier) - len(rows)
+
+
+def _top(rows: list[dict], top: int) -> tuple[list[dict], int]:
+    """(the first `top` rows, every row when `top` is 0; how many were left out)."""
+    kept = rows[:top or None]
+    return kept, len(rows) - len(kept)
 
 
 def run(args) -> str:
@@ -171,6 +187,9 @@ def run(args) -> str:
     rows, notes = table(args)
     print(f"evaluated {notes['evaluated']} configurations in {notes['seconds']:.3f} s "
           f"({notes['evaluated'] / notes['seconds']:,.0f} per second)", file=sys.stderr)
+    if notes["left_out"]:
+        print(f"{len(rows)} of {len(rows) + notes['left_out']} frontier rows shown (the best first); --top N shows "
+              "N, --top 0 every row", file=sys.stderr)
     if notes["reason"] and args.format != "table":
         print(notes["reason"], file=sys.stderr)
     served = args.prefill is None

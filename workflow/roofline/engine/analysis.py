@@ -26,7 +26,7 @@ from .graph import Op, attention_groups, build_operators, scenario_dtypes
 from .hardware import Accelerator
 from .models import ModelSpec, embedding_params, kv_elements_per_token, parameter_counts, routed_expert_params
 from .parallel import Parallel, busiest_stage_layer_share, check_plan, kv_heads_per_device, weight_params_per_device
-from .roofline import bound_class, link_time, roof_times
+from .roofline import bound_class, dominant_bound, link_time, roof_times
 from .scenario import STAGES, Scenario, check_context, check_stage
 
 NAN = float("nan")
@@ -271,6 +271,7 @@ def totals(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, o
         "usable_memory_bytes": float(sums["usable_memory_bytes"]),
         "tokens_per_s_per_device": float(sums["tokens_per_s_per_device"]),
         "t_network_s": float(sums["t_network_s"]), "network_share": float(sums["network_share"]),
+        "bound": dominant_bound(float(sums["memory_bound_share"]), float(sums["network_share"])),
     })
     assert tuple(result) == TOTAL_COLUMNS
     return result

@@ -74,20 +74,21 @@ TOTAL_COLUMNS = (
     "tokens_per_s_per_device",  # token/s, tokens_per_s / devices
     "t_network_s",  # s, sum of t_network_s x count (link time of the collectives)
     "network_share",  # fraction of t_s spent in communication operators
+    "bound",  # memory | compute | network: the roof the stage spends most of its time under (roofline.dominant_bound)
 )
 
 #: Treatments: what each optimization buys for one (model, gpu, stage) baseline (roofline.engine.treatments).
 TREATMENT_COLUMNS = (
     "model", "gpu", "stage",
     "treatment",  # key: fusion | flash_attention | weight_int8 | weight_int4 | kv_int8 | kv_fp8 | fp8_compute |
-    # more_devices | overlap_communication | batching
+    # more_devices | overlap_communication | batching | batching_kv_fp8 (batching with an fp8 KV cache)
     "label",  # human description of the change, e.g. "weights int4 (W4A16)"
     "helps",  # which bottleneck it attacks: memory (fewer bytes) | compute (more FLOP/s, fewer FLOPs) | both | network
     "applicable",  # False when the treatment does not apply (already in place, device lacks the dtype, ...)
     "note",  # why not applicable, or the condition it needs (e.g. memory for the larger batch)
     "baseline_t_s",  # s, stage time of the configured scenario
     "t_s",  # s, stage time with the treatment
-    "speedup",  # baseline_t_s / t_s for latency; for batching: tokens/s ratio
+    "speedup",  # baseline_t_s / t_s for latency; for batching (and batching_kv_fp8): tokens/s ratio
     "baseline_tokens_per_s", "tokens_per_s",  # token/s
     "baseline_memory_bound_share", "memory_bound_share",  # fraction of time in memory-bound operators
     "bound",  # dominant bound after the treatment: memory | compute (by share of time)

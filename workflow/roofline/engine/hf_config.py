@@ -145,7 +145,17 @@ def model_from_hf_config(path: str | Path, key: str | None = None) -> ModelSpec:
     path = Path(path)
     where = f"models.{key}: {path}" if key else str(path)
     cfg = read_hf_json(path, f"models.{key}.hf_config" if key else "hf_config")
-    return model_from_hf_dict(cfg, key or path.stem, where, source=str(path))
+    return model_from_hf_dict(cfg, key or default_key(cfg, path), where, source=str(path))
+
+
+def default_key(cfg: dict, path: Path) -> str:
+    """The model's key when no config entry names it: the last part of `_name_or_path` ('meta-llama/Llama-2-7b-hf'
+    -> 'Llama-2-7b-hf'), else the file's stem, or its folder's name for a file called config.json (every Hugging
+    Face checkout names it so: 'config' would name no model)."""
+    name = cfg.get("_name_or_path")
+    if isinstance(name, str) and name.strip("/ "):
+        return name.strip("/ ").rsplit("/", 1)[-1]
+    return path.parent.name if path.stem == "config" and path.parent.name else path.stem
 
 
 def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: str | None = None) -> ModelSpec:

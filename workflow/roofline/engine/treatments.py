@@ -119,6 +119,7 @@ def treatment_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sc
         table.row("overlap_communication", "overlap the collectives with computation", "network",
                   note="a single device: no collectives to hide")
     _batching(table)
+    _batching(table, "fp8")  # an 8-bit KV cache priced at the batch it lets fit (int8 holds as many bytes)
     assert all(tuple(r) == TREATMENT_COLUMNS for r in table.rows)
     return table.rows
 
@@ -162,26 +163,35 @@ def _more_devices(table: _Table):
                           f"({doubled.describe()})", "both", reason, parallel=doubled)
 
 
-def _batching(table: _Table):
-    model, gpu, stage, scenario = table.model, table.gpu, table.stage, table.scenario
+def _batching(table: _Table, kv_dtype: str | None = None):
+    """Decode batched up to the critical batch, as far as memory allows (throughput against the configured batch);
+    with `kv_dtype`, the same with the KV cache in that dtype: a narrower cache lets a larger batch fit, which is
+    where it pays (at the configured batch 1 it barely moves a step's time)."""
+    model, gpu, stage = table.model, table.gpu, table.stage
+    key = f"batching_kv_{kv_dtype}" if kv_dtype else "batching"
     label = "batch decode up to the critical batch (weights read once per step for every sequence)"
+    if kv_dtype:
+        label = f"batch decode up to the critical batch with the KV cache in {kv_dtype}"
+    if kv_dtype and DTYPE_BYTES[kv_dtype] >= DTYPE_BYTES[table.scenario.kv_dtype]:
+        return table.row(key, label, "memory", note=f"KV cache already {table.scenario.kv_dtype}")
+    scenario = replace(table.scenario, kv_dtype=kv_dtype) if kv_dtype else table.scenario
     if stage != "decode":
-        return table.row("batching", label, "memory",
+        return table.row(key, label, "memory",
                          note=f"prefill already has {scenario.batch * scenario.seq_len} token rows per GEMM")
     target = critical_batch(model, gpu, scenario)
     target = int(target) if math.isfinite(target) else 1 << 12
     fitting = _largest_fitting_batch(model, gpu, stage, scenario, target)
     if fitting == 0:
-        return table.row("batching", label, "memory",
+        return table.row(key, label, "memory",
                          note=f"even batch 1 does not fit in {scenario.memory_utilization:.0%} of "
                               f"{gpu.memory_bytes / 2**30:.4g} GiB per device")
     if scenario.batch >= target:
-        return table.row("batching", label, "memory",
+        return table.row(key, label, "memory",
                          note=f"batch {scenario.batch} is already at or above the critical batch ({target})")
     if fitting <= scenario.batch:
-        return table.row("batching", label, "memory",
+        return table.row(key, label, "memory",
                          note=f"batch {scenario.batch} is already the largest that fits ({fitting}); the critical "
                               f"batch is {target}")
     result = _evaluate(model, gpu, stage, replace(scenario, batch=fitting))
     note = (f"critical batch {target}" + ("" if fitting == target else f"; memory caps the batch at {fitting}"))
-    table.row("batching", f"{label}: batch {fitting}", "memory", result, note=note, batch=fitting, throughput=True)
+    table.row(key, f"{label}: batch {fitting}", "memory", result, note=note, batch=fitting, throughput=True)

@@ -23,16 +23,17 @@ def decode_batch_rows(sweeps: pd.DataFrame) -> pd.DataFrame:
 
 
 @styled
-def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str):
-    """Figure 4: decode time per token and tokens/s versus batch; critical batch and memory limit marked."""
+def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str, deployment: str | None = None):
+    """Figure 4: decode time per token and tokens/s versus batch; critical batch and memory limit marked.
+    `deployment` ("2 x H100 SXM5 80GB, TP 2") names the setup in the title; the GPU's name by default."""
     rows = decode_batch_rows(sweeps)
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(7.0, 4.2))
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.1, top=0.92, hspace=0.12)
     b = rows["batch"].to_numpy(dtype=float)
     top.plot(b, rows["t_s"] * 1e3, marker="o", ms=3, color=STAGE_COLORS["decode"])
     bottom.plot(b, rows["tokens_per_s"], marker="o", ms=3, color="#333333")
-    top.set_ylabel("time per output token [ms]")
-    bottom.set_ylabel("throughput [tokens/s]")
+    top.set_ylabel("time per output token,\nbound [ms]")
+    bottom.set_ylabel("throughput, bound\n[tokens/s]")
     bottom.set_xlabel("decode batch size [sequences]")
     for ax in (top, bottom):
         _log_axes(ax, b)
@@ -43,7 +44,8 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str):
     misfit = rows[~rows["fits"].astype(bool)]
     if len(misfit):
         _memory_limit(top, bottom, rows, misfit, gpu, crit)
-    put_suptitle(fig, lambda limit: f"{plain(shorten(model_name, limit))} on {plain(shorten(gpu.name, limit))}: "
+    put_suptitle(fig, lambda limit: f"{plain(shorten(model_name, limit))} on "
+                                    f"{plain(shorten(deployment or gpu.name, limit))}: "
                                     "decode batch sweep", 0.1)
     return fig
 
@@ -133,7 +135,8 @@ def applies(data: ModelFigures, gpu: str) -> bool:
 
 
 def draw(data: ModelFigures, gpu: str):
-    return batch_sweep_figure(data.sweeps[data.sweeps["gpu"] == gpu], data.gpus[gpu], data.name)
+    return batch_sweep_figure(data.sweeps[data.sweeps["gpu"] == gpu], data.gpus[gpu], data.name,
+                              data.deployments.get(gpu) if gpu in data.multi_device else None)
 
 
 def sweep_caption(sweeps: pd.DataFrame, gpu: Accelerator) -> str:

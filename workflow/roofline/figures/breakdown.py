@@ -77,7 +77,7 @@ def _panel(ax, ops: pd.DataFrame, stage: str, gpus: dict[str, Accelerator], clas
             bottom += values
     texts = [_total(ax, xi, total, (key, stage) in misfits, crowded) for key, xi, total in zip(keys, x, bottom)]
     _gpu_names(ax, keys, x, plans, crowded)
-    ax.set_ylabel(f"{'time to first token' if stage == 'prefill' else 'time per output token'} [{unit}]")
+    ax.set_ylabel(f"{'time to first token' if stage == 'prefill' else 'time per output token'}, bound [{unit}]")
     ax.set_title(stage, fontsize=8)
     ax.set_ylim(0, float(bottom.max()) * 1.15)
     ax.spines[["top", "right"]].set_visible(False)
@@ -142,5 +142,6 @@ def draw(data: ModelFigures, _item=None):
 
 
 def caption(_data: ModelFigures, _item=None) -> str:
-    return ("Where the time goes: per GPU and stage, time by operator class; hatched parts are compute-bound, solid "
-            "parts memory-bound; a greyed bar marked ✗ does not fit on that GPU.")
+    return ("Where the time goes: per deployment and stage, the roofline bound on time by operator class; solid parts "
+            "are memory-bound, hatched parts compute-bound, dotted parts the collectives (network-bound); a greyed bar "
+            "marked ✗ does not fit on that GPU.")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .labels import hits_paths, overlaps_any
+from .labels import BoxArray, hits_paths, overlaps_any
 from .roofs import Roof, bandwidth_label, fmt_value, peak_label
 from .style import LINK_COLOR, REGION_COLORS
 
@@ -35,7 +35,7 @@ class Ceilings:
     memory_lines: dict = field(default_factory=dict)  # roof index -> its memory-roof lines (its bandwidth label)
     link_lines: list = field(default_factory=list)  # (roof, link name, bandwidth, Line2D)
     path_of: dict = field(default_factory=dict)  # Line2D -> its vertices in display coordinates
-    markers: list = field(default_factory=list)  # display boxes of the points
+    markers: BoxArray = field(default_factory=BoxArray)  # display boxes of the points
     taken: list = field(default_factory=list)  # display boxes of the labels placed
     texts: list = field(default_factory=list)  # the labels placed
 
@@ -53,7 +53,8 @@ class Ceilings:
     def measure(self, series, marker_boxes) -> None:
         """Record the lines' display paths and the points' boxes, once every line is drawn."""
         self.path_of = {line: self.ax.transData.transform(line.get_xydata()) for line in self.lines()}
-        self.markers = [box for s in series for box in marker_boxes(self.ax, s.x, s.y, s.sizes, self.renderer)]
+        self.markers = BoxArray([box for s in series
+                                 for box in marker_boxes(self.ax, s.x, s.y, s.sizes, self.renderer)])
 
     def keep(self, best) -> None:
         """Keep a label `best` = (score, artist, box) (None: nothing fitted)."""
@@ -89,7 +90,8 @@ def _best(ax, renderer, make, candidates, *, taken, markers, paths):
         if not _inside_frame(frame, box) or overlaps_any(box, taken, pad=1.5):
             artist.remove()
             continue
-        score = 10 * sum(box.padded(1).overlaps(m) for m in markers) + sum(hits_paths(box, [p], 0) for p in paths)
+        covered = int(markers.hits(box, 1.0).sum()) if len(markers) else 0
+        score = 10 * covered + sum(hits_paths(box, [p], 0) for p in paths)
         if best is None or score < best[0]:
             if best is not None:
                 best[1].remove()
@@ -169,8 +171,11 @@ def _along(plot: Ceilings, text: str, bandwidth: float, x_start: float, end: tup
     x_end = end[0]
     angle = _screen_angle(ax, (x_start, bandwidth * x_start), end)
 
+    # offset perpendicular to the line (a vertical offset puts a steep line's label on the line itself)
+    offset = (-3.0 * math.sin(math.radians(angle)), 3.0 * math.cos(math.radians(angle)))
+
     def make(x):
-        return ax.annotate(text, (x, bandwidth * x), xytext=(0, 2.5), textcoords="offset points", rotation=angle,
+        return ax.annotate(text, (x, bandwidth * x), xytext=offset, textcoords="offset points", rotation=angle,
                            rotation_mode="anchor", ha="left", va="bottom", fontsize=6.5, color=color, zorder=3)
 
     candidates = [(x_start * (x_end / x_start) ** f,) for f in np.linspace(0.03, 0.7, 15)]

@@ -38,11 +38,11 @@ def cross_gpu_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], scenario: 
     fig, ax = canvas()
     dtype = gemm_dtype(scenario)
     plans = plans or {}
-    entries = [(f"{legend_name(g.name + (f' ({plans[k]})' if plans.get(k) else ''))}\n"
-                f"{fmt_value(g.peak(dtype) / 1e12)} {rate_unit(dtype)}, {bandwidth_label(g.bandwidth_bytes_per_s)}",
+    entries = [(f"{legend_name(g.name)}\n" + (f"{plain(plans[k])}\n" if plans.get(k) else "")
+                + f"{fmt_value(g.peak(dtype) / 1e12)} {rate_unit(dtype)}, {bandwidth_label(g.bandwidth_bytes_per_s)}",
                 gpu_legend_entry(styles[k], many)) for k, g in gpus.items()]
     put_legends(fig, entries, f"GPU: {dtype} peak,\nbandwidth", points["op_class"])
-    put_title(fig, lambda limit: f"{plain(shorten(model_name, limit))}, {stage}, on every configured GPU",
+    put_title(fig, lambda limit: f"{plain(shorten(model_name, limit))}, {stage}, on every configured deployment",
               scenario_caption(scenario))
     roofs = [roof_for(gpu, dtype, other_dtypes=False, color=styles[key].color, linestyle=styles[key].linestyle,
                       links=network_links(ops[ops["gpu"] == key], gpu)) for key, gpu in gpus.items()]

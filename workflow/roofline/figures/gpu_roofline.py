@@ -48,12 +48,13 @@ def roofline_figure(ops: pd.DataFrame, gpu: Accelerator, scenario: dict, model_n
 
 def draw(data: ModelFigures, gpu: str):
     fig, _ = roofline_figure(data.ops[data.ops["gpu"] == gpu], data.gpus[gpu], data.scenario, data.name,
-                             data.deployments.get(gpu))
+                             data.deployments.get(gpu) if gpu in data.multi_device else None)
     return fig
 
 
 def caption(data: ModelFigures, gpu: str) -> str:
-    return (f"Roofline of {data.name} on {data.gpus[gpu].name}: each operator of {' and '.join(data.stages)} at its "
+    where = data.deployments[gpu] if gpu in data.multi_device else data.gpus[gpu].name
+    return (f"Roofline of {data.name} on {where}: each operator of {' and '.join(data.stages)} at its "
             "arithmetic intensity and attainable performance; solid lines: memory bandwidth and the "
             f"{gemm_dtype(data.scenario)} peak, dashed: other dtypes' peaks, dotted: the ridge.")
 

@@ -20,12 +20,37 @@ def specs_objects(specs: dict) -> tuple[dict[str, Accelerator], dict]:
     return {key: Accelerator(**entry) for key, entry in specs["gpus"].items()}, specs["scenario"]
 
 
+def _plan_words(plan: Parallel) -> str:
+    """'16 devices, TP 8, PP 2' for a multi-device plan (figures name the hardware a deployment takes), 'single
+    device' for one."""
+    return "single device" if plan.devices == 1 else f"{plan.devices} devices, {plan.describe()}"
+
+
 def misfit_pairs(totals: pd.DataFrame | None, model: str) -> frozenset[tuple[str, str]]:
     """(gpu, stage) of `model` whose footprint does not fit (the totals' `fits`); none without totals."""
     if totals is None:
         return frozenset()
     rows = totals[(totals["model"] == model) & ~totals["fits"].astype(bool)]
     return frozenset(zip(rows["gpu"], rows["stage"]))
+
+
+@dataclass(frozen=True)
+class PlanSearch:
+    """One model's deployment search: its frontier table (results/plans/{model}.parquet), why it is empty, the
+    TPOT target and the candidate devices' names."""
+
+    table: pd.DataFrame
+    reason: str = ""
+    tpot_target_s: float | None = None
+    names: tuple[tuple[str, str], ...] = ()  # (gpu key, display name)
+    measured: pd.DataFrame | None = None  # the user's measured runs (results/measurements/{model}.parquet), if any
+
+    @classmethod
+    def from_params(cls, table: pd.DataFrame, reason: str, settings: dict,
+                    measured: pd.DataFrame | None = None) -> PlanSearch:
+        """From the plan table and the plan rule's settings (roofline.serving.planner.PlanSettings as params)."""
+        return cls(table, reason, settings["workload"]["tpot_s"],
+                   tuple((gpu["key"], gpu["name"]) for gpu in settings["gpus"]), measured)
 
 
 @dataclass(frozen=True)
@@ -40,24 +65,25 @@ class ModelFigures:
     scenario: dict  # the scenario, resolved for this model
     stages: list[str]  # the stages of its rows, in STAGES order
     deployments: dict[str, str]  # gpu -> "4 x H100 SXM5 80GB, TP 4" for the GPUs with a plan
-    multi_device: dict[str, str]  # gpu -> "TP 4" for the GPUs whose plan has several devices
+    multi_device: dict[str, str]  # gpu -> "4 devices, TP 4" for the GPUs whose plan has several devices
     misfits: frozenset = frozenset()  # (gpu, stage) whose footprint does not fit
+    plan: PlanSearch | None = None  # the deployment search (config section `plan`), when configured
 
     @classmethod
     def read(cls, model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict,
-             misfits: frozenset = frozenset()) -> ModelFigures:
+             misfits: frozenset = frozenset(), plan: PlanSearch | None = None) -> ModelFigures:
         gpus, scenario = specs_objects(specs)
         ops = ops[ops["model"] == model]
         plans = specs.get("plans", {}).get(model, {})
         gpus = {k: g for k, g in gpus.items() if k in set(ops["gpu"])}
-        described = {key: Parallel(**plans[key]).describe() for key in gpus if key in plans}
+        described = {key: _plan_words(Parallel(**plans[key])) for key in gpus if key in plans}
         return cls(model=model, name=specs["models"][model]["name"], ops=ops, sweeps=sweeps[sweeps["model"] == model],
                    gpus=gpus, scenario=scenario_for_model(scenario, specs["models"][model]),
                    stages=[s for s in STAGES if s in set(ops["stage"])],
                    deployments={key: deployment_label(gpu, Parallel(**plans[key])) for key, gpu in gpus.items()
                                 if key in plans},
                    multi_device={key: text for key, text in described.items() if text != "single device"},
-                   misfits=misfits)
+                   misfits=misfits, plan=plan)
 
     def items(self, scope: str) -> list:
         """The GPU keys, the stages, or [None] (one figure for the model), after `scope`."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 from matplotlib.transforms import Bbox, ScaledTranslation
 
 #: candidate directions (dx, dy), in order of preference: below-right first (under the roof is where the
@@ -124,9 +125,37 @@ def text_box(artist, renderer) -> Bbox:
     return artist.get_window_extent(renderer)
 
 
+class BoxArray:
+    """Display boxes as one array: the overlap tests of label placement (hundreds of marker and label boxes,
+    tried for every candidate place) run in NumPy instead of one Bbox.overlaps call per pair."""
+
+    def __init__(self, boxes=()):
+        self.extents = np.array([_normalized(b) for b in boxes], dtype=float).reshape(-1, 4)
+
+    def append(self, box: Bbox) -> None:
+        self.extents = np.vstack([self.extents, _normalized(box)])
+
+    def __len__(self) -> int:
+        return len(self.extents)
+
+    def __iter__(self):
+        return (Bbox.from_extents(*row) for row in self.extents)
+
+    def hits(self, box: Bbox, pad: float = 0.0) -> np.ndarray:
+        """Which boxes `box` padded by `pad` overlaps (edges touching count, as Bbox.overlaps)."""
+        x0, y0, x1, y1 = _normalized(box)
+        e = self.extents
+        return ~((e[:, 2] < x0 - pad) | (e[:, 0] > x1 + pad) | (e[:, 3] < y0 - pad) | (e[:, 1] > y1 + pad))
+
+
+def _normalized(box: Bbox) -> tuple[float, float, float, float]:
+    (x0, y0), (x1, y1) = box.get_points()
+    return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+
+
 def overlaps_any(box: Bbox, boxes, pad: float = PAD_PX) -> bool:
-    b = box.padded(pad)
-    return any(b.overlaps(other) for other in boxes)
+    boxes = boxes if isinstance(boxes, BoxArray) else BoxArray(boxes)
+    return bool(boxes.hits(box, pad).any()) if len(boxes) else False
 
 
 def _segment_hits(p0, p1, box: Bbox) -> bool:
@@ -258,7 +287,7 @@ def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(
     keeps clear of every line and its leader crosses only dashed or dotted ones, 2 = the box crosses only `guides`
     (the dotted ridge) and its leader no solid line, 3 = the leader crosses (or runs along) a solid line, 4 = the
     box crosses `weak_lines` too (dashed secondary ceilings), 5 = it crosses a solid line (`lines`)."""
-    taken = list(obstacles)
+    taken = BoxArray(obstacles)
     paths = _Lines(solid=list(lines), roofs=list(lines) + list(weak_lines),
                    every=list(lines) + list(weak_lines) + list(guides))
     placed, skipped = [], []

@@ -13,6 +13,8 @@ from ..estimate.calibration import CEILING, SAME_RATE, measured_ceilings, read_t
 from .roofs import Series, fmt_value
 
 MEASURED_COLOR = "#7f7f7f"
+#: a thin cross: the communication operators' filled plus (style.CLASS_MARKERS) must not be taken for a measurement
+MEASURED_MARKER = "x"
 MAX_POINTS = 240
 
 
@@ -36,13 +38,13 @@ def measured_series(gpu: Accelerator, dtype: str) -> Series | None:
         picked += [group[int(i)] for i in np.unique(np.linspace(0, len(group) - 1, min(per_op, len(group))))]
     x = np.array([r["flops"] / r["bytes"] for r in picked])
     y = np.array([r["flops"] / r["measured_s"] for r in picked])
-    return Series(x, y, MEASURED_COLOR, "P", 12.0, label="measured kernels")
+    return Series(x, y, MEASURED_COLOR, MEASURED_MARKER, 12.0, label="measured kernels")
 
 
 def measured_note(gpu: Accelerator) -> str:
     """The legend note's lines for the measured overlay."""
     roofs = measured_ceilings(_rows(gpu))["bandwidth_bytes_per_s"]
-    return "\n+ (grey) measured kernels" + ("\ndashed grey: measured\nceilings" if roofs else "")
+    return "\n× (grey) measured kernels" + ("\ndashed grey: measured\nceilings" if roofs else "")
 
 
 def draw_measured_roofs(ax, gpu: Accelerator, dtype: str, xlim: tuple[float, float]) -> bool:

@@ -6,7 +6,7 @@ import textwrap
 
 import matplotlib.pyplot as plt
 import pandas as pd
-from matplotlib.ticker import NullFormatter
+from matplotlib.ticker import LogLocator, NullFormatter
 
 from .. import display
 from .measured_runs import draw_measured_runs
@@ -16,12 +16,18 @@ from .style import gpu_styles, styled
 PLAN_SIZE = (7.0, 4.2)  # inches
 
 
-def _label(row) -> str:
-    """The chosen plan in a few short lines (the star's caption beside the plot)."""
-    lines = [f"★ chosen: {row.deployment}", f"batch {row.batch}, {row.weight_dtype} weights, {row.kv_dtype} KV cache",
-             f"{display.prefixed(row.tokens_per_s_per_device, 'token/s')} per device",
-             f"TPOT {display.seconds(row.tpot_s)}, TTFT {display.seconds(row.ttft_s)}, {row.bound}-bound"]
-    return "\n".join(line for text in lines for line in textwrap.wrap(text, 38))
+def _label(row, tpot_target_s: float | None) -> str:
+    """The plan the search ranks first in a few short lines (the star's caption beside the plot): expected times
+    with the bound beside them, and whether it misses the TPOT target in expectation."""
+    misses = tpot_target_s and row.tpot_expected_s > tpot_target_s
+    lines = [f"★ ranked first: {row.deployment}", f"batch {row.batch}, {row.weight_dtype} weights, {row.kv_dtype} KV",
+             f"{display.prefixed(row.tokens_per_s_per_device_expected, 'token/s')} per device expected "
+             f"({display.prefixed(row.tokens_per_s_per_device, 'token/s')} bound)",
+             f"TPOT {display.seconds(row.tpot_expected_s)} expected ({display.seconds(row.tpot_s)} bound)",
+             f"TTFT {display.seconds(row.ttft_expected_s)} expected ({display.seconds(row.ttft_s)} bound)",
+             f"{row.bound}-bound" + (f"; misses the {display.seconds(tpot_target_s)} TPOT target in expectation"
+                                     if misses else "")]
+    return "\n".join(line for text in lines for line in textwrap.wrap(text, 36, break_on_hyphens=False))
 
 
 @styled
@@ -34,10 +40,11 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
     fig.subplots_adjust(left=0.11, right=0.70, bottom=0.13, top=0.88)
     first = table.iloc[0] if len(table) else None
     subtitle = f"{first.isl} prompt + {first.osl} output tokens per request" if first is not None else ""
-    fig.suptitle(f"{model_name}: best deployments", x=0.11, ha="left", fontsize=9)
+    fig.suptitle(f"{model_name}: deployments on the Pareto frontier (roofline bounds)", x=0.11, ha="left",
+                 fontsize=9)
     fig.text(0.11, 0.91, subtitle, fontsize=7, color="#555555")
-    ax.set_xlabel("tokens/s per user [token/s] (= 1 / TPOT)")
-    ax.set_ylabel("tokens/s per device [token/s]")
+    ax.set_xlabel("tokens/s per user, bound [token/s] (= 1 / TPOT)")
+    ax.set_ylabel("tokens/s per device, bound [token/s]")
     if first is None:
         ax.set_axis_off()
         ax.text(0.5, 0.5, "\n".join(textwrap.wrap(reason or "no plan", 70)), ha="center", va="center",
@@ -45,6 +52,7 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
         return fig
     for axis, scale in ((ax.xaxis, ax.set_xscale), (ax.yaxis, ax.set_yscale)):
         scale("log")
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))  # 2+ labels on a short range
         axis.set_major_formatter(lambda value, _pos: tick_label(value))
         axis.set_minor_formatter(NullFormatter())
     styles = gpu_styles(dict.fromkeys(table["gpu"]))
@@ -66,8 +74,26 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
     chosen = table[table["chosen"]]
     for row in chosen.itertuples():
         ax.plot([row.tokens_per_s_per_user], [row.tokens_per_s_per_device], "*", color="black", ms=10, zorder=5)
-        fig.text(0.72, 0.13, _label(row), fontsize=6.5, va="bottom")
-    ax.legend(title="Device (open dot:\nits best plan)", loc="upper left", bbox_to_anchor=(1.02, 1.0),
-              frameon=False)
+        fig.text(0.72, 0.13, _label(row, tpot_target_s), fontsize=6.5, va="bottom")
+    ax.legend(title="Device (open dot: its\nrecommended plan)", loc="upper left", bbox_to_anchor=(1.02, 1.0),
+              frameon=False, alignment="left")
     ax.grid(True, which="major", lw=0.3, color="#dddddd")
     return fig
+
+
+def applies(data, _item=None) -> bool:
+    """A model has the Pareto figure when the config has a `plan` section (its search ran)."""
+    return data.plan is not None
+
+
+def draw(data, _item=None):
+    return plan_figure(data.plan.table, data.name, data.plan.reason, data.plan.tpot_target_s, dict(data.plan.names),
+                       measured=data.plan.measured)
+
+
+def caption(data, _item=None) -> str:
+    if not len(data.plan.table):
+        return f"Deployment search: no plan qualifies. {data.plan.reason}"
+    return ("Deployment search: per device, the plans on the Pareto frontier of tokens/s per device against tokens/s "
+            "per user (roofline bounds) that fit and meet the targets; open dot: each device's recommended plan, "
+            "star: the chosen one, dotted line: the TPOT target.")

@@ -10,13 +10,16 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable
 
-from . import batch_sweep, breakdown, cross_gpu, gpu_roofline, seq_sweep
+from . import batch_sweep, breakdown, cross_gpu, gpu_roofline, interactive, plan, seq_sweep
 from .inputs import SCOPES
 
 #: where a figure goes in the model report: its Figures section (printed, and the wiki), or a GPU's details (HTML
 #: only) after its memory footprint or at its end. The report's templates have exactly these places
 #: (roofline.report.figure_list.PLACES; tests/test_figures.py checks that the two agree).
 PLACES = ("figures", "gpu_head", "gpu_foot")
+#: the files each place needs: the Figures section is printed (SVG: text stays text in the PDF) and published to
+#: wikis (PNG); a GPU's details are HTML only (SVG). A figure is drawn once and saved in these formats only.
+FORMATS = {"figures": ("svg", "png"), "gpu_head": ("svg",), "gpu_foot": ("svg",)}
 
 
 def _always(_data, _item) -> bool:
@@ -35,6 +38,7 @@ class Figure:
     note: Callable | None = None  # note(ModelFigures, item) -> str added to the caption ('' = none)
     applies: Callable = _always  # applies(ModelFigures, item) -> whether this item has the figure
     stage: str | None = None  # the one stage a per-GPU figure shows
+    interactive: Callable | None = None  # interactive(ModelFigures, item) -> plotly.js spec for the HTML report
 
     def __post_init__(self):
         if self.scope not in SCOPES or self.place not in PLACES:
@@ -50,12 +54,16 @@ def _registry(*entries: tuple[str, Figure]) -> MappingProxyType:
 
 
 FIGURES = _registry(
+    ("pareto", Figure("deployment search", "model", "figures", plan.draw, plan.caption, applies=plan.applies,
+                      interactive=lambda data, _item: interactive.plan_spec(
+                          data.plan.table, data.name, data.plan.tpot_target_s, dict(data.plan.names)))),
     ("time_breakdown", Figure("time breakdown", "model", "figures", breakdown.draw, breakdown.caption)),
-    ("cross_gpu", Figure("cross gpu", "stage", "figures", cross_gpu.draw, cross_gpu.caption, note=cross_gpu.note)),
+    ("cross_gpu", Figure("cross gpu", "stage", "figures", cross_gpu.draw, cross_gpu.caption, note=cross_gpu.note,
+                         interactive=interactive.cross_gpu_spec)),
     ("seq_sweep", Figure("seq sweep", "model", "figures", seq_sweep.draw, seq_sweep.caption,
                          applies=seq_sweep.applies)),
     ("roofline", Figure("roofline", "gpu", "gpu_head", gpu_roofline.draw, gpu_roofline.caption,
-                        note=gpu_roofline.note)),
+                        note=gpu_roofline.note, interactive=interactive.roofline_spec)),
     ("batch_sweep", Figure("batch sweep", "gpu", "gpu_foot", batch_sweep.draw, batch_sweep.caption,
                            applies=batch_sweep.applies, stage="decode")),
 )

@@ -1,9 +1,11 @@
-"""Write all figures of one model (SVG for the report, PNG for wikis) and a manifest the report reads.
+"""Write all figures of one model and a manifest the report reads: each figure drawn once and saved in the formats
+its place needs (SVG for the report, PNG also for the wiki's figures: registry.FORMATS), plus a plotly.js spec for
+the HTML report's interactive figures.
 
 The figures are those of the `FIGURES` registry. The manifest `figures.json` lists each figure drawn: its kind,
 GPU, stage, label, caption (and note), where the report shows it (place, and rank within the place) and its file
-names, so the report finds and describes its figures without importing this package (figures and report depend on
-the engine only, not on each other).
+names (`svg`, `png` where published, `interactive` where it has a plotly.js spec), so the report finds and describes
+its figures without importing this package (figures and report depend on the engine only, not on each other).
 
 A model's figures are drawn into a temporary sibling folder that replaces the target folder only once every file
 and the manifest are written: an interrupted job leaves the previous folder (or none), never a partial one.
@@ -21,21 +23,29 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from .inputs import SCOPES, ModelFigures, misfit_pairs, specs_objects  # noqa: F401 (specs_objects: for callers)
-from .registry import FIGURES, Figure
+from .inputs import SCOPES, ModelFigures, PlanSearch, misfit_pairs, specs_objects  # noqa: F401 (for callers)
+from .registry import FIGURES, FORMATS, Figure
 from .style import style
 
 #: the manifest file in each reports/figures/{model}/ (roofline.report.io.MANIFEST reads it)
 MANIFEST = "figures.json"
 
 
-def save(fig, directory: Path, stem: str) -> dict[str, str]:
-    """Save `fig` as stem.svg (text as text, no date) and stem.png, close it, return the file names."""
+def save(fig, directory: Path, stem: str, formats=("svg", "png")) -> dict[str, str]:
+    """Save `fig` as stem.svg (text as text, no date) and/or stem.png, close it, return the file names."""
+    files = {}
     with style():
-        fig.savefig(directory / f"{stem}.svg", metadata={"Date": None})
-        fig.savefig(directory / f"{stem}.png")
+        for kind in formats:
+            fig.savefig(directory / f"{stem}.{kind}", **({"metadata": {"Date": None}} if kind == "svg" else {}))
+            files[kind] = f"{stem}.{kind}"
     plt.close(fig)
-    return {"svg": f"{stem}.svg", "png": f"{stem}.png"}
+    return files
+
+
+def save_spec(spec: dict, directory: Path, stem: str) -> dict[str, str]:
+    """An interactive figure's plotly.js spec as stem.plotly.json (no NaN: JSON has none); its manifest key."""
+    (directory / f"{stem}.plotly.json").write_text(json.dumps(spec, separators=(",", ":"), allow_nan=False))
+    return {"interactive": f"{stem}.plotly.json"}
 
 
 def leftovers(target: Path) -> list[Path]:
@@ -75,10 +85,12 @@ def atomic_directory(target: str | Path):
 
 
 def render_model_figures(model: str, ops: pd.DataFrame, sweeps: pd.DataFrame, specs: dict,
-                         directory: str | Path, totals: pd.DataFrame | None = None) -> list[dict]:
+                         directory: str | Path, totals: pd.DataFrame | None = None,
+                         plan: PlanSearch | None = None) -> list[dict]:
     """All figures of `model` into `directory` (replacing it as a whole, see `atomic_directory`); returns (and
-    writes) the manifest. With `totals`, timings of setups that do not fit are marked."""
-    data = ModelFigures.read(model, ops, sweeps, specs, misfit_pairs(totals, model))
+    writes) the manifest. With `totals`, timings of setups that do not fit are marked; with `plan` (the deployment
+    search), its Pareto figure is drawn too."""
+    data = ModelFigures.read(model, ops, sweeps, specs, misfit_pairs(totals, model), plan)
     with atomic_directory(directory) as temp:
         return _render(data, temp)
 
@@ -99,7 +111,10 @@ def _draw(kind: str, rank: int, figure: Figure, data: ModelFigures, item: str | 
     """Draw and save one figure; its manifest entry."""
     gpu = item if figure.scope == "gpu" else None
     stage = item if figure.scope == "stage" else figure.stage
-    files = save(figure.draw(data, item), directory, kind if item is None else f"{kind}_{item}")
+    stem = kind if item is None else f"{kind}_{item}"
+    files = save(figure.draw(data, item), directory, stem, FORMATS[figure.place])
+    if figure.interactive is not None:
+        files.update(save_spec(figure.interactive(data, item), directory, stem))
     return {"kind": kind, "gpu": gpu, "stage": stage,
             "label": figure.title + "".join(f" · {value}" for value in (gpu, stage) if value),
             "place": figure.place, "rank": rank, "caption": figure.caption(data, item),

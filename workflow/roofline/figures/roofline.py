@@ -19,6 +19,8 @@ from .roofs import Roof, Series, bandwidth_label, fmt_value, legend_handles, pea
 __all__ = ["Roof", "RooflineResult", "Series", "bandwidth_label", "draw_roofline", "fmt_value", "legend_handles",
            "limits", "peak_label", "roof_for", "tick_label"]
 
+#: markers drawn as lines (nothing to fill)
+LINE_MARKERS = ("x", "+", "1", "2", "3", "4", "|", "_")
 #: data padding of the axes limits (factor on a log axis) so no point or label sits on the frame
 PAD_X_LOW, PAD_X_HIGH, PAD_Y_LOW, PAD_Y_HIGH = 3.0, 4.0, 3.0, 3.5
 
@@ -67,7 +69,9 @@ def _scatter(ax, series: list[Series]) -> list[tuple[float, float]]:
     """The points of every series (hollow ones with their edge in colour); returns them as (x, y)."""
     points = []
     for s in series:
-        if s.filled:
+        if s.marker in LINE_MARKERS:  # a marker of lines only ('x'): no fill, no white edge
+            ax.scatter(s.x, s.y, s=s.sizes, c=s.color, marker=s.marker, linewidths=0.6, zorder=4, label=s.label)
+        elif s.filled:
             ax.scatter(s.x, s.y, s=s.sizes, c=s.color, marker=s.marker, edgecolors="white", linewidths=0.4,
                        zorder=4, label=s.label)
         else:
@@ -102,7 +106,7 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
     points = _scatter(ax, series)
     kwargs = {"fmt": label_format} if label_format else {}
     requests = cluster_requests(ax, list(labels), per_group=per_group, **kwargs)
-    placed, skipped = place_labels(ax, requests, plot.renderer, obstacles=plot.taken + plot.markers,
+    placed, skipped = place_labels(ax, requests, plot.renderer, obstacles=[*plot.taken, *plot.markers],
                                    lines=[plot.path_of[line] for line in plot.strong],
                                    weak_lines=[plot.path_of[line] for line in plot.weak],
                                    guides=[plot.path_of[line] for line in plot.guides])

@@ -35,7 +35,7 @@ def seq_sweep_figure(sweeps: pd.DataFrame, gpus: dict[str, Accelerator], scenari
             right.plot(mine["seq_len"], mine["attention_time_share"] * 100, color=styles[key].color,
                        ls=STAGE_LINESTYLES[stage], lw=1.0, marker=styles[key].marker or None, ms=3,
                        markerfacecolor="white")
-    right.set_ylabel("attention share of stage time [%]")
+    right.set_ylabel("attention share of stage time\n(bound) [%]")
     right.set_ylim(0, 100)
     seq = rows["seq_len"].to_numpy(dtype=float)
     for ax in (left, right):

@@ -9,10 +9,19 @@ PLACES = ("figures", "gpu_head", "gpu_foot")
 
 
 def figure(entry: dict, href: str) -> dict:
-    """A figure of the page: its SVG (the page), PNG (the wiki) and caption, with the manifest's note appended."""
+    """A figure of the page: its SVG (the page), PNG (the wiki; '' where none was written), caption (the manifest's
+    note appended) and, where the figures package wrote one, its interactive spec as JSON safe inside a <script>
+    element ('' = none)."""
     note = entry.get("note") or ""
-    return {"src": f"{href}/{entry['svg']}", "png": f"{href}/{entry['png']}",
-            "caption": entry["caption"] + (f" {note}" if note else "")}
+    return {"src": f"{href}/{entry['svg']}", "png": f"{href}/{entry['png']}" if entry.get("png") else "",
+            "caption": entry["caption"] + (f" {note}" if note else ""),
+            "spec": script_json(entry.get("interactive_spec", ""))}
+
+
+def script_json(text: str) -> str:
+    """JSON text that can stand inside <script type="application/json"> as is: '<', '>' and '&' as JSON escapes,
+    so no name (config text) can close the element; JSON.parse reads them back."""
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def figures_at(manifest: list[dict], href: str, place: str, gpu: str | None = None) -> list[dict]:

@@ -31,7 +31,7 @@ def treatment_rows(rows: pd.DataFrame) -> list[dict]:
             "helps_class": r.helps if r.helps in ("memory", "compute") else "",
             "applicable": applicable,
             "speedup": units.times(r.speedup) if applicable else units.DASH,
-            "metric": "throughput" if r.treatment == "batching" else (
+            "metric": "throughput" if text.is_throughput(r.treatment) else (
                 "latency, slower" if applicable and r.speedup < text.SLOWER else "latency"),
             "time": units.seconds(r.t_s) if applicable else units.DASH,
             "tokens_per_s": units.sig(r.tokens_per_s) if applicable else units.DASH,

@@ -19,7 +19,8 @@ def index_context(specs: dict, manifests: dict[str, list[dict]]) -> dict:
     """Links to the summary, each model report and each figure."""
     models = []
     for model, spec in specs["models"].items():
-        figures = [{"href": f"figures/{model}/{entry['png']}", "svg": f"figures/{model}/{entry['svg']}",
+        figures = [{"href": f"figures/{model}/{entry.get('png') or entry['svg']}",
+                    "svg": f"figures/{model}/{entry['svg']}" if entry.get("png") else "",
                     "label": entry["label"]} for entry in manifests.get(model, [])]
         models.append({"model": model, "name": spec["name"], "html": f"{model}.html", "pdf": f"{model}.pdf",
                        "figures": figures})

@@ -29,6 +29,12 @@ def load_specs(path: str | Path) -> dict:
 
 
 def load_manifest(directory: str | Path) -> list[dict]:
-    """The figure list of one model's figure directory ([] when the directory has none)."""
+    """The figure list of one model's figure directory ([] when the directory has none), each interactive figure's
+    plotly.js spec read in (`interactive_spec`: the HTML report carries it inline, since a page opened from disk may
+    not fetch files)."""
     path = Path(directory) / MANIFEST
-    return json.loads(path.read_text()) if path.is_file() else []
+    entries = json.loads(path.read_text()) if path.is_file() else []
+    for entry in entries:
+        if entry.get("interactive"):
+            entry["interactive_spec"] = (Path(directory) / entry["interactive"]).read_text()
+    return entries

@@ -10,6 +10,7 @@ import pandas as pd
 from ..engine.hardware import Accelerator
 from . import units
 from .decision import cell, misfit_text
+from .text import is_throughput
 
 
 def gpu_columns(stage_totals: pd.DataFrame, gpus: dict[str, Accelerator]) -> list[dict]:
@@ -65,6 +66,14 @@ def operator_matrix(ops: pd.DataFrame, stage_totals: pd.DataFrame, gpus: dict[st
             "first_gpu": columns[0]["name"]}
 
 
+def headline(treatment: str, label: str) -> str:
+    """A treatment's label up to its first ':' with its parentheses closed ('FP8 GEMMs (W8A8-FP8: ...' -> 'FP8 GEMMs
+    (W8A8-FP8)'); twice the tensor parallelism says that it doubles the hardware."""
+    head = label.split(":")[0]
+    head += ")" * (head.count("(") - head.count(")"))
+    return head + " (twice the devices)" if treatment == "more_devices" else head
+
+
 def treatment_matrix(treatments: pd.DataFrame, stage_totals: pd.DataFrame, gpus: dict[str, Accelerator]) -> dict:
     """Treatments of one stage × GPUs: the speed-up (latency; throughput for batching) coloured by the new bound,
     a dash where the treatment does not apply, marked where its result does not fit."""
@@ -84,6 +93,6 @@ def treatment_matrix(treatments: pd.DataFrame, stage_totals: pd.DataFrame, gpus:
                 continue
             cells.append(cell(units.times(r["speedup"]), misfit_text(r), str(r["bound"])))
         label = treatments.loc[treatments["treatment"] == treatment, "label"].iloc[0]
-        rows.append({"treatment": treatment, "label": label.split(":")[0],
-                     "metric": "throughput" if treatment == "batching" else "latency", "cells": cells})
+        rows.append({"treatment": treatment, "label": headline(treatment, label),
+                     "metric": "throughput" if is_throughput(treatment) else "latency", "cells": cells})
     return {"columns": columns, "rows": rows}

@@ -17,10 +17,11 @@ from .paper import appendix
 
 
 def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, manifest: list[dict],
-                  figures_href: str) -> dict:
+                  figures_href: str, plotly_js: str = "") -> dict:
     """Everything the model report shows, for one model across the configured GPUs and stages: page 1 the
     decision (sentences and one table per stage), then operators × GPUs and treatments × GPUs per stage, the
-    hardware, the key figures, the Table 1 appendix and the caveats; per-GPU detail for the HTML."""
+    hardware, the key figures, the Table 1 appendix and the caveats; per-GPU detail for the HTML. `plotly_js`: the
+    plotly.js bundle relative to the page (the HTML then draws the figures that have a spec interactively)."""
     gpus_all = accelerators(specs)
     spec = specs["models"][model]
     scenario = scenario_for_model(specs["scenario"], spec)  # weight_dtype 'native' resolved for this model
@@ -30,7 +31,7 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
     gpus = {k: g for k, g in gpus_all.items() if k in set(totals["gpu"])}
     stages = [s for s in STAGES if s in set(totals["stage"])]
     context = {
-        "page": "model", "model": model, "model_name": spec["name"],
+        "page": "model", "model": model, "model_name": spec["name"], "plotly_js": plotly_js,
         "header": title_block({**specs, "scenario": scenario}, f"Roofline report: {spec['name']}",
                               f"{plural(len(gpus), 'GPU')}, {', '.join(stages)}", hash_kind="inputs"),
         "facts": model_facts(model_spec(spec), scenario, totals.iloc[0]),

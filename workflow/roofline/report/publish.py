@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 from ..engine.errors import clip
+from .wiki import bundle_files
 
 #: the list of files this tool owns in the wiki repository (one path per line)
 OWNED = ".roofline-wiki"
@@ -129,6 +130,7 @@ def replace_pages(bundle: Path, clone: Path) -> list[str]:
                 continue  # not ours to delete
             if name and (path.is_symlink() or path.is_file()):
                 path.unlink()
+    files = bundle_files(bundle)
     for name in files:
         _replace(targets[name], lambda temp, name=name: shutil.copyfile(bundle / name, temp))
     _replace(owned, lambda temp: temp.write_text("".join(f"{name}\n" for name in files)))

@@ -96,9 +96,27 @@ def write_pdf(html: str, target: str | Path, root: str | Path) -> None:
 
     logging.getLogger("fontTools").setLevel(logging.WARNING)
     root = Path(root).resolve()
-    document = weasyprint.HTML(string=html, base_url=root.as_uri() + "/", url_fetcher=report_fetcher(root))
+    document = weasyprint.HTML(string=html, base_url=root.as_uri() + "/", url_fetcher=report_fetcher(root)).render()
+    relative_links(document, root)
     with atomic_path(target) as temp:
         document.write_pdf(str(temp))
+
+
+def relative_links(document, root: Path) -> None:
+    """Links of a rendered document as its readers need them: WeasyPrint resolves every href against the base URL
+    (file:///<build path>/reports/...), which is dead wherever the PDF is read and leaks the build path; a link into
+    `root` becomes relative to it again (PDF readers resolve it against the PDF's own folder), a link to any other
+    local file is dropped. Web links and links inside the document stay."""
+    base = root.as_uri() + "/"
+    for page in document.pages:
+        kept = []
+        for link_type, target, rectangle, box in page.links:
+            if link_type != "internal" and urlsplit(target).scheme.lower() == "file":
+                if not target.startswith(base):
+                    continue
+                target = target[len(base):]
+            kept.append((link_type, target, rectangle, box))
+        page.links[:] = kept
 
 
 def write_report(context: dict, html_path: str | Path, pdf_path: str | Path | None = None,

@@ -33,8 +33,22 @@ SUMMARY_COLUMNS = (
     ("max_throughput", "Max decode tokens/s (batch)", True, True),
     ("prefill_bound", "Prefill bound", False, True), ("decode_bound", "Decode bound", False, True),
     ("prefill_lever", "Best prefill lever", False, True), ("lever", "Best decode lever", False, True),
-    ("devices", "Devices needed", True, True), ("footprint", "Footprint", True, True),
+    ("devices", "Devices needed", True, True), ("footprint", "Footprint per device", True, True),
 )
+
+#: page 1 of the summary, one row per (model, deployment): (key, header, numeric). A column whose cells are all
+#: dashes is left out, so a column fed by an optional table column appears only where it is known: the cost
+#: (`cost_per_million_tokens_expected`, where a GPU is priced) here, the served TTFT/TPOT of the serving model beside
+#: the times once it writes them.
+DECISION_COLUMNS = (
+    ("deployment", "Deployment (devices × GPU, plan)", False),
+    ("ttft", "TTFT expected (bound)", True), ("tpot", "TPOT expected (bound)", True),
+    ("per_gpu", "Decode tokens/s per GPU expected (bound)", True),
+    ("cost", "USD per 1M tokens expected", True),
+    ("bound", "Main bound: prefill / decode", False), ("footprint", "Footprint per device", True),
+)
+#: the optional totals column the cost cell shows (written where a GPU has a price)
+COST_COLUMN = "cost_per_million_tokens_expected"
 
 
 def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame) -> dict[str, dict]:
@@ -72,6 +86,70 @@ def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame) -> dict[str, dic
     }
 
 
+def expected_and_bound(row: pd.Series, expected: str, bound: str, fmt) -> str:
+    """'5.51 ms (3.87 ms)': the expected value with the bound beside it (the bound alone when none is expected)."""
+    if units.missing(row.get(expected)):
+        return f"{fmt(row[bound])} (bound)"
+    return f"{fmt(row[expected])} ({fmt(row[bound])})"
+
+
+def decision_cells(here: pd.DataFrame) -> dict[str, dict]:
+    """Page 1's cells of one (model, GPU) deployment (its totals indexed by stage): expected times with the bound
+    beside them, decode tokens/s per GPU, the main bound per stage, the busiest device's footprint; a time of a
+    stage that does not fit is marked."""
+    first = here.iloc[0]
+    devices = int(first["devices"])
+
+    def stage_cell(stage: str, make) -> dict:
+        if stage not in here.index:
+            return decision.cell(units.DASH)
+        return decision.cell(make(here.loc[stage]), decision.misfit_text(here.loc[stage]))
+
+    def per_gpu(row: pd.Series) -> str:
+        expected = units.sig(float(row["tokens_per_s_expected"]) / devices) if not units.missing(
+            row.get("tokens_per_s_expected")) else units.DASH
+        return f"{expected} ({units.sig(row['tokens_per_s_per_device'])})"
+
+    def cost(row: pd.Series) -> str:
+        value = row.get(COST_COLUMN)
+        return units.DASH if units.missing(value) else f"${units.sig(float(value))}"
+
+    # the roof each stage spends most of its time under (the totals' `bound`: memory, compute or network)
+    bounds = [str(here.loc[s, "bound"]) if s in here.index else units.DASH for s in ("prefill", "decode")]
+    fit = largest_footprint(here)
+    return {
+        "deployment": decision.cell(str(first["deployment"]), css="deployment" if len(str(first["deployment"]))
+                                    <= NAME_NOWRAP_MAX else "name"),
+        "ttft": stage_cell("prefill", lambda r: expected_and_bound(r, "ttft_expected_s", "ttft_s", units.seconds)),
+        "tpot": stage_cell("decode", lambda r: expected_and_bound(r, "tpot_expected_s", "tpot_s", units.seconds)),
+        "per_gpu": stage_cell("decode", per_gpu),
+        "cost": stage_cell("decode", cost),
+        "bound": decision.cell(" / ".join(bounds), css="nowrap"),
+        "footprint": decision.cell(fit["footprint"], css="" if fit["fits"] else "misfit"),
+    }
+
+
+def decision_table(totals: pd.DataFrame, specs: dict, gpus: dict) -> dict:
+    """Page 1: per model, one row per configured deployment, those that fit first, by expected TPOT (else TTFT)."""
+    rows = []
+    for model, spec in specs["models"].items():
+        mine = []
+        for key in gpus:
+            here = totals[(totals["model"] == model) & (totals["gpu"] == key)].set_index("stage")
+            if here.empty:
+                continue
+            order = here["tpot_expected_s"].dropna().min() if "decode" in here.index else here["ttft_s"].min()
+            mine.append(((not bool(here["fits"].astype(bool).all()), float(order)),
+                         {"model": model, "name": spec["name"], "name_parts": name_parts(spec["name"]),
+                          "href": f"{model}.html", "pdf": f"{model}.pdf", "cells": decision_cells(here)}))
+        mine.sort(key=lambda item: item[0])
+        rows += [{**row, "first": i == 0} for i, (_, row) in enumerate(mine)]
+    shown = [{"key": key, "header": units.unbroken_units(header), "numeric": numeric}
+             for key, header, numeric in DECISION_COLUMNS
+             if any(row["cells"][key]["text"] != units.DASH for row in rows)]
+    return {"rows": rows, "columns": shown}
+
+
 def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
     """The one-page matrix model × GPU: TTFT, TPOT, tokens/s and the decision columns (bound, best lever, devices
     needed, max throughput, fit); a column that reads the same in every row is dropped and stated once."""
@@ -91,7 +169,8 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
                          "cells": cells})
         if rows:
             groups.append({"model": model, "name": spec["name"], "name_parts": name_parts(spec["name"]),
-                           "rows": rows, "span": len(rows), "href": f"{model}.html"})
+                           "rows": rows, "span": len(rows), "href": f"{model}.html",
+                           "pdf": f"{model}.pdf"})
     everything = [row["cells"] for group in groups for row in group["rows"]]
     columns, constant = [], []
     for key, header, numeric, droppable in SUMMARY_COLUMNS:
@@ -99,11 +178,12 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
         if droppable and len(everything) > 1 and len(values) == 1:
             constant.append(f"{header}: {values.pop()}")
         elif values != {units.DASH}:
-            columns.append({"key": key, "header": header, "numeric": numeric})
+            columns.append({"key": key, "header": units.unbroken_units(header), "numeric": numeric})
     context = {
         "page": "summary",
         "header": title_block(specs, "Roofline summary",
                               f"{plural(len(groups), 'model')} × {plural(len(gpus), 'GPU')}"),
+        "decision": decision_table(totals, specs, gpus),
         "groups": groups, "columns": columns,
         "constant": ("The same in every row: " + "; ".join(constant) + ".") if constant else "",
         "caveats": [CAVEATS[0], CAVEATS[1]],

@@ -125,3 +125,13 @@ def integer(value) -> str:
 
 def yes_no(flag) -> str:
     return DASH if missing(flag) else ("yes" if bool(flag) else "no")
+
+
+#: WORD JOINER: no line break between the characters it joins (renders as nothing)
+WORD_JOINER = "\u2060"
+
+
+def unbroken_units(text: str) -> str:
+    """`text` with no line break allowed after a unit's slash ('tokens/s', 'FLOP/byte'): a narrow header wraps
+    between words, never as 'tokens/' + 's'."""
+    return text.replace("/", "/" + WORD_JOINER)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 #: the folder of the bundle's attachments (PDFs, PNGs), beside the pages
 FILES = "files"
+#: files in the bundle's folder that are not part of it: Snakemake's marker of a directory() output
+NOT_PUBLISHED = frozenset({".snakemake_timestamp"})
 #: characters with a meaning inside a line of (GitHub-flavoured) Markdown, escaped with a backslash (every text
 #: the bundle writes follows a fixed prefix such as '- ' or '| ', so line-start markers like '#' cannot occur)
 _MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
@@ -131,7 +133,13 @@ def write_bundle(target: str | Path, summary: dict, contexts: dict[str, dict], p
         (target / f"{model}.md").write_text(model_page(context, figures), encoding="utf-8")
     (target / "Home.md").write_text(home_page(summary, names), encoding="utf-8")
     (target / "_Sidebar.md").write_text(sidebar(names), encoding="utf-8")
-    return sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file())
+    return bundle_files(target)
+
+
+def bundle_files(target: str | Path) -> list[str]:
+    """The bundle's files, relative to its folder, sorted: what is published (not Snakemake's marker files)."""
+    target = Path(target)
+    return sorted(str(p.relative_to(target)) for p in target.rglob("*") if p.is_file() and p.name not in NOT_PUBLISHED)
 
 
 def relative_links(page: str) -> list[str]:

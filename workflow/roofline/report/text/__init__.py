@@ -30,4 +30,4 @@ from .executive import (  # noqa: F401
 )
 from .network import COLLECTIVE_NAMES, NETWORK_SENTENCE_SHARE, network_sentence, network_summary  # noqa: F401
 from .treatments import GAIN_GROUP, SHORTENS, balance_sentence, lever_sentence, slower_reason, treatment_sentence  # noqa: F401
-from .words import CLASS_NAMES, GAIN, HELPS, SHORT, SLOWER, bound_phrase, short, step_bound  # noqa: F401
+from .words import CLASS_NAMES, GAIN, HELPS, SHORT, SLOWER, bound_phrase, is_throughput, short, step_bound  # noqa: F401

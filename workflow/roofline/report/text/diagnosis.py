@@ -10,7 +10,7 @@ from ...engine.dtypes import matmul_dtype
 from ...engine.hardware import Accelerator
 from ...engine.roofline import bound_class
 from .. import units
-from .words import CLASS_NAMES, and_list, network_share, step_bound
+from .words import CLASS_NAMES, and_list, network_share, spread_clause, step_bound
 
 #: the byte kinds of the operator table, as the diagnosis groups them
 BYTE_KINDS = {"weight": ("bytes_weight",), "kv": ("bytes_kv_read", "bytes_kv_write"),
@@ -151,11 +151,13 @@ def diagnose_prefill(total: pd.Series, ops: pd.DataFrame, gpu: Accelerator, scen
     dtype, peak = gemm_peak(gpu, scenario)
     util, t = float(total["compute_utilization"]), float(total["t_s"])
     ridge = gemm_ridge(gpu, scenario)
+    where = (f"{units.percent(network_share(total))} of the {units.seconds(t)} to the first token goes to the "
+             "collectives between devices" if "network" in step_bound(total) else
+             f"{units.percent(compute_share(total))} of the {units.seconds(t)} to the first token goes to "
+             "compute-bound operators")
     sentences = [
         f"Prefill of {scenario['batch']} × {scenario['seq_len']} tokens on {gpu.name} is {step_bound(total)}: "
-        f"{units.percent(compute_share(total))} of the {units.seconds(t)} to the first token goes to compute-bound "
-        "operators; "
-        f"the compute units are {units.percent(util)} busy.",
+        f"{where}; the compute units are {units.percent(util)} busy.",
         f"It performs {units.flops(total['flops'])} at {units.peak(peak, dtype)} ({dtype}): a compute floor of "
         f"{units.seconds(total['t_compute_s'])}; it moves {units.nbytes(total['bytes'])} at "
         f"{units.bandwidth(gpu.bandwidth_bytes_per_s)}: a memory floor of {units.seconds(total['t_memory_s'])}. Each "
@@ -191,8 +193,7 @@ def footprint_note(stage_totals: pd.DataFrame, ops: pd.DataFrame, treatments: pd
     both = len(names) > 1
     usable = units.usable(float(misfit["usable_memory_bytes"].iloc[0]), gpu.memory_bytes)
     sentences = [f"{' and '.join(names).capitalize()} {'do' if both else 'does'} not fit in {usable}; "
-                 f"{'their' if both else 'its'} times assume {'they' if both else 'it'} did (parallel: auto, or "
-                 "more devices in the plan, would spread the footprint)."]
+                 f"{'their' if both else 'its'} times assume {'they' if both else 'it'} did ({spread_clause([gpu])})."]
     for stage, row in misfit.iterrows():
         if row["activation_bytes"] <= row["weight_bytes_per_device"] + row["kv_cache_bytes_per_device"]:
             continue

@@ -10,7 +10,7 @@ from .. import units
 from .diagnosis import gemm_peak
 from .network import network_summary
 from .treatments import lever_sentence
-from .words import step_bound, value_range, where_it_applies
+from .words import is_throughput, network_share, spread_clause, step_bound, value_range, where_it_applies
 
 
 def footprint_parts(row: pd.Series) -> str:
@@ -22,7 +22,8 @@ def footprint_parts(row: pd.Series) -> str:
             f"{units.nbytes(row['activation_bytes'])})")
 
 
-def fit_sentence(totals: pd.DataFrame, names: dict[str, str]) -> str:
+def fit_sentence(totals: pd.DataFrame, names: dict[str, str],
+                 gpus: dict[str, Accelerator] | None = None) -> str:
     """Whether each stage's footprint fits each GPU, naming the stage (prefill's activations and decode's KV cache
     differ, so the stages can disagree)."""
     stages = [s for s in ("prefill", "decode") if s in set(totals["stage"])]
@@ -44,8 +45,10 @@ def fit_sentence(totals: pd.DataFrame, names: dict[str, str]) -> str:
         else:
             verdict = f"does not fit on {', '.join(names[k] for k, ok in fits.items() if not ok)}"
         parts.append(f"{stage} needs {footprint_parts(largest[stage])} and {verdict}")
+    misfit = [gpus[k] for k in dict.fromkeys(totals.loc[~totals["fits"].astype(bool), "gpu"]) if k in (gpus or {})]
+    spread = spread_clause(misfit) if misfit else "parallel: auto, or a plan with more devices, spreads it"
     return ("Memory (the busiest device of each deployment): " + "; ".join(parts) + ". Where it does not fit, the "
-            "times assume it did and are marked ✗ (parallel: auto, or a plan with more devices, spreads it).")
+            f"times assume it did and are marked ✗ ({spread}).")
 
 
 def speed_sentence(totals: pd.DataFrame, names: dict[str, str], scenario: dict) -> str:
@@ -85,8 +88,10 @@ def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpu
     names = names or {k: g.name for k, g in gpus.items()}
     text = _bound_clause(stage, rows, names) + (_follows_clause(rows, gpus, scenario, names) if len(rows) > 1 else "")
     text += "."
-    mine = treatments[(treatments["stage"] == stage) & treatments["applicable"].astype(bool)]
-    latency = mine[mine["treatment"] != "batching"]
+    # a treatment is recommended only where its result fits the device (never on a device the model does not fit)
+    mine = treatments[(treatments["stage"] == stage) & treatments["applicable"].astype(bool)
+                      & treatments["fits"].astype(bool)]
+    latency = mine[~mine["treatment"].map(is_throughput)]
     if len(latency):
         text += " " + lever_sentence(stage, latency, names)
     batching = mine[mine["treatment"] == "batching"]
@@ -97,20 +102,38 @@ def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpu
     return text
 
 
+#: where a stage's time goes, per roof (the words after a share)
+SHARE_WORDS = {"memory": "in memory-bound operators", "compute": "in compute-bound operators",
+               "network": "in the collectives"}
+
+
+def _roof_share(row: pd.Series, roof: str) -> float:
+    """The share of a stage's time under one roof: memory-bound operators, collectives, or the compute-bound rest."""
+    memory, network = float(row["memory_bound_share"]), network_share(row)
+    return {"memory": memory, "network": network, "compute": 1.0 - memory - network}[roof]
+
+
 def _bound_clause(stage: str, rows: pd.DataFrame, names: dict[str, str]) -> str:
     """'Decode is memory-bound on every configured GPU (91%–97% of its time in memory-bound operators)', or per
-    group of GPUs that read the same words."""
-    shares = rows["memory_bound_share"].to_dict()
+    group of GPUs that read the same words, each with the share of the roof its words name ('mostly network-bound on
+    4 x L40S, TP 4 (51% in the collectives)')."""
     groups: dict[str, list[str]] = {}
     for key, row in rows.iterrows():
         groups.setdefault(step_bound(row), []).append(key)
-    if len(groups) == 1:
+
+    def share(phrase: str, keys: list[str]) -> str:
+        roof = phrase.removeprefix("mostly ").removesuffix("-bound")
+        return (f"{value_range({k: _roof_share(rows.loc[k], roof) for k in keys}, units.percent)} "
+                f"{SHARE_WORDS[roof]}")
+
+    if len(groups) == 1:  # one phrase: the memory-bound share tells the GPUs apart (unless the link bounds them)
+        ((phrase, keys),) = groups.items()
         where = "on every configured GPU" if len(rows) > 1 else f"on {names[rows.index[0]]}"
-        return (f"{stage.capitalize()} is {next(iter(groups))} {where} ({value_range(shares, units.percent)} of its "
-                "time in memory-bound operators)")
-    parts = [f"{phrase} on {', '.join(names[k] for k in keys)} "
-             f"({value_range({k: shares[k] for k in keys}, units.percent)})" for phrase, keys in groups.items()]
-    return f"{stage.capitalize()} is " + "; ".join(parts) + " (share of time in memory-bound operators)"
+        said = share(phrase if "network" in phrase else "memory-bound", keys).replace(" in ", " of its time in ", 1)
+        return f"{stage.capitalize()} is {phrase} {where} ({said})"
+    parts = [f"{phrase} on {', '.join(names[k] for k in keys)} ({share(phrase, keys)})"
+             for phrase, keys in groups.items()]
+    return f"{stage.capitalize()} is " + "; ".join(parts)
 
 
 def _follows_clause(rows: pd.DataFrame, gpus: dict[str, Accelerator], scenario: dict, names: dict[str, str]) -> str:
@@ -143,7 +166,7 @@ def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.Data
             sentences.append(stage_sentence(stage, rows, treatments, gpus, scenario, names))
     if ops is not None and (network := network_summary(totals, ops, gpus)):
         sentences.append(network)
-    sentences.append(fit_sentence(totals, names))
+    sentences.append(fit_sentence(totals, names, gpus))
     return sentences
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 
 from ...engine.dtypes import DTYPE_BYTES
 from .. import units
-from .words import GAIN, SLOWER, and_list, bound_phrase, network_share, short, value_range
+from .words import GAIN, SLOWER, and_list, bound_phrase, is_throughput, network_share, short, value_range
 
 #: what shortens each kind of operator (the words of the treatments table's Helps column, HELPS)
 SHORTENS = {"memory": "fewer bytes", "compute": "more FLOP/s or fewer FLOPs",
@@ -42,7 +42,7 @@ def slower_reason(treatment: str, scenario: dict | None) -> str:
 def treatment_sentence(stage: str, total: pd.Series, rows: pd.DataFrame, scenario: dict | None = None) -> str:
     """What bounds the stage, which treatments gain at least 5% (grouped by the bottleneck they attack, as in the
     table's Helps column), which gain little, which make it slower, and what batching buys in throughput."""
-    latency = rows[rows["applicable"].astype(bool) & (rows["treatment"] != "batching")]
+    latency = rows[rows["applicable"].astype(bool) & ~rows["treatment"].map(is_throughput)]
     latency = latency.sort_values("speedup", ascending=False)
     text = balance_sentence(stage, float(total["memory_bound_share"]), network_share(total))
     if not len(latency):
@@ -74,6 +74,12 @@ def treatment_sentence(stage: str, total: pd.Series, rows: pd.DataFrame, scenari
         b = batching.iloc[0]
         text += (f" Batching to {int(b['batch'])} sequences raises throughput {units.times(b['speedup'])} "
                  f"({units.tokens_per_s(b['tokens_per_s'])}) at {units.seconds(b['t_s'])} per step.")
+        narrow = rows[(rows["treatment"] == "batching_kv_fp8") & rows["applicable"].astype(bool)]
+        if len(narrow) and int(narrow["batch"].iloc[0]) > int(b["batch"]):
+            k = narrow.iloc[0]
+            text += (f" With an fp8 (or int8) KV cache, {int(k['batch'])} sequences fit: "
+                     f"{units.tokens_per_s(k['tokens_per_s'])}, {units.times(k['tokens_per_s'] / b['tokens_per_s'])} "
+                     "the batched throughput at 16 bits.")
     return text
 
 

@@ -16,8 +16,15 @@ HELPS = {"memory": "memory-bound", "compute": "compute-bound", "both": "both", "
 #: short names of the engine's treatments for sentences (the table shows the engine's full label)
 SHORT = {"fusion": "fusion", "flash_attention": "FlashAttention", "weight_int8": "int8 weights",
          "weight_int4": "int4 weights", "kv_int8": "int8 KV cache", "kv_fp8": "fp8 KV cache",
-         "fp8_compute": "fp8 compute", "batching": "batching", "more_devices": "TP ×2",
+         "fp8_compute": "fp8 compute", "batching": "batching", "batching_kv_fp8": "batching with an fp8 KV cache",
+         "more_devices": "TP ×2 on 2× devices",
          "overlap_communication": "comm. overlap"}
+
+
+def is_throughput(treatment: str) -> bool:
+    """Whether a treatment's speed-up is a throughput ratio (batching, also with a narrower KV cache) rather than a
+    latency ratio."""
+    return str(treatment).startswith("batching")
 
 
 def short(treatment: str) -> str:
@@ -25,23 +32,26 @@ def short(treatment: str) -> str:
     return SHORT.get(treatment, treatment.replace("_", " "))
 
 
-def bound_phrase(memory_share: float, network_share: float = 0.0) -> str:
-    """Words for a stage's balance: the roof it spends most of its time under (the engine's `dominant_bound`, from
-    the shares of time in memory-bound and communication operators), 'mostly' unless that share is 90% or more.
-    Decided on the shares as the report prints them (`units.percent`), so that two GPUs that both show '10%' read
+def bound_phrase(memory_share: float, network_share: float = 0.0, bound: str | None = None) -> str:
+    """Words for a stage's balance: the roof it spends most of its time under (`bound`, the totals' column, else the
+    engine's `dominant_bound` of the shares of time in memory-bound and communication operators), 'mostly' unless
+    that share is 90% or more as the report prints it (`units.percent`), so that two GPUs that both show '10%' read
     the same words wherever the report uses them (executive summary, diagnosis, treatments, other GPUs): with no
     network share, memory-bound from 90% in memory-bound operators, mostly memory-bound from 50%, mostly
     compute-bound above 10%, compute-bound at 10% or less."""
     shown = {"memory": units.percent_value(memory_share), "network": units.percent_value(network_share)}
     shown["compute"] = 100.0 - shown["memory"] - shown["network"]
-    bound = dominant_bound(shown["memory"] / 100.0, shown["network"] / 100.0)
+    bound = bound or dominant_bound(shown["memory"] / 100.0, shown["network"] / 100.0)
     return f"{bound}-bound" if shown[bound] >= 90 else f"mostly {bound}-bound"
 
 
 def step_bound(row) -> str:
-    """`bound_phrase` of a totals row (one stage on one GPU): from its memory-bound and network shares (a row
-    without a network share uses no link)."""
-    return bound_phrase(float(row["memory_bound_share"]), network_share(row))
+    """`bound_phrase` of a totals row (one stage on one GPU): its `bound` column (the engine's classifier, which
+    counts the collectives) with the words from its memory-bound and network shares (a row without a network share
+    uses no link)."""
+    bound = row.get("bound") if hasattr(row, "get") else None
+    return bound_phrase(float(row["memory_bound_share"]), network_share(row),
+                        bound if isinstance(bound, str) and bound else None)
 
 
 def network_share(row) -> float:
@@ -73,3 +83,25 @@ def value_range(values: dict[str, float], fmt) -> str:
     return fmt(low) if math.isclose(low, high, rel_tol=5e-3) else f"{fmt(low)}–{fmt(high)}"
 
 
+
+
+def single_device(gpu) -> bool:
+    """Whether a device has no link to another (no scale-up link in a domain of 2 or more, no scale-out network):
+    its deployments are one device, whatever the plan."""
+    scaleup = gpu.scaleup_domain > 1 and gpu.scaleup_bandwidth_bytes_per_s > 0
+    return not scaleup and not gpu.scaleout_bandwidth_bytes_per_s
+
+
+def spread_clause(gpus) -> str:
+    """What spreads a footprint that does not fit over more devices, for the devices `gpus` (Accelerators): parallel:
+    auto or a larger plan; and which of them cannot, because their entry gives no interconnect."""
+    alone = [gpu.name for gpu in gpus if single_device(gpu)]
+    if not alone:
+        return "parallel: auto, or a plan with more devices, spreads it"
+    one = len(alone) == 1
+    text = (f"{and_list(alone)} {'has' if one else 'have'} no interconnect in {'its' if one else 'their'} "
+            "entry (scaleup_domain and scaleup_gbps, or scaleout_gbps), so a deployment there is limited to one "
+            "device and cannot spread it")
+    if len(alone) < len(list(gpus)):
+        text += "; elsewhere parallel: auto, or a plan with more devices, spreads it"
+    return text
