@@ -72,6 +72,7 @@ class Accelerator:
     scaleout_latency_s: float = 0.0
     interconnect_source: str = ""
     calibration: str = ""  # path of a calibration table (roofline.estimate.calibration); "" = the shipped one, if any
+    framework: str = ""  # serving framework whose shipped tables it uses (roofline.estimate); "" = its default
 
     def link(self, span: int) -> tuple[float, float]:
         """(bandwidth [byte/s], latency [s]) of a collective over `span` devices: scale-up inside one domain,
@@ -162,7 +163,7 @@ _SCALED_FIELDS = {
 }
 #: Fields a gpus: entry may hold (besides `parallel`, which the config layer takes out first)
 ENTRY_FIELDS = ("base", "name", "vendor", "source", "peak_tflops", "scaleup_link", "scaleup_domain",
-                *_SCALED_FIELDS, "calibration")
+                *_SCALED_FIELDS, "calibration", "framework")
 
 
 def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
@@ -172,7 +173,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     Entry fields (config units): name, vendor, memory_gb [read as GiB, like the catalog], bandwidth_gbps [decimal
     GB/s], peak_tflops {dtype: dense TFLOP/s}, l2_mb, source; interconnect: scaleup_link, scaleup_gbps [decimal GB/s
     per direction], scaleup_domain [devices], scaleout_gbps, scaleup_latency_us, scaleout_latency_us; calibration
-    (path of a calibration table, as given).
+    (path of a calibration table, as given); framework (the serving framework whose tables it uses, as given: the
+    estimate layer checks it).
     """
     entry = dict(entry or {})
     unknown_fields = sorted(set(entry) - set(ENTRY_FIELDS))
@@ -220,6 +222,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
         changes["source"] = changes.get("source", base.source + " (overridden in config.yaml)")
     if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
         changes["calibration"] = str(entry["calibration"])
+    if "framework" in entry:
+        changes["framework"] = str(entry["framework"])
     return replace(base, **changes)
 
 
