@@ -148,6 +148,18 @@ def vidur_tables(data: Path | None) -> None:
             cal.save_fit(path, catalog()[key])
 
 
+def refit() -> None:
+    """The fits of every shipped table and the pooled fallback, from the tables as committed."""
+    for key, entry in cal.manifest()["devices"].items():
+        for table in entry["tables"].values():
+            cal.save_fit(OUT / table["file"], catalog()[key])
+            print(f"refitted {table['file']}")
+    for key in cal.FALLBACK_TABLES:
+        cal.save_fit(OUT / f"{key}.vidur.csv.gz", catalog()[key])
+    lookup.pooled.cache_clear()
+    lookup.fit_pooled().save(OUT / lookup.POOLED_FIT)
+
+
 def cal_columns():
     from roofline.engine.columns import CALIBRATION_COLUMNS
 
@@ -158,7 +170,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "measured")
     parser.add_argument("--devices", nargs="+", default=list(src.SYSTEMS), help="catalog keys (default: all)")
+    parser.add_argument("--fits-only", action="store_true", help="refit the shipped tables as they are (after a "
+                                                                   "change of the estimator), import nothing")
     args = parser.parse_args()
+    if args.fits_only:
+        refit()
+        return
     data = args.data if args.data.is_dir() else None
     OUT.mkdir(parents=True, exist_ok=True)
     vidur_tables(data)

@@ -69,7 +69,7 @@ def leave_one_out(rows: list[dict], floor: float) -> np.ndarray:
         measured = np.array([r["measured_s"] for r in group])
         axes, _ = cal.coordinates(key[0], key[3], bound, np.array([r["flops"] for r in group]),
                                   np.array([r["bytes"] for r in group]), np.array([cal.third_of(r) for r in group]))
-        y = np.log10(measured / bound)
+        y = np.log10(np.maximum(measured / bound, 1.0))  # as the fit takes them (calibration.Points.fit)
         predicted = np.empty(len(group))
         for start in range(0, len(group), 512):
             part = slice(start, min(start + 512, len(group)))

@@ -136,6 +136,7 @@ def summarize(rows: list[dict]) -> list[dict]:
     for r in rows:
         groups.setdefault((r["model"], r["gpu"], r["framework"], r["precision"], str(r["tp"])), []).append(r)
         groups.setdefault(("all", "all", r["framework"], "all", "all"), []).append(r)
+        groups.setdefault(("all", "all", r["framework"], "all", str(r["tp"])), []).append(r)
         groups.setdefault(("all", "all", "all", r["precision"], "all"), []).append(r)
         groups.setdefault(("all", "all", "all", "all", "fit" if r["fit"] else "checked"), []).append(r)
         groups.setdefault(("all", "all", "all", "all", "all"), []).append(r)

@@ -223,10 +223,10 @@ THIRD_AXIS = {"gemm": 0.3, "decode": curves.KEYS_DECADES}
 
 
 def third_axis(cls: str, phase: str) -> str:
-    """Which third coordinate a curve has: "gemm" (log10 n / k: a tall and a wide weight of one size run at
-    different speeds), "decode" (log10 keys per sequence: the same bytes over many short or few long sequences),
-    or "" (two coordinates)."""
-    return "gemm" if cls == "gemm" else "decode" if phase.endswith("decode") else ""
+    """Which third coordinate a curve has: "gemm" (log10 n / k of a GEMM or of an MoE expert: a tall and a wide
+    weight of one size run at different speeds), "decode" (log10 keys per sequence: the same bytes over many short
+    or few long sequences), or "" (two coordinates)."""
+    return "gemm" if cls in ("gemm", "moe") else "decode" if phase.endswith("decode") else ""
 
 
 def coordinates(cls: str, phase: str, bound, flops, nbytes, third=None) -> tuple[list, tuple]:
@@ -242,8 +242,9 @@ def coordinates(cls: str, phase: str, bound, flops, nbytes, third=None) -> tuple
 
 
 def third_of(row: dict) -> float:
-    """A table row's third coordinate (third_axis): n / k of a GEMM, keys per sequence of a decode kernel."""
-    if row["op_class"] == "gemm":
+    """A table row's third coordinate (third_axis): n / k of a GEMM or an MoE expert, keys per sequence of a decode
+    kernel."""
+    if row["op_class"] in ("gemm", "moe"):
         return row["n"] / row["k"] if row["n"] > 0 and row["k"] > 0 else 1.0
     return row["kv_len"]
 
@@ -293,7 +294,9 @@ class Points:
         for key, points in self.groups.items():
             bound, measured, flops, nbytes, compute, third = (np.array(v) for v in zip(*points))
             axes, steps = coordinates(key[0], key[3], bound, flops, nbytes, third)
-            fit.grids[key] = curves.fit_grid(axes, np.log10(measured / bound), compute.astype(bool),
+            # a kernel measured faster than its bound ran from the L2 (the package replays kernels without
+            # flushing it): it says the bound holds there, and pulls no neighbour below its own bound
+            fit.grids[key] = curves.fit_grid(axes, np.log10(np.maximum(measured / bound, 1.0)), compute.astype(bool),
                                              float(np.mean(self.log_ridges[key])), steps)
         for key, points in self.collectives.items():
             fit.comm[key] = curves.fit_comm(*(np.array(v) for v in zip(*points)))

@@ -19,7 +19,9 @@ Fitting is done once per table and device spec; `save`/`load` keep the fit besid
 """
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -166,33 +168,44 @@ class Fit:
     floor_s: float = 0.0
 
     def save(self, path, **meta) -> None:
-        """As an .npz: arrays named by their key, plus `meta` (strings and numbers)."""
-        arrays = {f"meta.{name}": np.asarray(value) for name, value in meta.items()}
-        arrays["floor_s"] = np.asarray(self.floor_s)
-        for n, (key, grid) in enumerate(self.grids.items()):
-            arrays[f"grid{n}.key"] = np.asarray("|".join(key))
-            arrays[f"grid{n}.origin"] = np.asarray(grid.origin)
-            arrays[f"grid{n}.step"] = np.asarray(grid.step)
-            arrays[f"grid{n}.values"] = grid.values.astype(np.float16)
-        for n, (key, curve) in enumerate(self.comm.items()):
-            arrays[f"comm{n}.key"] = np.asarray(f"{key[0]}|{key[1]}")
-            arrays[f"comm{n}.knots"] = np.stack([curve.log_bytes, curve.log_seconds]).astype(np.float32)
+        """As an .npz: an `index` (JSON: floor, `meta` strings, numbers and booleans, each grid's key, origin and
+        step, each collective's key) and one array per grid and per collective, read only when used."""
+        index = {"floor_s": self.floor_s, "meta": meta,
+                 "grids": [[list(key), list(grid.origin), list(grid.step)] for key, grid in self.grids.items()],
+                 "comm": [list(key) for key in self.comm]}
+        arrays = {"index": np.asarray(json.dumps(index))}
+        arrays.update({f"grid{n}": grid.values.astype(np.float16) for n, grid in enumerate(self.grids.values())})
+        arrays.update({f"comm{n}": np.stack([c.log_bytes, c.log_seconds]).astype(np.float32)
+                       for n, c in enumerate(self.comm.values())})
         np.savez_compressed(path, **arrays)
 
 
+class _LazyGrids(Mapping):
+    """The grids of a saved Fit by key, each decompressed from the .npz on first use (a command uses a few)."""
+
+    def __init__(self, data, entries: list):
+        self._data, self._entries, self._loaded = data, {tuple(key): (n, origin, step) for n, (key, origin, step)
+                                                         in enumerate(entries)}, {}
+
+    def __getitem__(self, key):
+        if key not in self._loaded:
+            n, origin, step = self._entries[key]
+            self._loaded[key] = Grid(tuple(origin), tuple(step), self._data[f"grid{n}"].astype(np.float32))
+        return self._loaded[key]
+
+    def __iter__(self):
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
 def load(path) -> tuple[Fit, dict]:
-    """(Fit, meta) from an .npz written by Fit.save."""
-    with np.load(path) as data:
-        fit = Fit(floor_s=float(data["floor_s"]))
-        meta = {name[5:]: data[name].item() for name in data.files if name.startswith("meta.")}
-        for name in data.files:
-            if name.startswith("grid") and name.endswith(".key"):
-                stem = name[:-4]
-                fit.grids[tuple(str(data[name]).split("|"))] = Grid(
-                    tuple(data[f"{stem}.origin"].tolist()), tuple(data[f"{stem}.step"].tolist()),
-                    data[f"{stem}.values"].astype(np.float32))
-            elif name.startswith("comm") and name.endswith(".key"):
-                kind, span = str(data[name]).split("|")
-                knots = data[f"{name[:-4]}.knots"].astype(float)
-                fit.comm[(kind, int(span))] = CommCurve(knots[0], knots[1])
-    return fit, meta
+    """(Fit, meta) from an .npz written by Fit.save; the grids load on first use."""
+    data = np.load(path)
+    index = json.loads(str(data["index"]))
+    fit = Fit(grids=_LazyGrids(data, index["grids"]), floor_s=float(index["floor_s"]))
+    for n, (kind, span) in enumerate(index["comm"]):
+        knots = data[f"comm{n}"].astype(float)
+        fit.comm[(kind, int(span))] = CommCurve(knots[0], knots[1])
+    return fit, index["meta"]

@@ -49,9 +49,9 @@ class Calibration:
                 grid = fit.grids.get((cls, d, o, phase))
                 if grid is not None:
                     return grid, True
-        for (c, d, _, p), grid in fit.grids.items():
-            if c == cls and d in dtypes and p == phase:
-                return grid, False
+        for key in fit.grids:  # keys only: a saved fit loads a grid when it is used
+            if key[0] == cls and key[1] in dtypes and key[3] == phase:
+                return fit.grids[key], False
         return None, False
 
     def kernels(self, cls: str, dtype: str, operand: str, phase: str, t: np.ndarray, coordinates: list,
@@ -69,7 +69,8 @@ class Calibration:
             fit, gap = self.pooled, LAUNCH_GAP_S
             grid, _ = self._grid(fit, cls, dtype, operand, phase)
             if grid is None:
-                grid = next((g for (c, _, _, p), g in fit.grids.items() if c == cls and p == phase), None)
+                key = next((k for k in fit.grids if k[0] == cls and k[3] == phase), None)
+                grid = None if key is None else fit.grids[key]
             label = DEFAULT
         if grid is None:
             return np.asarray(t, dtype=float), DEFAULT

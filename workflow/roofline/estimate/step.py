@@ -166,14 +166,16 @@ class Kernels:
 
     def _third(self, model, scenario, op: Op, row: int, axis: str, pick, seq_len):
         """The third coordinate of kernel `row`: keys per sequence (decode attention) or n / k of a GEMM (its
-        outputs over its input, each at its width: lm_head reads the table's input dtype)."""
+        outputs over its input, each at its width: lm_head reads the table's input dtype; an MoE kernel: its first
+        expert GEMM's)."""
         if axis == "decode":
             return pick(keys_per_sequence(model, op, seq_len))
+        writes = pick(op.cost.act_write) if self.classes[row] == "moe" else self.writes[row]
         dtypes = scenario_dtypes(scenario)
         width_in = DTYPE_BYTES[dtypes.head_input if op.name == "lm_head" else scenario.act_dtype]
         width_out = DTYPE_BYTES[dtypes.act16]
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.nan_to_num(self.writes[row] / width_out / (pick(op.cost.act_read) / width_in), nan=1.0)
+            return np.nan_to_num(writes / width_out / (pick(op.cost.act_read) / width_in), nan=1.0)
 
     def bounds(self, gpu: Accelerator, columns=None) -> np.ndarray:
         """The roofline bound of every kernel on `gpu` [k x n], or at the candidates `columns` only."""

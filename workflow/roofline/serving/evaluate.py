@@ -160,16 +160,9 @@ def expected(model: ModelSpec, groups: Sequence, workload, batches: np.ndarray, 
         width = union.size
     else:
         position, width = np.arange(n), n
-    shared: dict[tuple, list[int]] = {}
-    calibrations = {}
-    for number, group in enumerate(groups):
-        if wanted[number].size:
-            calibration = calibration_of(group.gpu, group.scenario)
-            key = (id(calibration.own), calibration.framework, calibration.gap_s, calibration.measured)
-            shared.setdefault(key, []).append(number)
-            calibrations[number] = calibration
+    calibrations, shared = _shared_calibrations(groups, wanted)
     stacked: dict[str, tuple] = {}
-    for members in shared.values():
+    for members in shared:
         calibration = calibrations[members[0]]
         framework = calibration.framework
         if framework not in stacked:
@@ -191,6 +184,19 @@ def expected(model: ModelSpec, groups: Sequence, workload, batches: np.ndarray, 
             out[m]["step_expected_s"][chosen] = step_time(tpot, ttft, batches[chosen], workload)
             out[m]["labels"] = (combine(prefill_label, decode_label), framework or "none", calibrations[m].table)
     return out
+
+
+def _shared_calibrations(groups: Sequence, wanted: list) -> tuple[dict, list[list[int]]]:
+    """({group number: its calibration}, groups with candidates wanted, in lists of those that share one)."""
+    shared: dict[tuple, list[int]] = {}
+    calibrations = {}
+    for number, group in enumerate(groups):
+        if wanted[number].size:
+            calibration = calibration_of(group.gpu, group.scenario)
+            key = (id(calibration.own), calibration.framework, calibration.gap_s, calibration.measured)
+            shared.setdefault(key, []).append(number)
+            calibrations[number] = calibration
+    return calibrations, list(shared.values())
 
 
 def _mean_column(n: int):
