@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.metadata
 import io
 import json
 import math
@@ -16,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import display
+from . import calibrate
 from ..engine import hardware, models
 from ..serving import planner
 from ..engine.analysis import critical_batch
@@ -25,7 +25,8 @@ from ..engine.columns import OP_COLUMNS, OP_EXPECTED_COLUMNS, PLAN_COLUMNS, TOTA
 from ..engine.dtypes import DTYPE_BYTES, PEAK_DTYPES, STORAGE_DTYPES, WEIGHT_DTYPES
 from ..engine.errors import RooflineInputError, did_you_mean, unknown
 from ..engine.parallel import Parallel
-from ..engine.scenario import (ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario)
+from ..engine.scenario import (ATTENTION_IMPLS, EXPERT_ROUTINGS, FRAMEWORKS, LOGITS_MODES, MLA_MODES, STAGES,
+                               Scenario)
 
 FORMATS = ("table", "csv", "json")
 
@@ -130,13 +131,20 @@ def _scenario_options(parser):
     parser.add_argument("--memory-utilization", type=_fraction("--memory-utilization"),
                         default=defaults.memory_utilization, help="usable fraction of each device's memory")
     parser.add_argument("--format", type=_choice("--format", FORMATS), default="table")
-    parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure --out); "
-                                              "default: the one shipped for --gpu, if any")
+    _framework_option(parser)
+    parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure or "
+                                              "roofline calibrate --out); default: the one shipped for --gpu, if any")
+
+
+def _framework_option(parser):
+    parser.add_argument("--framework", type=_choice("--framework", FRAMEWORKS),
+                        help="serving framework whose measured kernels and step model the expected times use "
+                             "(default: each device's; a device without its tables keeps its default)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="roofline", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"roofline {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _scenario_options(sub.add_parser("ops", help="per-operator table (values per instance, with count)"))
     _scenario_options(sub.add_parser("totals", help="totals of one stage: time, TTFT/TPOT, footprint, fit"))
@@ -153,16 +161,27 @@ def build_parser() -> argparse.ArgumentParser:
     measure.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (< 1 minute on a GPU)")
     measure.add_argument("--out", default="calibration.csv", help="CSV path; the parquet copy goes next to it")
     measure.add_argument("--gpu", help="catalog key to compute the bounds for (default: from the device name)")
+    calibrate.add_arguments(sub.add_parser("calibrate", help=calibrate.HELP), _choice)
     listing = sub.add_parser("list", help="catalog keys")
     listing.add_argument("what", metavar="list", type=_choice("list", ("models", "gpus")))
     return parser
 
 
 def _version() -> str:
+    import importlib.metadata  # only for --version: it costs a one-shot command ~30 ms
+
     try:
         return importlib.metadata.version("llm-roofline")
     except importlib.metadata.PackageNotFoundError:  # run from a checkout without `pip install`
         return "(not installed)"
+
+
+class _Version(argparse.Action):
+    """--version, the package version looked up only when asked."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"roofline {_version()}")
+        parser.exit()
 
 
 def _positive_float(option):
@@ -194,25 +213,31 @@ def _plan_options(parser):
     parser.add_argument("--memory-utilization", type=_fraction("--memory-utilization"),
                         default=Scenario.memory_utilization, help="usable fraction of each device's memory")
     parser.add_argument("--top", type=_positive_int("--top"), help="print only the best N frontier rows")
+    parser.add_argument("--rank-on", type=_choice("--rank-on", planner.RANK_ON), default="expected",
+                        help="expected: check the targets and rank on the expected times (measured kernels); "
+                             "bound: on the roofline bounds")
+    _framework_option(parser)
     parser.add_argument("--format", type=_choice("--format", FORMATS), default="table")
 
 
 _HUMAN_PLAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
                ("attention", None), ("ttft_s", "s"), ("tpot_s", "s"), ("tpot_expected_s", "s"),
-               ("tokens_per_s", "token/s"),
-               ("tokens_per_s_per_device", "token/s"), ("tokens_per_s_per_user", "token/s"), ("bound", None),
-               ("estimate", None))
+               ("tokens_per_s", "token/s"), ("tokens_per_s_per_device", "token/s"),
+               ("tokens_per_s_per_device_expected", "token/s"), ("tokens_per_s_per_user", "token/s"), ("bound", None),
+               ("estimate", None), ("framework", None))
 
 
 def _deployment_search(args) -> str:
     """`roofline plan`: the frontier rows (best first), `evaluated N configurations in S s` on stderr, and one
     line saying why when no candidate fits and meets the targets."""
     gpus = [_gpu(key) for key in args.gpu] if args.gpu else list(hardware.catalog().values())
+    if args.framework:  # the option wins over a GPU entry's and the scenario's choice
+        gpus = [replace(gpu, framework=args.framework) for gpu in gpus]
     workload = planner.Workload(isl=args.isl, osl=args.osl, prefill=args.prefill,
                                 tpot_s=args.tpot_ms / 1e3 if args.tpot_ms else None,
                                 ttft_s=args.ttft_ms / 1e3 if args.ttft_ms else None)
     result = planner.search(_model(args.model), gpus, workload, dtypes=args.dtypes, max_devices=args.max_devices,
-                            memory_utilization=args.memory_utilization)
+                            memory_utilization=args.memory_utilization, rank_on=args.rank_on)
     print(f"evaluated {len(result)} configurations in {result.seconds:.3f} s "
           f"({len(result) / result.seconds:,.0f} per second)", file=sys.stderr)
     rows = planner.rows(result, planner.frontier(result)[:args.top])
@@ -359,7 +384,11 @@ def run(argv: list[str] | None = None) -> str:
         return _format_table(rows, [(k, None) for k in rows[0]])
     if args.command == "plan":
         return _deployment_search(args)
+    if args.command == "calibrate":
+        return calibrate.run(args)
     model, gpu, scenario = _model(args.model), _gpu(args.gpu), _scenario(args)
+    if args.framework:
+        gpu = replace(gpu, framework=args.framework)
     if args.calibration:
         try:
             gpu = replace(gpu, calibration=check_table(str(Path(args.calibration).resolve())))

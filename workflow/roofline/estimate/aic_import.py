@@ -37,7 +37,9 @@ def import_tables(system: str, framework: str | None = None, version: str | None
             + rows_of.comm_rows(gpu, folder("comm"), src.newest_dir(name, "comm", "nccl"), framework)
             + rows_of.quantize_rows(gpu, folder("quantize"), framework))
     rows = rows_of.thin_cells(rows)
-    return rows, summary(rows, key, framework, version)
+    missing = [family for family in ("gemm", "attention", "moe", "mla", "comm", "quantize") if folder(family) is None]
+    note = f"\n  no {', '.join(missing)} table at or before {framework} {version}" if missing else ""
+    return rows, summary(rows, key, framework, version) + note
 
 
 def summary(rows: list[dict], key: str, framework: str, version: str) -> str:

@@ -28,7 +28,7 @@ from ..engine.hf_config import not_a_file
 from ..engine.models import ModelSpec, model_from_entry
 from ..engine.parallel import Parallel, check_plan
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
-from ..engine.scenario import STAGES, Scenario, check_context
+from ..engine.scenario import FRAMEWORKS, STAGES, Scenario, check_context
 
 #: Keys of models and gpus: lowercase letters, digits, '.', '-', '_', starting with a letter or digit.
 SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -148,6 +148,8 @@ def resolve_gpu(key: str, entry: dict | None, base_dir: Path = Path(".")) -> Acc
         except RooflineInputError as error:
             raise RooflineInputError(f"gpus.{key}.{error} (relative paths start at the working directory "
                                      f"{base_dir})") from None
+    if "framework" in entry and entry["framework"] not in FRAMEWORKS:
+        raise unknown(f"gpus.{key}.framework", entry["framework"], FRAMEWORKS)
     return check_plausible(key, entry, accelerator_from_entry(key, entry))
 
 
@@ -337,7 +339,8 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
             raise RooflineInputError(f"plan.{error} (models.{key})") from None
     return PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
                         max_devices=section.get("max_devices", 8), dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
-                        memory_utilization=scenario.memory_utilization)
+                        memory_utilization=scenario.memory_utilization, rank_on=section.get("rank_on", "expected"),
+                        framework=scenario.framework)
 
 
 def load_schema(path: str | Path) -> dict:
