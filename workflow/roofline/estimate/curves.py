@@ -23,6 +23,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -69,12 +70,20 @@ class Grid:
     step: tuple[float, ...]
     values: np.ndarray
 
+    @cached_property
+    def _layout(self) -> tuple[np.ndarray, list[int], list[int]]:
+        """(the values flat, each axis's stride, each corner's offset from its cell's first node)."""
+        shape = self.values.shape
+        strides = [int(np.prod(shape[axis + 1:])) for axis in range(len(shape))]
+        corners = [sum(strides[axis] for axis in range(len(shape)) if corner >> axis & 1)
+                   for corner in range(1 << len(shape))]
+        return self.values.ravel(), strides, corners
+
     def log_ratio(self, *coordinates: np.ndarray) -> np.ndarray:
         """Multilinear in the grid; below axis 0 the time is flat, above it the ratio stays; other axes clamped.
         (Every axis holds at least 2 nodes, so a node's upper neighbour always exists.)"""
-        flat = self.values.ravel()
+        flat, strides, offsets = self._layout
         shape = self.values.shape
-        strides = [int(np.prod(shape[axis + 1:])) for axis in range(len(shape))]
         base, fractions = 0, []
         for axis, value in enumerate(coordinates[:len(shape)]):
             position = np.asarray(value, dtype=float) - self.origin[axis]
@@ -83,9 +92,8 @@ class Grid:
             low = position.astype(np.intp)
             base = base + low * strides[axis]
             fractions.append(position - low)
-        # corners of the cell, then one linear interpolation per axis, the last axis first
-        corners = [flat.take(base + sum(strides[axis] for axis in range(len(shape)) if corner >> axis & 1))
-                   for corner in range(1 << len(shape))]
+        # the cell's corners, then one linear interpolation per axis, the last axis first
+        corners = [flat.take(base + offset) for offset in offsets]
         for axis in reversed(range(len(shape))):
             half = len(corners) // 2
             fraction = fractions[axis]

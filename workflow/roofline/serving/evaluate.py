@@ -123,7 +123,8 @@ def expected_pass(model: ModelSpec, scenarios: list[list], offsets: list[int], c
             continue
         bound_parts = [{"ttft_s": columns["ttft_s"][start + i * n:start + (i + 1) * n],
                         "tpot_s": columns["tpot_s"][start + i * n:start + (i + 1) * n]} for i in range(len(groups))]
-        found = expected(model, groups, workload, batches, wanted, bound_parts)
+        found = expected(model, groups, workload, batches, wanted, bound_parts,
+                         with_prefill=workload.ttft_s is not None or workload.prefill == "interleaved")
         for i, (group, result) in enumerate(zip(groups, found)):
             at = slice(start + i * n, start + (i + 1) * n)
             for name in EXPECTED:
@@ -137,12 +138,14 @@ def expected_pass(model: ModelSpec, scenarios: list[list], offsets: list[int], c
 
 
 def expected(model: ModelSpec, groups: Sequence, workload, batches: np.ndarray, wanted: list, bounds_of: list,
-             ops: tuple | None = None) -> list[dict]:
+             ops: tuple | None = None, with_prefill: bool = True) -> list[dict]:
     """Per group: ttft/tpot/step_expected_s of its candidates `wanted` (NaN elsewhere) and its labels (estimate,
     framework, calibration). The groups share one scenario; its operators are built for the batches wanted only
     (or `ops` = (prefill operators, decode operators over `batches` x [mean, final KV length]) given). The kernels
     are stacked once per framework, and devices that share a calibration (those without a table of their own: the
-    pooled fallback) are looked up together."""
+    pooled fallback) are looked up together. Without `with_prefill` (no TTFT target, prompts not interleaved: the
+    search needs the decode step only) the TTFT stays NaN and the labels are the decode step's, for rows() to
+    complete."""
     n = len(batches)
     nothing = np.full(n, np.nan)
     out = [{name: np.full(n, np.nan) if chosen.size else nothing for name in EXPECTED}
@@ -153,7 +156,7 @@ def expected(model: ModelSpec, groups: Sequence, workload, batches: np.ndarray, 
     sc = groups[0].scenario.for_model(model)
     if ops is None:
         seq = np.array([[workload.decode_seq_len, workload.final_seq_len]], dtype=float)
-        ops = (build_operators(model, "prefill", sc, batch=1, seq_len=workload.isl),
+        ops = (build_operators(model, "prefill", sc, batch=1, seq_len=workload.isl) if with_prefill else (),
                build_operators(model, "decode", sc, batch=batches[union][:, None], seq_len=seq))
         position = np.zeros(n, dtype=np.intp)
         position[union] = np.arange(union.size)
@@ -166,23 +169,27 @@ def expected(model: ModelSpec, groups: Sequence, workload, batches: np.ndarray, 
         calibration = calibrations[members[0]]
         framework = calibration.framework
         if framework not in stacked:
-            stacked[framework] = (Kernels(model, sc.with_(batch=1, seq_len=workload.isl), "prefill", ops[0], framework),
+            prefill = (Kernels(model, sc.with_(batch=1, seq_len=workload.isl), "prefill", ops[0], framework)
+                       if with_prefill else None)
+            stacked[framework] = (prefill,
                                   Kernels(model, sc, "decode", ops[1], framework, pick=_mean_column(width),
                                           seq_len=float(workload.decode_seq_len)))
         prefill, decode = stacked[framework]
         devices = [(groups[m].gpu, position[wanted[m]]) for m in members]
-        ttfts, prefill_label = prefill.step(calibration, [(gpu, np.zeros(1, dtype=np.intp)) for gpu, _ in devices])
+        ttfts, prefill_label = (prefill.step(calibration, [(gpu, np.zeros(1, dtype=np.intp)) for gpu, _ in devices])
+                                if with_prefill else (np.full(len(members), np.nan), None))
         tpots, decode_label = decode.step(calibration, devices)
         start = 0
         for m, ttft in zip(members, ttfts):
             chosen = wanted[m]
             tpot = np.maximum(tpots[start:start + chosen.size], bounds_of[m]["tpot_s"][chosen])
             start += chosen.size
-            ttft = max(float(ttft), float(bounds_of[m]["ttft_s"][0]))
+            ttft = max(float(ttft), float(bounds_of[m]["ttft_s"][0])) if with_prefill else np.nan
             out[m]["ttft_expected_s"][chosen] = ttft
             out[m]["tpot_expected_s"][chosen] = tpot
-            out[m]["step_expected_s"][chosen] = step_time(tpot, ttft, batches[chosen], workload)
-            out[m]["labels"] = (combine(prefill_label, decode_label), framework or "none", calibrations[m].table)
+            out[m]["step_expected_s"][chosen] = step_time(tpot, ttft, batches[chosen], workload) if with_prefill else tpot
+            labels = (prefill_label, decode_label) if with_prefill else (decode_label,)
+            out[m]["labels"] = (combine(*labels), framework or "none", calibrations[m].table)
     return out
 
 

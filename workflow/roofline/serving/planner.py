@@ -264,7 +264,8 @@ def fill_expected(result: Search, indices: list[int]) -> None:
         result.ttft_expected_s, result.tpot_expected_s, result.step_expected_s = (np.full(n, np.nan) for _ in "abc")
     if result.labels is None:
         result.labels = [None] * len(result.groups)
-    missing = [i for i in indices if not np.isfinite(result.step_expected_s[i])]
+    missing = [i for i in indices if not (np.isfinite(result.step_expected_s[i])
+                                          and np.isfinite(result.ttft_expected_s[i]))]
     by_group: dict[int, list[int]] = {}
     for i in missing:
         by_group.setdefault(int(result.group[i]), []).append(i)
