@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from roofline.estimate import expected as estimator
-from roofline.engine import analysis
 from roofline.cli import app as cli
 from roofline.engine import columns
 from roofline.engine import hardware

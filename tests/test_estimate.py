@@ -194,3 +194,12 @@ def test_a_missing_extra_says_the_one_install_line(monkeypatch):
             src.package_root()
     finally:
         src.package_root.cache_clear()
+
+
+def test_a_table_of_ones_own_takes_precedence_over_the_shipped_ones():
+    own = cal.data_dir() / "h100-sxm.vidur.csv.gz"  # any table in the format: here vidur's H100 kernels
+    h200 = replace(hardware.get_accelerator("h200-sxm"), calibration=str(own))
+    rows, total = estimator.analyze(LLAMA8, h200, "decode", Scenario())
+    assert total["calibration"] == own.name and total["framework"] == "none"
+    assert {r["estimate"] for r in rows if r["op_class"] == "norm"} == {"calibrated"}  # its own norms
+    assert total["estimate"] == "default"  # no GEMM or attention in it: the pooled fallback for those
