@@ -179,18 +179,24 @@ def expected(model: ModelSpec, groups: Sequence, workload, batches: np.ndarray, 
         ttfts, prefill_label = (prefill.step(calibration, [(gpu, np.zeros(1, dtype=np.intp)) for gpu, _ in devices])
                                 if with_prefill else (np.full(len(members), np.nan), None))
         tpots, decode_label = decode.step(calibration, devices)
+        label = combine(prefill_label, decode_label) if with_prefill else combine(decode_label)
         start = 0
         for m, ttft in zip(members, ttfts):
             chosen = wanted[m]
-            tpot = np.maximum(tpots[start:start + chosen.size], bounds_of[m]["tpot_s"][chosen])
+            _fill(out[m], chosen, tpots[start:start + chosen.size], ttft, bounds_of[m], batches, workload)
             start += chosen.size
-            ttft = max(float(ttft), float(bounds_of[m]["ttft_s"][0])) if with_prefill else np.nan
-            out[m]["ttft_expected_s"][chosen] = ttft
-            out[m]["tpot_expected_s"][chosen] = tpot
-            out[m]["step_expected_s"][chosen] = step_time(tpot, ttft, batches[chosen], workload) if with_prefill else tpot
-            labels = (prefill_label, decode_label) if with_prefill else (decode_label,)
-            out[m]["labels"] = (combine(*labels), framework or "none", calibrations[m].table)
+            out[m]["labels"] = (label, framework or "none", calibrations[m].table)
     return out
+
+
+def _fill(out: dict, chosen: np.ndarray, tpot: np.ndarray, ttft: float, bounds_of: dict, batches, workload) -> None:
+    """One device's expected times at its candidates `chosen`, each at least its bound (ttft NaN: not computed)."""
+    tpot = np.maximum(tpot, bounds_of["tpot_s"][chosen])
+    if ttft == ttft:  # not NaN
+        ttft = max(float(ttft), float(bounds_of["ttft_s"][0]))
+    out["ttft_expected_s"][chosen] = ttft
+    out["tpot_expected_s"][chosen] = tpot
+    out["step_expected_s"][chosen] = tpot if ttft != ttft else step_time(tpot, ttft, batches[chosen], workload)
 
 
 def _shared_calibrations(groups: Sequence, wanted: list) -> tuple[dict, list[list[int]]]:
