@@ -1,181 +1,196 @@
-"""Build the shipped calibration tables (workflow/roofline/data/calibrations/) from third-party measurements.
+"""Rebuild every shipped calibration table (workflow/roofline/data/calibrations/) in one command.
 
-    python benchmarks/build_calibrations.py [--data ../shared/data/measured]
+    pip install -e '.[aic]' && python benchmarks/build_calibrations.py [--data ../shared/data/measured]
 
-- a100-sxm-80gb.csv, h100-sxm.csv: MEASURED. vidur's per-operator kernel times (fp16, TP1, Llama-2-7B and
-  Llama-3-8B shapes; A100 attention also at Llama-2-70B TP2 heads) and, for the A100, LLMCompass's square-ish
-  matmuls (wall-clock, so only those of >= 200 us, where its ~20 us of launch and sync is < 10%). FLOPs and bytes of
-  every kernel come from the engine's formulas (roofline.engine.formulas) at the kernel's shape.
-- h200-sxm.csv: DERIVED, not measured. The H100 rows moved to the H200: time - roof time on the H100 + roof time
-  on the H200, where roof time = max(flops / peak, bytes / bandwidth) with the H100's empirical roofs (the best
-  FLOP/s and GB/s its own GEMMs reach) and the H200's MEASURED ceilings (h200_ceilings.csv): the time above the roofs
-  (launch, tails, tile waste) is kept, since both are the same GH100 die at the same clocks, so a launch-bound norm
-  takes as long on both and a GEMV shrinks with the bandwidth; at least time x roof ratio (for the residual add,
-  which beats the H100 roof from L2). Plus the measured H200 ceilings as `ceiling` rows.
+1. From the installed `aiconfigurator-core` (roofline.estimate.aic_import, what `roofline calibrate --from
+   aiconfigurator` runs): every catalog device it covers under every framework it measured. The device's default
+   framework is the one whose table covers the most curve keys (op class x dtype x operand dtype x phase, and
+   collectives x GPU count); another framework's table is shipped too when the expected time of a reference step
+   (REFERENCE) differs from the default's by more than MATERIAL.
+2. vidur's A100 and H100 norms, element-wise kernels and embeddings (`{gpu}.vidur.csv`: what the package does not
+   measure), rebuilt from --data when it holds vidur's files, else kept as committed; the H200's measured ceilings
+   (h200_ceilings.csv) appended to its default table.
+3. The fit of each table on its catalog device (`.fit.npz`), the pooled fallback's (`pooled.fit.npz`) and
+   manifest.json (device -> framework -> file, package and framework versions, default framework).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import gzip
+import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow"))
 
-from roofline.engine import formulas as f  # noqa: E402
-from roofline.engine.columns import CALIBRATION_COLUMNS  # noqa: E402
+from roofline.engine import models  # noqa: E402
+from roofline.engine.analysis import prepare  # noqa: E402
+from roofline.engine.graph import build_operators  # noqa: E402
 from roofline.engine.hardware import catalog  # noqa: E402
-from roofline.engine.models import ACTIVATION_FLOPS  # noqa: E402
-from roofline.estimate.calibration import bound_seconds  # noqa: E402
+from roofline.engine.parallel import Parallel  # noqa: E402
+from roofline.engine.scenario import Scenario  # noqa: E402
+from roofline.estimate import aic_source as src  # noqa: E402
+from roofline.estimate import calibration as cal  # noqa: E402
+from roofline.estimate import lookup  # noqa: E402
+from roofline.estimate.aic_import import import_tables, write_table  # noqa: E402
+from roofline.estimate.curves import Fit  # noqa: E402
+from roofline.estimate.step import Kernels  # noqa: E402
 
 OUT = ROOT / "workflow" / "roofline" / "data" / "calibrations"
-GPUS = {"a100": "a100-sxm-80gb", "h100": "h100-sxm"}
-A = 2  # fp16 bytes per element
-#: (hidden, intermediate) per vidur model file; heads come from each row
-MODELS = {"llama2-7b_ops_measured.csv": (4096, 11008), "llama3-8b_ops_measured.csv": (4096, 14336)}
-MIN_WALL_CLOCK_S = 200e-6
-#: vidur's attn_kv_cache_save runs 70-140x above the copy bound of the new tokens' K/V (15 GB/s at 12k tokens): it
-#: is not the compulsory copy our kv_cache_write row models (a paged-cache reshape), so it would skew elementwise.
-EXCLUDED = ("kv_cache_write",)
+#: another framework's table ships when a reference step's expected time differs from the default's by more
+MATERIAL = 0.10
+#: (model, stage, scenario) of the reference steps (decode at seq 2048; prefill of 2048 tokens)
+REFERENCE = (
+    ("llama-3.1-8b", "decode", Scenario(batch=1, seq_len=2048, weight_dtype="bf16", act_dtype="bf16", kv_dtype="bf16")),
+    ("llama-3.1-8b", "decode", Scenario(batch=64, seq_len=2048, weight_dtype="bf16", act_dtype="bf16",
+                                        kv_dtype="bf16")),
+    ("llama-3.1-8b", "decode", Scenario(batch=16, seq_len=2048, weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")),
+    ("llama-3.1-8b", "prefill", Scenario(batch=1, seq_len=2048, weight_dtype="bf16", act_dtype="bf16",
+                                         kv_dtype="bf16")),
+    ("qwen3-30b-a3b", "decode", Scenario(batch=16, seq_len=2048, weight_dtype="bf16", act_dtype="bf16",
+                                         kv_dtype="bf16")),
+    ("llama-3.1-70b", "decode", Scenario(batch=32, seq_len=2048, weight_dtype="bf16", act_dtype="bf16",
+                                         kv_dtype="bf16", parallel=Parallel(tp=4))),
+)
+VIDUR_CLASSES = ("norm", "elementwise", "embedding")
 
 
-def kernel(op: str, T: int, D: int, F: int, H: int, Hkv: int, d: int, batch: int, kv_len: int):
-    """(op_class, shape fields, Cost) of one vidur operator at T tokens (engine formulas)."""
-    gemms = {"qkv_proj": (D, (H + 2 * Hkv) * d), "o_proj": (H * d, D), "gate_up_proj": (D, 2 * F),
-             "down_proj": (F, D)}
-    if op in gemms:
-        K, N = gemms[op]
-        return "gemm", {"m": T, "n": N, "k": K}, f.linear(T, K, N, A, A)
-    if op == "mlp_act":
-        return "elementwise", {"m": T, "n": F}, f.activation(T, F, A, ACTIVATION_FLOPS["silu"], True)
-    if op in ("input_norm", "post_attn_norm"):
-        return "norm", {"m": T, "n": D}, f.norm(T, D, A)
-    if op == "residual_add":
-        return "elementwise", {"m": T, "n": D}, f.residual_add(T, D, A)
-    if op == "rope":
-        return "elementwise", {"m": T, "n": (H + Hkv) * d}, f.rope(T, H + Hkv, d, A)
-    if op == "kv_cache_write":
-        return "elementwise", {"m": T, "n": 2 * Hkv * d}, f.kv_cache_write(T, 2 * Hkv * d, A, A)
-    if op == "embedding":
-        return "embedding", {"m": T, "n": D}, f.embedding(T, D, 32768, A, A)
-    heads = {"heads": H, "kv_heads": Hkv, "head_dim": d}
-    if op == "attention_prefill":  # one causal chunk of T queries after kv_len cached keys
-        pairs = T * kv_len + T * (T + 1) / 2
-        cost = f.from_activations(f.fused_attention(1, H, Hkv, T, pairs, kv_len + T, d, d, A, A))
-        return "attention", {"batch": 1, "q_len": T, "kv_len": kv_len + T, **heads}, cost
-    if op == "attention_decode":  # `batch` sequences, each one query over kv_len + 1 keys
-        keys = kv_len + 1
-        cost = f.fused_attention(batch, H, Hkv, 1, keys, keys, d, d, A, A)
-        return "attention", {"batch": batch, "q_len": 1, "kv_len": keys, **heads}, cost
-    raise ValueError(op)
+def coverage(fit: Fit) -> int:
+    return len(fit.grids) + len(fit.comm)
 
 
-def row(device: str, gpu: str, source: str, op_class: str, op: str, shape: dict, flops: float, nbytes: float,
-        measured: float, provenance: str, dtype: str = "fp16") -> dict:
-    out = {c: 0 for c in CALIBRATION_COLUMNS}
-    out.update(shape)
-    out.update(device=device, gpu=gpu, source=source, op_class=op_class, op=op, dtype=dtype, flops=float(flops),
-               bytes=float(nbytes), measured_s=measured, provenance=provenance,
-               bound_s=bound_seconds(catalog()[gpu], dtype, flops, nbytes))
+def reference_steps(key: str, fit: Fit, framework: str) -> list[float]:
+    """Expected times of the REFERENCE steps on device `key` from `fit` (NaN where the device cannot run one)."""
+    gpu = catalog()[key]
+    calibration = lookup.Calibration(fit, Fit(), True, 0.0, framework, "")  # no fallback: the table alone
+    out = []
+    for model_key, stage, scenario in REFERENCE:
+        model = models.catalog()[model_key]
+        try:
+            scenario = prepare(model, gpu, stage, scenario)
+        except Exception:  # noqa: BLE001 - a device without the dtype's peak or the memory: no reference
+            out.append(float("nan"))
+            continue
+        kernels = Kernels(model, scenario, stage, build_operators(model, stage, scenario), framework)
+        out.append(float(kernels.step(calibration, gpu)[0][0]))
     return out
 
 
-def vidur_rows(data: Path) -> dict[str, list[dict]]:
-    tables: dict[str, list[dict]] = {key: [] for key in GPUS.values()}
-    files = [*MODELS, "llama2-70b-tp2_attention_measured.csv"]
-    for name in files:
-        D, F = MODELS.get(name, (8192, 28672))
-        with (data / name).open(newline="") as handle:
-            for r in csv.DictReader(handle):
-                if r["gpu"] not in GPUS or r["op_mapped"] in EXCLUDED:
-                    continue
-                gpu = GPUS[r["gpu"]]
-                T, H, Hkv, d = int(r["num_tokens"]), int(r["n_q_head"]), int(r["n_kv_head"]), int(r["head_dim"])
-                batch = int(float(r["batch"] or 1))
-                kv_len = int(float(r["kv_len"] or 0))
-                op_class, shape, cost = kernel(r["op_mapped"], T, D, F, H, Hkv, d, batch, kv_len)
-                tables[gpu].append(row(
-                    catalog()[gpu].name, gpu, "measured", op_class, r["op_mapped"], shape, cost.flops, cost.bytes,
-                    float(r["measured_time_s"]), f"vidur 7d47513 kernel time, median (shared/data/measured/{name})"))
-    return tables
+def differs(steps: list[float], default: list[float]) -> bool:
+    return any(abs(a / b - 1) > MATERIAL for a, b in zip(steps, default) if a == a and b == b)
 
 
-def llmcompass_rows(data: Path) -> list[dict]:
-    rows = []
-    path = data / "llmcompass/ae/figure5/ab/real_hardware/matmul_A100.csv"
-    for M, N, K, latency, _ in csv.reader(path.open()):
-        M, N, K, seconds = int(M), int(N), int(K), float(latency.strip().removesuffix("ms")) * 1e-3
-        if seconds < MIN_WALL_CLOCK_S:
+def build_device(key: str, data: Path | None) -> dict:
+    """Import, fit and choose; write the shipped tables of one device; its manifest entry."""
+    name = src.SYSTEMS[key]
+    built = {}
+    for framework in src.FRAMEWORKS:
+        if not src.framework_versions(name, framework):
             continue
-        cost = f.linear(M, K, N, A, A)
-        rows.append(row(catalog()["a100-sxm-80gb"].name, "a100-sxm-80gb", "measured", "gemm", "matmul",
-                        {"m": M, "n": N, "k": K}, cost.flops, cost.bytes, seconds,
-                        "LLMCompass 2e015fd ae/figure5/ab/real_hardware/matmul_A100.csv (wall-clock, >= 200 us)"))
-    return rows
+        rows, text = import_tables(key, framework)
+        print(text)
+        if rows:
+            built[framework] = (rows, cal.fit_rows(rows, catalog()[key]), src.pick_version(name, framework, None))
+    default = max(built, key=lambda fw: (coverage(built[fw][1]), fw == "trtllm"))
+    steps = {fw: reference_steps(key, fit, fw) for fw, (_, fit, _) in built.items()}
+    shipped = [default] + [fw for fw in built if fw != default]
+    for fw in shipped[1:]:
+        gaps = [abs(a / b - 1) for a, b in zip(steps[fw], steps[default]) if a == a and b == b]
+        print(f"  {fw} against {default}: reference steps differ by up to {max(gaps, default=0):.0%}")
+    print(f"{key}: default {default} (coverage " + ", ".join(f"{fw} {coverage(built[fw][1])}" for fw in built)
+          + f"); shipped {', '.join(shipped)}")
+    entry = {"default": default, "tables": {}}
+    for framework in shipped:
+        rows, fit, version = built[framework]
+        if key == "h200-sxm" and framework == default:
+            rows = rows + h200_ceilings(data)
+        path = OUT / f"{key}.{framework}.csv.gz"
+        write_table(rows, path)
+        cal.save_fit(path, catalog()[key], [r for r in cal.read_table(str(path))])
+        entry["tables"][framework] = {"file": path.name, "framework_version": version,
+                                      "source": f"{src.PACKAGE} {src.package_version()}, {framework} {version}",
+                                      "rows": len(rows), "coverage": coverage(fit)}
+    return entry
 
 
-def h200_ceiling_rows(data: Path) -> tuple[list[dict], float, float]:
-    """The measured H200 ceilings as rows, and the best measured bandwidth [byte/s] and 16-bit FLOP/s."""
-    rows, bandwidth, peak16 = [], 0.0, 0.0
-    for r in csv.DictReader((data / "h200_ceilings.csv").open()):
-        seconds, nbytes, flops = float(r["median_seconds"]), float(r["bytes"]), float(r["flops"])
-        matmul = r["benchmark"].startswith("gemm")
-        side = int(r["benchmark"].rsplit("_", 1)[1]) if matmul else 0
-        if matmul:
-            peak16 = max(peak16, flops / seconds) if r["dtype"] == "bf16" else peak16
-        else:
-            bandwidth = max(bandwidth, nbytes / seconds)
-        shape = {"m": side, "n": side, "k": side} if matmul else {"m": int(nbytes)}
-        out = row(r["device"], "h200-sxm", "measured", "ceiling", "matmul" if matmul else r["benchmark"].split("_")[0],
-                  shape, flops if matmul else 0.0, nbytes, seconds,
-                  "measured for this project: triton.testing.do_bench median, L2 flushed (shared/data/measured/"
-                  "h200_ceilings.csv)", dtype=r["dtype"] or "bf16")
-        rows.append(out)
-    return rows, bandwidth, peak16
+def h200_ceilings(data: Path | None) -> list[dict]:
+    """The H200's measured ceilings (copy/read bandwidth, square matmuls): from --data, else the committed ones."""
+    committed = [r for r in _rows(OUT / "h200-sxm.trtllm.csv.gz") if r["op_class"] == cal.CEILING]
+    if data is None or not (data / "h200_ceilings.csv").is_file():
+        return committed
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from build_vidur import h200_ceiling_rows  # the vidur-era builder keeps the ceiling parser
+
+    return h200_ceiling_rows(data)[0]
 
 
-def derive_h200(h100: list[dict], data: Path) -> list[dict]:
-    """H100 rows rescaled with the measured H200 ceilings (see the module docstring)."""
-    ceilings, bw200, p200 = h200_ceiling_rows(data)
-    p100 = max(r["flops"] / r["measured_s"] for r in h100)
-    # GEMMs only: the residual add reaches 4.2 TB/s (> 3.35 datasheet) by reading its input from L2
-    bw100 = max(r["bytes"] / r["measured_s"] for r in h100 if r["op_class"] == "gemm")
-    h200 = catalog()["h200-sxm"]
-    rows = []
-    for r in h100:
-        roof100 = max(r["flops"] / p100, r["bytes"] / bw100)
-        roof200 = max(r["flops"] / p200, r["bytes"] / bw200)
-        scale = roof200 / roof100
-        # the time above the roofs (launch, tails, tile waste) is kept: same GH100 die, clocks and driver
-        seconds = max(r["measured_s"] - roof100 + roof200, r["measured_s"] * scale)
-        rows.append({**r, "device": h200.name, "gpu": "h200-sxm", "source": "derived", "measured_s": seconds,
-                     "bound_s": bound_seconds(h200, r["dtype"], r["flops"], r["bytes"]),
-                     "provenance": f"derived from H100 SXM (roof x {scale:.3f}: H200 measured ceilings "
-                                   f"{bw200 / 1e12:.2f} TB/s, {p200 / 1e12:.0f} TFLOP/s bf16 vs H100 empirical roofs "
-                                   f"{bw100 / 1e12:.2f} TB/s, {p100 / 1e12:.0f} TFLOP/s); not measured on an H200"})
-    return ceilings + rows
+def _rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with gzip.open(path, "rt", newline="") as handle:
+        return list(csv.DictReader(handle))
 
 
-def write(rows: list[dict], path: Path) -> None:
-    with path.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(CALIBRATION_COLUMNS), lineterminator="\n")
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
-    print(f"{path.relative_to(ROOT)}: {len(rows)} rows")
+def vidur_tables(data: Path | None) -> None:
+    """{gpu}.vidur.csv: vidur's norms, element-wise kernels and embeddings (rebuilt from --data if present)."""
+    for key in cal.FALLBACK_TABLES:
+        path = OUT / f"{key}.vidur.csv.gz"
+        if data is not None and (data / "llama2-7b_ops_measured.csv").is_file():
+            sys.path.insert(0, str(ROOT / "benchmarks"))
+            from build_vidur import vidur_rows
+
+            rows = [r for r in vidur_rows(data)[key] if r["op_class"] in VIDUR_CLASSES]
+            write_table([{**dict.fromkeys(cal_columns(), 0), "framework": "", "weight_dtype": "", "kv_dtype": "",
+                          "span": 1, **r} for r in rows], path)
+        if path.is_file():
+            cal.save_fit(path, catalog()[key])
+
+
+def refit() -> None:
+    """The fits of every shipped table and the pooled fallback, from the tables as committed."""
+    for key, entry in cal.manifest()["devices"].items():
+        for table in entry["tables"].values():
+            cal.save_fit(OUT / table["file"], catalog()[key])
+            print(f"refitted {table['file']}")
+    for key in cal.FALLBACK_TABLES:
+        cal.save_fit(OUT / f"{key}.vidur.csv.gz", catalog()[key])
+    lookup.pooled.cache_clear()
+    lookup.fit_pooled().save(OUT / lookup.POOLED_FIT)
+
+
+def cal_columns():
+    from roofline.engine.columns import CALIBRATION_COLUMNS
+
+    return CALIBRATION_COLUMNS
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "measured")
-    data = parser.parse_args().data
-    tables = vidur_rows(data)
-    tables["a100-sxm-80gb"] += llmcompass_rows(data)
-    tables["h200-sxm"] = derive_h200(tables["h100-sxm"], data)
+    parser.add_argument("--devices", nargs="+", default=list(src.SYSTEMS), help="catalog keys (default: all)")
+    parser.add_argument("--fits-only", action="store_true", help="refit the shipped tables as they are (after a "
+                                                                   "change of the estimator), import nothing")
+    args = parser.parse_args()
+    if args.fits_only:
+        refit()
+        return
+    data = args.data if args.data.is_dir() else None
     OUT.mkdir(parents=True, exist_ok=True)
-    for key, rows in tables.items():
-        write(rows, OUT / f"{key}.csv")
+    vidur_tables(data)
+    path = OUT / "manifest.json"
+    manifest = json.loads(path.read_text()) if path.is_file() else {"devices": {}}
+    for key in args.devices:
+        manifest["devices"][key] = build_device(key, data)
+    manifest.update(package=src.PACKAGE, version=src.package_version(), licence="Apache-2.0",
+                    fallback=list(cal.FALLBACK_TABLES))
+    path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    cal.manifest.cache_clear()
+    lookup.pooled.cache_clear()
+    lookup.fit_pooled().save(OUT / lookup.POOLED_FIT)
+    total = sum(p.stat().st_size for p in OUT.iterdir())
+    print(f"wrote {path.relative_to(ROOT)}; {OUT.relative_to(ROOT)} holds {total / 1e6:.1f} MB")
 
 
 if __name__ == "__main__":

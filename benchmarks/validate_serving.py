@@ -122,7 +122,7 @@ def today_row(row) -> tuple[float, float]:
     prefill = plan(row.prefill_tp_size, row.prefill_attention_dp_size, row.prefill_moe_tp_size,
                    row.prefill_moe_ep_size) if disagg else decode
     batch = max(int(round(row.concurrency / (row.decode_num_workers if disagg else 1))), 1)
-    base = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv)
+    base = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, framework=row.backend)
     ttft = analyze(model, gpu, "prefill", base.with_(parallel=prefill, batch=1, seq_len=int(row.isl)))[1]
     tpot = analyze(model, gpu, "decode", base.with_(parallel=decode, batch=batch,
                                                     seq_len=int(row.isl + row.osl // 2)))[1]

@@ -245,11 +245,12 @@ def test_schema_gpu_entry_fields_are_the_ones_the_engine_reads():
              "peak_tflops": {"fp16": 1}, "scaleup_link": "L", "scaleup_gbps": 100, "scaleup_domain": 4,
              "scaleout_gbps": 50, "scaleup_latency_us": 2, "scaleout_latency_us": 8,
              "calibration": str(shipped_path("h100-sxm")), "calibration_any_device": True,  # new hardware: any chip
-             "tdp_w": 700, "power_w": 550, "price_per_hour": 2.5}
+             "tdp_w": 700, "power_w": 550, "price_per_hour": 2.5, "framework": "vllm"}
     # `parallel` is read by the config layer (the deployment plan), every other field by the engine
     assert set(entry) | {"parallel", "base"} == set(SCHEMA["$defs"]["gpu_entry"]["properties"])
     gpu = rc.resolve_gpu("x", entry)
     assert gpu.l2_bytes == 1e6 and gpu.link(4) == (100e9, 2e-6) and gpu.link(8) == (50e9, 8e-6)
+    assert gpu.framework == "vllm"
 
 
 SCHEMA_BAD = {

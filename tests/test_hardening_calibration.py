@@ -9,6 +9,7 @@ import logging
 import math
 import os
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -19,11 +20,13 @@ from roofline.engine import hardware, models
 from roofline.engine.errors import RooflineInputError
 from roofline.engine.scenario import Scenario
 from roofline.estimate import table_checks
-from roofline.estimate.calibration import calibration_for, check_table, read_table, shipped_path, table_path
+from roofline.estimate.calibration import check_table, read_table, shipped_path, table_path
 from roofline.estimate.expected import analyze
+from roofline.estimate.lookup import calibration_for
 from roofline.pipeline import config as rc
 
-H100 = shipped_path("h100-sxm")
+#: a plain-text table measured on the H100 (2590 rows: the previously shipped vidur-based table)
+H100 = Path(__file__).parent / "data" / "calibrations" / "h100-sxm.vidur-2590.csv"
 TOTALS = ["totals", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--stage", "decode", "--format", "csv"]
 
 
@@ -176,7 +179,7 @@ def test_an_alias_takes_its_base_chips_table():  # H8
     renamed = rc.resolve_gpu("h100-sxm", {"base": "h200-sxm"})  # the H200 under the H100's key
     assert renamed.chip == "h200-sxm" and table_path(renamed) == str(shipped_path("h200-sxm"))
     tp8 = rc.resolve_gpu("h100-tp8", {"base": "h100-sxm"})
-    assert tp8.chip == "h100-sxm" and table_path(tp8) == str(H100)
+    assert tp8.chip == "h100-sxm" and table_path(tp8) == str(shipped_path("h100-sxm"))
     new = rc.resolve_gpu("my-gpu", {"name": "H100 SXM5 80GB", "memory_gb": 80, "bandwidth_gbps": 3350,
                                     "peak_tflops": {"fp16": 989}})
     assert new.chip == "" and table_path(new) is None  # new hardware: no measured chip, whatever its name

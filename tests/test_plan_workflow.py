@@ -66,7 +66,7 @@ def built(tmp_path_factory):
     work.mkdir()
     config = {**BASE, "models": {"llama-2-7b": {}, "llama-3.1-70b": {}}, "gpus": {"h100-sxm": {}, "rtx-a6000": {}},
               "plan": {"isl": 1024, "osl": 1024, "tpot_ms": 10, "gpus": ["h100-sxm", "rtx-a6000"],
-                       "dtypes": ["fp16", "fp8", "int8"],
+                       "dtypes": ["fp16", "fp8", "int8"], "rank_on": "bound",  # the bounds' arithmetic below
                        "max_devices": 1}}  # one device: the arithmetic below stays simple
     (work / "config.yaml").write_text(yaml.safe_dump(config))
     # the Pareto figure is one of the model's figures (reports/figures/{model}/pareto.*)

@@ -12,6 +12,7 @@ from roofline.engine import hardware, models
 from roofline.engine.analysis import totals
 from roofline.engine.columns import COST_COLUMNS, PLAN_COLUMNS
 from roofline.engine.scenario import Scenario
+from roofline.estimate.expected import analyze
 from roofline.serving import planner
 
 H100 = hardware.get_accelerator("h100-sxm")
@@ -98,9 +99,14 @@ def test_rows_agree_with_engine_totals():
         assert row["footprint_bytes"] == final["footprint_bytes"]
         assert row["fits"] == (final["fits"] and prefill["fits"])
         assert row["tokens_per_s"] == pytest.approx(row["batch"] / row["tpot_s"])
-        assert row["estimate"] == "bound"
+        # the expected twins are the estimator's for the same steps (roofline.estimate, vectorized in the search)
+        assert row["tpot_expected_s"] == pytest.approx(analyze(LLAMA2, H100, "decode", sc)[1]["tpot_expected_s"],
+                                                       rel=1e-9)
+        assert row["ttft_expected_s"] == pytest.approx(
+            analyze(LLAMA2, H100, "prefill", sc.with_(batch=1, seq_len=512))[1]["ttft_expected_s"], rel=1e-9)
+        assert row["estimate"] == "calibrated" and row["framework"] == "trtllm"
     for row in planner.rows(result, planner.frontier(result)):
-        assert row["fits"] and row["tpot_s"] <= 0.02
+        assert row["fits"] and row["tpot_expected_s"] <= 0.02  # the targets hold in expectation
     assert not rows[-1]["fits"]  # batch 512 of 768 tokens at fp16: 512 x 768 x 0.5 MB of KV = 201 GB > 80 GB
 
 
@@ -128,11 +134,12 @@ def test_cli_csv_columns_and_frontier(capsys):
                  "ttft_s", "tpot_s", "tokens_per_s", "tokens_per_s_per_device", "tokens_per_s_per_user", "bound",
                  "estimate"):
         assert name in rows[0]
-    per_device = [float(r["tokens_per_s_per_device"]) for r in rows]
-    per_user = [float(r["tokens_per_s_per_user"]) for r in rows]
+    # ranked on the expected times (the default): best first, each next one faster per user, targets met
+    per_device = [float(r["tokens_per_s_per_device_expected"]) for r in rows]
+    per_user = [float(r["tokens_per_s_per_user_expected"]) for r in rows]
     assert per_device == sorted(per_device, reverse=True)  # best first
     assert all(a < b for a, b in zip(per_user, per_user[1:]))  # and each next one is faster per user
-    assert all(r["fits"] == "True" and float(r["tpot_s"]) <= 0.05 for r in rows)
+    assert all(r["fits"] == "True" and float(r["tpot_s"]) <= float(r["tpot_expected_s"]) <= 0.05 for r in rows)
     assert {r["gpu"] for r in rows} <= {"h100-sxm", "h200-sxm"}
     # the first line says what was searched; a second one (--top's default of 20 rows) how many rows were left out
     match = re.fullmatch(r"evaluated (\d+) configurations in ([\d.]+) s \(([\d,]+) per second\)\n"
@@ -202,11 +209,13 @@ def test_acceptance_frontier_rows_reevaluate_with_roofline_totals(capsys):
         # the calibrated estimate of the same step is the engine's too, never below the bound
         assert json.loads(decode)["tpot_expected_s"] == pytest.approx(float(row["tpot_expected_s"]), rel=1e-9)
         assert float(row["tpot_expected_s"]) >= float(row["tpot_s"])
-        assert row["estimate"] == ("calibrated" if json.loads(decode)["estimate"] == "calibrated" else "bound")
         assert json.loads(decode)["deployment"] == row["deployment"]
         _, prefill, _ = run(capsys, "totals", "--stage", "prefill", "--batch", "1", "--seq-len", row["isl"],
                             *options)
         assert json.loads(prefill)["ttft_s"] == pytest.approx(float(row["ttft_s"]), rel=0.01)
+        labels = {json.loads(decode)["estimate"], json.loads(prefill)["estimate"]}
+        assert row["estimate"] == (labels.pop() if len(labels) == 1 else "partial")
+        assert row["framework"] == json.loads(decode)["framework"] == "trtllm"
         # the fit is the engine's at the end of the request: isl + osl tokens cached
         _, final, _ = run(capsys, "totals", "--stage", "decode", "--batch", row["batch"], "--seq-len",
                           str(int(row["isl"]) + int(row["osl"]) - 1), *options)

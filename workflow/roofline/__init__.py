@@ -33,7 +33,8 @@ def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
 
     `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `stage` prefill or decode. Options:
     batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype, weight_group_size, attention, logits,
-    expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, calibration,
+    expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, framework (vllm, sglang or
+    trtllm: whose measured kernel tables the expected times use; default the device's), calibration,
     calibration_any_device.
     """
     return _frame("ops", model=model, gpu=gpu, stage=stage, **options)
@@ -45,8 +46,8 @@ def totals(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
 
     Arguments and options as for `ops`: batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
     weight_group_size, attention, logits, expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp,
-    memory_utilization, calibration, calibration_any_device; and price_per_hour (USD per device-hour: the cost
-    columns).
+    memory_utilization, framework, calibration, calibration_any_device; and price_per_hour (USD per device-hour: the
+    cost columns).
     """
     return _frame("totals", model=model, gpu=gpu, stage=stage, **options)
 
@@ -56,10 +57,12 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
 
     `gpu` is one candidate device or a list of them (default: every catalog device); `isl` and `osl` are the prompt
     and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes, weight_dtypes, kv_dtypes (lists),
-    mode (aggregated, disaggregated or all: the serving model), framework, prefix_hit, spec_method, spec_tokens,
+    mode (aggregated, disaggregated or all: the serving model), framework (the serving model's scheduler and kernel
+    tables, default vllm; with prefill: the kernel tables, default each device's), prefix_hit, spec_method, spec_tokens,
     spec_acceptance, spec_accepted_length, spec_draft_model, prefill (the previous release's step model),
     memory_utilization, top, max_candidates (a larger search is refused before it runs), price_per_hour (USD per
-    device-hour, or a list of "gpu=USD"), rank_on (bound or cost). `attrs` of the result hold `evaluated`
+    device-hour, or a list of "gpu=USD"), rank_on (expected, the default: targets and ranking on the expected
+    times; bound; or cost). `attrs` of the result hold `evaluated`
     (configurations), `seconds` and `reason`, the line saying why no candidate fits and meets the targets ("" when
     the frontier is not empty).
     """

@@ -25,8 +25,8 @@ rule analyze:
     so editing one entry of config.yaml reruns only the jobs that use it."""
     input:
         engine=rules.engine.output[0],
-        # the gpu's calibration table (config or shipped): editing it reruns the jobs on that gpu
-        calibration=lambda wildcards: table_path(RESOLVED.gpus[wildcards.gpu]) or [],
+        # the gpu's calibration table (config or shipped) and its fit: editing one reruns the jobs on that gpu
+        calibration=lambda wildcards: RESOLVED.calibration_inputs(wildcards.gpu),
     output:
         ops="results/ops/{model}/{gpu}/{stage}.parquet",
         totals="results/totals/{model}/{gpu}/{stage}.parquet",

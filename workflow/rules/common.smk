@@ -8,7 +8,6 @@ from snakemake.utils import validate
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # the roofline package of this checkout
 from roofline.engine.errors import RooflineInputError
-from roofline.estimate.calibration import table_path
 from roofline.pipeline.config import resolve_config
 from roofline.pipeline.schema import load_schema, typed_config
 from roofline.pipeline.schema_messages import check_schema, describe_schema_error

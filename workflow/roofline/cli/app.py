@@ -6,22 +6,20 @@ The parser only dispatches: each subcommand is a module with HELP, add_arguments
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import sys
 
 from ..engine.errors import RooflineInputError
-from . import compare, listing, measure, ops, plan, ridge, serve, totals
+from . import calibrate, compare, listing, measure, ops, plan, ridge, serve, totals
 from .options import Parser, in_option_words
 
 #: subcommand -> its module, in the order of `roofline --help`
 COMMANDS = {"ops": ops, "totals": totals, "ridge": ridge, "plan": plan, "serve": serve, "compare": compare,
-            "measure": measure,
-            "list": listing}
+            "measure": measure, "calibrate": calibrate, "list": listing}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="roofline", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"roofline {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name, command in COMMANDS.items():
         command.add_arguments(sub.add_parser(name, help=command.HELP))
@@ -29,10 +27,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
+    import importlib.metadata  # only for --version: it costs a one-shot command ~30 ms
+
     try:
         return importlib.metadata.version("llm-roofline")
     except importlib.metadata.PackageNotFoundError:  # run from a checkout without `pip install`
         return "(not installed)"
+
+
+class _Version(argparse.Action):
+    """--version, the package version looked up only when asked."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"roofline {_version()}")
+        parser.exit()
 
 
 def run(argv: list[str] | None = None) -> str:

@@ -27,13 +27,13 @@ STEP_COLUMNS = PLAN_COLUMNS + COST_COLUMNS
 DEFAULT_TOP = 20
 _HUMAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
           ("attention", None), ("ttft_s", "s"), ("tpot_s", "s"), ("tpot_expected_s", "s"),
-          ("tokens_per_s", "token/s"),
-          ("tokens_per_s_per_device", "token/s"), ("tokens_per_s_per_user", "token/s"), ("bound", None),
-          ("estimate", None))
+          ("tokens_per_s", "token/s"), ("tokens_per_s_per_device", "token/s"),
+          ("tokens_per_s_per_device_expected", "token/s"), ("tokens_per_s_per_user", "token/s"), ("bound", None),
+          ("estimate", None), ("framework", None))
 _HUMAN_SERVED = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
                  ("attention", None), ("ttft_expected_s", "s"), ("tpot_expected_s", "s"),
                  ("tokens_per_s_per_device_expected", "token/s"), ("tokens_per_s_per_user_expected", "token/s"),
-                 ("tokens_per_s_per_device", "token/s"), ("bound", None), ("estimate", None))
+                 ("tokens_per_s_per_device", "token/s"), ("bound", None), ("estimate", None), ("framework", None))
 _COST = (("cost_per_million_tokens", "USD"), ("cost_per_million_tokens_expected", "USD"))
 #: Latency targets allowed [ms] (1 us to ~2.8 h; the schema's plan.tpot_ms/ttft_ms bounds are the same)
 TARGET_MS = (1e-3, 1e7)
@@ -78,9 +78,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--price-per-hour", action="append", type=_price, metavar="[GPU=]USD",
                         help="USD per device-hour, for every candidate or one GPU (repeat); adds cost per million "
                              "tokens (none shipped)")
-    parser.add_argument("--rank-on", type=choice("--rank-on", RANK_ON), default="bound",
-                        help="bound: most tokens/s per device first; cost: cheapest expected cost per million "
-                             "tokens first (needs a price per candidate)")
+    parser.add_argument("--rank-on", type=choice("--rank-on", RANK_ON), default="expected",
+                        help="expected (default): check the targets and rank on the expected times (measured "
+                             "kernels), most tokens/s per device first; bound: on the roofline bounds; cost: cheapest "
+                             "expected cost per million tokens first (needs a price per candidate)")
     options.add_format(parser)
 
 
@@ -111,6 +112,8 @@ def table(args) -> tuple[list[dict], dict]:
     `reason` no candidate fits and meets the targets, "" when some do)."""
     gpus = [options.gpu(key) for key in dict.fromkeys(args.gpu)] if args.gpu else list(hardware.catalog().values())
     gpus = priced(gpus, args.price_per_hour)
+    if args.framework:  # the option wins over a GPU entry's and the scenario's choice
+        gpus = [replace(gpu, framework=args.framework) for gpu in gpus]
     if args.rank_on == "cost":
         check_priced(gpus)
     model = options.model(args.model)
@@ -120,19 +123,25 @@ def table(args) -> tuple[list[dict], dict]:
     kvs = args.kv_dtypes or args.dtypes or list(planner.DEFAULT_DTYPES)
     workload = search.ServedWorkload(isl=args.isl, osl=args.osl, tpot_s=_seconds(args.tpot_ms),
                                      ttft_s=_seconds(args.ttft_ms), prefix_hit=args.prefix_hit,
-                                     spec=spec_options.speculation(args, model), framework=args.framework)
+                                     spec=spec_options.speculation(args, model), framework=args.framework or "")
     result = search.search(model, gpus, workload, weights, kvs, args.max_devices, args.mode or "aggregated",
                            memory_utilization=args.memory_utilization, max_candidates=args.max_candidates)
     by_key = {gpu.key: gpu for gpu in gpus}
+    side = _side(args)
     if args.rank_on == "cost":
         rows, left_out = _top(rank_on_cost(add_plan_cost(search_rows.rows(result, search.frontier(result)), by_key)),
                               args.top)
     else:
-        frontier = search.frontier(result)
+        frontier = search.frontier(result, side=side)
         rows = add_plan_cost(search_rows.rows(result, frontier[:args.top or None]), by_key)
         left_out = len(frontier) - len(rows)
     return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out,
-                  "reason": "" if rows else search_rows.no_plan_reason(result)}
+                  "reason": "" if rows else search_rows.no_plan_reason(result, side)}
+
+
+def _side(args) -> str:
+    """What the search checks the targets and ranks on: the bounds with --rank-on bound, else the expected times."""
+    return "bound" if args.rank_on == "bound" else "expected"
 
 
 def _step_model(args, model, gpus) -> tuple[list[dict], dict]:
@@ -154,7 +163,7 @@ def _step_model(args, model, gpus) -> tuple[list[dict], dict]:
                                "or raise --max-candidates")
     progress = search_budget.Progress(count, lambda line: print(line, file=sys.stderr, flush=True))
     result = planner.search(model, gpus, workload, dtypes=dtypes, max_devices=max_devices,
-                            memory_utilization=memory_utilization, progress=progress)
+                            memory_utilization=memory_utilization, rank_on=_side(args), progress=progress)
     rows, left_out = _ranked(result, args, {gpu.key: gpu for gpu in gpus})
     return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out,
                   "reason": "" if rows else planner.no_plan_reason(result), "columns": STEP_COLUMNS}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..engine.dtypes import STORAGE_DTYPES, WEIGHT_DTYPES
 from ..engine.errors import RooflineInputError
+from ..engine.hardware import FRAMEWORKS
 from ..engine.parallel import Parallel
 from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario
 from ..estimate.calibration import check_table
@@ -15,7 +16,7 @@ from .options import choice, fraction, positive_int
 
 
 def add_arguments(parser) -> None:
-    """--model, --gpu, --stage and every scenario field, --format and --calibration."""
+    """--model, --gpu, --stage and every scenario field, --format, --framework and --calibration."""
     defaults = Scenario()
     parser.add_argument("--model", required=True, help="catalog key (roofline list models) or path to a config.json")
     parser.add_argument("--gpu", required=True, help="catalog key (roofline list gpus)")
@@ -33,8 +34,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--memory-utilization", type=fraction("--memory-utilization"),
                         default=defaults.memory_utilization, help="usable fraction of each device's memory")
     options.add_format(parser)
-    parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure --out); "
-                                              "default: the one shipped for --gpu, if any")
+    parser.add_argument("--framework", type=choice("--framework", FRAMEWORKS),
+                        help="serving framework whose measured kernels and step model the expected times use "
+                             "(default: the device's; a device without its tables keeps its default)")
+    parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure or "
+                                              "roofline calibrate --out); default: the one shipped for --gpu, if any")
     parser.add_argument("--calibration-any-device", action="store_true",
                         help="apply --calibration even if it was measured on another device than --gpu")
 
@@ -93,6 +97,8 @@ def analysis(args) -> tuple[list[dict], dict]:
     """(operator rows, totals row) of the question the options ask, with --calibration's table and
     --price-per-hour (totals) when given."""
     model, gpu, chosen = options.model(args.model), options.gpu(args.gpu), scenario(args)
+    if args.framework:  # the option wins over a GPU entry's and the scenario's choice
+        gpu = replace(gpu, framework=args.framework)
     if getattr(args, "price_per_hour", None):
         gpu = replace(gpu, price_per_hour=args.price_per_hour)
     if args.calibration_any_device and not args.calibration:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..engine.errors import RooflineInputError
-from ..serving.framework import DEFAULT_FRAMEWORK, FRAMEWORKS
+from ..engine.hardware import FRAMEWORKS
 from ..serving.speculative import SPEC_METHODS, Speculation
 from . import options
 from .options import choice, positive_int
@@ -34,8 +34,9 @@ def number(option):
 
 def add_arguments(parser) -> None:
     """--framework, --prefix-hit and the --spec-* options."""
-    parser.add_argument("--framework", type=choice("--framework", FRAMEWORKS), default=DEFAULT_FRAMEWORK,
-                        help="serving framework: its scheduler defaults and host time (default vllm)")
+    parser.add_argument("--framework", type=choice("--framework", FRAMEWORKS),
+                        help="serving framework: its scheduler defaults, host time and measured kernel tables "
+                             "(default vllm; plan --prefill: each device's default tables)")
     parser.add_argument("--prefix-hit", type=share("--prefix-hit"), default=0.0,
                         help="share of prompt tokens found in the prefix cache")
     parser.add_argument("--spec-method", type=choice("--spec-method", SPEC_METHODS),

@@ -136,10 +136,16 @@ PLAN_COLUMNS = (
     "bound",  # memory | compute | network: the roof the decode step spends most of its time under
     "memory_bound_share",  # fraction of the decode step in memory-bound operators
     "network_share",  # fraction of the decode step in communication operators
-    "ttft_expected_s",  # s, the engine's calibrated estimate of ttft_s (roofline.estimate.calibration)
-    "tpot_expected_s",  # s, the engine's calibrated estimate of tpot_s
-    "tokens_per_s_per_device_expected",  # token/s, batch / tpot_expected_s / devices
-    "estimate",  # calibrated (expected times from this device's own measurements) | bound (only the bound is backed)
+    "ttft_expected_s",  # s, expected twin of ttft_s: the prefill as the framework serves it (roofline.estimate)
+    "tpot_expected_s",  # s, expected twin of tpot_s (the decode step; plus prefills when interleaved)
+    "tokens_per_s_expected",  # token/s, whole deployment (step model: batch / tpot_expected_s)
+    "tokens_per_s_per_device_expected",  # token/s, tokens_per_s_expected / devices
+    "tokens_per_s_per_user_expected",  # token/s, 1 / tpot_expected_s
+    "estimate",  # calibrated | partial | default: how much of the expected times the device's own tables back
+    # serving framework whose measured kernels and step model the expected times use (step model: none without a
+    # table); the serving model's rows: the framework served under (scheduler, host time and kernel tables)
+    "framework",
+    "calibration",  # the table they rest on (shipped file with package and framework versions, or one's own)
     "deployment",  # text, e.g. "4 x H100 SXM5 80GB, TP 4"
 )
 
@@ -150,18 +156,20 @@ PLAN_TABLE_EXTRA_COLUMNS = (
     "chosen",  # the best plan over every device
 )
 
-#: Calibrated estimates (roofline.estimate.calibration), after OP_COLUMNS in every per-operator table.
+#: Calibrated estimates (roofline.estimate), after OP_COLUMNS in every per-operator table.
 OP_EXPECTED_COLUMNS = (
-    "t_expected_s",  # s, expected time of one instance: measured efficiency and launch floor applied; >= t_s
-    "estimate",  # calibrated (measured on this device) | default (fallback from the shipped measurements)
+    "t_expected_s",  # s, expected time of one instance run alone (its kernel, launch included); >= t_s
+    "estimate",  # calibrated (measured on this device under its framework) | default (a fallback)
 )
 
-#: Calibrated estimates of the totals, after TOTAL_COLUMNS ("estimate": calibrated only if every operator is).
+#: Calibrated estimates of the totals, after TOTAL_COLUMNS (roofline.estimate.step: the step as a framework serves it).
 TOTAL_EXPECTED_COLUMNS = (
     "ttft_expected_s",  # s, expected time to first token (prefill; NaN for decode)
     "tpot_expected_s",  # s, expected time per output token (decode; NaN for prefill)
     "tokens_per_s_expected",  # token/s, the same tokens as tokens_per_s over the expected time
-    "estimate",  # calibrated | default
+    "estimate",  # calibrated | partial | default: GEMM, attention, MoE and communication from the device's tables
+    "framework",  # serving framework whose kernels and step model the expected times use (none: no table)
+    "calibration",  # the table they rest on: shipped file (package and framework versions) or one's own file name
 )
 
 #: Cost and energy (roofline.engine.cost), after the expected columns of the totals (TOTAL_EXPECTED_COLUMNS) and
@@ -212,7 +220,9 @@ CALIBRATION_COLUMNS = (
     "device",  # device name as the framework reports it (e.g. "NVIDIA H200")
     "gpu",  # catalog key the bound_s column is computed for ("" = the measured ceilings of `device`)
     "source",  # measured (timed on `device`) | derived (rescaled from another device's measurements)
-    "op_class",  # gemm | attention | norm | elementwise | embedding | ceiling (copy/read bandwidth, square matmul)
+    # gemm | attention | moe | norm | elementwise | embedding | communication | ceiling (copy/read bandwidth, square
+    # matmul)
+    "op_class",
     "op",  # kernel: matmul, qkv_proj, sdpa_prefill, sdpa_decode, rmsnorm, layernorm, silu_mul, residual_add, copy, ...
     "dtype",  # compute dtype whose peak bounds the kernel
     "m", "n", "k",  # GEMM [m x k] @ [k x n]; element-wise ops: m rows x n channels; 0 where not applicable
@@ -223,6 +233,12 @@ CALIBRATION_COLUMNS = (
     "measured_s",  # s, median kernel time
     "bound_s",  # s, the engine's roofline bound of the same kernel on `gpu`
     "provenance",  # how it was measured or derived (tool, timer, versions, source file)
+    "framework",  # serving framework whose kernels were timed: trtllm | vllm | sglang ("" = not a framework's)
+    "weight_dtype",  # GEMM and MoE rows: the weights' storage dtype ("" elsewhere)
+    "kv_dtype",  # attention rows: the KV cache's storage dtype ("" elsewhere)
+    "group_size",  # int4 weights per fp16 scale (0 where not group-quantized)
+    "experts", "top_k",  # MoE rows: routed experts of the layer and experts per token (0 elsewhere)
+    "span",  # communication rows: devices the collective spans; MoE rows: the expert-parallel degree (1 elsewhere)
 )
 
 #: Served predictions (roofline.serving; `roofline serve`, results/serving/): one row per deployment and workload.
@@ -262,20 +278,18 @@ SERVE_COLUMNS = (
     "prefill_workers", "decode_workers",  # disaggregated pools (0 when aggregated)
     "kv_transfer_s",  # s, one prompt's KV cache from the prefill to the decode pool (0 when aggregated)
     "limited_by",  # disaggregated: the pool that sets the rate (prefill | decode); aggregated: none
-    "estimate",  # calibrated | default: the estimate label of the step times
+    "estimate",  # calibrated | partial | default: how much of the step times the device's own tables back
+    "calibration",  # the table the expected step times rest on (the run's framework's; roofline.estimate.lookup)
 )
 
 #: Extra columns of a served plan row (`roofline plan` on the serving model), after PLAN_COLUMNS.
 PLAN_SERVING_COLUMNS = (
     "mode",  # aggregated | disaggregated
-    "framework",  # vllm | sglang | trtllm
     "prefill_workers",  # disaggregated: prefill instances (0 when aggregated)
     "prefill_tp", "prefill_pp", "prefill_ep", "prefill_attention_dp",  # the prefill instances' plan (0 when aggregated)
     "decode_workers",  # disaggregated: decode instances of the tp/pp/ep plan (0 when aggregated)
     "kv_transfer_s",  # s, one prompt's KV cache from prefill to decode (0 when aggregated)
     "limited_by",  # disaggregated: prefill | decode, the pool that sets the rate; aggregated: none
-    "tokens_per_s_expected",  # token/s, expected output tokens of the whole deployment
-    "tokens_per_s_per_user_expected",  # token/s, 1 / tpot_expected_s
     "requests_per_s_expected",  # request/s
     "e2e_latency_expected_s",  # s, ttft_expected_s + (osl - 1) x tpot_expected_s
     "kv_capacity_requests",  # requests the KV cache holds at once (expected side)

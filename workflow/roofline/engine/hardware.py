@@ -28,6 +28,9 @@ TERA = 1e12
 GIGA = 1e9
 GIB = 2**30
 MICRO = 1e-6
+#: Serving frameworks (one definition for the whole package): whose measured kernel tables a device's expected times
+#: use (roofline.estimate) and whose scheduler a served run assumes (roofline.serving.framework)
+FRAMEWORKS = ("vllm", "sglang", "trtllm")
 
 #: Devices whose PEAKS OR BANDWIDTH are not all vendor-printed dense figures, with the reason (from each row's notes
 #: in data/accelerators.csv). An L2 size or TDP that is only estimated does not make a device an estimate.
@@ -77,6 +80,8 @@ class Accelerator:
     price_per_hour: float | None = None  # USD per device-hour (config or --price-per-hour; none shipped)
     chip: str = ""  # catalog key of the silicon (an alias with `base:` keeps its base's): whose measurements apply
     calibration_any_device: bool = False  # apply `calibration` even if it was measured on another chip
+    framework: str = ""  # serving framework (FRAMEWORKS) whose shipped tables it uses (roofline.estimate); "" = its
+    # default
 
     def link(self, span: int) -> tuple[float, float]:
         """(bandwidth [byte/s], latency [s]) of a collective over `span` devices: scale-up inside one domain,
@@ -171,7 +176,7 @@ _SCALED_FIELDS = {
 #: Unscaled numeric fields of a gpus: entry (positive numbers in their own units: W, USD per device-hour)
 _POWER_AND_PRICE = ("tdp_w", "power_w", "price_per_hour")
 ENTRY_FIELDS = ("base", "name", "vendor", "source", "peak_tflops", "scaleup_link", "scaleup_domain",
-                *_SCALED_FIELDS, "calibration", "calibration_any_device", *_POWER_AND_PRICE)
+                *_SCALED_FIELDS, "calibration", "calibration_any_device", "framework", *_POWER_AND_PRICE)
 
 
 def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
@@ -182,8 +187,9 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     GB/s], peak_tflops {dtype: dense TFLOP/s}, l2_mb, source; interconnect: scaleup_link, scaleup_gbps [decimal GB/s
     per direction], scaleup_domain [devices], scaleout_gbps, scaleup_latency_us, scaleout_latency_us; calibration
     (path of a calibration table, as given), calibration_any_device (true: apply it even if measured on another
-    chip); tdp_w [W], power_w [W, measured], price_per_hour [USD per device-hour]. The device keeps the chip of the
-    catalog entry it starts from (`key` or `base`); new hardware has none.
+    chip), framework (FRAMEWORKS: the serving framework whose shipped tables its expected times use); tdp_w [W],
+    power_w [W, measured], price_per_hour [USD per device-hour]. The device keeps the chip of the catalog entry it
+    starts from (`key` or `base`); new hardware has none.
     """
     entry = dict(entry or {})
     unknown_fields = sorted(set(entry) - set(ENTRY_FIELDS))
@@ -204,6 +210,10 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
             raise RooflineInputError(f"gpus.{key}.calibration_any_device: {entry['calibration_any_device']!r} is not "
                                      "allowed; expected true or false")
         changes["calibration_any_device"] = entry["calibration_any_device"]
+    if "framework" in entry:  # which measured tables apply, not a spec field: the source stays the catalog's
+        if entry["framework"] not in FRAMEWORKS:
+            raise unknown(f"gpus.{key}.framework", entry["framework"], FRAMEWORKS)
+        changes["framework"] = entry["framework"]
     return check_plausible(key, entry, replace(base, **changes))
 
 

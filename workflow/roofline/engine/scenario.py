@@ -6,6 +6,7 @@ from functools import lru_cache
 
 from .dtypes import DEFAULT_GROUP_SIZE, ELEMENT_BITS, WEIGHT_DTYPES, check_storage_dtype
 from .errors import RooflineInputError, unknown
+from .hardware import FRAMEWORKS
 from .model_spec import ModelSpec
 from .parallel import Parallel
 
@@ -38,6 +39,9 @@ class Scenario:
     weight_dtype: a storage dtype, or 'native': the checkpoint's own (resolved per model by `for_model`).
     expert_weight_dtype: the MoE experts' weights, '' = as weight_dtype (gpt-oss's native MXFP4 experts).
     weight_group_size: int4 weights that share one fp16 scale (dtypes.weight_bytes_per_element).
+    framework: the serving framework (FRAMEWORKS) whose measured kernels and step model the expected times use
+    (roofline.estimate; a device without its tables keeps its default); '' = each device's default. The bounds
+    ignore it.
     """
 
     batch: int = 1
@@ -54,6 +58,7 @@ class Scenario:
     quantize_embeddings: bool = False
     expert_weight_dtype: str = ""
     weight_group_size: int = DEFAULT_GROUP_SIZE
+    framework: str = ""
 
     def __post_init__(self):
         if isinstance(self.parallel, dict):  # rebuilt from asdict() (job params, JSON)
@@ -97,6 +102,8 @@ class Scenario:
         if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0.05 <= fraction <= 1:
             raise RooflineInputError(f"scenario.memory_utilization: {fraction!r} is not allowed; expected a "
                                      "fraction from 0.05 to 1 of each device's memory")
+        if self.framework and self.framework not in FRAMEWORKS:
+            raise unknown("scenario.framework", self.framework, FRAMEWORKS)
         if not isinstance(self.quantize_embeddings, bool):
             raise RooflineInputError(f"scenario.quantize_embeddings: {self.quantize_embeddings!r} is not allowed; "
                                      "expected true or false")

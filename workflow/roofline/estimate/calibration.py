@@ -1,149 +1,69 @@
-"""Calibrated estimates: an expected kernel time next to every roofline bound, from measured kernel times.
+"""Calibration tables and the expected-time lookup of one device: measured kernels -> expected times, in bulk.
 
-The bound t = max(flops / peak, bytes / bandwidth) stays a lower bound. A calibration table (CALIBRATION_COLUMNS;
-written by `roofline measure`, or shipped under data/calibrations/) lists measured kernels with their op_class,
-dtype, flops, bytes and measured_s. For a device, every row's bound is recomputed with the engine's roofline on
-THAT device's spec, so the measured / bound ratio is relative to the bound our tables report. Per (op_class, dtype,
-regime), regime = the side of the roofline that bounds the kernel (memory | compute):
+The bound t = max(flops / peak, bytes / bandwidth[, link time]) stays a lower bound. A calibration table
+(CALIBRATION_COLUMNS) lists measured kernels with their op class, dtypes, FLOPs, bytes and measured time. Tables:
+- shipped (data/calibrations/, manifest.json): per catalog device the kernels the `aiconfigurator-core` package
+  measured under one serving framework (`{gpu}.{framework}.csv`, by `roofline calibrate --from aiconfigurator`),
+  the device's default framework first; plus vidur's A100/H100 norms, element-wise kernels and embeddings
+  (`{gpu}.vidur.csv`), which the package does not measure;
+- a table of your own (`roofline measure`, or any table in this format), given per device (`calibration:`) or with
+  `--calibration`: it takes precedence over a shipped one.
+A device's shipped tables are those of its chip (Accelerator.chip: an alias with `base:` keeps its base's; new
+hardware has none). Every table read, shipped or one's own, passes roofline.estimate.table_checks (rows that fail
+are left out and reported once; one's own table must name the device's chip unless any device is allowed).
+Every row's bound is recomputed on the evaluated device's spec, so a ratio measured / bound is relative to the bound
+our tables report; curves (roofline.estimate.curves) are fitted per (op class, dtype, operand dtype, phase), where
+the operand is the weights' dtype of a GEMM or MoE kernel and the KV cache's of an attention kernel, and the phase
+(prefill | decode) tells attention kernels apart. A shipped table's fit is shipped beside it (.fit.npz, written by
+benchmarks/build_calibrations.py) and used while the device's spec is the catalog's.
 
-    t_expected = max(t, floor, t x r),   r from the K_NEAREST measured kernels nearest in (log10 bound [s],
-                                         log10 intensity [FLOP/byte]): their times moved to t along the local slope
-                                         of log time against log bound (0 = flat floor .. 1 = constant fraction),
-                                         the median of those (local_log_ratio)
-
-i.e. interpolation in the measured ladder by its nearest neighbours in size and intensity (a decode GEMV and a
-prefill GEMM of the same bound time sit at different fractions of it); beyond the ladder the local trend holds
-(a norm smaller than any measured keeps the floor-bound time of the smallest ones, a GEMV the GEMVs' fraction).
-floor = the shortest kernel of the table (the device's launch floor). `max(t, ...)` keeps t_expected >= t_s even
-where a measurement beat its bound (a residual add whose input is still in L2).
-
-Launch gaps: the shipped tables hold kernel durations (vidur times the GPU kernels inside each op, launch gaps
-excluded; the H200 table is derived from those), while a serving step pays a gap between consecutive kernels and
-a kernel timed alone with CUDA events (as `roofline measure` does) includes its launch. So an operator calibrated
-from a kernel-duration table (KERNEL_TIME_TABLES, or the pooled default built from them) gets LAUNCH_GAP_S added
-to its expected time; a table written by `roofline measure` is used as measured. Communication rows keep their
-bound (their latency already holds the collective's start-up).
-
-Method choice by leave-one-out error (benchmarks/validate_calibration.py; the README quotes the numbers): "knn"
-against interpolation along the bound time alone in BIN_DECADES bins ("interp"), a fitted latency + throughput
-curve t = floor + t / efficiency ("affine") and one median ratio ("ratio"): knn has the lowest median and p90
-error on every shipped table (GEMMs 1.9% / 6-10%, against 3.6-4.7% / 12-22% for interp).
-
-Estimate label of a row: `calibrated` when the device's own table measured that op_class at the op's compute dtype
-(fp16 and bf16 count as one: the same tensor-core and vector rate on every catalog device) and the table's source
-is `measured`; otherwise `default`: in this order, the device's table at another dtype, or a derived table (H200:
-H100 rescaled), or DEFAULT_TABLES pooled (the shipped measured A100 and H100 tables, each relative to its own
-device's bound), or, for an op_class none of them measured (communication), the bound itself.
+Lookup of an operator (Calibration.kernels), with the `estimate` label it earns:
+1. the device's own table at the op's class, dtype (fp16 and bf16 count as one: the same rate on every catalog
+   device) and operand dtype -> `calibrated` (when the table's rows are measured);
+2. the own table at that class and dtype with another operand dtype, or element-wise curves for norms and embeddings
+   (the package measures no norm) -> `default`;
+3. the pooled FALLBACK_TABLES (each row relative to its own device's bound) -> `default`;
+4. nothing measured that class -> the bound itself, `default`.
+Communication operators look up the measured collective of their kind and GPU count (`calibrated`), else keep the
+bound. Launch gaps: shipped tables hold kernel durations (vidur: kernel times; the package: kernels replayed), while
+an operator timed alone with CUDA events (as `roofline measure` does) includes its launch: a standalone operator
+estimated from a shipped table gets LAUNCH_GAP_S added. A served step accounts for launches per framework instead
+(roofline.estimate.step).
 """
 from __future__ import annotations
 
+import json
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
-from ..engine.hardware import Accelerator, catalog
+from ..engine.dtypes import DTYPE_BYTES
+from ..engine.hardware import Accelerator
 from ..engine.roofline import bound_class, kernel_seconds
-from . import table_checks
+from . import curves, table_checks
+from .curves import Fit
 
-#: Width of the bins whose medians are the interpolation knots [decades of bound time].
-BIN_DECADES = 0.1
-#: Measured kernels whose median ratio gives a knn estimate.
-K_NEAREST = 8
-#: Method of t_expected (see the module docstring and FITS).
-METHOD = "knn"
 #: Columns every calibration table needs (CALIBRATION_COLUMNS in columns.py lists all).
 REQUIRED = table_checks.REQUIRED
-#: Shipped measured tables pooled into the `default` fallback (catalog keys; files data/calibrations/{key}.csv).
-DEFAULT_TABLES = ("a100-sxm-80gb", "h100-sxm")
 #: dtypes that run at the same rate on every catalog device, so one's measurement calibrates the other.
 SAME_RATE = {"bf16": "fp16", "fp16": "bf16"}
 #: op_class of the ceiling rows (copy/read bandwidth, square matmuls): roofs, not ladder points.
 CEILING = "ceiling"
-#: Shipped tables whose times are kernel durations without the launch gap (vidur, and the H200 table derived from
-#: it): an expected time from them gets LAUNCH_GAP_S added.
-KERNEL_TIME_TABLES = ("a100-sxm-80gb", "h100-sxm", "h200-sxm")
-#: Time between two consecutive kernels of a step that kernel-duration tables leave out [s]: an empty kernel timed
-#: alone with CUDA events takes 2-5 us on Ampere and Hopper, CUDA graphs bring back-to-back launches to 1-2 us;
-#: 3 us sits between (NB: an estimate, not a measurement of these tables).
+#: Shipped devices whose tables are pooled into the `default` fallback of a device without one (catalog keys).
+FALLBACK_TABLES = ("a100-sxm-80gb", "h100-sxm")
+#: Time between launching a kernel and the next that kernel-duration tables leave out [s]: an empty kernel timed
+#: alone with CUDA events takes 2-5 us on Ampere and Hopper; 3 us sits between (an estimate, not a measurement).
 LAUNCH_GAP_S = 3e-6
-
-
-@dataclass(frozen=True, eq=False)
-class Curve:
-    """Expected time of one (op_class, dtype, regime) as a function of the bound [s] and the intensity [FLOP/byte].
-
-    interp: knots (x, y) = (log10 bound, log10 ratio); affine: floor + slope x bound; ratio: one knot; knn: the
-    K_NEAREST measured kernels nearest in (log10 bound, log10 intensity) (local_log_ratio), points (x, y, z)."""
-
-    x: np.ndarray
-    y: np.ndarray
-    floor_s: float
-    slope: float = 0.0
-    z: np.ndarray | None = None
-
-    def __call__(self, t_bound: float, intensity: float = 1.0) -> float:
-        if t_bound <= 0:
-            return max(t_bound, self.floor_s)
-        if self.slope:
-            return max(t_bound, self.floor_s + t_bound * self.slope)
-        if self.z is not None:
-            lx = math.log10(t_bound)
-            distance = (self.x - lx) ** 2 + (self.z - math.log10(max(intensity, 1e-3))) ** 2
-            nearest = np.argpartition(distance, K_NEAREST - 1)[:K_NEAREST] if len(distance) > K_NEAREST else slice(None)
-            log_ratio = local_log_ratio(self.x[nearest], self.y[nearest], lx)
-        else:
-            log_ratio = float(np.interp(math.log10(t_bound), self.x, self.y))
-        return max(t_bound, self.floor_s, t_bound * 10 ** log_ratio)
-
-
-def local_log_ratio(x: np.ndarray, y: np.ndarray, at: float) -> float:
-    """log10(t / bound) at log10 bound `at` from neighbours (x = log10 bound, y = log10 ratio): each neighbour's
-    log time moved to `at` along the local slope of log time against log bound (least squares, clipped to [0, 1]:
-    0 = a launch floor, time flat; 1 = a constant fraction of the bound), then the median. Above the largest
-    neighbour the slope is 1: a kernel bigger than any measured keeps their fraction of the bound."""
-    log_time = x + y
-    spread = x - x.mean()
-    slope = float((spread * (log_time - log_time.mean())).sum() / (spread ** 2).sum()) if np.ptp(x) > 0.05 else 1.0
-    slope = 1.0 if at > x.max() else min(max(slope, 0.0), 1.0)
-    return float(np.median(log_time + slope * (at - x))) - at
-
-
-def fit_knn(bound: np.ndarray, measured: np.ndarray, intensity: np.ndarray) -> Curve:
-    """Every measured kernel is a point; the floor = the smallest measured time."""
-    return Curve(np.log10(bound), np.log10(measured / bound), float(measured.min()),
-                 z=np.log10(np.maximum(intensity, 1e-3)))
-
-
-def fit_interp(bound: np.ndarray, measured: np.ndarray, intensity=None) -> Curve:
-    """Knots = medians per BIN_DECADES bin of log10 bound; the floor = the smallest measured time."""
-    lx, ly = np.log10(bound), np.log10(measured / bound)
-    bins = np.floor(lx / BIN_DECADES)
-    xs, ys = [], []
-    for b in np.unique(bins):
-        inside = bins == b
-        xs.append(float(np.median(lx[inside])))
-        ys.append(float(np.median(ly[inside])))
-    return Curve(np.array(xs), np.array(ys), float(measured.min()))
-
-
-def fit_affine(bound: np.ndarray, measured: np.ndarray, intensity=None) -> Curve:
-    """t = floor + t_bound / efficiency: floor = the smallest time, 1/efficiency = median (t - floor) / bound."""
-    floor = float(measured.min())
-    slope = float(np.median((measured - floor) / bound)) or 1.0
-    return Curve(np.zeros(1), np.zeros(1), floor, max(slope, 1.0))
-
-
-def fit_ratio(bound: np.ndarray, measured: np.ndarray, intensity=None) -> Curve:
-    """t = max(floor, median ratio x t_bound)."""
-    return Curve(np.zeros(1), np.array([np.median(np.log10(measured / bound))]), float(measured.min()))
-
-
-FITS = {"knn": fit_knn, "interp": fit_interp, "affine": fit_affine, "ratio": fit_ratio}
+#: op classes whose kernels the package does not measure: they use the element-wise curve or the fallback
+ELEMENTWISE_CLASSES = ("norm", "elementwise", "embedding")
+#: op classes whose expected times decide a step's `estimate` (element-wise kernels may use the fallback)
+CORE_CLASSES = ("gemm", "attention", "moe", "communication")
+CALIBRATED, PARTIAL, DEFAULT = "calibrated", "partial", "default"
 
 
 def bound_seconds(gpu: Accelerator, dtype: str, flops: float, nbytes: float) -> float:
@@ -151,157 +71,110 @@ def bound_seconds(gpu: Accelerator, dtype: str, flops: float, nbytes: float) -> 
     return kernel_seconds(flops, nbytes, gpu.peak_flops_per_s.get(dtype), gpu.bandwidth_bytes_per_s)
 
 
-# ---------------------------------------------------------------- tables
-
-def shipped_path(key: str) -> Path | None:
-    """data/calibrations/{key}.csv of the package, if shipped."""
-    path = Path(str(resources.files("roofline").joinpath(f"data/calibrations/{key}.csv")))
-    return path if path.is_file() else None
-
-
-@lru_cache(maxsize=64)
-def read_table(path: str) -> tuple[dict, ...]:
-    """The rows of a calibration CSV that pass table_checks (numbers as floats); one line for an unusable file."""
-    return table_checks.read_checked(path).rows
-
-
-def holds_kernel_durations(path: str | None) -> bool:
-    """Whether the table at `path` is one of the shipped KERNEL_TIME_TABLES (times without the launch gap)."""
-    return path is not None and any(path == str(shipped_path(key)) for key in KERNEL_TIME_TABLES)
-
-
-def check_table(path: str, gpu: Accelerator | None = None) -> str:
-    """`path` if it reads as a calibration table measured on `gpu`'s chip (table_checks; used by the config and the
-    command line before any estimate); rows left out are reported once, as a warning."""
-    table = table_checks.read_checked(str(path))
-    if gpu is not None:
-        table_checks.check_device(table, gpu, str(path))
-    if table.report(str(path)):
-        logging.getLogger("roofline").warning(table.report(str(path)))
-    return str(path)
-
-
-def table_path(gpu: Accelerator) -> str | None:
-    """The calibration a device uses: its config `calibration`, else the table shipped for its chip (an alias with
-    `base:` keeps its base's chip; a device built without one is looked up by its key)."""
-    if gpu.calibration:
-        return gpu.calibration
-    path = shipped_path(gpu.chip or gpu.key)
-    return str(path) if path is not None else None
-
-
 def regime(gpu: Accelerator, dtype: str, flops: float, nbytes: float) -> str:
     """`compute` or `memory`: which side of the roofline bounds the kernel on `gpu` (analysis.op_row's `bound`)."""
     return bound_class(flops / gpu.peak_flops_per_s[dtype], nbytes / gpu.bandwidth_bytes_per_s)
 
 
-def _points(rows, gpu: Accelerator, keys) -> dict[tuple, list[tuple[float, float, float]]]:
-    """{key: [(bound on gpu, measured, intensity)]} of the ladder rows, each under every key of keys(row, side)."""
-    groups: dict[tuple, list[tuple[float, float, float]]] = {}
-    for row in rows:
-        if row["op_class"] == CEILING or row["measured_s"] <= 0:
-            continue
-        bound = bound_seconds(gpu, row["dtype"], row["flops"], row["bytes"])
-        if bound > 0:
-            for key in keys(row, regime(gpu, row["dtype"], row["flops"], row["bytes"])):
-                groups.setdefault(key, []).append((bound, row["measured_s"], row["flops"] / row["bytes"]))  # bytes > 0
-    return groups
+# ---------------------------------------------------------------- shipped tables
+
+def data_dir() -> Path:
+    return Path(str(resources.files("roofline").joinpath("data/calibrations")))
 
 
-def _fit(groups: dict, method: str) -> dict[tuple, Curve]:
-    """Curves of every group, each with the launch floor of all groups together: the shortest kernel measured
-    (a skinny GEMM below the ladder keeps the GEMMs' ratio instead of inheriting the smallest GEMM's time)."""
-    floor = min((m for points in groups.values() for _, m, _ in points), default=0.0)
-    return {key: replace(FITS[method](*map(np.array, zip(*points))), floor_s=floor) for key, points in groups.items()}
+@lru_cache(maxsize=1)
+def manifest() -> dict:
+    """data/calibrations/manifest.json: per device its tables by framework and its default framework."""
+    path = data_dir() / "manifest.json"
+    return json.loads(path.read_text()) if path.is_file() else {"devices": {}}
 
 
-def _curves(rows, gpu: Accelerator, method: str) -> dict[tuple, Curve]:
-    """{(op_class, dtype, regime): Curve} and {(op_class, dtype, None): Curve} from ladder rows, bounds on `gpu`.
-
-    Memory- and compute-bound kernels of one class get curves of their own: a decode GEMV and a prefill GEMM of
-    the same bound time sit at different fractions of it."""
-    def keys(row, side):
-        return (row["op_class"], row["dtype"], side), (row["op_class"], row["dtype"], None)
-    return _fit(_points(rows, gpu, keys), method)
+def shipped_frameworks(key: str) -> tuple[str, ...]:
+    """Frameworks with a shipped table for catalog device `key`, its default first."""
+    entry = manifest()["devices"].get(key)
+    if not entry:
+        return ()
+    return (entry["default"], *(f for f in entry["tables"] if f != entry["default"]))
 
 
-class Calibration:
-    """Expected-time lookup of one device: its own curves (labelled by the table's source) and the pooled default."""
-
-    def __init__(self, own: dict, measured: bool, pooled: dict, own_gap_s: float = 0.0):
-        self.own, self.measured, self.pooled, self.own_gap_s = own, measured, pooled, own_gap_s
-
-    def expected(self, op_class: str, dtype: str, bound: str, t_bound: float, intensity: float) -> tuple[float, str]:
-        """(t_expected_s, estimate) of one operator instance: its bound t_bound [s] on the `bound` side (memory |
-        compute) at `intensity` [FLOP/byte]."""
-        for candidate in (dtype, SAME_RATE.get(dtype)):
-            curve = self.own.get((op_class, candidate, bound)) or self.own.get((op_class, candidate, None))
-            if curve is not None:
-                return curve(t_bound, intensity) + self.own_gap_s, "calibrated" if self.measured else "default"
-        curve = next((c for (cls, _, side), c in self.own.items() if cls == op_class and side is None), None)
-        if curve is not None:
-            return curve(t_bound, intensity) + self.own_gap_s, "default"
-        curve = self.pooled.get((op_class, bound)) or self.pooled.get((op_class, None))
-        if curve is None:  # a class nothing measured (communication): no fraction to apply, the bound itself
-            return t_bound, "default"
-        return curve(t_bound, intensity) + LAUNCH_GAP_S, "default"  # the pooled tables are kernel durations
+def shipped_path(key: str, framework: str = "") -> Path | None:
+    """The shipped table of `key` under `framework` (its default framework when "" or not shipped), if any."""
+    frameworks = shipped_frameworks(key)
+    if not frameworks:
+        return None
+    chosen = framework if framework in frameworks else frameworks[0]
+    path = data_dir() / manifest()["devices"][key]["tables"][chosen]["file"]
+    return path if path.is_file() else None
 
 
-def _spec_key(gpu: Accelerator) -> tuple:
-    return (gpu.key, gpu.bandwidth_bytes_per_s, tuple(sorted(gpu.peak_flops_per_s.items())), gpu.calibration,
-            gpu.name, gpu.chip)
+def framework_for(gpu: Accelerator, scenario_framework: str = "") -> str:
+    """The framework whose tables a device uses: the GPU's own choice (the CLI option or its config entry), else
+    the scenario's, where its chip has a table of it; else the chip's default ("" without shipped tables)."""
+    frameworks = shipped_frameworks(gpu.chip or gpu.key)
+    wanted = [f for f in (gpu.framework, scenario_framework) if f in frameworks]
+    return (wanted or frameworks or ("",))[0]
 
 
-_CACHE: dict[tuple, Calibration] = {}
+def table_path(gpu: Accelerator, framework: str = "") -> str | None:
+    """The calibration a device uses: its config `calibration`, else the table shipped for its chip (an alias with
+    `base:` keeps its base's chip; a device built without one is looked up by its key) under `framework` (the
+    device's choice when "": framework_for)."""
+    if gpu.calibration:
+        return gpu.calibration
+    path = shipped_path(gpu.chip or gpu.key, framework or framework_for(gpu))
+    return str(path) if path is not None else None
 
 
-def calibration_for(gpu: Accelerator, method: str = METHOD) -> Calibration:
-    """The Calibration of `gpu` (cached per device spec)."""
-    key = (_spec_key(gpu), method)
-    if key not in _CACHE:
-        path = table_path(gpu)
-        rows = read_table(path) if path else ()
-        measured = bool(rows) and all(row["source"] == "measured" for row in rows)
-        _CACHE[key] = Calibration(_curves(rows, gpu, method), measured, _pooled(method),
-                                  LAUNCH_GAP_S if holds_kernel_durations(path) else 0.0)
-    return _CACHE[key]
+def is_shipped(path: str | None) -> bool:
+    """Whether the table at `path` is one of the shipped ones (data/calibrations/)."""
+    return path is not None and Path(path).parent == data_dir()
 
 
-@lru_cache(maxsize=4)
-def _pooled(method: str) -> dict:
-    """{(op_class, regime), (op_class, None): Curve}: the DEFAULT_TABLES, each row relative to its own device's
-    bound."""
-    def keys(row, side):
-        return (row["op_class"], side), (row["op_class"], None)
-    groups: dict = {}
-    for key in DEFAULT_TABLES:
-        path = shipped_path(key)
-        for name, points in (_points(read_table(str(path)), catalog()[key], keys) if path else {}).items():
-            groups.setdefault(name, []).extend(points)
-    return _fit(groups, method) if groups else {}
+def holds_kernel_durations(path: str | None) -> bool:
+    """Whether the table at `path` holds kernel durations (without the launch gap a single launch pays): the
+    shipped tables and `roofline calibrate`'s (table_facts)."""
+    if path is None:
+        return False
+    if is_shipped(path):
+        return True
+    if fit_path(path).is_file():
+        return bool(curves.load(fit_path(path))[1].get("kernel_durations"))
+    return table_facts(read_table(path))["kernel_durations"]
 
 
-# ---------------------------------------------------------------- the engine's hook
+# ---------------------------------------------------------------- reading
 
-def add_expected(gpu: Accelerator, stage: str, rows: list[dict], total: dict) -> None:
-    """Add `t_expected_s`, `estimate` to each operator row and the expected totals to `total`, in place.
+#: numeric columns parsed as floats, with the value a table without the column gets
+NUMBERS = {"flops": None, "bytes": None, "measured_s": None, "m": 0.0, "n": 0.0, "k": 0.0, "span": 1.0,
+           "kv_len": 0.0}
+TEXTS = ("op", "framework", "weight_dtype", "kv_dtype")
 
-    Totals: the sum of count x t_expected_s; tokens_per_s_expected = the bound's tokens/s scaled by t_s / t_expected
-    (the same tokens over the expected time); `estimate` is `calibrated` only if every operator's is.
-    """
-    calibration = calibration_for(gpu)
-    t_expected, labels = 0.0, set()
-    for row in rows:
-        row["t_expected_s"], row["estimate"] = calibration.expected(
-            row["op_class"], row["compute_dtype"], row["bound"], row["t_s"], row["intensity"])
-        t_expected += row["count"] * row["t_expected_s"]
-        labels.add(row["estimate"])
-    prefill = stage == "prefill"
-    total.update({
-        "ttft_expected_s": t_expected if prefill else math.nan, "tpot_expected_s": math.nan if prefill else t_expected,
-        "tokens_per_s_expected": total["tokens_per_s"] * total["t_s"] / t_expected,
-        "estimate": "calibrated" if labels == {"calibrated"} else "default",
-    })
+
+@lru_cache(maxsize=64)
+def checked_table(path: str) -> table_checks.CheckedTable:
+    """The table at `path` through table_checks (NUMBERS as floats, TEXTS filled in): the rows that pass and what
+    was left out; one line for an unusable file."""
+    table = table_checks.read_checked(path, NUMBERS)
+    for row in table.rows:
+        for name in TEXTS:
+            row[name] = row.get(name) or ""
+    return table
+
+
+def read_table(path: str) -> tuple[dict, ...]:
+    """The rows of a calibration CSV (or .csv.gz) that pass table_checks, numbers as floats."""
+    return checked_table(str(path)).rows
+
+
+def check_table(path: str, gpu: Accelerator | None = None) -> str:
+    """`path` if it reads as a calibration table measured on `gpu`'s chip (table_checks; used by the config and the
+    command line before any estimate); rows left out are reported once, as a warning."""
+    table = checked_table(str(path))
+    if gpu is not None:
+        table_checks.check_device(table, gpu, str(path))
+    if table.report(str(path)):
+        logging.getLogger("roofline").warning(table.report(str(path)))
+    return str(path)
 
 
 def measured_ceilings(rows) -> dict:
@@ -316,3 +189,144 @@ def measured_ceilings(rows) -> dict:
         elif row["bytes"]:
             bandwidth = max(bandwidth, row["bytes"] / row["measured_s"])
     return {"bandwidth_bytes_per_s": bandwidth or None, "peak_flops_per_s": peaks}
+
+
+# ---------------------------------------------------------------- fitting
+
+def phase_of(op: str) -> str:
+    """prefill | decode for an attention kernel (by its name; MLA's: mla_prefill | mla_decode), "" otherwise."""
+    phase = "prefill" if "prefill" in op else "decode" if "decode" in op else ""
+    return f"mla_{phase}" if phase and op.startswith("mla") else phase
+
+
+#: spacing of a grid's third axis [decades]: GEMM aspect (n / k), decode attention keys per sequence
+THIRD_AXIS = {"gemm": 0.3, "decode": curves.KEYS_DECADES}
+
+
+def third_axis(cls: str, phase: str) -> str:
+    """Which third coordinate a curve has: "gemm" (log10 n / k of a GEMM or of an MoE expert: a tall and a wide
+    weight of one size run at different speeds), "decode" (log10 keys per sequence: the same bytes over many short
+    or few long sequences), or "" (two coordinates)."""
+    return "gemm" if cls in ("gemm", "moe") else "decode" if phase.endswith("decode") else ""
+
+
+def coordinates(cls: str, phase: str, bound, flops, nbytes, third=None) -> tuple[list, tuple]:
+    """(coordinates, node spacing) a curve is fitted and looked up on: log10 bound, log10 intensity, and the
+    third_axis's (given as `third`: n / k of a GEMM, keys per sequence of a decode attention kernel)."""
+    out = [np.log10(bound), curves.log10_intensity(flops, nbytes)]
+    steps = (curves.GRID_DECADES, curves.GRID_DECADES)
+    axis = third_axis(cls, phase)
+    if axis:
+        out.append(np.log10(np.maximum(np.asarray(third, dtype=float), 1e-6 if axis == "gemm" else 1.0)))
+        steps += (THIRD_AXIS[axis],)
+    return out, steps
+
+
+def third_of(row: dict) -> float:
+    """A table row's third coordinate (third_axis): n / k of a GEMM or an MoE expert, keys per sequence of a decode
+    kernel."""
+    if row["op_class"] in ("gemm", "moe"):
+        return row["n"] / row["k"] if row["n"] > 0 and row["k"] > 0 else 1.0
+    return row["kv_len"]
+
+
+def curve_key(row: dict) -> tuple[str, str, str, str]:
+    """(op_class, dtype, operand dtype, phase) a measured kernel calibrates."""
+    cls = row["op_class"]
+    operand = row["weight_dtype"] if cls in ("gemm", "moe") else row["kv_dtype"] if cls == "attention" else ""
+    return cls, row["dtype"], operand, phase_of(row["op"]) if cls == "attention" else ""
+
+
+@dataclass
+class Points:
+    """Measured kernels gathered for fitting: per curve key (bound, measured, flops, bytes, compute-bound) on the
+    device each row is bound on, per collective (message bytes, measured); the shortest kernel; the log10 ridge
+    point of each key's dtype on those devices."""
+
+    groups: dict
+    collectives: dict
+    floor: float = math.inf
+    log_ridges: dict | None = None
+
+    def add(self, rows, gpu: Accelerator) -> "Points":
+        """Add a table's rows with their bounds recomputed on `gpu`."""
+        for row in rows:
+            if row["op_class"] == CEILING or row["measured_s"] <= 0:
+                continue
+            if row["op_class"] == "communication":
+                width = DTYPE_BYTES.get(row["dtype"], 2.0)
+                self.collectives.setdefault((row["op"], int(row["span"])), []).append(
+                    ((row["m"] or row["bytes"] / 2 / width) * width, row["measured_s"]))
+                continue
+            bound = bound_seconds(gpu, row["dtype"], row["flops"], row["bytes"])
+            if not bound > 0:
+                continue  # no peak for its dtype on this device
+            self.floor = min(self.floor, row["measured_s"])
+            peak = gpu.peak_flops_per_s[row["dtype"]]
+            key = curve_key(row)
+            self.groups.setdefault(key, []).append(
+                (bound, row["measured_s"], row["flops"], row["bytes"], row["flops"] / peak > row["bytes"] /
+                 gpu.bandwidth_bytes_per_s, third_of(row)))
+            self.log_ridges.setdefault(key, []).append(math.log10(peak / gpu.bandwidth_bytes_per_s))
+        return self
+
+    def fit(self) -> Fit:
+        fit = Fit(floor_s=0.0 if self.floor == math.inf else self.floor)
+        for key, points in self.groups.items():
+            bound, measured, flops, nbytes, compute, third = (np.array(v) for v in zip(*points))
+            axes, steps = coordinates(key[0], key[3], bound, flops, nbytes, third)
+            # a kernel measured faster than its bound ran from the L2 (the package replays kernels without
+            # flushing it): it says the bound holds there, and pulls no neighbour below its own bound
+            fit.grids[key] = curves.fit_grid(axes, np.log10(np.maximum(measured / bound, 1.0)), compute.astype(bool),
+                                             float(np.mean(self.log_ridges[key])), steps)
+        for key, points in self.collectives.items():
+            fit.comm[key] = curves.fit_comm(*(np.array(v) for v in zip(*points)))
+        return fit
+
+
+def points() -> Points:
+    return Points({}, {}, math.inf, {})
+
+
+def fit_rows(rows, gpu: Accelerator) -> Fit:
+    """Curves of a table's rows with every bound recomputed on `gpu` (roofline.estimate.curves)."""
+    return points().add(rows, gpu).fit()
+
+
+def spec_key(gpu: Accelerator) -> str:
+    """What a fit depends on: the device's bandwidth and peaks."""
+    return json.dumps([gpu.bandwidth_bytes_per_s, sorted(gpu.peak_flops_per_s.items())])
+
+
+def fit_path(table: str | Path) -> Path:
+    """The fit beside a table: x.csv or x.csv.gz -> x.fit.npz."""
+    return Path(str(table).removesuffix(".gz").removesuffix(".csv") + ".fit.npz")
+
+
+def table_facts(rows) -> dict:
+    """What a table's rows say about it: the framework its kernels ran under ("" for none), whether every row is
+    measured, whether its times are kernel durations (a framework's tables: kernels replayed without launch gaps;
+    a table of `roofline measure` times single launches)."""
+    framework = next((r["framework"] for r in rows if r["framework"]), "")
+    return {"framework": framework, "measured": all(r["source"] == "measured" for r in rows),
+            "kernel_durations": bool(framework) or any("vidur" in r.get("provenance", "") for r in rows)}
+
+
+def save_fit(path: str | Path, gpu: Accelerator, rows=None) -> Fit:
+    """Fit the table at `path` on `gpu` and keep the fit beside it (fit_path), with what load_fit checks."""
+    rows = read_table(str(path)) if rows is None else rows
+    fit = fit_rows(rows, gpu)
+    fit.save(fit_path(path), spec=spec_key(gpu), csv_bytes=Path(path).stat().st_size, **table_facts(rows))
+    return fit
+
+
+def load_fit(path: str, gpu: Accelerator) -> tuple[Fit, dict]:
+    """(fit, table_facts) of the table at `path` on `gpu`: the fit kept beside it (shipped tables and those of
+    `roofline calibrate`) while it matches the table and the device's spec, else fitted now."""
+    kept = fit_path(path)
+    if kept.is_file():
+        fit, meta = curves.load(kept)
+        if meta.get("spec") == spec_key(gpu) and meta.get("csv_bytes") == Path(path).stat().st_size:
+            return fit, {name: meta[name] for name in ("framework", "measured", "kernel_durations")}
+    rows = read_table(path)
+    return fit_rows(rows, gpu), table_facts(rows)

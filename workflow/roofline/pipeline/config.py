@@ -24,7 +24,7 @@ from ..engine.hf_config import not_a_file
 from ..engine.models import ModelSpec, model_from_entry
 from ..engine.parallel import Parallel, check_plan
 from ..engine.scenario import STAGES, Scenario, check_context
-from ..estimate.calibration import check_table
+from ..estimate.calibration import check_table, fit_path, framework_for, table_path
 from ..serving.measured import PREDICTED, MeasuredRun, run_params
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
 from ..serving.search_budget import MAX_CANDIDATES, check_budget, check_max_devices, count_candidates
@@ -90,6 +90,14 @@ class ResolvedConfig:
     def gpu_params(self, key: str) -> dict:
         """JSON-able spec of one accelerator (Accelerator(**params) rebuilds it)."""
         return asdict(self.gpus[key])
+
+    def calibration_inputs(self, key: str) -> list[str]:
+        """The files one accelerator's expected times rest on: its table (its own, or the one shipped for its chip
+        under its framework, the GPU entry's else the scenario's) and the fit kept beside it; job inputs, so
+        editing one reruns the jobs on that gpu ([] without a table)."""
+        gpu = self.gpus[key]
+        table = table_path(gpu, framework_for(gpu, self.scenario.framework))
+        return [] if table is None else [table] + [str(fit) for fit in [fit_path(table)] if fit.is_file()]
 
     def scenario_params(self, model: str | None = None) -> dict:
         """The scenario as `model`'s jobs run it (weight_dtype 'native' resolved to its checkpoint's dtypes); for
@@ -291,7 +299,9 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
                             memory_utilization=scenario.memory_utilization,
                             mode=section.get("mode", "aggregated") if served else None,
                             weight_dtypes=tuple(section.get("weight_dtypes", ())),
-                            kv_dtypes=tuple(section.get("kv_dtypes", ())), framework=section.get("framework", "vllm"))
+                            kv_dtypes=tuple(section.get("kv_dtypes", ())),
+                            framework=section.get("framework") or scenario.framework,
+                            rank_on=section.get("rank_on", "expected"))
     for key, model in models.items():  # every search bounded before any job runs
         count = count_candidates(model, settings.gpus, settings.dtypes, settings.max_devices,
                                  settings.memory_utilization)

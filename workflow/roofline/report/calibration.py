@@ -1,47 +1,44 @@
-"""The report's calibration caveat: what the expected times rest on per GPU, the measured launch floor, and the
-validation numbers (data/calibrations/validation.csv, written by benchmarks/validate_calibration.py)."""
+"""The report's calibration caveat: what the expected times rest on per GPU (its serving framework's measured
+tables, or the pooled fallback) and how they were validated (roofline.estimate.validation: data/calibrations/
+validation.csv and served.csv, written by benchmarks/validate_calibration.py and validate_served.py)."""
 from __future__ import annotations
 
-import csv
-from importlib import resources
+import pandas as pd
 
 from ..engine.hardware import Accelerator
-from ..estimate.calibration import CEILING, LAUNCH_GAP_S, holds_kernel_durations, read_table, table_path
-from . import units
+from ..estimate.calibration import manifest
+from ..estimate.validation import sentence
 
 
-def _basis(gpu: Accelerator) -> str:
-    """What a GPU's expected times rest on (without its name: GPUs on the same basis are listed together)."""
-    path = table_path(gpu)
-    if path is None:
-        return "no table of their own: the default fallback (the shipped A100 and H100 measurements)"
-    ladder = [r for r in read_table(path) if r["op_class"] != CEILING]
-    floor = units.seconds(min(r["measured_s"] for r in ladder))
-    kernels = "kernel durations" if holds_kernel_durations(path) else "single launches"
-    if all(r["source"] == "measured" for r in ladder):
-        return f"{len(ladder)} {kernels} measured on this GPU model, launch floor {floor}"
-    return f"derived from another device's {kernels}, not measured on it (marked default), launch floor {floor}"
+def _basis(rows: pd.DataFrame) -> str | None:
+    """'framework version, estimate' of a GPU's expected times (its totals rows say which tables they used and how
+    much of them they back), or None when they rest on no table of its own (the pooled fallback)."""
+    used = [(framework, table.split(" ", 1)[0]) for framework, table in dict.fromkeys(
+        zip(rows["framework"], rows["calibration"])) if table != "none"]
+    if not used:
+        return None
+    versions = {table["file"]: table.get("framework_version", "") for entry in manifest()["devices"].values()
+                for table in entry["tables"].values()}
+    names = [f"{framework} {versions[file]}" if file in versions else f"your table {file}"
+             for framework, file in used]
+    return f"{', '.join(names)}, estimate {'/'.join(dict.fromkeys(rows['estimate']))}"
 
 
-def _validation() -> str:
-    with resources.files("roofline").joinpath("data/calibrations/validation.csv").open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    loo = [r for r in rows if r["check"] == "loo"]
-    steps = [r for r in rows if r["check"] == "decode_step"]
-    medians = [float(r["median_error"]) for r in loo]
-    return ("Leave-one-out error of the per-kernel estimate on the shipped tables: median "
-            f"{units.percent(min(medians))} to {units.percent(max(medians))} per operator class (p90 up to "
-            f"{units.percent(max(float(r['p90_error']) for r in loo))}); whole decode steps held out: median error "
-            + " and ".join(f"{units.percent(float(r['median_error']))} ({r['table'].split(',')[0]})" for r in steps)
-            + ".")
-
-
-def caveat(gpus: dict[str, Accelerator]) -> str:
-    """One paragraph: expected times vs bounds, each GPU's calibration basis and launch floor, the validation."""
-    groups: dict[str, list[str]] = {}
-    for gpu in gpus.values():
-        groups.setdefault(_basis(gpu), []).append(gpu.name)
-    return ("Expected times scale each bound by what measured kernels of the same class, size and intensity achieve, "
-            f"never below the launch floor, plus a {units.seconds(LAUNCH_GAP_S)} launch gap per kernel where a table "
-            "holds kernel durations: " + "; ".join(f"{', '.join(names)}: {basis}" for basis, names in groups.items())
-            + ". " + _validation())
+def caveat(gpus: dict[str, Accelerator], totals: pd.DataFrame) -> str:
+    """One paragraph: expected times against bounds, each GPU's framework and estimate (from its `totals` rows),
+    the validation numbers."""
+    named, fallback = [], []
+    for key, gpu in gpus.items():
+        basis = _basis(totals[totals["gpu"] == key])
+        if basis is None:
+            fallback.append(gpu.name)
+        else:
+            named.append(f"{gpu.name}: {basis}")
+    package = f"{manifest().get('package', 'aiconfigurator-core')} {manifest().get('version', '')}".strip()
+    without = (f"{', '.join(fallback)} (no table of their own): the pooled A100/H100 fallback, estimate default"
+               if fallback else "GPUs without a table: the pooled A100/H100 fallback, estimate default")
+    return ("Expected times scale each bound by what kernels measured on that GPU model under its serving framework "
+            "achieve at the operator's size, intensity and shape (NVIDIA AIConfigurator's tables, "
+            f"{package}, {manifest().get('licence', 'Apache-2.0')}: " + "; ".join([*named, without])
+            + "), never below the bound; a step is priced as the framework runs it (fused QKV, gate-up and MoE "
+            "kernels). " + sentence())

@@ -44,7 +44,7 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
         "gpus": [gpu_detail(key, gpu, stages, mine, gpus, scenario, manifest, figures_href)
                  for key, gpu in gpus.items()],
         "appendix": appendix(model, specs),
-        "caveats": [*CAVEATS, calibration.caveat(gpus)],
+        "caveats": [*CAVEATS, calibration.caveat(gpus, totals)],
     }
     check_context(context, user=user_text(specs))
     return context

@@ -16,11 +16,13 @@ import numpy as np
 from ..engine.cost import cost_columns
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import Accelerator
+from .evaluate import RANK_ON as SEARCH_RANK_ON
 from .planner import pareto_front
 
-#: what `--rank-on` may rank the frontier on: the search's own order (most bound tokens/s per device first) or
-#: the expected cost per million tokens
-RANK_ON = ("bound", "cost")
+#: what `--rank-on` may rank the frontier on: the search's own order on the expected times or on the bounds (most
+#: tokens/s per device first; the targets checked on the same), or the expected cost per million tokens (the
+#: targets checked on the expected times)
+RANK_ON = (*SEARCH_RANK_ON, "cost")
 
 
 def add_plan_cost(rows: Sequence[dict], gpus: Mapping[str, Accelerator]) -> list[dict]:

@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engine.errors import unknown
-from ..engine.hardware import GIB, Accelerator
+from ..engine.hardware import FRAMEWORKS, GIB, Accelerator
 
-FRAMEWORKS = ("vllm", "sglang", "trtllm")
-#: the framework a served run assumes when none is named
+#: the framework a served run assumes when none is named; its kernel tables are that framework's too
+#: (roofline.serving.steps)
 DEFAULT_FRAMEWORK = "vllm"
 
 
@@ -60,8 +60,9 @@ FITTED = {"vllm": (0.0, 0.02, 0.25, 0.0), "sglang": (0.0, 0.15, 0.25, 0.2), "trt
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
                   memory_fraction: float | None = None, fitted: tuple | None = None) -> Framework:
-    """The framework `key` with its documented defaults for `gpu` (and tp: SGLang's memory fraction); `fitted`
-    replaces the fitted constants (benchmarks/validate_serving.py --fit)."""
+    """The framework `key` ("" = DEFAULT_FRAMEWORK) with its documented defaults for `gpu` (and tp: SGLang's memory
+    fraction); `fitted` replaces the fitted constants (benchmarks/validate_serving.py --fit)."""
+    key = key or DEFAULT_FRAMEWORK
     if key not in FRAMEWORKS:
         raise unknown("--framework", key, FRAMEWORKS)
     memory = gpu.memory_bytes / GIB

@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from ..engine.columns import MEASUREMENT_COLUMNS
-from ..engine.hardware import Accelerator
+from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.models import ModelSpec
 from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
 from ..estimate.expected import analyze
-from .planner import activation_dtype
+from .candidates import activation_dtype
 
 NAN = math.nan
 #: the `status` of a row that was predicted (any other status says why it was not)
@@ -55,8 +55,11 @@ class MeasuredRun:
 
     def scenario(self, base: Scenario) -> Scenario:
         """`base` (the config's scenario, 'native' resolved) with this run's plan and dtypes (weights given here are
-        served with the deployment search's activation recipe: fp8 as W8A8, integers weight-only)."""
+        served with the deployment search's activation recipe: fp8 as W8A8, integers weight-only) and its framework
+        where it is one we have tables of (its expected times use that framework's measured kernels)."""
         changes: dict = {"parallel": self.plan}
+        if self.framework in FRAMEWORKS:
+            changes["framework"] = self.framework
         if self.weight_dtype:
             changes.update(weight_dtype=self.weight_dtype, act_dtype=activation_dtype(self.weight_dtype))
         if self.kv_dtype:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..engine.columns import COST_COLUMNS, PLAN_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
 
-TEXT_COLUMNS = ("model", "gpu", "weight_dtype", "act_dtype", "kv_dtype", "attention", "bound", "estimate", "deployment",
-                "energy_basis")
+TEXT_COLUMNS = ("model", "gpu", "weight_dtype", "act_dtype", "kv_dtype", "attention", "bound", "estimate", "framework",
+                "calibration", "deployment", "energy_basis")
 COUNT_COLUMNS = ("devices", "tp", "pp", "ep", "batch", "isl", "osl", "seq_len")
 
 

@@ -19,51 +19,42 @@ Serving model (stated once here; the README repeats it):
   decode step is due batch / osl prefills on average, so the mean time between a user's tokens becomes
   TPOT + (batch / osl) x TTFT and tokens/s = batch / that. Chunked prefill that fuses prompt chunks into the decode
   batch shares the weight reads and lands between the two.
-- Times are roofline lower bounds (`estimate` = "bound") until a calibration exists for a device.
+- Two sets of times: the roofline bounds (ttft_s, tpot_s, tokens_per_s...) and the expected times of the same steps
+  (their `_expected` twins: roofline.estimate, the device's measured kernels under its serving framework). The
+  targets are checked and the candidates ranked on the expected times (`rank_on="expected"`, the default) or on the
+  bounds (`rank_on="bound"`); every row carries both. `estimate`: calibrated | partial | default.
 
 Candidates: device x parallel plan (roofline.engine.parallel: tp, pp, ep, data-parallel attention; devices = tp x pp <=
 max_devices; every plan the engine accepts for the model and the device) x weight dtype x KV dtype x attention
 kernel x batch. Every time, footprint and fit is the engine's (sharding and communication included). One engine
 call evaluates every batch of a (device, plan, dtypes, kernel) group at once: build_operators accepts NumPy arrays,
-so the search runs at hundreds of thousands of candidates per second.
+and the expected times come in bulk too (roofline.serving.evaluate), so the search runs at well over 100,000
+candidates per second.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine.analysis import aggregate, check_device_dtypes, deployment_label, operator_table
+from ..engine.analysis import operator_table
 from ..engine.columns import PLAN_COLUMNS
 from ..engine.dtypes import DTYPE_BYTES, check_storage_dtype
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.graph import build_operators
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
-from ..engine.parallel import Parallel, check_plan
 from ..engine.roofline import dominant_bound
-from ..engine.scenario import ATTENTION_IMPLS, MAX_BATCH, MAX_SEQ_LEN, Scenario
-from ..estimate.expected import analyze
+from ..engine.scenario import MAX_BATCH, MAX_SEQ_LEN, Scenario
+from .candidates import DEFAULT_DTYPES, MIN_KV_BYTES, Group, candidate_groups
+from .evaluate import RANK_ON, bounds, expected, expected_pass
 
 #: batch sizes searched (concurrent requests of the whole deployment): every batch from 1 to 256, every 16th to
 #: 4096, every 64th to 16384 (fine where latency targets bind; wide for data-parallel attention over many devices)
 BATCH_GRID = np.concatenate([np.arange(1, 257), np.arange(272, 4097, 16), np.arange(4160, 16385, 64)]).astype(float)
-#: weight (and KV cache) dtypes searched by default
-DEFAULT_DTYPES = ("fp16", "fp8", "int8", "int4")
-#: KV caches narrower than 8 bits are left out of the search (rare in serving engines: accuracy)
-MIN_KV_BYTES = 1.0
 PREFILL_MODES = ("separate", "interleaved")
-#: a row's `estimate`: its expected times are calibrated on the device's own measurements, or only the bound is
-#: backed (the expected times then come from other devices' measurements: the engine's `default`)
-ESTIMATE_CALIBRATED, ESTIMATE_BOUND = "calibrated", "bound"
-
-
-def activation_dtype(weight_dtype: str) -> str:
-    """The activation dtype of the serving recipe for a weight dtype: floats of 8 bits or more keep their own type
-    (FP8 is served W8A8, computing at the fp8 peak); integer weights are weight-only quantization (W8A16, W4A16)."""
-    return weight_dtype if weight_dtype in ("fp32", "fp16", "bf16", "fp8") else "fp16"
 
 
 @dataclass(frozen=True)
@@ -110,68 +101,6 @@ def check_workload_context(model: ModelSpec, workload: Workload) -> None:
             f"({model.max_position}, max_position); use a shorter isl or osl, or override max_position")
 
 
-@dataclass(frozen=True)
-class Group:
-    """Candidates that differ only in batch: one device and one scenario (dtypes, kernel, parallel plan)."""
-
-    gpu: Accelerator
-    scenario: Scenario
-
-    @property
-    def plan(self) -> Parallel:
-        return self.scenario.parallel
-
-    @property
-    def devices(self) -> int:
-        return self.plan.devices
-
-    def deployment(self) -> str:
-        return deployment_label(self.gpu, self.plan)
-
-
-#: tensor-parallel degrees, pipeline depths and expert-parallel degrees searched: powers of two, as deployed
-POWERS_OF_TWO = tuple(2**i for i in range(13))
-
-
-def parallel_plans(model: ModelSpec, gpu: Accelerator, max_devices: int) -> list[Parallel]:
-    """Every plan of at most `max_devices` devices (tp x pp) that the engine accepts for this model and device
-    (roofline.engine.parallel.check_plan: heads, layers, experts, scale-up domain and network): tp and pp powers of two;
-    for MoE models also ep (a power of two dividing tp) and data-parallel attention (ep = tp)."""
-    plans = []
-    for tp in (n for n in POWERS_OF_TWO if n <= max_devices):
-        for pp in (n for n in POWERS_OF_TWO if tp * n <= max_devices):
-            eps = [n for n in POWERS_OF_TWO if n <= tp and tp % n == 0] if model.is_moe else [1]
-            for ep in eps:
-                for attention_dp in ((False, True) if model.is_moe and ep == tp > 1 else (False,)):
-                    plan = Parallel(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp)
-                    try:
-                        check_plan(model, gpu, plan.validate())
-                    except RooflineInputError:
-                        continue  # the model or the device cannot run it: not a candidate
-                    plans.append(plan)
-    return plans
-
-
-def candidate_groups(model: ModelSpec, gpus: Sequence[Accelerator], dtypes: Sequence[str], max_devices: int,
-                     memory_utilization: float = Scenario.memory_utilization) -> list[Group]:
-    """Every (device, plan, weight dtype, KV dtype, attention) the device can compute at and the engine accepts."""
-    recipes = [Scenario(weight_dtype=w, act_dtype=activation_dtype(w), kv_dtype=kv, attention=attention,
-                        memory_utilization=memory_utilization)
-               for w in dtypes for kv in dtypes if DTYPE_BYTES[kv] >= MIN_KV_BYTES for attention in ATTENTION_IMPLS]
-    groups = []
-    for gpu in gpus:
-        usable = []
-        for sc in recipes:
-            try:
-                check_device_dtypes(gpu, sc)
-            except RooflineInputError:
-                continue  # the device publishes no peak for this recipe: not a candidate
-            usable.append(sc)
-        groups += [Group(gpu, replace(sc, parallel=plan)) for plan in parallel_plans(model, gpu, max_devices)
-                   for sc in usable]
-    return groups
-
-
 @dataclass
 class Search:
     """Every candidate evaluated, column-wise (one entry per candidate), and how long it took."""
@@ -190,9 +119,19 @@ class Search:
     fits: np.ndarray
     footprint_bytes: np.ndarray
     seconds: float = 0.0  # wall-clock time of the search
+    ttft_expected_s: np.ndarray | None = None  # expected twins (NaN where pruned: roofline.serving.evaluate)
+    tpot_expected_s: np.ndarray | None = None
+    step_expected_s: np.ndarray | None = None
+    labels: list | None = None  # per group: (estimate, framework, calibration)
+    rank_on: str = "bound"  # what meets() and frontier() use: "expected" or "bound"
 
     def __len__(self) -> int:
         return len(self.batch)
+
+    def ranked(self, name: str) -> np.ndarray:
+        """`ttft_s` or `step_s` as the search ranks them: the expected time when ranking on it, else the bound."""
+        twin = {"ttft_s": self.ttft_expected_s, "step_s": self.step_expected_s}[name]
+        return twin if self.rank_on == "expected" and twin is not None else getattr(self, name)
 
     @property
     def devices(self) -> np.ndarray:
@@ -207,46 +146,27 @@ class Search:
         return 1.0 / self.step_s
 
     def meets(self) -> np.ndarray:
-        """Candidates that fit and meet both targets."""
+        """Candidates that fit and meet both targets (on the ranked times; a pruned candidate never does)."""
         w = self.workload
-        ok = self.fits.copy()
+        ok = self.fits & np.isfinite(self.ranked("step_s"))
         if w.tpot_s is not None:
-            ok &= self.step_s <= w.tpot_s
+            ok &= self.ranked("step_s") <= w.tpot_s
         if w.ttft_s is not None:
-            ok &= self.ttft_s <= w.ttft_s
+            ok &= self.ranked("ttft_s") <= w.ttft_s
         return ok
-
-
-def _evaluate(model: ModelSpec, groups: Sequence[Group], workload: Workload, batches: np.ndarray) -> dict:
-    """Engine totals of every batch of groups that share one scenario and plan (they differ in device only):
-    the operator graphs (device-independent) are built once, decode at the mean and the final KV length as one
-    array, and the one-request prefill; then the roofline of each device."""
-    sc = groups[0].scenario
-    seq = np.array([[workload.decode_seq_len, workload.final_seq_len]], dtype=float)
-    B = batches[:, None]
-    prefill_ops = build_operators(model, "prefill", sc, batch=1, seq_len=workload.isl)
-    decode_ops = build_operators(model, "decode", sc, batch=B, seq_len=seq)
-    parts = []
-    for group in groups:
-        prefill = aggregate(model, group.gpu, "prefill", sc, prefill_ops, 1, workload.isl)
-        decode = aggregate(model, group.gpu, "decode", sc, decode_ops, B, seq)
-        ttft, tpot = float(prefill["t_s"]), decode["t_s"][:, 0]
-        step = tpot + (batches / workload.osl) * ttft if workload.prefill == "interleaved" else tpot
-        parts.append({
-            "ttft_s": np.full(len(batches), ttft), "tpot_s": tpot, "step_s": step, "tokens_per_s": batches / step,
-            "memory_bound_share": decode["memory_bound_share"][:, 0], "network_share": decode["network_share"][:, 0],
-            "fits": decode["fits"][:, 1] & bool(prefill["fits"]), "footprint_bytes": decode["footprint_bytes"][:, 1],
-        })
-    return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
 
 def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dtypes: Sequence[str] = DEFAULT_DTYPES,
            max_devices: int = 8, batches: Iterable[int] | None = None,
-           memory_utilization: float = Scenario.memory_utilization,
-           progress: Callable[[int, int], None] | None = None) -> Search:
+           memory_utilization: float = Scenario.memory_utilization, rank_on: str = "expected",
+           framework: str = "", progress: Callable[[int, int], None] | None = None) -> Search:
     """Evaluate every candidate (see the module docstring); raises RooflineInputError when there is none.
-    `progress(done, total)` is called after each batch of groups (search_budget.Progress prints a line)."""
+    `framework`: the serving framework whose tables the devices use (roofline.estimate: each device's default
+    where it has none of it, and a device's own `framework` first). `progress(done, total)` is called after each
+    batch of groups (search_budget.Progress prints a line)."""
     workload.validate()
+    if rank_on not in RANK_ON:
+        raise unknown("rank_on", rank_on, RANK_ON)
     dtypes = tuple(dict.fromkeys(check_storage_dtype("dtypes", dtype) for dtype in dtypes))
     if not any(DTYPE_BYTES[dtype] >= MIN_KV_BYTES for dtype in dtypes):
         raise RooflineInputError(f"dtypes: {' '.join(dtypes)} has no dtype of 8 bits or more for the KV cache; add "
@@ -257,24 +177,29 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dt
         raise RooflineInputError(f"batches: expected integers from 1 to {MAX_BATCH}")
     start = time.perf_counter()
     Scenario(memory_utilization=memory_utilization).validate()
-    groups = candidate_groups(model, gpus, dtypes, max_devices, memory_utilization)
+    groups = candidate_groups(model, gpus, dtypes, max_devices, memory_utilization, framework)
     if not groups:
         raise RooflineInputError(f"gpus: none of {', '.join(g.key for g in gpus)} publishes a peak for any of the "
                                  f"dtypes {', '.join(dtypes)}; add a dtype it supports (e.g. bf16)")
     by_scenario: dict[Scenario, list[Group]] = {}
     for group in groups:  # same scenario (plan included), another device: the same operator graph
         by_scenario.setdefault(group.scenario, []).append(group)
-    groups = [g for same in by_scenario.values() for g in same]
+    scenarios = list(by_scenario.values())
+    groups = [g for same in scenarios for g in same]
     parts, done = [], 0
-    for same in by_scenario.values():
-        parts.append(_evaluate(model, same, workload, batches))
+    for same in scenarios:
+        parts.append(bounds(model, same, workload, batches))
         done += len(same)
         if progress is not None:
             progress(done, len(groups))
     columns = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+    labels = None
+    if rank_on == "expected":
+        offsets = np.cumsum([0] + [len(same) * len(batches) for same in scenarios])[:-1]
+        labels = expected_pass(model, scenarios, list(offsets), columns, workload, batches)
     return Search(model=model, workload=workload, groups=groups,
                   group=np.repeat(np.arange(len(groups)), len(batches)), batch=np.tile(batches, len(groups)),
-                  seconds=time.perf_counter() - start, **columns)
+                  seconds=time.perf_counter() - start, labels=labels, rank_on=rank_on, **columns)
 
 
 def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -293,7 +218,8 @@ def frontier(result: Search, per_gpu: bool = False) -> np.ndarray:
     """Candidates that fit and meet the targets and lie on the Pareto front of tokens/s per device versus
     tokens/s per user, best (most tokens/s per device) first; `per_gpu`: one front per device, in device order."""
     ok = np.flatnonzero(result.meets())
-    x, y = result.tokens_per_s_per_device[ok], result.tokens_per_s_per_user[ok]
+    step = result.ranked("step_s")[ok]
+    x, y = result.batch[ok] / step / result.devices[ok], 1.0 / step
     if not per_gpu:
         return ok[pareto_front(x, y)]
     gpu_keys = np.array([g.gpu.key for g in result.groups])[result.group[ok]]
@@ -303,27 +229,22 @@ def frontier(result: Search, per_gpu: bool = False) -> np.ndarray:
 
 
 def rows(result: Search, indices: Iterable[int]) -> list[dict]:
-    """PLAN_COLUMNS records of the given candidates: the search's bounds, and the engine's calibrated estimates of
-    the same decode step and prefill (roofline.estimate.calibration, through analysis.analyze)."""
+    """PLAN_COLUMNS records of the given candidates: the search's bounds and their expected twins (computed here
+    for candidates the search pruned or did not rank on)."""
+    indices = [int(i) for i in indices]
+    fill_expected(result, indices)
     out = []
     w, per_device, per_user = result.workload, result.tokens_per_s_per_device, result.tokens_per_s_per_user
-    prefills: dict[int, dict] = {}  # one prefill per group
     for i in indices:
         g = result.groups[result.group[i]]
         sc = g.scenario
         batch = int(result.batch[i])
-        if result.group[i] not in prefills:
-            prefills[result.group[i]] = analyze(result.model, g.gpu, "prefill", sc.with_(batch=1, seq_len=w.isl))[1]
-        prefill = prefills[result.group[i]]
-        decode = analyze(result.model, g.gpu, "decode", sc.with_(batch=batch, seq_len=w.decode_seq_len))[1]
-        ttft_expected = prefill["ttft_expected_s"]
-        tpot_expected = decode["tpot_expected_s"] + (batch / w.osl * ttft_expected if w.prefill == "interleaved"
-                                                     else 0.0)
-        calibrated = decode["estimate"] == prefill["estimate"] == "calibrated"
+        step_expected = float(result.step_expected_s[i])
+        estimate, framework, table = result.labels[result.group[i]]
         out.append({
             "model": result.model.key, "gpu": g.gpu.key, "devices": g.devices, "tp": g.plan.tp, "pp": g.plan.pp,
             "ep": g.plan.ep, "attention_dp": g.plan.attention_dp,
-            "batch": int(result.batch[i]), "weight_dtype": sc.weight_dtype, "act_dtype": sc.act_dtype,
+            "batch": batch, "weight_dtype": sc.weight_dtype, "act_dtype": sc.act_dtype,
             "kv_dtype": sc.kv_dtype, "attention": sc.attention, "isl": w.isl, "osl": w.osl,
             "seq_len": w.decode_seq_len, "ttft_s": float(result.ttft_s[i]), "tpot_s": float(result.step_s[i]),
             "decode_step_s": float(result.tpot_s[i]), "tokens_per_s": float(result.tokens_per_s[i]),
@@ -332,12 +253,41 @@ def rows(result: Search, indices: Iterable[int]) -> list[dict]:
             "fits": bool(result.fits[i]),
             "bound": dominant_bound(result.memory_bound_share[i], result.network_share[i]),
             "memory_bound_share": float(result.memory_bound_share[i]),
-            "network_share": float(result.network_share[i]), "ttft_expected_s": ttft_expected,
-            "tpot_expected_s": tpot_expected, "tokens_per_s_per_device_expected": batch / tpot_expected / g.devices,
-            "estimate": ESTIMATE_CALIBRATED if calibrated else ESTIMATE_BOUND, "deployment": g.deployment(),
+            "network_share": float(result.network_share[i]), "ttft_expected_s": float(result.ttft_expected_s[i]),
+            "tpot_expected_s": step_expected, "tokens_per_s_expected": batch / step_expected,
+            "tokens_per_s_per_device_expected": batch / step_expected / g.devices,
+            "tokens_per_s_per_user_expected": 1.0 / step_expected, "estimate": estimate, "framework": framework,
+            "calibration": table, "deployment": g.deployment(),
         })
     assert all(tuple(r) == PLAN_COLUMNS for r in out)
     return out
+
+
+def fill_expected(result: Search, indices: list[int]) -> None:
+    """Compute the expected times of the candidates `indices` whose search left them out (pruned, or ranked on
+    the bound), group by group, in place."""
+    if result.step_expected_s is None:
+        n = len(result)
+        result.ttft_expected_s, result.tpot_expected_s, result.step_expected_s = (np.full(n, np.nan) for _ in "abc")
+    if result.labels is None:
+        result.labels = [None] * len(result.groups)
+    missing = [i for i in indices if not (np.isfinite(result.step_expected_s[i])
+                                          and np.isfinite(result.ttft_expected_s[i]))]
+    by_group: dict[int, list[int]] = {}
+    for i in missing:
+        by_group.setdefault(int(result.group[i]), []).append(i)
+    w = result.workload
+    for number, chosen in by_group.items():
+        group, chosen = result.groups[number], np.array(chosen)
+        batches = result.batch[chosen]
+        seq = np.array([[w.decode_seq_len, w.final_seq_len]], dtype=float)
+        ops = (build_operators(result.model, "prefill", group.scenario, batch=1, seq_len=w.isl),
+               build_operators(result.model, "decode", group.scenario, batch=batches[:, None], seq_len=seq))
+        bounds = {"ttft_s": result.ttft_s[chosen], "tpot_s": result.tpot_s[chosen]}
+        found = expected(result.model, [group], w, batches, [np.arange(len(chosen))], [bounds], ops)[0]
+        for name in ("ttft_expected_s", "tpot_expected_s", "step_expected_s"):
+            getattr(result, name)[chosen] = found[name]
+        result.labels[number] = found["labels"]
 
 
 def _usable(group: Group) -> float:
@@ -372,9 +322,13 @@ def _ms(seconds: float) -> str:
 
 
 def no_plan_reason(result: Search) -> str:
-    """One line saying why no candidate fits and meets the targets (call when the frontier is empty)."""
+    """One line saying why no candidate fits and meets the targets (call when the frontier is empty): on the
+    bounds when none meets them even there, else on the expected times."""
     w = result.workload
     fits = np.flatnonzero(result.fits)
+    raced = fits[np.isfinite(result.ranked("step_s")[fits])] if result.rank_on == "expected" else fits[:0]
+    if raced.size:
+        return _expected_reason(result, raced)
     if fits.size == 0:
         i = int(np.argmin(result.footprint_bytes / np.array([_usable(g) for g in result.groups])[result.group]))
         usable = _usable(result.groups[result.group[i]])
@@ -392,6 +346,20 @@ def no_plan_reason(result: Search) -> str:
             f"{_ms(result.step_s[i])}: {_describe(result, i)}")
 
 
+def _expected_reason(result: Search, raced: np.ndarray) -> str:
+    """Why none of the candidates whose bounds meet the targets (`raced`) meets them in expectation."""
+    w = result.workload
+    ttft, step = result.ttft_expected_s, result.step_expected_s
+    ttft_ok = raced if w.ttft_s is None else raced[ttft[raced] <= w.ttft_s]
+    if ttft_ok.size == 0:
+        i = raced[np.argmin(ttft[raced])]
+        return (f"no plan meets TTFT <= {_ms(w.ttft_s)} in expectation: the lowest expected TTFT any plan that fits "
+                f"reaches is {_ms(ttft[i])} (bound {_ms(result.ttft_s[i])}): {_describe(result, i)}")
+    i = ttft_ok[np.argmin(step[ttft_ok])]
+    return (f"no plan meets TPOT <= {_ms(w.tpot_s)} in expectation: the lowest expected TPOT any plan that fits "
+            f"reaches is {_ms(step[i])} (bound {_ms(result.step_s[i])}): {_describe(result, i)}")
+
+
 @dataclass(frozen=True)
 class PlanSettings:
     """The optional `plan` section of config.yaml, resolved: the workload and targets, the candidate devices, the
@@ -402,11 +370,14 @@ class PlanSettings:
     max_devices: int = 8
     dtypes: tuple[str, ...] = DEFAULT_DTYPES
     memory_utilization: float = Scenario.memory_utilization  # the config's scenario.memory_utilization
+    rank_on: str = "expected"  # what the targets are checked and the plans ranked on: expected | bound
+    # the plan section's framework, else the scenario's ("" = none named: each device's own tables in the step
+    # model, roofline.serving.framework.DEFAULT_FRAMEWORK in the serving model)
+    framework: str = ""
     # the serving model's search (roofline.serving.search) when `mode` is set; the dtypes lists default to dtypes
     mode: str | None = None
     weight_dtypes: tuple[str, ...] = ()
     kv_dtypes: tuple[str, ...] = ()
-    framework: str = "vllm"
 
     @classmethod
     def from_params(cls, params: dict) -> "PlanSettings":
@@ -421,7 +392,8 @@ def plan_table(model: ModelSpec, settings: PlanSettings) -> tuple[list[dict], st
     PLAN_TABLE_EXTRA_COLUMNS), devices in the given order, best first within each; reason is "" unless no
     candidate fits and meets the targets."""
     result = search(model, settings.gpus, settings.workload, settings.dtypes, settings.max_devices,
-                    memory_utilization=settings.memory_utilization)
+                    memory_utilization=settings.memory_utilization, rank_on=settings.rank_on,
+                    framework=settings.framework)
     overall = frontier(result)
     if overall.size == 0:
         return [], no_plan_reason(result)

@@ -21,11 +21,13 @@ from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.parallel import Parallel
 from ..engine.scenario import ATTENTION_IMPLS, MAX_BATCH, Scenario
+from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
+from .candidates import MIN_KV_BYTES, activation_dtype, parallel_plans
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, framework_for
-from .planner import BATCH_GRID, MIN_KV_BYTES, activation_dtype, parallel_plans
+from .planner import BATCH_GRID
 from .search_budget import check_budget
 from .speculative import Speculation, draft_model
 from .steps import Mix, Parts, tabulate
@@ -51,7 +53,7 @@ class ServedWorkload:
     ttft_s: float | None = None
     prefix_hit: float = 0.0
     spec: Speculation = field(default_factory=Speculation)
-    framework: str = DEFAULT_FRAMEWORK
+    framework: str = ""  # "" = DEFAULT_FRAMEWORK: the scheduler, host time and kernel tables of every candidate
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,8 @@ class ServedSearch:
     concurrency: np.ndarray
     columns: dict[str, np.ndarray]
     seconds: float = 0.0
-    estimate: str = "default"  # calibrated | default: the label of the step times (roofline.serving.steps)
+    #: per candidate: (estimate, calibration) of its step tables (roofline.serving.steps.Parts)
+    labels: list[tuple[str, str]] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.concurrency)
@@ -225,19 +228,18 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorklo
     if not candidates:
         raise RooflineInputError(f"gpus: no candidate: none of {', '.join(g.key for g in gpus)} computes at the "
                                  f"dtypes asked or holds {model.key} within the devices allowed")
-    index, concurrency, columns, labels, offset = [], [], [], set(), 0
+    index, concurrency, columns, labels, offset = [], [], [], [], 0
     for part, values in parts:
         if part:
             evaluated, label = evaluate(model, part, workload, values, memory_utilization)
             index.append(np.repeat(np.arange(offset, offset + len(part)), len(values)))
             concurrency.append(np.tile(values, len(part)))
             columns.append({k: v.ravel() for k, v in evaluated.items()})
-            labels.add(label)
+            labels += label
         offset += len(part)
     merged = {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
-    estimate = labels.pop() if len(labels) == 1 else "partial"
     return ServedSearch(model, workload, candidates, np.concatenate(index), np.concatenate(concurrency), merged,
-                        time.perf_counter() - start, estimate)
+                        time.perf_counter() - start, labels)
 
 
 def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkload, largest: float,
@@ -254,20 +256,22 @@ def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkl
     if draft_model(workload.spec, model) is not None:
         needed.update({(sc, True): gpus for (sc, _), gpus in list(needed.items())})
     tables = {}
+    framework = workload.framework or DEFAULT_FRAMEWORK
     for (scenario, drafted), gpus in needed.items():
         target = draft_model(workload.spec, model) if drafted else model
         mix = Mix(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
                   queries=1.0 if drafted else float(load.queries))
         for gpu, parts in zip(gpus.values(), tabulate(target, list(gpus.values()), scenario, mix,
-                                                      largest * load.queries + budget, largest)):
+                                                      largest * load.queries + budget, largest, framework=framework)):
             tables[(scenario, gpu.key, drafted)] = parts
     return tables
 
 
 def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkload, grid: np.ndarray,
-             memory_utilization: float | None) -> tuple[dict[str, np.ndarray], str]:
-    """(columns, estimate label): served columns of every candidate x concurrency ([candidates, concurrencies] arrays).
-    Only candidates whose concurrency the cache holds are served (the rest: fits False, NaN times)."""
+             memory_utilization: float | None) -> tuple[dict[str, np.ndarray], list[tuple[str, str]]]:
+    """(columns, labels): served columns of every candidate x concurrency ([candidates, concurrencies] arrays), and
+    each candidate's (estimate, calibration). Only candidates whose concurrency the cache holds are served (the rest:
+    fits False, NaN times)."""
     spec, drafted = workload.spec, draft_model(workload.spec, model)
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization)
@@ -292,8 +296,16 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
                             spec)
             for name, value in values.items():
                 out[name][index[rows], cols] = value
-    labels = {parts.estimate for key, parts in tables.items() if not key[2]}
-    return _derived(out, candidates, grid, slots, workload), labels.pop() if len(labels) == 1 else "default"
+    return _derived(out, candidates, grid, slots, workload), [_labels(c, tables) for c in candidates]
+
+
+def _labels(candidate: Candidate, tables: dict) -> tuple[str, str]:
+    """(estimate, calibration) of a candidate's step tables: its decode pool's, with its prefill pool's."""
+    decode = tables[(candidate.scenario, candidate.gpu.key, False)]
+    if candidate.prefill_plan is None:
+        return decode.estimate, decode.calibration
+    prefill = tables[(replace(candidate.scenario, parallel=candidate.prefill_plan), candidate.gpu.key, False)]
+    return combine(prefill.estimate, decode.estimate), decode.calibration
 
 
 #: columns the solvers fill (per served candidate)

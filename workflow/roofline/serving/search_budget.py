@@ -1,4 +1,4 @@
-"""How much work a deployment search is, before it runs: its number of candidates (planner.candidate_groups x the
+"""How much work a deployment search is, before it runs: its number of candidates (candidates.candidate_groups x the
 batches, nothing evaluated), the limits a search must stay under, and a progress line for long searches.
 
 Limits: at most MAX_DEVICES devices in one deployment (the schema's plan.max_devices maximum), and at most
@@ -19,6 +19,7 @@ from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.scenario import Scenario
 from . import planner
+from .candidates import candidate_groups
 
 #: Most devices in one deployment (tp x pp); the schema's plan.max_devices maximum.
 MAX_DEVICES = 4096
@@ -39,7 +40,7 @@ def count_candidates(model: ModelSpec, gpus: Sequence[Accelerator], dtypes: Iter
     batches of each (planner.BATCH_GRID unless `batches` is given)."""
     check_max_devices("max_devices", max_devices)
     dtypes = tuple(dict.fromkeys(check_storage_dtype("dtypes", dtype) for dtype in dtypes))
-    groups = planner.candidate_groups(model, gpus, dtypes, max_devices, memory_utilization)
+    groups = candidate_groups(model, gpus, dtypes, max_devices, memory_utilization)
     return len(groups) * (len(planner.BATCH_GRID) if batches is None else batches)
 
 

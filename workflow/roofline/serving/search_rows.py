@@ -26,6 +26,7 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
         decode = _decode_step(result, cand, max(float(c["decode_batch_expected"][i]), 1.0))
         prefill = cand.prefill_plan
         fw = framework_for(w.framework, cand.gpu, plan.tp)
+        estimate, table = result.labels[result.candidate[i]]
         footprint = _footprint(result, cand, batch, float(c["kv_capacity_requests"][i]))
         row = {
             "model": result.model.key, "gpu": cand.gpu.key, "devices": cand.devices, "tp": plan.tp, "pp": plan.pp,
@@ -40,15 +41,15 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
             "bound": dominant_bound(float(decode["memory_bound_share"]), float(decode["network_share"])),
             "memory_bound_share": float(decode["memory_bound_share"]), "network_share": float(decode["network_share"]),
             "ttft_expected_s": float(c["ttft_expected_s"][i]), "tpot_expected_s": float(c["tpot_expected_s"][i]),
+            "tokens_per_s_expected": float(c["tokens_per_s_expected"][i]),
             "tokens_per_s_per_device_expected": float(c["tokens_per_s_per_device_expected"][i]),
-            "estimate": result.estimate, "deployment": cand.deployment(),
-            "mode": cand.mode, "framework": fw.key, "prefill_workers": cand.prefill_workers,
+            "tokens_per_s_per_user_expected": float(c["tokens_per_s_per_user_expected"][i]),
+            "estimate": estimate, "framework": fw.key, "calibration": table, "deployment": cand.deployment(),
+            "mode": cand.mode, "prefill_workers": cand.prefill_workers,
             "prefill_tp": prefill.tp if prefill else 0, "prefill_pp": prefill.pp if prefill else 0,
             "prefill_ep": prefill.ep if prefill else 0, "prefill_attention_dp": bool(prefill and prefill.attention_dp),
             "decode_workers": cand.decode_workers, "kv_transfer_s": float(c["kv_transfer_s"][i]),
-            "limited_by": str(c["limited_by"][i]), "tokens_per_s_expected": float(c["tokens_per_s_expected"][i]),
-            "tokens_per_s_per_user_expected": float(c["tokens_per_s_per_user_expected"][i]),
-            "requests_per_s_expected": float(c["requests_per_s_expected"][i]),
+            "limited_by": str(c["limited_by"][i]), "requests_per_s_expected": float(c["requests_per_s_expected"][i]),
             "e2e_latency_expected_s": float(c["ttft_expected_s"][i] + (w.osl - 1) * c["tpot_expected_s"][i]),
             "kv_capacity_requests": float(c["kv_capacity_requests"][i]), "prefix_hit": float(w.prefix_hit),
             "spec_method": w.spec.method or "none", "accepted_tokens_per_step": w.spec.tokens_per_step,
@@ -78,21 +79,23 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms"
 
 
-def no_plan_reason(result: ServedSearch) -> str:
-    """One line saying why no candidate fits and meets the targets (call when the frontier is empty)."""
+def no_plan_reason(result: ServedSearch, side: str = "expected") -> str:
+    """One line saying why no candidate fits and meets the targets on `side` (expected | bound; call when the
+    frontier is empty)."""
     w, c = result.workload, result.columns
+    ttft, tpot = (c["ttft_expected_s"], c["tpot_expected_s"]) if side == "expected" else (c["ttft_s"], c["tpot_s"])
     fits = np.flatnonzero(c["fits"])
     if fits.size == 0:
         return (f"no plan holds even one request of {w.isl} + {w.osl} tokens in its KV cache on the devices "
                 "allowed; allow more devices (--max-devices), narrower weights or an fp8 KV cache")
-    ttft_ok = fits if w.ttft_s is None else fits[c["ttft_expected_s"][fits] <= w.ttft_s]
+    ttft_ok = fits if w.ttft_s is None else fits[ttft[fits] <= w.ttft_s]
     if ttft_ok.size == 0:
-        i = fits[np.nanargmin(c["ttft_expected_s"][fits])]
-        return (f"no plan meets TTFT <= {_ms(w.ttft_s)} (expected): the lowest any plan that fits reaches is "
-                f"{_ms(c['ttft_expected_s'][i])}: {_describe(result, i)}")
-    i = ttft_ok[np.nanargmin(c["tpot_expected_s"][ttft_ok])]
-    return (f"no plan meets TPOT <= {_ms(w.tpot_s)} (expected): the lowest any plan that fits reaches is "
-            f"{_ms(c['tpot_expected_s'][i])}: {_describe(result, i)}")
+        i = fits[np.nanargmin(ttft[fits])]
+        return (f"no plan meets TTFT <= {_ms(w.ttft_s)} ({side}): the lowest any plan that fits reaches is "
+                f"{_ms(ttft[i])}: {_describe(result, i)}")
+    i = ttft_ok[np.nanargmin(tpot[ttft_ok])]
+    return (f"no plan meets TPOT <= {_ms(w.tpot_s)} ({side}): the lowest any plan that fits reaches is "
+            f"{_ms(tpot[i])}: {_describe(result, i)}")
 
 
 def _describe(result: ServedSearch, i: int) -> str:
@@ -112,10 +115,10 @@ def plan_table_for(model, settings: PlanSettings) -> tuple[list[dict], str]:
     workload = ServedWorkload(isl=w.isl, osl=w.osl, tpot_s=w.tpot_s, ttft_s=w.ttft_s, framework=settings.framework)
     result = search(model, settings.gpus, workload, settings.weight_dtypes or settings.dtypes,
                     settings.kv_dtypes or settings.dtypes, settings.max_devices, settings.mode)
-    overall = frontier(result)
+    overall = frontier(result, side=settings.rank_on)
     if overall.size == 0:
-        return [], no_plan_reason(result)
-    per_gpu = frontier(result, per_gpu=True)
+        return [], no_plan_reason(result, settings.rank_on)
+    per_gpu = frontier(result, per_gpu=True, side=settings.rank_on)
     on_frontier, seen, out = set(overall.tolist()), set(), []
     for i, row in zip(per_gpu, rows(result, per_gpu)):
         out.append({**row, "on_frontier": int(i) in on_frontier, "recommended": row["gpu"] not in seen,

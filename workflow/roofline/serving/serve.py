@@ -18,12 +18,13 @@ from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.parallel import Parallel, check_plan
 from ..engine.scenario import MAX_BATCH, MAX_SEQ_LEN, Scenario
+from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, Framework, framework_for
 from .speculative import Speculation, draft_model
-from .steps import Mix, tabulate
+from .steps import Mix, Parts, tabulate
 
 MODES = ("aggregated", "disaggregated")
 #: what a concurrency the KV cache cannot hold does: an error, or the excess users wait for a slot
@@ -86,7 +87,7 @@ class Served:
         mix = Mix(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
                   queries=1.0 if draft else float(load.queries))
         tokens = sequences * load.queries + self.framework.max_batched_tokens
-        return _parts(model, self.gpu, scenario or self.scenario, mix, tokens, sequences)
+        return _parts(model, self.gpu, scenario or self.scenario, mix, tokens, sequences, self.framework.key)
 
     def stepper(self, load: agg.Load, sequences: float, scenario: Scenario | None = None) -> agg.Stepper:
         drafted = draft_model(self.spec, self.model) is not None
@@ -98,14 +99,15 @@ class Served:
 _PARTS: dict[tuple, object] = {}
 
 
-def _parts(model: ModelSpec, gpu: Accelerator, scenario: Scenario, mix: Mix, tokens: float, sequences: float):
-    """steps.tabulate of one device, kept for the process: served runs that differ only in concurrency (or in the
-    framework's fitted constants) reuse the tables."""
-    key = (model, gpu.key, gpu.calibration, scenario, mix, round(tokens), round(sequences))
+def _parts(model: ModelSpec, gpu: Accelerator, scenario: Scenario, mix: Mix, tokens: float, sequences: float,
+           framework: str):
+    """steps.tabulate of one device under the run's framework (its kernel tables), kept for the process: served runs
+    that differ only in concurrency (or in the framework's fitted constants) reuse the tables."""
+    key = (model, gpu.key, gpu.chip, gpu.calibration, scenario, mix, round(tokens), round(sequences), framework)
     if key not in _PARTS:
         if len(_PARTS) > 256:
             _PARTS.clear()
-        _PARTS[key] = tabulate(model, [gpu], scenario, mix, tokens, sequences)[0]
+        _PARTS[key] = tabulate(model, [gpu], scenario, mix, tokens, sequences, framework=framework)[0]
     return _PARTS[key]
 
 
@@ -164,8 +166,7 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
         stepper, load, np.minimum(offered if workload.concurrency is not None else np.inf, cap.running_bound))}
     # a lone decode step at the expected occupancy: lockstep groups keep prompts out of a request's decode steps
     tpot_bound = stepper.light(expected["decode"], "bound") / load.tokens_per_step
-    return _row(served, workload, cap, stepper.lone(load.computed), stepper.target.estimate, expected, bound,
-                tpot_bound)
+    return _row(served, workload, cap, stepper.lone(load.computed), (stepper.target,), expected, bound, tpot_bound)
 
 
 def scheduler_for(framework: Framework, waves: float = 0.0) -> agg.Scheduler:
@@ -256,14 +257,15 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     limited = "prefill" if float(expected["prefill_utilization"]) >= float(expected["decode_utilization"]) \
         else "decode"
     row = _row(served, workload, replace(cap, running=cap.running * shape.decode_workers), 0.0,
-               decode.target.estimate, expected, bound, tpot_bound, devices=shape.devices)
+               (prefill.target, decode.target), expected, bound, tpot_bound, devices=shape.devices)
     return {**row, "mode": "disaggregated", "deployment": pools.describe(served), "ttft_s": float(bound["ttft"]),
             "prefill_workers": pools.prefill_workers, "decode_workers": pools.decode_workers,
             "kv_transfer_s": transfer, "limited_by": limited}
 
 
-def _row(served: Served, workload: Workload, cap, ttft_bound, estimate: str, expected: dict, bound: dict,
+def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts, ...], expected: dict, bound: dict,
          tpot_bound, devices: int | None = None) -> dict:
+    """The SERVE_COLUMNS row; `parts`: the step tables it was priced on (their estimate and calibration)."""
     devices = devices or served.plan.devices
     tokens = float(expected["requests_per_s"] * workload.osl)
     tokens_bound = max(float(bound["requests_per_s"] * workload.osl), tokens)
@@ -288,7 +290,8 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, estimate: str, exp
         "fits": bool(workload.concurrency is None or workload.concurrency <= cap.running),
         "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "none",
         "accepted_tokens_per_step": served.spec.tokens_per_step, "prefill_workers": 0, "decode_workers": 0,
-        "kv_transfer_s": 0.0, "limited_by": "none", "estimate": estimate,
+        "kv_transfer_s": 0.0, "limited_by": "none", "estimate": combine(*(p.estimate for p in parts)),
+        "calibration": parts[-1].calibration,
     }
     assert tuple(row) == SERVE_COLUMNS
     return row

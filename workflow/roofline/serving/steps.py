@@ -20,7 +20,11 @@ are priced on the decode graph's absorbed projections rather than kv_b_proj (the
 
 Each part is tabulated once per (model, scenario, device) on a log-spaced grid (GRID_RATIO apart) and interpolated
 linearly in log space between grid points; the graphs are the engine's (device-independent, built once per
-scenario), their roofline the engine's, and `expected_times` the one place that maps bounds to expected times.
+scenario), their roofline the engine's, and `expected_times` the one place that prices their expected times: the
+estimator's (roofline.estimate.step.Kernels) on the device's measured tables of the run's framework, the kernels as
+that framework runs them (fused QKV, gate-up and MoE kernels, ...), each part at least its bound. NB: a fusion
+joins operators of one part only (TensorRT-LLM's RoPE + KV-cache write + attention kernel is priced as its
+members: RoPE and the cache write are token-wise, the attention is not).
 """
 from __future__ import annotations
 
@@ -34,7 +38,9 @@ from ..engine.graph import Op, build_operators
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.scenario import Scenario
-from ..estimate.calibration import calibration_for
+from ..estimate.calibration import DEFAULT
+from ..estimate.lookup import calibration_for
+from ..estimate.step import Kernels, combine, step_label
 
 #: operators priced per sampled row rather than per token
 LOGIT_OPS = ("lm_head", "logits_all_gather")
@@ -104,7 +110,8 @@ class Parts:
     prompt_expected: float
     queries: float
     computed: float  # prompt tokens a prefill computes (S - S0)
-    estimate: str
+    estimate: str  # calibrated | partial | default (roofline.estimate.step.step_label)
+    calibration: str = "none"  # the table the expected times rest on (roofline.estimate.lookup.describe)
 
     @classmethod
     def stack(cls, parts: list["Parts"]) -> "Parts":
@@ -113,11 +120,10 @@ class Parts:
         def column(name):
             values = [getattr(p, name) for p in parts]
             return np.stack(values) if np.ndim(values[0]) else np.array(values, dtype=float)
-        labels = {p.estimate for p in parts}
         return cls(*(column(name) for name in ("tokenwise_bound", "tokenwise_expected", "logits_bound",
                                                "logits_expected", "attention_bound", "attention_expected",
                                                "prompt_bound", "prompt_expected", "queries", "computed")),
-                   labels.pop() if len(labels) == 1 else "default")
+                   combine(*(p.estimate for p in parts)), "; ".join(dict.fromkeys(p.calibration for p in parts)))
 
     def time(self, decode, prefill, side: str, group=None) -> np.ndarray:
         """t(D, P) on `side` (`bound` | `expected`); D, P (and `group`, for stacked tables) broadcast."""
@@ -131,9 +137,10 @@ class Parts:
 
 
 def tabulate(model: ModelSpec, gpus: list[Accelerator], scenario: Scenario, mix: Mix, tokens: float,
-             sequences: float, expected: bool = True) -> list[Parts]:
+             sequences: float, expected: bool = True, framework: str = "") -> list[Parts]:
     """Parts of one scenario on each device: graphs built once (device-independent), roofline and expected times
-    per device. `mix` gives the workload (kv_len, prompt, prefix, queries); grids reach `tokens` and `sequences`."""
+    per device (under `framework`'s tables: the run's; "" = each device's choice). `mix` gives the workload (kv_len,
+    prompt, prefix, queries); grids reach `tokens` and `sequences`."""
     scenario = scenario.for_model(model)
     T, D = grid(tokens), grid(sequences)
     tokenwise = [op for op in build_operators(model, "decode", scenario, batch=T, seq_len=1.0)
@@ -145,13 +152,17 @@ def tabulate(model: ModelSpec, gpus: list[Accelerator], scenario: Scenario, mix:
     prompt = [op for op in _prefill_ops(model, scenario, S) if op.op_class == "attention"]
     replicas = scenario.parallel.tp if scenario.parallel.attention_dp else 1
     per_token = (1 - (S0 / S) ** 2) / max(S - S0, 1.0) / replicas
+    decode = Pricing(model, scenario, "decode", float(mix.kv_len), framework)
+    pricings = (decode, decode, decode, Pricing(model, scenario, "prefill", S, framework))
     out = []
     for gpu in gpus:
-        parts = [_sum(gpu, ops, expected) for ops in (tokenwise, logits, attention, prompt)]
+        parts = [_sum(gpu, ops, expected, pricing)
+                 for ops, pricing in zip((tokenwise, logits, attention, prompt), pricings)]
         labels = set().union(*(p[2] for p in parts))
         out.append(Parts(*parts[0][:2], *parts[1][:2], *parts[2][:2], float(parts[3][0]) * per_token,
                          float(parts[3][1]) * per_token, float(mix.queries), max(S - S0, 1.0),
-                         "calibrated" if labels == {"calibrated"} else "bound" if not expected else "default"))
+                         step_label(labels) if expected else DEFAULT,
+                         calibration_for(gpu, framework).table if expected else "none"))
     return out
 
 
@@ -159,8 +170,9 @@ class StepPricer:
     """Prices steps of one model on one device under one scenario, exactly (no tables): the reference the tables
     are checked against, and the price of single steps (a lone prompt's bound)."""
 
-    def __init__(self, model: ModelSpec, gpu: Accelerator, scenario: Scenario):
+    def __init__(self, model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str = ""):
         self.model, self.gpu, self.scenario = model, gpu, scenario.for_model(model)
+        self.framework = framework
 
     def price(self, mix: Mix, side: str = "bound") -> np.ndarray:
         D, L, P, S, S0, Q = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (
@@ -168,16 +180,19 @@ class StepPricer:
         expected = side == "expected"
         index = 1 if expected else 0
         tokens, rows = D * Q + P, D * Q + np.where(P > 0, P / np.maximum(S - S0, 1.0), 0.0)
+        tokenwise = Pricing(self.model, self.scenario, "decode", 1.0, self.framework)
         t = _masked(_sum(self.gpu, [op for op in self._decode(np.maximum(tokens, 1), 1.0)
-                                    if op.op_class != "attention" and op.name not in LOGIT_OPS], expected)[index],
-                    tokens > 0)
+                                    if op.op_class != "attention" and op.name not in LOGIT_OPS], expected,
+                         tokenwise)[index], tokens > 0)
         t = t + _masked(_sum(self.gpu, [op for op in self._decode(np.maximum(rows, 1), 1.0)
-                                        if op.name in LOGIT_OPS], expected)[index], rows > 0)
+                                        if op.name in LOGIT_OPS], expected, tokenwise)[index], rows > 0)
+        attention = Pricing(self.model, self.scenario, "decode", np.maximum(L, 1), self.framework)
         t = t + _masked(_sum(self.gpu, [_queries(op, Q) for op in self._decode(np.maximum(D, 1), np.maximum(L, 1))
-                                        if op.op_class == "attention"], expected)[index], D > 0)
+                                        if op.op_class == "attention"], expected, attention)[index], D > 0)
         for length in np.unique(S[P > 0]):  # a few distinct prompt lengths (usually one)
             ops = [op for op in _prefill_ops(self.model, self.scenario, float(length)) if op.op_class == "attention"]
-            whole = _sum(self.gpu, ops, expected)[index]
+            prompt = Pricing(self.model, self.scenario, "prefill", float(length), self.framework)
+            whole = _sum(self.gpu, ops, expected, prompt)[index]
             plan = self.scenario.parallel
             share = P / np.maximum(length - S0, 1.0) * (1 - (S0 / length) ** 2) / (plan.tp if plan.attention_dp else 1)
             t = t + np.where((S == length) & (P > 0), share * whole, 0.0)
@@ -202,77 +217,47 @@ def _queries(op: Op, Q) -> Op:
     return op._replace(cost=c._replace(flops=c.flops * Q, act_read=c.act_read * Q, act_write=c.act_write * Q))
 
 
-def _sum(gpu: Accelerator, ops: list[Op], expected: bool = True):
-    """(bound, expected, labels): count x time summed over `ops` (arrays of the ops' shape)."""
+def _sum(gpu: Accelerator, ops: list[Op], expected: bool = True, pricing: "Pricing | None" = None):
+    """(bound, expected, core labels): count x time summed over `ops` (arrays of the ops' shape); the expected side
+    from `pricing` (expected_times), never below the bound."""
     if not ops:
         return np.asarray(0.0), np.asarray(0.0), set()
-    times = [op_times(gpu, op, gpu.peak(op.compute_dtype), op.cost.bytes, np.maximum) for op in ops]
+    times = [op_times(gpu, op, gpu.peak(op.compute_dtype), op.cost.bytes, np.maximum)[3] for op in ops]
     counts = np.array([op.count for op in ops], dtype=float)
-    shape = np.broadcast_shapes(*(np.shape(t[3]) for t in times))
-    bound = np.tensordot(counts, np.stack([np.broadcast_to(t[3], shape) for t in times]), axes=1)
+    shape = np.broadcast_shapes(*(np.shape(t) for t in times))
+    bound = np.tensordot(counts, np.stack([np.broadcast_to(t, shape) for t in times]), axes=1)
     if not expected:
         return bound, bound, set()
-    total, labels = np.zeros(shape), set()
-    for kind, members in _by_kind(ops).items():
-        e, label = expected_times(gpu, kind, [times[i] for i in members], [ops[i] for i in members], shape)
-        total, labels = total + np.tensordot(counts[members], e, axes=1), labels | {label}
-    return bound, total, labels
+    seconds, labels = expected_times(gpu, ops, shape, pricing)
+    return bound, np.maximum(seconds, bound), labels
 
 
-def _by_kind(ops: list[Op]) -> dict[tuple[str, str], list[int]]:
-    """Indices of the ops of each (op_class, compute dtype): one calibration curve family each."""
-    kinds: dict[tuple[str, str], list[int]] = {}
-    for i, op in enumerate(ops):
-        kinds.setdefault((op.op_class, op.compute_dtype), []).append(i)
-    return kinds
+@dataclass(frozen=True)
+class Pricing:
+    """What the expected side of a part is priced with: the model and scenario its operators come from, the stage
+    (which attention kernels), the cached tokens a decode attention reads per sequence, and the run's framework
+    ("" = each device's own choice: roofline.estimate.calibration.framework_for)."""
+
+    model: ModelSpec
+    scenario: Scenario
+    stage: str = "decode"
+    kv_len: object = None
+    framework: str = ""
 
 
-#: lattice of the expected-time lookup [decades of bound time, decades of intensity]: each point's ratio
-#: expected / bound is the calibration's at the nearest lattice point (the ratio varies slowly across a step)
-LATTICE_DECADES = (0.01, 0.05)
-SIDES = ("memory", "compute", "network")
+def expected_times(gpu: Accelerator, ops: list[Op], shape: tuple, pricing: Pricing) -> tuple[np.ndarray, set[str]]:
+    """(expected time [s] of the operators `ops` together at every point of `shape`, the labels of their core
+    kernels): the estimator's (roofline.estimate.step.Kernels) under the device's calibration for the run's
+    framework: the kernels as that framework runs them (its fusions, the time between two kernels), each looked up
+    in the device's measured tables (the pooled fallback without them). The one place a step's expected time comes
+    from."""
+    calibration = calibration_for(gpu, pricing.framework)
+    size = int(np.prod(shape, dtype=int))
 
+    def pick(value):
+        return np.broadcast_to(np.asarray(value, dtype=float), shape).reshape(size)
 
-#: a tabulated part's expected times are looked up at every STRIDE-th grid point and interpolated between
-STRIDE = 4
-
-
-def expected_times(gpu: Accelerator, kind: tuple[str, str], times: list[tuple], ops: list[Op],
-                   shape: tuple) -> tuple[np.ndarray, str]:
-    """(expected time of one instance [s] of each op at every point: [ops, *shape], estimate label) of ops of one
-    (op_class, compute dtype) given their roofline times (t_compute, t_memory, t_network, t): the device's
-    calibration (roofline.estimate.calibration) applied point by point, its ratio to the bound looked up once per
-    lattice point (on a 1-D grid: every STRIDE-th point, the ratio interpolated between). The one function a
-    vectorized estimator replaces."""
-    stack = [np.stack([np.broadcast_to(t[j], shape) for t in times]).reshape(len(ops), -1) for j in range(4)]
-    intensity = np.stack([np.broadcast_to(op.cost.flops / np.maximum(op.cost.bytes, 1e-30), shape)
-                          for op in ops]).reshape(len(ops), -1)
-    n = stack[3].shape[1]
-    sample = np.unique(np.r_[0:n:STRIDE, n - 1]) if len(shape) == 1 and n > 4 * STRIDE else np.arange(n)
-    ratio, label = _ratios(calibration_for(gpu), kind, *(v[:, sample] for v in stack), intensity[:, sample])
-    if sample.size < n:
-        ratio = np.stack([np.interp(np.arange(n), sample, row) for row in ratio])
-    return np.where(stack[3] > 0, stack[3] * ratio, 0.0).reshape((len(ops),) + shape), label
-
-
-def _ratios(calibration, kind: tuple[str, str], t_c, t_m, t_n, t, intensity) -> tuple[np.ndarray, str]:
-    """expected / bound at each point (lattice lookups, cached), and the estimate label."""
-    side = np.where((t_n > 0) & (t_n >= t_c) & (t_n >= t_m), 2, np.where(t_c > t_m, 1, 0))
-    kt = np.round(np.log10(np.maximum(t, 1e-30)) / LATTICE_DECADES[0]).astype(np.int64)
-    ki = np.round(np.log10(np.maximum(intensity, 1e-3)) / LATTICE_DECADES[1]).astype(np.int64)
-    keys = (kt + 10 ** 6) * 10 ** 5 + (ki + 10 ** 3) * 10 + side
-    unique, inverse = np.unique(keys, return_inverse=True)
-    found = [_ratio(calibration, *kind, key) for key in unique.tolist()]
-    labels = {label for _, label in found}
-    ratios = np.array([r for r, _ in found])
-    return ratios[inverse].reshape(keys.shape), "calibrated" if labels <= {"calibrated"} else "default"
-
-
-@lru_cache(maxsize=1 << 18)
-def _ratio(calibration, op_class: str, dtype: str, key: int):
-    """(expected / bound, label) at one lattice point (key packs log10 bound, log10 intensity and the side)."""
-    side, rest = key % 10, key // 10
-    ki, kt = rest % 10 ** 4 - 10 ** 3, rest // 10 ** 4 - 10 ** 6
-    bound = 10 ** (kt * LATTICE_DECADES[0])
-    expected, label = calibration.expected(op_class, dtype, SIDES[side], bound, 10 ** (ki * LATTICE_DECADES[1]))
-    return expected / bound, label
+    kernels = Kernels(pricing.model, pricing.scenario, pricing.stage, ops, calibration.framework, pick=pick,
+                      seq_len=pricing.kv_len)
+    seconds, labels = kernels.kernel_time(calibration, gpu)
+    return seconds.reshape(shape), labels

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..engine.errors import RooflineInputError
-from ..engine.hardware import Accelerator
+from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.models import ModelSpec, get_model
 from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
-from .framework import DEFAULT_FRAMEWORK, FRAMEWORKS
+from .framework import DEFAULT_FRAMEWORK
 from .serve import Disaggregation, Workload, check_context, prepare_served, serve_aggregated, serve_disaggregated
 from .speculative import Speculation
 

@@ -1,0 +1,205 @@
+"""Measured calibrations per device and framework (roofline.estimate): the shipped tables, the vectorized estimator,
+the framework choice, the `estimate` labels, and `roofline calibrate --from aiconfigurator` (skipped without the
+optional `aic` extra). None of these needs the extra except the last ones."""
+import csv
+import gzip
+import importlib.util
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from roofline.engine import columns, hardware, models
+from roofline.engine.analysis import prepare
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.graph import build_operators
+from roofline.engine.parallel import Parallel
+from roofline.engine.scenario import Scenario
+from roofline.estimate import calibration as cal
+from roofline.estimate import curves
+from roofline.estimate import expected as estimator
+from roofline.estimate.lookup import calibration_for
+from roofline.estimate.step import Kernels, fuse
+
+LLAMA8 = models.catalog()["llama-3.1-8b"]
+LLAMA70 = models.catalog()["llama-3.1-70b"]
+COVERED = ("h100-sxm", "h200-sxm", "b200", "b300", "gb200-gpu", "gb300-gpu", "l40s", "rtx-pro-6000", "a100-sxm-80gb")
+HAS_AIC = importlib.util.find_spec("aiconfigurator_core") is not None
+
+
+def shipped():
+    for key, entry in cal.manifest()["devices"].items():
+        for framework, table in entry["tables"].items():
+            yield key, framework, cal.data_dir() / table["file"], table
+
+
+def test_every_covered_device_ships_a_default_table_and_all_stay_small():
+    devices = cal.manifest()["devices"]
+    assert set(COVERED) <= set(devices)
+    for key in COVERED:
+        assert devices[key]["default"] in devices[key]["tables"]
+    total = sum(path.stat().st_size for path in cal.data_dir().iterdir())
+    assert total <= 40e6
+
+
+@pytest.mark.parametrize("key,framework,path,table", list(shipped()), ids=lambda v: v if isinstance(v, str) else None)
+def test_shipped_tables_are_well_formed_and_their_fits_current(key, framework, path, table):
+    with gzip.open(path, "rt", newline="") as handle:
+        reader = csv.DictReader(handle)
+        assert tuple(reader.fieldnames) == columns.CALIBRATION_COLUMNS
+        first = next(reader)
+    assert first["gpu"] == key and first["framework"] == framework and first["source"] == "measured"
+    assert first["provenance"].startswith(f"aiconfigurator-core {cal.manifest()['version']}: ")
+    assert ", kernel " in first["provenance"] and f"/{framework}/" in first["provenance"]
+    meta = curves.load(cal.fit_path(path))[1]
+    assert meta["csv_bytes"] == path.stat().st_size  # rebuilt together (benchmarks/build_calibrations.py)
+    assert meta["spec"] == cal.spec_key(hardware.catalog()[key]) and meta["framework"] == framework
+
+
+@pytest.mark.parametrize("gpu", ["h200-sxm", "h100-sxm", "b200"])
+def test_totals_are_calibrated_from_a_measured_table(gpu):
+    rows, total = estimator.analyze(LLAMA8, hardware.get_accelerator(gpu), "decode", Scenario())
+    assert total["estimate"] == "calibrated" and total["framework"] == cal.manifest()["devices"][gpu]["default"]
+    assert total["calibration"].startswith(f"{gpu}.") and "aiconfigurator-core" in total["calibration"]
+    assert {r["estimate"] for r in rows if r["op_class"] in ("gemm", "attention")} == {"calibrated"}
+
+
+@pytest.mark.parametrize("gpu", ["h200-sxm", "b200", "l40s", "mi300x", "rtx-a6000"])
+@pytest.mark.parametrize("stage", ["prefill", "decode"])
+def test_expected_is_never_below_the_bound(gpu, stage):
+    sc = Scenario(batch=8, seq_len=1024, weight_dtype="fp8" if gpu != "rtx-a6000" else "fp16")
+    rows, total = estimator.analyze(LLAMA8, hardware.get_accelerator(gpu), stage, sc)
+    assert all(r["t_expected_s"] >= r["t_s"] > 0 for r in rows)
+    column = "ttft_expected_s" if stage == "prefill" else "tpot_expected_s"
+    assert total[column] >= total["t_s"] and total["estimate"] in ("calibrated", "partial", "default")
+    assert set(columns.TOTAL_EXPECTED_COLUMNS) <= set(total)
+
+
+def test_a_device_without_a_table_uses_the_pooled_fallback_and_says_so():
+    rows, total = estimator.analyze(LLAMA8, hardware.get_accelerator("mi300x"), "decode", Scenario())
+    assert total["estimate"] == "default" and total["framework"] == "none" and total["calibration"] == "none"
+    assert {r["estimate"] for r in rows} == {"default"}
+    # without a framework model the step is the sum of the operators alone
+    assert total["tpot_expected_s"] == pytest.approx(sum(r["count"] * r["t_expected_s"] for r in rows))
+
+
+def test_framework_precedence_gpu_then_scenario_then_default():
+    h200 = hardware.get_accelerator("h200-sxm")
+    default = cal.manifest()["devices"]["h200-sxm"]["default"]
+    other = next(f for f in cal.shipped_frameworks("h200-sxm") if f != default)
+    third = next((f for f in cal.shipped_frameworks("h200-sxm") if f not in (default, other)), other)
+    assert estimator.analyze(LLAMA8, h200, "decode", Scenario())[1]["framework"] == default
+    assert estimator.analyze(LLAMA8, h200, "decode", Scenario(framework=other))[1]["framework"] == other
+    chosen = replace(h200, framework=third)
+    assert estimator.analyze(LLAMA8, chosen, "decode", Scenario(framework=other))[1]["framework"] == third
+    with pytest.raises(RooflineInputError, match="scenario.framework: unknown value 'tgi'"):
+        Scenario(framework="tgi").validate()
+
+
+def test_communication_takes_the_measured_collectives():
+    rows, _ = estimator.analyze(LLAMA70, hardware.get_accelerator("h200-sxm"), "decode",
+                                Scenario(weight_dtype="fp8", act_dtype="fp8", parallel=Parallel(tp=4)))
+    comm = [r for r in rows if r["op_class"] == "communication"]
+    assert comm and all(r["estimate"] == "calibrated" and r["t_expected_s"] >= r["t_s"] for r in comm)
+    assert any(r["t_expected_s"] > r["t_s"] for r in comm)  # measured collectives take longer than the bound
+
+
+def test_vectorized_step_equals_one_candidate_at_a_time():
+    gpu = hardware.get_accelerator("h200-sxm")
+    sc = prepare(LLAMA70, gpu, "decode", Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8",
+                                                  parallel=Parallel(tp=2)))
+    batches = np.array([1.0, 7, 64, 333])
+    calibration = calibration_for(gpu)
+    many = Kernels(LLAMA70, sc, "decode", build_operators(LLAMA70, "decode", sc, batch=batches, seq_len=3000),
+                   calibration.framework, seq_len=3000).step(calibration, gpu)[0]
+    for batch, value in zip(batches, many):
+        one = sc.with_(batch=int(batch), seq_len=3000)
+        alone = Kernels(LLAMA70, one, "decode", build_operators(LLAMA70, "decode", one), calibration.framework)
+        assert value == pytest.approx(alone.step(calibration, gpu)[0][0], rel=1e-9)
+
+
+def test_frameworks_fuse_as_documented():
+    sc = prepare(LLAMA70, hardware.get_accelerator("h200-sxm"), "decode", Scenario(parallel=Parallel(tp=2)))
+    ops = build_operators(LLAMA70, "decode", sc)
+    vllm = {tuple(op.name for op in members) for members, _ in fuse(ops, "vllm")}
+    assert ("q_proj", "k_proj", "v_proj") in vllm and ("gate_proj", "up_proj") in vllm
+    assert ("attn_add", "mlp_norm") in vllm
+    trtllm = {tuple(op.name for op in members) for members, _ in fuse(ops, "trtllm")}
+    assert ("attn_all_reduce", "attn_add", "mlp_norm") in trtllm
+    assert ("fused_attention", "rope", "kv_cache_write") in trtllm
+    assert len(fuse(ops, "")) == len(ops)
+
+
+def test_h200_is_expected_faster_than_the_h100_as_the_issue_requires():
+    fp8 = Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8", parallel=Parallel(tp=2))
+    h100, h200 = hardware.get_accelerator("h100-sxm"), hardware.get_accelerator("h200-sxm")
+    for batch in (1, 32):
+        sc = fp8.with_(batch=batch, seq_len=2048)
+        assert (estimator.analyze(LLAMA70, h200, "decode", sc)[1]["tpot_expected_s"]
+                < estimator.analyze(LLAMA70, h100, "decode", sc)[1]["tpot_expected_s"])
+    prefill = fp8.with_(batch=1, seq_len=2048)
+    assert (estimator.analyze(LLAMA70, h200, "prefill", prefill)[1]["ttft_expected_s"]
+            <= 1.02 * estimator.analyze(LLAMA70, h100, "prefill", prefill)[1]["ttft_expected_s"])
+
+
+def test_validation_numbers_are_recorded():
+    with (cal.data_dir() / "validation.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["check"] for r in rows} >= {"loo", "held_out", "decode_step"}
+    with (cal.data_dir() / "served.csv").open(newline="") as handle:
+        served = list(csv.DictReader(handle))
+    overall = next(r for r in served if r["model"] == "all" and r["framework"] == "all" and r["tp"] == "all")
+    assert float(overall["mape"]) <= 0.12
+    assert all(r["bound_below_measured"] == "True" for r in served)
+    frameworks = json.loads((cal.data_dir() / "frameworks.json").read_text())["frameworks"]
+    assert all(v["kernel_gap_s"] >= 0 and v["step_s"] >= 0 for v in frameworks.values())
+
+
+@pytest.mark.skipif(not HAS_AIC, reason="needs the optional extra: pip install -e '.[aic]'")
+def test_calibrate_names_the_valid_systems_and_frameworks():
+    from roofline.estimate import aic_source as src
+
+    with pytest.raises(RooflineInputError, match=r"--system: unknown value 'h300'.*h200-sxm"):
+        src.resolve_system("h300")
+    assert src.resolve_system("h200_sxm") == ("h200-sxm", "h200_sxm")
+    with pytest.raises(RooflineInputError, match=r"--framework: unknown value 'tgi'"):
+        src.check_framework("tgi")
+    with pytest.raises(RooflineInputError, match=r"--version: unknown value '9.9'"):
+        src.pick_version("h200_sxm", "vllm", "9.9")
+    assert src.seconds_per_unit("latency") == 1e-3 and src.seconds_per_unit("dispatch_avg_t_us") == 1e-6
+
+
+@pytest.mark.skipif(not HAS_AIC, reason="needs the optional extra: pip install -e '.[aic]'")
+def test_calibrate_converts_collectives_in_seconds_with_the_engine_bound():
+    from roofline.estimate import aic_rows
+    from roofline.estimate import aic_source as src
+
+    gpu = hardware.get_accelerator("h200-sxm")
+    rows = aic_rows.comm_rows(gpu, src.table_dir("h200_sxm", "comm", "trtllm", "1.3.0rc20"),
+                              src.newest_dir("h200_sxm", "comm", "nccl"), "trtllm")
+    small = min((r for r in rows if r["op"] == "all_reduce" and r["span"] == 8), key=lambda r: r["m"])
+    assert 1e-6 < small["measured_s"] < 1e-5  # a few microseconds: the package's milliseconds converted
+    assert small["bound_s"] >= gpu.scaleup_latency_s and "custom_allreduce_perf" in small["provenance"]
+    assert {r["op"] for r in rows} == {"all_reduce", "all_gather", "all_to_all"}
+
+
+def test_a_missing_extra_says_the_one_install_line(monkeypatch):
+    from roofline.estimate import aic_source as src
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    src.package_root.cache_clear()
+    try:
+        with pytest.raises(RooflineInputError, match=r"pip install 'llm-roofline\[aic\]'"):
+            src.package_root()
+    finally:
+        src.package_root.cache_clear()
+
+
+def test_a_table_of_ones_own_takes_precedence_over_the_shipped_ones():
+    own = cal.data_dir() / "h100-sxm.vidur.csv.gz"  # any table in the format: here vidur's H100 kernels
+    h200 = replace(hardware.get_accelerator("h200-sxm"), calibration=str(own))
+    rows, total = estimator.analyze(LLAMA8, h200, "decode", Scenario())
+    assert total["calibration"] == own.name and total["framework"] == "none"
+    assert {r["estimate"] for r in rows if r["op_class"] == "norm"} == {"calibrated"}  # its own norms
+    assert total["estimate"] == "default"  # no GEMM or attention in it: the pooled fallback for those

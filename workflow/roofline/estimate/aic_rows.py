@@ -1,0 +1,341 @@
+"""The package's measured kernels as rows of our calibration table: each kernel's FLOPs and bytes from the engine's
+formulas at its shape and dtypes (roofline.engine.formulas), its bound on the catalog device (roofline.engine.roofline),
+its measured time in seconds, and a provenance naming the package version, framework, version and kernel source.
+
+What is kept (only shapes the engine can ask for, thinned where the curve is smooth, see `thin`):
+- GEMMs per dtype (bf16, fp8 per-tensor, nvfp4, int8/int4 weight-only, int8 SmoothQuant), m in GEMM_M;
+  fp8 block-scaled GEMMs are left out (the engine has no block-scaled fp8 dtype).
+- Attention: prefill (`context_attention`, 16-bit attention) and decode (`generation_attention`) per KV dtype,
+  every head count (GQA) and head size; MLA prefill and absorbed decode (`mla`: TensorRT-LLM and SGLang only, vLLM
+  measures MLA as whole modules with their projections).
+- MoE expert blocks (gate/up, activation, down) at balanced routing, per dtype, tp x ep <= MOE_MAX_DEVICES.
+- Communication: all-reduce (the framework's custom all-reduce, NCCL where it has none), all-gather, all-to-all
+  (NCCL) by message size and GPU count. The package has no point-to-point table.
+- Element-wise: the fp8 quantize kernel (`scale_matrix`: read 16-bit, write fp8), the only element-wise kernel the
+  package measures; norms, RoPE and embeddings it does not measure.
+Where several kernel sources time the same shape, the fastest is kept (what a framework's backend selection picks).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..engine import formulas as f
+from ..engine.columns import CALIBRATION_COLUMNS
+from ..engine.dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
+from ..engine.hardware import Accelerator
+from ..engine.models import ACTIVATION_FLOPS
+from ..engine.roofline import roof_times
+from . import aic_source as src
+
+#: the package's GEMM dtypes -> (weight dtype, activation dtype) in ours
+GEMM_DTYPES = {"bfloat16": ("bf16", "bf16"), "fp8": ("fp8", "fp8"), "nvfp4": ("nvfp4", "nvfp4"),
+               "int8_wo": ("int8", "bf16"), "int4_wo": ("int4", "bf16"), "sq": ("int8", "int8")}
+#: the package's MoE dtypes -> (expert weight dtype, activation dtype)
+MOE_DTYPES = {"bfloat16": ("bf16", "bf16"), "fp8": ("fp8", "fp8"), "nvfp4": ("nvfp4", "nvfp4"),
+              "w4a16_mxfp4": ("mxfp4", "bf16"), "int4_wo": ("int4", "bf16")}
+KV_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
+#: GEMM rows kept (tokens): powers of two and their midpoints; the package's m+1 twins are dropped
+GEMM_M = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192, 16384,
+          32768}
+#: MoE rows kept: expert-parallel x tensor-parallel degrees of at most this many devices
+MOE_MAX_DEVICES = 16
+#: quantization group of the package's int4 weight-only GEMMs (weights per fp16 scale)
+INT4_GROUP = 128
+#: MLA (DeepSeek-V3 geometry, the package's): latent rank, rope head size, decompressed q/k and v head sizes
+MLA_LATENT, MLA_ROPE, MLA_QK, MLA_V = 512, 64, 192, 128
+#: feature-space thinning: one kernel per cell of this many decades of bound time and of intensity (the estimator
+#: sees a kernel only through those two: kernels in one cell tell it the same thing)
+CELL_DECADES = 0.1
+#: decode attention: cells of this many decades of keys per sequence too (the estimator's third coordinate)
+KEYS_CELL = 0.15
+#: GEMMs: cells of this many decades of n / k too (the estimator's third coordinate: a tall and a wide weight)
+ASPECT_CELL = 0.3
+#: a measured point is dropped when the straight line (log time vs log size) between its kept neighbours is within
+#: this fraction of it
+THIN_TOLERANCE = 0.03
+A16 = 2.0  # bytes of a 16-bit activation
+
+
+def row(gpu: Accelerator, device: str, framework: str, op_class: str, op: str, dtype: str, cost: f.Cost,
+        seconds: float, provenance: str, span: int = 1, **shape) -> dict:
+    """One calibration row (CALIBRATION_COLUMNS); `bound_s` is the engine's bound on `gpu`, link included."""
+    out = dict.fromkeys(CALIBRATION_COLUMNS, 0)
+    out.update({"weight_dtype": "", "kv_dtype": "", **shape})
+    t_network = 0.0
+    if span > 1 and cost.network:
+        bandwidth, latency = gpu.link(span)
+        t_network = latency + cost.network / bandwidth
+    bound = roof_times(cost.flops, cost.bytes, gpu.peak(dtype), gpu.bandwidth_bytes_per_s, t_network)[2]
+    out.update(device=device, gpu=gpu.key, source="measured", op_class=op_class, op=op, dtype=dtype,
+               flops=float(cost.flops), bytes=float(cost.bytes), measured_s=float(seconds), bound_s=float(bound),
+               provenance=provenance, framework=framework, span=span)
+    return out
+
+
+def fastest(frame, keys: list[str]):
+    """One row per shape: the fastest kernel source's."""
+    return frame.loc[frame.groupby(keys, sort=False)["seconds"].idxmin()]
+
+
+def thin(frame, keys: list[str], size: str, tolerance: float = THIN_TOLERANCE):
+    """Rows of `frame` that keep every curve (log seconds against log `size`, one per `keys` group) within
+    `tolerance` of the full one: the ends, and recursively the point farthest from the straight line between the
+    kept ones while it is off by more than `tolerance` (Douglas-Peucker)."""
+    kept = []
+    for _, group in frame.sort_values(size).groupby(keys, sort=False):
+        x = np.log(group[size].to_numpy(dtype=float))
+        y = np.log(group["seconds"].to_numpy(dtype=float))
+        keep = np.zeros(len(x), dtype=bool)
+        keep[[0, -1]] = True
+        stack = [(0, len(x) - 1)]
+        while stack:
+            lo, hi = stack.pop()
+            if hi - lo < 2:
+                continue
+            line = np.interp(x[lo + 1:hi], [x[lo], x[hi]], [y[lo], y[hi]]) if x[hi] > x[lo] else y[lo]
+            off = np.abs(y[lo + 1:hi] - line)
+            worst = int(np.argmax(off))
+            if off[worst] > math.log1p(tolerance):
+                keep[lo + 1 + worst] = True
+                stack += [(lo, lo + 1 + worst), (lo + 1 + worst, hi)]
+        kept.append(group[keep])
+    return _concat(kept) if kept else frame.iloc[:0]
+
+
+def thin_cells(rows: list[dict], cell: float = CELL_DECADES) -> list[dict]:
+    """One row per (kind, cell of log10 bound x log10 intensity [x log10 keys per sequence: decode attention;
+    x log10 n / k: GEMMs]): the median one by measured/bound ratio.
+    Collectives are kept whole (one curve per GPU count, already thin)."""
+    cells: dict[tuple, list[dict]] = {}
+    kept = []
+    for r in rows:
+        if r["op_class"] == "communication":
+            kept.append(r)
+            continue
+        x, z = math.log10(r["bound_s"]), math.log10(r["flops"] / r["bytes"]) if r["flops"] else -9.0
+        if r["op"].endswith("decode"):
+            keys = math.floor(math.log10(max(r["kv_len"], 1)) / KEYS_CELL)
+        else:
+            keys = math.floor(math.log10(r["n"] / r["k"]) / ASPECT_CELL) if r["op_class"] == "gemm" else 0
+        key = (r["op_class"], r["op"], r["dtype"], r["weight_dtype"], r["kv_dtype"], math.floor(x / cell),
+               math.floor(z / cell), keys)
+        cells.setdefault(key, []).append(r)
+    for members in cells.values():
+        members.sort(key=lambda r: r["measured_s"] / r["bound_s"])
+        kept.append(members[len(members) // 2])
+    return kept
+
+
+def _concat(parts):
+    import pandas as pd
+
+    return pd.concat(parts, ignore_index=True)
+
+
+def _device(frame) -> str:
+    return str(frame["device"].iloc[0]) if "device" in frame and len(frame) else ""
+
+
+def gemm_rows(gpu: Accelerator, folder, framework: str, quantize=None) -> list[dict]:
+    """GEMMs [m x k] @ [k x n] per dtype (GEMM_DTYPES; output 16-bit). The package times fp8 GEMMs with dynamic
+    activation scaling; FP8 checkpoints are served with static scales, so the measured scale computation of the
+    same m and k (`computescale_perf`) is taken off (without that table, nothing is)."""
+    frame = src.read_table(folder, "gemm_perf") if folder else None
+    if frame is None:
+        return []
+    frame = frame[frame["gemm_dtype"].isin(list(GEMM_DTYPES)) & frame["m"].isin(list(GEMM_M))]
+    frame = static_fp8(fastest(frame, ["gemm_dtype", "m", "n", "k"]), quantize)
+    frame = thin(frame, ["gemm_dtype", "n", "k"], "m")
+    rows, device = [], _device(frame)
+    for r in frame.itertuples():
+        weight, act = GEMM_DTYPES[r.gemm_dtype]
+        dtype = matmul_dtype(weight, act)
+        if dtype not in gpu.peak_flops_per_s:
+            continue
+        cost = f.linear(r.m, r.k, r.n, weight_bytes_per_element(weight, INT4_GROUP), DTYPE_BYTES[act],
+                        out_width=A16)
+        note = ", less the dynamic scale computation" if r.scale_s > 0 else ""
+        rows.append(row(gpu, device, framework, "gemm", "gemm", dtype, cost, r.seconds,
+                        src.provenance(folder, "gemm_perf", r.kernel_source) + note, m=r.m, n=r.n, k=r.k,
+                        weight_dtype=weight, group_size=INT4_GROUP if weight == "int4" else 0))
+    return rows
+
+
+def static_fp8(frame, quantize):
+    """fp8 rows with the scale computation of their (m, k) taken off (`scale_s`: what was; 0 elsewhere), never
+    below half the time measured."""
+    scales = src.read_table(quantize, "computescale_perf") if quantize else None
+    frame = frame.assign(scale_s=0.0)
+    if scales is None:
+        return frame
+    scale = scales.groupby(["m", "k"])["seconds"].min().rename("scale")
+    frame = frame.join(scale, on=["m", "k"])
+    fp8 = (frame["gemm_dtype"] == "fp8") & frame["scale"].notna()
+    taken = frame["scale"].where(fp8, 0.0).clip(upper=frame["seconds"] / 2)
+    return frame.assign(seconds=frame["seconds"] - taken, scale_s=taken).drop(columns="scale")
+
+
+def _attention_frame(folder, name: str):
+    frame = src.read_table(folder, name)
+    if frame is None:
+        return None
+    keep = frame["kv_cache_dtype"].isin(list(KV_DTYPES)) & (frame.get("window_size", 0) == 0)
+    if "attn_dtype" in frame:
+        keep &= frame["attn_dtype"] == "bfloat16"  # the engine computes attention at 16 bits
+    if "beam_width" in frame:
+        keep &= frame["beam_width"] == 1
+    frame = frame[keep].copy()
+    frame["kv_len"] = frame["isl"] + frame["step"]
+    return frame
+
+
+def attention_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
+    """FlashAttention-style kernels: prefill (causal, keys from the fresh activations) and decode (one query per
+    sequence over the KV cache at its dtype), per head count, KV heads and head size."""
+    rows = []
+    for name, op in (("context_attention_perf", "attention_prefill"), ("generation_attention_perf",
+                                                                       "attention_decode")):
+        frame = _attention_frame(folder, name) if folder else None
+        if frame is None:
+            continue
+        keys = ["kv_cache_dtype", "batch_size", "num_heads", "num_key_value_heads", "head_dim"]
+        frame = thin(fastest(frame, keys + ["kv_len"]), keys, "kv_len")
+        device = _device(frame)
+        for r in frame.itertuples():
+            kv = KV_DTYPES[r.kv_cache_dtype]
+            cost = _attention_cost(op, r.batch_size, r.num_heads, r.num_key_value_heads, r.kv_len, r.head_dim,
+                                   r.head_dim, kv)
+            rows.append(row(gpu, device, framework, "attention", op, "bf16", cost, r.seconds,
+                            src.provenance(folder, name, r.kernel_source), batch=r.batch_size,
+                            q_len=r.kv_len if op.endswith("prefill") else 1, kv_len=r.kv_len, heads=r.num_heads,
+                            kv_heads=r.num_key_value_heads, head_dim=r.head_dim, kv_dtype=kv))
+    return rows
+
+
+def _attention_cost(op: str, B, H, Hkv, S, d, dv, kv: str, kv_width=None) -> f.Cost:
+    """The engine's fused-attention cost: prefill of S causal queries reading fresh K/V at 16 bits; decode of one
+    query per sequence over S cached keys at the KV dtype."""
+    if op.endswith("prefill"):
+        return f.from_activations(f.fused_attention(B, H, Hkv, S, f.causal_pairs(S), S, d, dv, A16, A16))
+    return f.fused_attention(B, H, Hkv, 1, S, S, d, dv, A16, DTYPE_BYTES[kv], kv_width)
+
+
+def mla_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
+    """MLA attention cores: prefill decompressed (qk 192, v 128 per head), decode absorbed (one latent KV head of
+    512 + 64 shared by the heads), `num_heads` per device."""
+    rows = []
+    for name, op in (("context_mla_perf", "mla_prefill"), ("generation_mla_perf", "mla_decode")):
+        frame = _attention_frame(folder, name) if folder else None
+        if frame is None:
+            continue
+        keys = ["kv_cache_dtype", "batch_size", "num_heads"]
+        frame = thin(fastest(frame, keys + ["kv_len"]), keys, "kv_len")
+        device = _device(frame)
+        for r in frame.itertuples():
+            kv = KV_DTYPES[r.kv_cache_dtype]
+            prefill = op.endswith("prefill")
+            if prefill:
+                cost, kv_heads, head_dim = _attention_cost(op, r.batch_size, r.num_heads, r.num_heads, r.kv_len,
+                                                           MLA_QK, MLA_V, kv), r.num_heads, MLA_QK
+            else:
+                latent = MLA_LATENT + MLA_ROPE
+                cost, kv_heads, head_dim = _attention_cost(op, r.batch_size, r.num_heads, 1, r.kv_len, latent,
+                                                           MLA_LATENT, kv, latent), 1, latent
+            rows.append(row(gpu, device, framework, "attention", op, "bf16", cost, r.seconds,
+                            src.provenance(folder, name, r.kernel_source), batch=r.batch_size,
+                            q_len=r.kv_len if prefill else 1, kv_len=r.kv_len, heads=r.num_heads,
+                            kv_heads=kv_heads, head_dim=head_dim, kv_dtype=kv))
+    return rows
+
+
+def moe_cost(tokens, hidden, inter, experts, top_k, tp, ep, weight: str, act: str) -> f.Cost:
+    """The engine's expert GEMMs (gate, up, SwiGLU, down) of one device at balanced routing, fused as the engine's
+    estimate fuses them (roofline.estimate.step: gate and up read their input once): tokens x top_k / ep
+    token-expert pairs over min(experts, tokens x top_k) / ep distinct experts, each 1/tp of the expert width."""
+    rows, touched, width = tokens * top_k / ep, min(experts, tokens * top_k) / ep, inter / tp
+    w, a = weight_bytes_per_element(weight, INT4_GROUP), DTYPE_BYTES[act]
+    parts = (f.linear(rows, hidden, width, w, a, weight_sets=touched, out_width=A16),
+             f.linear(rows, hidden, width, w, a, weight_sets=touched, out_width=A16),
+             f.activation(rows, width, A16, ACTIVATION_FLOPS["silu"], True),
+             f.linear(rows, width, hidden, w, a, weight_sets=touched, out_width=A16))
+    total = {field: sum(getattr(part, field) for part in parts) for field in f.Cost._fields}
+    return f.Cost(**{**total, "act_read": total["act_read"] - parts[1].act_read})
+
+
+def moe_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
+    """Expert blocks (MoE dtypes, gated kernels, balanced routing) of tp x ep <= MOE_MAX_DEVICES devices."""
+    frame = src.read_table(folder, "moe_perf") if folder else None
+    if frame is None:
+        return []
+    keep = (frame["moe_dtype"].isin(list(MOE_DTYPES)) & (frame["distribution"] == "balanced")
+            & ~frame["kernel_source"].str.contains("nongated")
+            & (frame["moe_tp_size"] * frame["moe_ep_size"] <= MOE_MAX_DEVICES))
+    keys = ["moe_dtype", "hidden_size", "inter_size", "num_experts", "topk", "moe_tp_size", "moe_ep_size"]
+    frame = thin(fastest(frame[keep], keys + ["num_tokens"]), keys, "num_tokens")
+    rows, device = [], _device(frame)
+    for r in frame.itertuples():
+        weight, act = MOE_DTYPES[r.moe_dtype]
+        dtype = matmul_dtype(weight, act)
+        if dtype not in gpu.peak_flops_per_s:
+            continue
+        cost = moe_cost(r.num_tokens, r.hidden_size, r.inter_size, r.num_experts, r.topk, r.moe_tp_size,
+                        r.moe_ep_size, weight, act)
+        rows.append(row(gpu, device, framework, "moe", "moe_experts", dtype, cost, r.seconds,
+                        src.provenance(folder, "moe_perf", r.kernel_source), m=r.num_tokens,
+                        n=r.inter_size // r.moe_tp_size, k=r.hidden_size, experts=r.num_experts, top_k=r.topk,
+                        weight_dtype=weight, group_size=INT4_GROUP if weight == "int4" else 0,
+                        span=int(r.moe_ep_size)))  # its expert-parallel degree (no link: the kernel moves no data)
+    return rows
+
+
+COLLECTIVES = {"all_reduce": f.all_reduce, "all_gather": f.all_gather, "alltoall": f.all_to_all}
+OUR_COLLECTIVE = {"all_reduce": "all_reduce", "all_gather": "all_gather", "alltoall": "all_to_all"}
+
+
+def comm_rows(gpu: Accelerator, custom, nccl, framework: str) -> list[dict]:
+    """Collectives by message size and GPU count: all-reduce from the framework's custom kernel (NCCL's for a GPU
+    count it did not measure), all-gather and all-to-all from NCCL; 16-bit elements."""
+    import pandas as pd
+
+    parts = []
+    if custom is not None and (frame := src.read_table(custom, "custom_allreduce_perf")) is not None:
+        parts.append(frame.assign(folder=str(custom), table="custom_allreduce_perf"))
+    if nccl is not None and (frame := src.read_table(nccl, "nccl_perf")) is not None:
+        frame = frame[frame["nccl_dtype"] == "half"]
+        parts.append(frame.assign(folder=str(nccl), table="nccl_perf"))
+    if not parts:
+        return []
+    frame = pd.concat(parts, ignore_index=True)
+    frame = frame[frame["op_name"].isin(list(COLLECTIVES)) & (frame["num_gpus"].astype(int) <= gpu.scaleup_domain)]
+    custom_spans = set(frame.loc[frame["table"] == "custom_allreduce_perf", "num_gpus"])
+    nccl_all_reduce = (frame["table"] == "nccl_perf") & (frame["op_name"] == "all_reduce")
+    frame = frame[~(nccl_all_reduce & frame["num_gpus"].isin(custom_spans))]
+    frame = thin(fastest(frame, ["op_name", "num_gpus", "message_size"]), ["op_name", "num_gpus"], "message_size")
+    rows, device = [], _device(frame)
+    from pathlib import Path
+
+    for r in frame.itertuples():
+        n, elements = int(r.num_gpus), int(r.message_size)
+        cost = COLLECTIVES[r.op_name](1, elements, n, A16)
+        rows.append(row(gpu, device, framework, "communication", OUR_COLLECTIVE[r.op_name], "bf16", cost,
+                        r.seconds, src.provenance(Path(r.folder), r.table, r.kernel_source), span=n, m=elements))
+    return rows
+
+
+def quantize_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
+    """The fp8 quantize kernel (static scale): read [m, k] at 16 bits, write it at 8 bits; one multiply per
+    element."""
+    frame = src.read_table(folder, "scale_matrix_perf") if folder else None
+    if frame is None:
+        return []
+    frame = frame[frame["m"].isin(list(GEMM_M))]
+    frame = thin(fastest(frame, ["m", "k"]), ["k"], "m")
+    rows, device = [], _device(frame)
+    for r in frame.itertuples():
+        elements = float(r.m) * float(r.k)
+        cost = f.Cost(flops=elements, act_read=elements * A16, act_write=elements * DTYPE_BYTES["fp8"])
+        rows.append(row(gpu, device, framework, "elementwise", "quantize_fp8", "bf16", cost, r.seconds,
+                        src.provenance(folder, "scale_matrix_perf", r.kernel_source), m=r.m, n=r.k))
+    return rows

@@ -1,0 +1,248 @@
+"""Expected times of whole steps and of single operators, in bulk: the kernels of a step are stacked into arrays
+once (device-independent, `Kernels`), then every device's expected times come from a handful of vectorized lookups
+(one per curve), whatever the number of operators and candidates.
+
+An operator alone (`standalone`, the per-operator `t_expected_s`): its kernel's expected time as a microbenchmark
+times it, launch included (roofline.estimate.lookup).
+
+A served step under a framework (`Kernels.step`, the totals' ttft/tpot_expected_s and the deployment search): the
+kernels the framework runs, i.e. the engine's operators with the framework's fusions applied (FUSIONS: a fused
+kernel is looked up at its members' summed FLOPs and bytes, as one kernel of its class), each plus the framework's
+time between two kernels of a CUDA-graph step, plus its per-step overhead (scheduler, sampling): both fitted on
+served runs (data/calibrations/frameworks.json, benchmarks/validate_served.py). Without a framework (a device with
+no shipped table, or a table of one's own) the step is the sum of its operators alone, as timed.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import numpy as np
+
+from ..engine.dtypes import DTYPE_BYTES
+from ..engine.graph import Op, attention_groups, scenario_dtypes
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec
+from ..engine.scenario import Scenario
+from .calibration import CALIBRATED, CORE_CLASSES, DEFAULT, PARTIAL, coordinates, data_dir, third_axis
+from .curves import log10_intensity
+from .lookup import Calibration
+
+#: fusions every framework applies: (member operators, class of the fused kernel)
+COMMON_FUSIONS = (
+    (("q_proj", "k_proj", "v_proj"), "gemm"),  # one QKV GEMM
+    (("gate_proj", "up_proj"), "gemm"),  # one gate-up GEMM
+    (("shared_gate_proj", "shared_up_proj"), "gemm"),
+    (("expert_gate_proj", "expert_up_proj", "expert_act", "expert_down_proj"), "moe"),  # one fused MoE kernel
+    (("attn_add", "mlp_norm"), "elementwise"),  # fused residual add + RMSNorm
+    (("mlp_add", "attn_norm"), "elementwise"),  # (the next layer's norm)
+)
+#: per framework, in order of preference (an operator joins the first group whose members are all present):
+#: TensorRT-LLM also fuses the all-reduce with the residual add and the norm, and RoPE and the KV-cache write into
+#: its attention kernel
+FUSIONS = {
+    "trtllm": ((("attn_all_reduce", "attn_add", "mlp_norm"), "communication"),
+               (("mlp_all_reduce", "mlp_add", "attn_norm"), "communication"),
+               (("rope", "kv_cache_write", "fused_attention"), "attention"), *COMMON_FUSIONS),
+    "vllm": COMMON_FUSIONS,
+    "sglang": COMMON_FUSIONS,
+}
+#: collective kind by a communication operator's name
+COLLECTIVE_KINDS = (("all_reduce", "all_reduce"), ("all_gather", "all_gather"), ("all_to_all", "all_to_all"),
+                    ("dispatch", "all_to_all"), ("send", "p2p"))
+
+
+@lru_cache(maxsize=1)
+def overheads() -> dict:
+    """{framework: {"kernel_gap_s": ..., "step_s": ...}} fitted on served runs (frameworks.json)."""
+    path = data_dir() / "frameworks.json"
+    return json.loads(path.read_text())["frameworks"] if path.is_file() else {}
+
+
+def collective_kind(name: str) -> str:
+    return next((kind for part, kind in COLLECTIVE_KINDS if part in name), "all_reduce")
+
+
+def operand_dtype(op: Op, scenario: Scenario, cls: str) -> str:
+    """The operand dtype a lookup keys on: the weights' of a GEMM (experts: the experts'; lm_head: the table's),
+    the KV cache's of an attention kernel; "" elsewhere."""
+    if cls in ("gemm", "moe"):
+        if op.name.startswith("expert_") or cls == "moe":
+            return scenario.expert_dtype
+        return scenario_dtypes(scenario).head_weight if op.name == "lm_head" else scenario.weight_dtype
+    return scenario.kv_dtype if cls == "attention" else ""
+
+
+def fuse(ops, framework: str) -> list[tuple[tuple[Op, ...], str]]:
+    """The operators as the framework's kernels, (operators, class): fused groups (FUSIONS) where all members are
+    present with one count (the member of the group's class first), every other operator alone."""
+    by_name = {op.name: op for op in ops}
+    taken: set[str] = set()
+    out = []
+    for members, cls in FUSIONS.get(framework, ()):
+        group = [by_name.get(name) for name in members]
+        if any(op is None or op.name in taken for op in group) or len({op.count for op in group}) > 1:
+            continue
+        taken.update(members)
+        principal = next((op for op in group if op.op_class == cls), group[0])
+        out.append(((principal, *(op for op in group if op is not principal)), cls))
+    return out + [((op,), op.op_class) for op in ops if op.name not in taken]
+
+
+def keys_per_sequence(model: ModelSpec, op: Op, seq_len):
+    """Keys one decode query attends (graph._keys_attended): S + 1, within a window or the current chunk."""
+    seq = np.asarray(seq_len, dtype=float)
+    if op.name.endswith("_chunked"):
+        return seq % model.attention_chunk + 1
+    suffix = "_swa" if op.name.endswith("_swa") else ""
+    window = next((w for s, w, _ in attention_groups(model) if s == suffix), None)
+    return seq + 1 if window is None else np.minimum(seq + 1, window)
+
+
+def _shared_reads(members, pick):
+    """Bytes the members of a fused GEMM read twice: the input every member after the first shares with it."""
+    first = pick(members[0].cost.act_read)
+    return sum(first for op in members[1:] if np.array_equal(pick(op.cost.act_read), first))
+
+
+def _as_array(value):
+    return np.asarray(value, dtype=float)
+
+
+def _matrix(values: list, n: int) -> np.ndarray:
+    """Rows of scalars or length-n arrays as a k x n array."""
+    out = np.empty((len(values), n))
+    for i, value in enumerate(values):
+        out[i] = value
+    return out
+
+
+class Kernels:
+    """The kernels of one step, stacked (k kernels x n candidates), device-independent: their FLOPs, DRAM bytes,
+    link bytes and message bytes, log10 intensity, keys per sequence, count, and each kernel's lookup key.
+
+    `pick` maps every cost array of the operators to the n candidates wanted (default: as they are)."""
+
+    def __init__(self, model: ModelSpec, scenario: Scenario, stage: str, ops, framework: str, pick=None, seq_len=None):
+        groups = fuse(ops, framework)
+        pick = pick or _as_array
+        self.framework, self.count = framework, np.array([g[0][0].count for g in groups], dtype=float)
+        self.principal = [g[0][0] for g in groups]
+        self.classes = [cls for _, cls in groups]
+        costs = {op.name: (pick(op.cost.flops), pick(op.cost.bytes), pick(op.cost.network)) for op in ops}
+        rows = [[sum(costs[op.name][field] for op in members) for members, _ in groups] for field in range(3)]
+        for number, (members, cls) in enumerate(groups):
+            if len(members) > 1 and cls in ("gemm", "moe"):  # a fused GEMM reads its shared input once
+                rows[1][number] = rows[1][number] - _shared_reads(members, pick)
+        n = max(np.size(value) for field in rows for value in field)
+        self.flops, self.bytes, self.network = (_matrix(field, n) for field in rows)
+        self.message = np.zeros_like(self.flops)
+        for i, (op, cls) in enumerate(zip(self.principal, self.classes)):
+            if cls == "communication":
+                self.message[i] = pick(np.maximum(op.cost.act_read, op.cost.act_write))
+        self.log_intensity = log10_intensity(self.flops, self.bytes)
+        self.writes = [sum(pick(op.cost.act_write) for op in members) for members, _ in groups]
+        self.lookups = self._lookups(model, scenario, stage, pick, scenario.seq_len if seq_len is None else seq_len)
+
+    def _lookups(self, model, scenario, stage, pick, seq_len) -> dict:
+        """{lookup key: (kernel rows, extra coordinates)}: (cls, dtype, operand, phase) for kernels, (kind, span)
+        for collectives."""
+        out: dict[tuple, list] = {}
+        for i, (op, cls) in enumerate(zip(self.principal, self.classes)):
+            if cls == "communication":
+                out.setdefault(("communication", collective_kind(op.name), op.span), []).append(i)
+                continue
+            phase = "" if cls != "attention" else f"mla_{stage}" if model.is_mla else stage
+            out.setdefault((cls, op.compute_dtype, operand_dtype(op, scenario, cls), phase), []).append(i)
+        lookups = {}
+        for key, rows in out.items():
+            axis = "" if key[0] == "communication" else third_axis(key[0], key[3])
+            extra = []
+            if axis:
+                third = [self._third(model, scenario, self.principal[i], i, axis, pick, seq_len) for i in rows]
+                extra = [coordinates(key[0], key[3], 1.0, 1.0, 1.0, _matrix(third, self.flops.shape[1]))[0][2]]
+            lookups[key] = (np.array(rows), extra)
+        return lookups
+
+    def _third(self, model, scenario, op: Op, row: int, axis: str, pick, seq_len):
+        """The third coordinate of kernel `row`: keys per sequence (decode attention) or n / k of a GEMM (its
+        outputs over its input, each at its width: lm_head reads the table's input dtype; an MoE kernel: its first
+        expert GEMM's)."""
+        if axis == "decode":
+            return pick(keys_per_sequence(model, op, seq_len))
+        writes = pick(op.cost.act_write) if self.classes[row] == "moe" else self.writes[row]
+        dtypes = scenario_dtypes(scenario)
+        width_in = DTYPE_BYTES[dtypes.head_input if op.name == "lm_head" else scenario.act_dtype]
+        width_out = DTYPE_BYTES[dtypes.act16]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.nan_to_num(writes / width_out / (pick(op.cost.act_read) / width_in), nan=1.0)
+
+    def bounds(self, gpu: Accelerator, columns=None) -> np.ndarray:
+        """The roofline bound of every kernel on `gpu` [k x n], or at the candidates `columns` only."""
+        pick = (lambda a: a) if columns is None else (lambda a: a[:, columns])
+        peaks = np.array([gpu.peak(op.compute_dtype) for op in self.principal])[:, None]
+        t = np.maximum(pick(self.flops) / peaks, pick(self.bytes) / gpu.bandwidth_bytes_per_s)
+        for i, op in enumerate(self.principal):
+            if op.span > 1:
+                bandwidth, latency = gpu.link(op.span)
+                network = self.network[i] if columns is None else self.network[i, columns]
+                t[i] = np.maximum(t[i], latency + network / bandwidth)
+        return t
+
+    def seconds(self, calibration: Calibration, devices, standalone: bool = False):
+        """(expected [k x m] s, estimate label per kernel) on one device, or on several that share `calibration`:
+        [(device, candidate columns)], their candidates side by side."""
+        if isinstance(devices, Accelerator):
+            bound, columns = self.bounds(devices), None
+        else:
+            bound = np.hstack([self.bounds(gpu, cols) for gpu, cols in devices])
+            columns = np.concatenate([cols for _, cols in devices])
+
+        def at(array):
+            return array if columns is None else array[:, columns]
+
+        out, labels = np.empty_like(bound), [DEFAULT] * len(self.principal)
+        for key, (rows, extra) in self.lookups.items():
+            if key[0] == "communication":
+                seconds, label = calibration.collectives(key[1], key[2], at(self.message[rows]), bound[rows])
+            else:
+                seconds, label = calibration.kernels(*key, bound[rows],
+                                                     [at(self.log_intensity[rows]), *map(at, extra)], standalone)
+            out[rows] = seconds
+            for i in rows:
+                labels[i] = label
+        return out, labels
+
+    def kernel_time(self, calibration: Calibration, devices) -> tuple[np.ndarray, set[str]]:
+        """(the step's kernels as the framework runs them [m] s: count x (kernel + the time between two kernels),
+        the per-step overhead left out; the labels of its core kernels), on `devices` (as `seconds`). Without a
+        framework model: the kernels alone, each as timed alone."""
+        modelled = self.framework in FUSIONS
+        gap = overheads().get(self.framework, {}).get("kernel_gap_s", 0.0) if modelled else 0.0
+        seconds, labels = self.seconds(calibration, devices, standalone=not modelled)
+        total = (self.count[:, None] * (seconds + gap)).sum(axis=0)
+        core = {label for label, cls, op in zip(labels, self.classes, self.principal)
+                if cls in CORE_CLASSES or op.op_class in CORE_CLASSES}  # element-wise kernels may be fallbacks
+        return total, core
+
+    def step(self, calibration: Calibration, devices) -> tuple[np.ndarray, str]:
+        """(expected step time [m] s, estimate) under the calibration's framework on `devices` (as `seconds`):
+        kernel_time plus the framework's per-step overhead; callers keep it at least the step's bound."""
+        total, core = self.kernel_time(calibration, devices)
+        step_s = overheads().get(self.framework, {}).get("step_s", 0.0) if self.framework in FUSIONS else 0.0
+        return total + step_s, step_label(core)
+
+
+def step_label(labels) -> str:
+    """`calibrated` when every core kernel (GEMM, attention, MoE, communication) is, `partial` when some are,
+    `default` otherwise."""
+    if labels and all(label == CALIBRATED for label in labels):
+        return CALIBRATED
+    return PARTIAL if CALIBRATED in labels else DEFAULT
+
+
+def combine(*labels: str) -> str:
+    """The estimate of several steps together (a prefill and a decode step, the parts of a served step)."""
+    if all(label == CALIBRATED for label in labels):
+        return CALIBRATED
+    return DEFAULT if all(label == DEFAULT for label in labels) else PARTIAL

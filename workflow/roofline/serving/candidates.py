@@ -1,0 +1,87 @@
+"""The deployment search's candidates: every (device, parallel plan, weight dtype, KV dtype, attention kernel) the
+device can compute at and the engine accepts, each a Group of candidates that differ only in batch."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..engine.analysis import check_device_dtypes, deployment_label
+from ..engine.dtypes import DTYPE_BYTES
+from ..engine.errors import RooflineInputError
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec
+from ..engine.parallel import Parallel, check_plan
+from ..engine.scenario import ATTENTION_IMPLS, Scenario
+
+#: weight (and KV cache) dtypes searched by default
+DEFAULT_DTYPES = ("fp16", "fp8", "int8", "int4")
+#: KV caches narrower than 8 bits are left out of the search (rare in serving engines: accuracy)
+MIN_KV_BYTES = 1.0
+
+
+def activation_dtype(weight_dtype: str) -> str:
+    """The activation dtype of the serving recipe for a weight dtype: floats of 8 bits or more keep their own type
+    (FP8 is served W8A8, computing at the fp8 peak); integer weights are weight-only quantization (W8A16, W4A16)."""
+    return weight_dtype if weight_dtype in ("fp32", "fp16", "bf16", "fp8") else "fp16"
+
+
+@dataclass(frozen=True)
+class Group:
+    """Candidates that differ only in batch: one device and one scenario (dtypes, kernel, parallel plan)."""
+
+    gpu: Accelerator
+    scenario: Scenario
+
+    @property
+    def plan(self) -> Parallel:
+        return self.scenario.parallel
+
+    @property
+    def devices(self) -> int:
+        return self.plan.devices
+
+    def deployment(self) -> str:
+        return deployment_label(self.gpu, self.plan)
+
+
+#: tensor-parallel degrees, pipeline depths and expert-parallel degrees searched: powers of two, as deployed
+POWERS_OF_TWO = tuple(2**i for i in range(13))
+
+
+def parallel_plans(model: ModelSpec, gpu: Accelerator, max_devices: int) -> list[Parallel]:
+    """Every plan of at most `max_devices` devices (tp x pp) that the engine accepts for this model and device
+    (roofline.engine.parallel.check_plan: heads, layers, experts, scale-up domain and network): tp and pp powers of two;
+    for MoE models also ep (a power of two dividing tp) and data-parallel attention (ep = tp)."""
+    plans = []
+    for tp in (n for n in POWERS_OF_TWO if n <= max_devices):
+        for pp in (n for n in POWERS_OF_TWO if tp * n <= max_devices):
+            eps = [n for n in POWERS_OF_TWO if n <= tp and tp % n == 0] if model.is_moe else [1]
+            for ep in eps:
+                for attention_dp in ((False, True) if model.is_moe and ep == tp > 1 else (False,)):
+                    plan = Parallel(tp=tp, pp=pp, ep=ep, attention_dp=attention_dp)
+                    try:
+                        check_plan(model, gpu, plan.validate())
+                    except RooflineInputError:
+                        continue  # the model or the device cannot run it: not a candidate
+                    plans.append(plan)
+    return plans
+
+
+def candidate_groups(model: ModelSpec, gpus: Sequence[Accelerator], dtypes: Sequence[str], max_devices: int,
+                     memory_utilization: float = Scenario.memory_utilization, framework: str = "") -> list[Group]:
+    """Every (device, plan, weight dtype, KV dtype, attention) the device can compute at and the engine accepts."""
+    recipes = [Scenario(weight_dtype=w, act_dtype=activation_dtype(w), kv_dtype=kv, attention=attention,
+                        memory_utilization=memory_utilization, framework=framework)
+               for w in dtypes for kv in dtypes if DTYPE_BYTES[kv] >= MIN_KV_BYTES for attention in ATTENTION_IMPLS]
+    groups = []
+    for gpu in gpus:
+        usable = []
+        for sc in recipes:
+            try:
+                check_device_dtypes(gpu, sc)
+            except RooflineInputError:
+                continue  # the device publishes no peak for this recipe: not a candidate
+            usable.append(sc)
+        groups += [Group(gpu, replace(sc, parallel=plan)) for plan in parallel_plans(model, gpu, max_devices)
+                   for sc in usable]
+    return groups
