@@ -1,11 +1,12 @@
 """Your own served runs beside ours: each measured run predicted at its own deployment and workload, with the
 bound, the expected value and the error of the expected one against the measurement.
 
-`predict_run` is the ONE place that says what a served run should take; today it uses the deployment search's
-steady state (roofline.serving.planner): TPOT = the decode step at batch = the run's concurrency and the mean KV
-length isl + osl // 2, TTFT = the prefill of one request of isl tokens (no queueing), tokens/s = concurrency / TPOT
-(the deployment's output tokens per second). A served-run model (continuous batching with prompts in the batch,
-queueing) replaces its body and nothing else.
+`predict_run` is the ONE place that says what a served run should take: the serving model
+(roofline.serving.serve.serve_aggregated) at the run's deployment, dtypes and framework (vllm where the run names
+none we model), closed loop at the run's concurrency and lengths: continuous batching with chunked prefill, TTFT
+with the wait for prefill slots, TPOT with the prompt chunks mixed into decode steps and the framework's host time;
+a concurrency the KV cache cannot hold queues (`fits` False). The bounds are the serving model's (never above a
+measured run: benchmarks/validate_serving.py).
 """
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from ..engine.columns import MEASUREMENT_COLUMNS
+from ..engine.errors import RooflineInputError
 from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.models import ModelSpec
 from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
-from ..estimate.expected import analyze
 from .candidates import activation_dtype
+from .framework import DEFAULT_FRAMEWORK
+from .serve import Workload, prepare_served, serve_aggregated
 
 NAN = math.nan
 #: the `status` of a row that was predicted (any other status says why it was not)
@@ -69,15 +72,13 @@ class MeasuredRun:
 
 def predict_run(model: ModelSpec, gpu: Accelerator, scenario: Scenario, run: MeasuredRun) -> dict:
     """What the run should take: bound and expected TTFT, TPOT and tokens/s, the fit and the deployment's name (see
-    the module docstring; the serving model swaps in here)."""
+    the module docstring)."""
     sc = run.scenario(scenario.for_model(model))
-    prefill = analyze(model, gpu, "prefill", sc.with_(batch=1, seq_len=run.isl))[1]
-    decode = analyze(model, gpu, "decode", sc.with_(batch=run.concurrency, seq_len=run.isl + run.osl // 2))[1]
-    return {"ttft_s": prefill["ttft_s"], "ttft_expected_s": prefill["ttft_expected_s"],
-            "tpot_s": decode["tpot_s"], "tpot_expected_s": decode["tpot_expected_s"],
-            "tokens_per_s": decode["tokens_per_s"], "tokens_per_s_expected": decode["tokens_per_s_expected"],
-            "fits": bool(decode["fits"] and prefill["fits"]), "deployment": decode["deployment"],
-            "weight_dtype": sc.for_model(model).weight_dtype, "kv_dtype": sc.kv_dtype}
+    served = prepare_served(model, gpu, sc, run.framework if run.framework in FRAMEWORKS else DEFAULT_FRAMEWORK)
+    row = serve_aggregated(served, Workload(run.isl, run.osl, concurrency=run.concurrency), overflow="queue")
+    return {**{name: row[name] for name in ("ttft_s", "ttft_expected_s", "tpot_s", "tpot_expected_s",
+                                            "tokens_per_s", "tokens_per_s_expected", "deployment")},
+            "fits": bool(row["fits"]), "weight_dtype": row["weight_dtype"], "kv_dtype": row["kv_dtype"]}
 
 
 def error(expected: float, measured: float) -> float:
@@ -94,7 +95,12 @@ def measurement_rows(model: ModelSpec, gpus: Mapping[str, Accelerator], scenario
     (its gpu is one of `gpus`), the prediction columns NaN otherwise (its status says why)."""
     out = []
     for run in runs:
-        guess = predict_run(model, gpus[run.gpu], scenario, run) if run.status == PREDICTED else {}
+        guess, status = {}, run.status
+        if status == PREDICTED:
+            try:
+                guess = predict_run(model, gpus[run.gpu], scenario, run)
+            except RooflineInputError as problem:  # e.g. a context the model does not have: said, not raised
+                status = f"not predicted: {problem}"
         row = {"model": model.key, "gpu": run.gpu, "framework": run.framework, "source": run.source,
                "tp": run.tp, "pp": run.pp, "ep": run.ep, "devices": run.plan.devices,
                "deployment": guess.get("deployment", f"{run.plan.devices} x {run.gpu}"),
@@ -106,7 +112,7 @@ def measurement_rows(model: ModelSpec, gpus: Mapping[str, Accelerator], scenario
             value = getattr(run, field)
             row.update({bound: guess.get(bound, NAN), expected: guess.get(expected, NAN), measured: value,
                         relative: error(guess.get(expected, NAN), value)})
-        row.update({"fits": guess.get("fits", False), "status": run.status})
+        row.update({"fits": guess.get("fits", False), "status": status})
         out.append(row)
     assert all(tuple(r) == MEASUREMENT_COLUMNS for r in out)
     return out
