@@ -35,10 +35,19 @@ rule measured:
         gpus=lambda wildcards: RESOLVED.measured_gpu_params(wildcards.model),
         scenario=lambda wildcards: RESOLVED.scenario_params(wildcards.model),
         runs=lambda wildcards: RESOLVED.measurement_params(wildcards.model),
+        framework=RESOLVED.served_framework(),  # for runs that name none
     run:
         from roofline.pipeline.io import write_measured_table
 
-        write_measured_table(params.model, params.gpus, params.scenario, params.runs, output[0], log=log[0])
+        write_measured_table(
+            params.model,
+            params.gpus,
+            params.scenario,
+            params.runs,
+            output[0],
+            log=log[0],
+            framework=params.framework,
+        )
 
 
 rule measured_runs:

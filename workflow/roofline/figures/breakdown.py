@@ -1,5 +1,5 @@
 """Figure: where the time goes; per stage a panel, per GPU a bar of time by operator class, memory-bound solid,
-compute-bound hatched, network-bound (collectives) dotted; a setup that does not fit is faded and marked."""
+compute-bound hatched, network-bound (collectives) striped; a setup that does not fit is faded and marked."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -19,8 +19,9 @@ CROWDED_BARS = 9
 #: a bar of a (gpu, stage) that does not fit: faded, cross-hatched in red, its total under a cross (on a line of
 #: its own, so that the label is no wider than a plain total and neighbouring labels do not touch)
 MISFIT_ALPHA, MISFIT_COLOR, MISFIT_MARK = 0.3, "#aa3333", "✗"
-#: the hatch of each bound's part of a bar
-BOUND_HATCHES = (("memory", None), ("compute", "////"), ("network", "...."))
+#: the hatch of each bound's part of a bar (network: stripes, not dots: a dotted hatch is a pattern of ~5,000 curves
+#: that WeasyPrint takes ~2 s per PDF to paint)
+BOUND_HATCHES = (("memory", None), ("compute", "////"), ("network", "----"))
 
 
 def _time_unit(seconds: float) -> tuple[float, str]:
@@ -34,7 +35,7 @@ def _time_unit(seconds: float) -> tuple[float, str]:
 def time_breakdown_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], model_name: str, stages,
                           misfits=frozenset(), plans: dict[str, str] | None = None):
     """Figure 3: per stage a panel; per GPU a bar of time by operator class, memory-bound solid, compute-bound
-    hatched, network-bound (collectives) dotted; a bar whose (gpu, stage) is in `misfits` (does not fit) is faded,
+    hatched, network-bound (collectives) striped; a bar whose (gpu, stage) is in `misfits` (does not fit) is faded,
     red cross-hatched and its total marked. `plans` ({gpu: "TP 4"}) names multi-device deployments under their
     bars. Many GPUs: vertical GPU names and totals, with the margins and headroom they need (measured)."""
     stages = [s for s in STAGES if s in stages]
@@ -108,11 +109,10 @@ def _gpu_names(ax, keys: list[str], x, plans: dict[str, str], crowded: bool) -> 
 def _legend_handles(ops: pd.DataFrame, classes: list[str], misfits) -> list[Patch]:
     """Colour = class, hatch = bound (network only when a collective bounds a part), and the misfit mark when a
     bar carries it."""
+    hatches = dict(BOUND_HATCHES)
     handles = [Patch(facecolor=class_color(c), label=c) for c in classes]
-    handles += [Patch(facecolor="white", edgecolor="#555555", label="memory-bound"),
-                Patch(facecolor="white", edgecolor="#555555", hatch="////", label="compute-bound")]
-    if "network" in set(ops["bound"]):
-        handles.append(Patch(facecolor="white", edgecolor="#555555", hatch="....", label="network-bound"))
+    handles += [Patch(facecolor="white", edgecolor="#555555", hatch=hatches[bound], label=f"{bound}-bound")
+                for bound in ("memory", "compute", "network") if bound != "network" or "network" in set(ops["bound"])]
     if misfits:
         handles.append(Patch(facecolor="white", edgecolor=MISFIT_COLOR, hatch="xxxx",
                              label=f"{MISFIT_MARK} does not fit"))
@@ -143,5 +143,5 @@ def draw(data: ModelFigures, _item=None):
 
 def caption(_data: ModelFigures, _item=None) -> str:
     return ("Where the time goes: per deployment and stage, the roofline bound on time by operator class; solid parts "
-            "are memory-bound, hatched parts compute-bound, dotted parts the collectives (network-bound); a greyed bar "
-            "marked ✗ does not fit on that GPU.")
+            "are memory-bound, hatched parts compute-bound, striped parts the collectives (network-bound); a greyed "
+            "bar marked ✗ does not fit on that GPU.")

@@ -25,6 +25,7 @@ from ..engine.models import ModelSpec, model_from_entry
 from ..engine.parallel import Parallel, check_plan
 from ..engine.scenario import STAGES, Scenario, check_context
 from ..estimate.calibration import check_table, fit_path, framework_for, table_path
+from ..serving.framework import DEFAULT_FRAMEWORK
 from ..serving.measured import PREDICTED, MeasuredRun, run_params
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
 from ..serving.search_budget import MAX_CANDIDATES, check_budget, check_max_devices, count_candidates
@@ -72,6 +73,13 @@ class ResolvedConfig:
         used = {run.gpu for run in self.measurements if run.model == key and run.status == PREDICTED}
         return {gpu: self.gpu_params(gpu) for gpu in self.gpus if gpu in used}
     serving: ServingSettings | None = None  # the optional served predictions (config section `serving`)
+
+    def served_framework(self) -> str:
+        """The framework served predictions assume where nothing else names one (a measured run without its own):
+        the `serving` section's, else the `plan` section's, else the default."""
+        if self.serving is not None:
+            return self.serving.framework
+        return self.plan_search.framework if self.plan_search is not None else DEFAULT_FRAMEWORK
 
     def plan_search_params(self) -> dict:
         """JSON-able plan settings (PlanSettings.from_params rebuilds them): the plan jobs' `params`."""

@@ -59,9 +59,10 @@ def write_plan_table(rows: list[dict], reason: str, path: str) -> None:
 
 
 def write_measured_table(model: dict, gpus: dict, scenario: dict, runs: list[dict], path: str,
-                         log: str | None = None) -> None:
+                         log: str | None = None, framework: str = "vllm") -> None:
     """results/measurements/{model}.parquet: the model's measured runs beside their predictions
-    (roofline.serving.measured.measurement_rows, MEASUREMENT_COLUMNS) from a job's params dicts."""
+    (roofline.serving.measured.measurement_rows, MEASUREMENT_COLUMNS; `framework`: the config's, for runs that name
+    none) from a job's params dicts."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -73,7 +74,7 @@ def write_measured_table(model: dict, gpus: dict, scenario: dict, runs: list[dic
 
     with log_to(log) as say:
         rows = measurement_rows(ModelSpec(**model), {key: Accelerator(**gpu) for key, gpu in gpus.items()},
-                                Scenario(**scenario), [MeasuredRun(**run) for run in runs])
+                                Scenario(**scenario), [MeasuredRun(**run) for run in runs], framework)
         with atomic([path]) as temps:
             pq.write_table(pa.table({column: [row[column] for row in rows] for column in MEASUREMENT_COLUMNS}),
                            temps[str(path)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
+from ..serving.framework import DEFAULT_FRAMEWORK
 from ..serving.table import ServingSettings, ServingWorkload
 
 #: keys a workload entry may carry (the schema describes each)
@@ -39,4 +40,5 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
     if not workloads:
         raise RooflineInputError("serving.workloads: empty; give at least one, e.g. {isl: 1024, osl: 1024, "
                                  "concurrency: [1, 16, 64]}")
-    return ServingSettings(workloads=tuple(workloads), gpus=keys)
+    return ServingSettings(workloads=tuple(workloads), gpus=keys,
+                           framework=section.get("framework", DEFAULT_FRAMEWORK))

@@ -2,10 +2,11 @@
 bound, the expected value and the error of the expected one against the measurement.
 
 `predict_run` is the ONE place that says what a served run should take: the serving model
-(roofline.serving.serve.serve_aggregated) at the run's deployment, dtypes and framework (vllm where the run names
-none we model), closed loop at the run's concurrency and lengths: continuous batching with chunked prefill, TTFT
-with the wait for prefill slots, TPOT with the prompt chunks mixed into decode steps and the framework's host time;
-a concurrency the KV cache cannot hold queues (`fits` False). The bounds are the serving model's (never above a
+(roofline.serving.serve.serve_aggregated) at the run's deployment, dtypes and framework (where the run names none
+we model: the config's, `serving.framework`, else `plan.framework`, else vllm), closed loop at the run's concurrency
+and lengths: continuous batching with chunked prefill, TTFT with the wait for prefill slots, TPOT with the prompt
+chunks mixed into decode steps and the framework's host time; a concurrency the KV cache cannot hold queues (`fits`
+False). The bounds are the serving model's (never above a
 measured run: benchmarks/validate_serving.py).
 """
 from __future__ import annotations
@@ -70,11 +71,12 @@ class MeasuredRun:
         return base.with_(**changes)
 
 
-def predict_run(model: ModelSpec, gpu: Accelerator, scenario: Scenario, run: MeasuredRun) -> dict:
+def predict_run(model: ModelSpec, gpu: Accelerator, scenario: Scenario, run: MeasuredRun,
+                framework: str = DEFAULT_FRAMEWORK) -> dict:
     """What the run should take: bound and expected TTFT, TPOT and tokens/s, the fit and the deployment's name (see
-    the module docstring)."""
+    the module docstring); under the run's framework when it is one we model, else `framework` (the config's)."""
     sc = run.scenario(scenario.for_model(model))
-    served = prepare_served(model, gpu, sc, run.framework if run.framework in FRAMEWORKS else DEFAULT_FRAMEWORK)
+    served = prepare_served(model, gpu, sc, run.framework if run.framework in FRAMEWORKS else framework)
     row = serve_aggregated(served, Workload(run.isl, run.osl, concurrency=run.concurrency), overflow="queue")
     return {**{name: row[name] for name in ("ttft_s", "ttft_expected_s", "tpot_s", "tpot_expected_s",
                                             "tokens_per_s", "tokens_per_s_expected", "deployment")},
@@ -90,15 +92,16 @@ def error(expected: float, measured: float) -> float:
 
 
 def measurement_rows(model: ModelSpec, gpus: Mapping[str, Accelerator], scenario: Scenario,
-                     runs: Sequence[MeasuredRun]) -> list[dict]:
+                     runs: Sequence[MeasuredRun], framework: str = DEFAULT_FRAMEWORK) -> list[dict]:
     """MEASUREMENT_COLUMNS records, one per run of `model`: predicted beside measured when its status is PREDICTED
-    (its gpu is one of `gpus`), the prediction columns NaN otherwise (its status says why)."""
+    (its gpu is one of `gpus`), the prediction columns NaN otherwise (its status says why); `framework`: the
+    config's, for runs that name none."""
     out = []
     for run in runs:
         guess, status = {}, run.status
         if status == PREDICTED:
             try:
-                guess = predict_run(model, gpus[run.gpu], scenario, run)
+                guess = predict_run(model, gpus[run.gpu], scenario, run, framework)
             except RooflineInputError as problem:  # e.g. a context the model does not have: said, not raised
                 status = f"not predicted: {problem}"
         row = {"model": model.key, "gpu": run.gpu, "framework": run.framework, "source": run.source,

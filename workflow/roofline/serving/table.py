@@ -60,10 +60,12 @@ class ServingWorkload:
 
 @dataclass(frozen=True)
 class ServingSettings:
-    """The resolved `serving` section: its workloads and the gpus it serves on (keys of `gpus:`)."""
+    """The resolved `serving` section: its workloads, the gpus it serves on (keys of `gpus:`) and its framework
+    (the workloads' default)."""
 
     workloads: tuple[ServingWorkload, ...] = field(default_factory=tuple)
     gpus: tuple[str, ...] = ()
+    framework: str = DEFAULT_FRAMEWORK
 
     def params(self) -> dict:
         return asdict(self)
@@ -72,7 +74,8 @@ class ServingSettings:
     def from_params(cls, params: dict) -> "ServingSettings":
         return cls(workloads=tuple(ServingWorkload(**{**w, "concurrency": tuple(w["concurrency"]),
                                                       "request_rate": tuple(w["request_rate"])})
-                                   for w in params["workloads"]), gpus=tuple(params["gpus"]))
+                                   for w in params["workloads"]), gpus=tuple(params["gpus"]),
+                   framework=params.get("framework", DEFAULT_FRAMEWORK))
 
 
 def serving_table(model: ModelSpec, gpus: dict[str, Accelerator], scenarios: dict[str, Scenario],
