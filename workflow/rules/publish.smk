@@ -14,6 +14,7 @@ rule wiki:
         pdfs=expand(rules.report.output.pdf, model=MODELS),
         figures=expand(rules.figures.output[0], model=MODELS),
         specs=expand(rules.model_specs.output[0], model=MODELS),
+        plans=all_plan_inputs,
         code=REPORT_CODE,
     output:
         directory("reports/wiki"),

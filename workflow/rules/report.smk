@@ -17,6 +17,11 @@ def plan_inputs(wildcards):
     return {"plan": expand(rules.plan.output[0], model=wildcards.model)} if RESOLVED.plan_search else {}
 
 
+def all_plan_inputs(wildcards):
+    """Every model's deployment search, for the summary (none without a `plan` section)."""
+    return expand(rules.plan.output[0], model=MODELS) if RESOLVED.plan_search else []
+
+
 localrules:
     plotly_js,
 
@@ -66,6 +71,7 @@ rule summary:
     throughput)."""
     input:
         unpack(summary_extra_inputs),
+        plans=all_plan_inputs,
         totals=expand(rules.aggregate.output[0], table="totals"),
         treatments=expand(rules.aggregate.output[0], table="treatments"),
         specs=rules.specs.output[0],

@@ -35,8 +35,9 @@ if page == "model":
     context = report.model_context(snakemake.wildcards.model, tables, specs,  # noqa: F821
                                    report.load_manifest(figures), os.path.relpath(figures, html.parent),
                                    plotly_js=os.path.relpath(inputs.plotly_js, html.parent))
-elif page == "summary":
-    context = report.summary_context(tables, specs)
+elif page == "summary":  # with each model's deployment search when the config has one (its served rows lead)
+    plans = {Path(path).stem: report.load_plan(path) for path in inputs.get("plans", [])}
+    context = report.summary_context(tables, specs, plans)
 else:
     context = report.index_context(specs, {Path(d).name: report.load_manifest(d) for d in inputs.figures})
 if page == "model":  # cost and energy per token on page 1, when a GPU has a price (config price_per_hour)

@@ -49,11 +49,12 @@ def write_json(data: dict, path: str, log: str | None = None) -> None:
         say(f"{path}: {len(data)} sections")
 
 
-def write_plan_table(rows: list[dict], reason: str, path: str) -> None:
-    """results/plans/{model}.parquet (roofline.serving.plan_io.plan_arrow_table), written atomically."""
+def write_plan_table(rows: list[dict], reason: str, path: str, search: dict | None = None) -> None:
+    """results/plans/{model}.parquet (roofline.serving.plan_io.plan_arrow_table; `search`: what was searched,
+    plan_io.search_metadata), written atomically."""
     import pyarrow.parquet as pq
 
-    table = plan_arrow_table(rows, reason)
+    table = plan_arrow_table(rows, reason, search)
     with atomic([path]) as temps:
         pq.write_table(table, temps[str(path)])
 

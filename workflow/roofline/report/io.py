@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..serving.plan_io import read_plan_table
+from ..serving.plan_io import read_plan_search
 
 #: the manifest file the figures package writes into each reports/figures/{model}/ directory
 MANIFEST = "figures.json"
@@ -18,9 +18,13 @@ def load_tables(paths: dict[str, str | Path]) -> dict[str, pd.DataFrame]:
 
 
 def load_plan(path: str | Path) -> pd.DataFrame:
-    """The frontier table of results/plans/{model}.parquet; attrs["reason"] says why it is empty."""
-    table, reason = read_plan_table(str(path))
-    table.attrs["reason"] = reason
+    """The frontier table of results/plans/{model}.parquet; attrs["reason"] says why it is empty, attrs["search"]
+    what was searched (plan_io.search_metadata) and attrs["workload"] its targets (tpot_s, ttft_s; when the table
+    records them)."""
+    table, reason, search = read_plan_search(str(path))
+    table.attrs.update(reason=reason, search=search)
+    if search.get("workload"):
+        table.attrs["workload"] = dict(search["workload"])
     return table
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..engine.scenario import STAGES, scenario_for_model
-from . import calibration, decision, matrix, text
+from . import calibration, decision, matrix, served, text
 from .facts import hardware_table, model_facts, model_spec
 from .figure_list import figures_at
 from .gpu_detail import gpu_detail
@@ -35,9 +35,12 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
         "header": title_block({**specs, "scenario": scenario}, f"Roofline report: {spec['name']}",
                               f"{plural(len(gpus), 'GPU')}, {', '.join(stages)}", hash_kind="inputs"),
         "facts": model_facts(model_spec(spec), scenario, totals.iloc[0]),
-        "summary": text.executive_summary(spec["name"], totals, treatments, gpus, scenario, ops),
+        "summary": [sentence for sentence in (served.served_sentence(plans),) if sentence]
+        + text.executive_summary(spec["name"], totals, treatments, gpus, scenario, ops),
+        "served": served.served_section(plans),
         "decision": decision.decision_tables(totals, treatments, gpus, stages),
-        "plans": decision.recommended_plans(plans, gpus_all) if plans is not None else None,
+        "plans": decision.recommended_plans(plans, gpus_all) if plans is not None and not served.is_served(plans)
+        else None,
         "matrices": [matrices(stage, mine, gpus) for stage in stages],
         "hardware": hardware_table(gpus),
         "figures": figures_at(manifest, figures_href, "figures"),

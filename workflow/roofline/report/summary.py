@@ -7,6 +7,7 @@ import pandas as pd
 from . import decision, text, units
 from .guard import check_context, user_text
 from .page import CAVEATS, accelerators, name_parts, plural, title_block
+from .served import summary_served
 
 #: a GPU name up to this long stays on one line in the summary; a longer one wraps (and breaks anywhere)
 NAME_NOWRAP_MAX = 40
@@ -150,9 +151,11 @@ def decision_table(totals: pd.DataFrame, specs: dict, gpus: dict) -> dict:
     return {"rows": rows, "columns": shown}
 
 
-def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
-    """The one-page matrix model × GPU: TTFT, TPOT, tokens/s and the decision columns (bound, best lever, devices
-    needed, max throughput, fit); a column that reads the same in every row is dropped and stated once."""
+def summary_context(tables: dict[str, pd.DataFrame], specs: dict, plans: dict[str, pd.DataFrame] | None = None) -> dict:
+    """The summary: each GPU's recommended deployment under load per model first (when `plans`, {model: plan
+    table}, come from the serving model's search), then each model on each configured deployment, then the matrix
+    model × GPU (TTFT, TPOT, tokens/s and the decision columns: bound, best lever, devices needed, max throughput,
+    fit; a column that reads the same in every row is dropped and stated once)."""
     totals = tables["totals"]
     treatments = tables.get("treatments", pd.DataFrame(columns=["model", "gpu", "stage", "treatment"]))
     gpus = accelerators(specs)
@@ -183,6 +186,7 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict) -> dict:
         "page": "summary",
         "header": title_block(specs, "Roofline summary",
                               f"{plural(len(groups), 'model')} × {plural(len(gpus), 'GPU')}"),
+        "served": summary_served(plans or {}, specs),
         "decision": decision_table(totals, specs, gpus),
         "groups": groups, "columns": columns,
         "constant": ("The same in every row: " + "; ".join(constant) + ".") if constant else "",

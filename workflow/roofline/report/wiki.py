@@ -66,6 +66,15 @@ def home_page(summary: dict, models: dict[str, str]) -> str:
             rows.append([name, escape(row["gpu"])] + [cell(row["cells"][c["key"]], said) for c in columns])
     lines = header_lines(summary["header"])
     lines += [f"Summary as PDF: [summary.pdf]({FILES}/summary.pdf).", ""]
+    served = summary.get("served")
+    if served:
+        lines += ["## Served under load: the recommended deployment per model and GPU", ""]
+        lines += table(["Model"] + [escape(c["header"]) for c in served["columns"]],
+                       [[f"[{escape(row['name'])}]({row['model']}.md)" if row["first"] else ""]
+                        + [cell(row["cells"][c["key"]], set()) for c in served["columns"]] for row in served["rows"]],
+                       [False] + [c["numeric"] for c in served["columns"]])
+        lines += ["", escape(f"{served['constant']} Serving model, {served['workload']}; expected times, the roofline "
+                             "bound in parentheses.".strip()), "", "## Each model on each configured GPU", ""]
     lines += table(["Model", "GPU"] + [escape(c["header"]) for c in columns], rows,
                    [False, False] + [c["numeric"] for c in columns])
     if summary["constant"]:
@@ -83,6 +92,14 @@ def model_page(context: dict, figures: list[dict]) -> str:
               "figures" + (", the paper's Table 1" if context["appendix"]["available"] else "") + ", caveats).",
               "", "## Decision", ""]
     lines += [f"- {escape(sentence)}" for sentence in context["summary"]]
+    served = context.get("served")
+    if served and served["rows"]:
+        lines += ["", "### Served under load: the recommended deployment per GPU", ""]
+        lines += table([escape(header) for _, header, _ in served["columns"]],
+                       [[cell(row[key], set()) for key, _, _ in served["columns"]] for row in served["rows"]],
+                       [numeric for _, _, numeric in served["columns"]])
+        lines += ["", escape(f"{served['constant']} Serving model, {served['workload']}; expected times, the "
+                             "roofline bound in parentheses.".strip())]
     for decision in context["decision"]:
         decode, expected = decision["stage"] == "decode", decision["has_expected"]
         header = ["Deployment", "Fits", decision["time_label"], *(["Expected"] if expected else []), "Tokens/s",

@@ -1,29 +1,61 @@
-"""The plan table as parquet: its typed schema and the `reason` metadata key that says why it has no rows."""
+"""The plan table as parquet: its typed schema, the `reason` metadata key that says why it has no rows, and the
+`search` key that says what was searched (workload, targets, candidate devices' names, mode, framework), so that
+what reads the table (figures, report, served predictions) needs nothing else."""
 from __future__ import annotations
 
-from ..engine.columns import COST_COLUMNS, PLAN_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
+import json
+
+from ..engine.columns import COST_COLUMNS, PLAN_COLUMNS, PLAN_SERVING_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
 
 TEXT_COLUMNS = ("model", "gpu", "weight_dtype", "act_dtype", "kv_dtype", "attention", "bound", "estimate", "framework",
-                "calibration", "deployment", "energy_basis")
-COUNT_COLUMNS = ("devices", "tp", "pp", "ep", "batch", "isl", "osl", "seq_len")
+                "calibration", "deployment", "energy_basis", "mode", "limited_by", "spec_method")
+COUNT_COLUMNS = ("devices", "tp", "pp", "ep", "batch", "isl", "osl", "seq_len", "prefill_workers", "prefill_tp",
+                 "prefill_pp", "prefill_ep", "decode_workers")
+FLAGS = ("attention_dp", "fits", "prefill_attention_dp") + PLAN_TABLE_EXTRA_COLUMNS
 
 
-def plan_arrow_table(rows: list[dict], reason: str):
-    """A pyarrow table of roofline.serving.planner.plan_table's rows with their cost (roofline.serving.cost:
-    PLAN_COLUMNS + COST_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS, typed even when empty) with `reason` (why there are no
-    rows) in its metadata."""
+def plan_columns(served: bool) -> tuple[str, ...]:
+    """The plan table's columns: PLAN_COLUMNS (+ PLAN_SERVING_COLUMNS for the serving model's search) +
+    COST_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS."""
+    return PLAN_COLUMNS + (PLAN_SERVING_COLUMNS if served else ()) + COST_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS
+
+
+def plan_arrow_table(rows: list[dict], reason: str, search: dict | None = None):
+    """A pyarrow table of the plan rows with their cost (roofline.serving.cost; plan_columns(), typed even when
+    empty), `reason` (why there are no rows) and `search` (what was searched: search_metadata) in its metadata.
+    The serving model's columns are kept when `search` names a mode."""
     import pyarrow as pa
 
-    flags = ("attention_dp", "fits") + PLAN_TABLE_EXTRA_COLUMNS
-    schema = pa.schema([(name, pa.string() if name in TEXT_COLUMNS else pa.bool_() if name in flags
+    served = bool((search or {}).get("mode"))
+    schema = pa.schema([(name, pa.string() if name in TEXT_COLUMNS else pa.bool_() if name in FLAGS
                          else pa.int64() if name in COUNT_COLUMNS else pa.float64())
-                        for name in PLAN_COLUMNS + COST_COLUMNS + PLAN_TABLE_EXTRA_COLUMNS])
-    return pa.Table.from_pylist(rows, schema=schema).replace_schema_metadata({"reason": reason})
+                        for name in plan_columns(served)])
+    metadata = {"reason": reason, "search": json.dumps(search or {}, sort_keys=True)}
+    return pa.Table.from_pylist(rows, schema=schema).replace_schema_metadata(metadata)
+
+
+def search_metadata(settings) -> dict:
+    """What a plan table was searched with (roofline.serving.planner.PlanSettings): the workload with its targets
+    (isl, osl, tpot_s, ttft_s; None = no target), the candidate devices as (key, display name), mode (None: the
+    step model) and framework."""
+    w = settings.workload
+    return {"workload": {"isl": w.isl, "osl": w.osl, "tpot_s": w.tpot_s, "ttft_s": w.ttft_s},
+            "names": [[gpu.key, gpu.name] for gpu in settings.gpus], "mode": settings.mode,
+            "framework": settings.framework}
 
 
 def read_plan_table(path: str):
     """(DataFrame, reason) of a results/plans/{model}.parquet file."""
+    table, reason, _ = read_plan_search(path)
+    return table, reason
+
+
+def read_plan_search(path: str):
+    """(DataFrame, reason, search) of a results/plans/{model}.parquet file (search: search_metadata's dict, {} for
+    a table written without it)."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
-    return table.to_pandas(), (table.schema.metadata or {}).get(b"reason", b"").decode()
+    metadata = table.schema.metadata or {}
+    return (table.to_pandas(), metadata.get(b"reason", b"").decode(),
+            json.loads(metadata.get(b"search", b"{}").decode() or "{}"))

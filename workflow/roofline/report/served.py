@@ -1,0 +1,160 @@
+"""Page 1's served numbers: what a loaded server delivers on each GPU's recommended deployment, from the deployment
+search on the serving model (config `plan: {mode: aggregated | disaggregated | all}`, results/plans/{model}.parquet:
+PLAN_COLUMNS + PLAN_SERVING_COLUMNS). Per GPU: the deployment, precision, mode, concurrency, TTFT and TPOT expected
+with the bound beside them, tokens/s per GPU (expected, bound) and per user (expected), cost where priced, and whether
+the targets are met in expectation; the best first. This module selects and formats rows, it computes nothing.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from . import units
+from .decision import cell, target_check
+from .page import name_parts
+
+#: the served table's columns: (key, header, numeric); a column whose cells are all dashes is left out
+SERVED_COLUMNS = (
+    ("deployment", "Deployment", False), ("precision", "Weights / KV", False), ("mode", "Mode", False),
+    ("concurrency", "Users", True), ("ttft", "TTFT expected (bound)", True),
+    ("tpot", "TPOT expected (bound)", True), ("per_gpu", "Tokens/s per GPU expected (bound)", True),
+    ("per_user", "Tokens/s per user expected", True), ("cost", "USD per 1M tokens expected (bound)", True),
+    ("target", "Targets met (expected)", False),
+)
+#: columns stated once under the table when every row reads the same
+CONSTANT_COLUMNS = ("mode",)
+
+
+def is_served(plans: pd.DataFrame | None) -> bool:
+    """Whether the plan table comes from the serving model's search (it has the serving columns)."""
+    return plans is not None and "mode" in plans.columns
+
+
+def _pair(row: pd.Series, expected: str, bound: str, fmt) -> str:
+    """'55.0 ms (26.7 ms)': the expected value, the bound in parentheses."""
+    return f"{fmt(row[expected])} ({fmt(row[bound])})"
+
+
+def _usd(value) -> str:
+    return units.DASH if units.missing(value) else f"${units.sig(float(value))}"
+
+
+def _mode(row: pd.Series) -> str:
+    words = [str(row["mode"])]
+    if row["mode"] == "disaggregated":
+        words.append(f"{units.integer(row['prefill_workers'])} prefill + {units.integer(row['decode_workers'])} "
+                     "decode workers")
+    if str(row.get("spec_method", "none")) not in ("none", "", "nan"):
+        words.append(f"speculative ({row['spec_method']})")
+    return ", ".join(words)
+
+
+def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
+    """The cells of one GPU's recommended served plan (SERVED_COLUMNS' keys)."""
+    check = target_check(row, targets)
+    waits = "" if bool(row["fits"]) else "the KV cache cannot hold every user: the others wait for a slot"
+    return {
+        "deployment": cell(str(row["deployment"]), css="name"),
+        "precision": cell(f"{row['weight_dtype']} / {row['kv_dtype']}", css="nowrap"),
+        "mode": cell(_mode(row)),
+        "concurrency": cell(units.integer(row["batch"]), waits),
+        "ttft": cell(_pair(row, "ttft_expected_s", "ttft_s", units.seconds)),
+        "tpot": cell(_pair(row, "tpot_expected_s", "tpot_s", units.seconds)),
+        "per_gpu": cell(_pair(row, "tokens_per_s_per_device_expected", "tokens_per_s_per_device", units.sig)),
+        "per_user": cell(units.sig(row["tokens_per_s_per_user_expected"])),
+        "cost": cell(units.DASH if units.missing(row.get("cost_per_million_tokens_expected")) else
+                     f"{_usd(row['cost_per_million_tokens_expected'])} ({_usd(row['cost_per_million_tokens'])})"),
+        "target": cell(check["text"], css="fit-yes" if check["meets"] else "misfit"),
+    }
+
+
+def _ordered(plans: pd.DataFrame, targets: dict) -> pd.DataFrame:
+    """Each GPU's recommended row: those that meet the targets in expectation first, then the most expected
+    tokens/s per GPU first."""
+    picked = plans[plans["recommended"].astype(bool)]
+    keys = [(not target_check(row, targets)["meets"], -float(row["tokens_per_s_per_device_expected"]))
+            for _, row in picked.iterrows()]
+    return picked.iloc[sorted(range(len(picked)), key=keys.__getitem__)]
+
+
+def workload_text(plans: pd.DataFrame) -> str:
+    """'vllm, 1,024 prompt and 1,024 output tokens per request, TPOT ≤ 50.0 ms, TTFT ≤ 1.00 s'."""
+    search, targets = plans.attrs.get("search") or {}, plans.attrs.get("workload") or {}
+    first = plans.iloc[0] if len(plans) else None
+    framework = search.get("framework") or (str(first["framework"]) if first is not None else "")
+    lengths = (f"{units.integer(first['isl'])} prompt and {units.integer(first['osl'])} output tokens per request"
+               if first is not None else f"{targets.get('isl', '?')} prompt and {targets.get('osl', '?')} output "
+                                         "tokens per request")
+    wanted = [f"{name} ≤ {units.seconds(targets[key])}" for name, key in (("TPOT", "tpot_s"), ("TTFT", "ttft_s"))
+              if targets.get(key)]
+    return ", ".join(part for part in (framework, lengths, *wanted) if part)
+
+
+def served_section(plans: pd.DataFrame | None) -> dict | None:
+    """Page 1's served block ({"workload", "columns", "rows", "reason"}), None when the plan table is not the
+    serving model's."""
+    if not is_served(plans):
+        return None
+    targets = plans.attrs.get("workload") or {}
+    rows = [served_cells(row, targets) for _, row in _ordered(plans, targets).iterrows()]
+    columns, constant = shown_columns(rows)
+    return {"workload": workload_text(plans), "columns": [(c["key"], c["header"], c["numeric"]) for c in columns],
+            "rows": rows, "constant": constant, "reason": plans.attrs.get("reason", "") if not rows else ""}
+
+
+def shown_columns(rows: list[dict]) -> tuple[list[dict], str]:
+    """(the columns with something to say, {"key", "header", "numeric"}; 'Mode: aggregated in every row.' for a
+    CONSTANT_COLUMNS column that reads the same in every row, left out of the table). `rows`: cells by key."""
+    columns, constant = [], []
+    for key, header, numeric in SERVED_COLUMNS:
+        values = {row[key]["text"] for row in rows}
+        if values == {units.DASH}:
+            continue
+        if key in CONSTANT_COLUMNS and len(rows) > 1 and len(values) == 1:
+            constant.append(f"{header}: {values.pop()} in every row.")
+            continue
+        columns.append({"key": key, "header": units.unbroken_units(header), "numeric": numeric})
+    return columns, " ".join(constant)
+
+
+def served_sentence(plans: pd.DataFrame | None) -> str:
+    """Page 1's first sentence when the search is the serving model's: the best recommended deployment under load
+    with its expected TTFT, TPOT and tokens/s per GPU (bounds beside) and whether it meets the targets; '' else."""
+    if not is_served(plans) or not plans["recommended"].astype(bool).any():
+        return ""
+    targets = plans.attrs.get("workload") or {}
+    best = _ordered(plans, targets).iloc[0]
+    check = target_check(best, targets)
+    verdict = "meets the targets in expectation" if check["meets"] else check["text"].replace("no: ", "misses: ")
+    return (f"Served under load ({workload_text(plans)}): {best['deployment']} at concurrency "
+            f"{units.integer(best['batch'])} ({best['mode']}) is expected to deliver "
+            f"{units.sig(best['tokens_per_s_per_device_expected'])} tokens/s per GPU "
+            f"(bound {units.sig(best['tokens_per_s_per_device'])}), TTFT {units.seconds(best['ttft_expected_s'])} "
+            f"and TPOT {units.seconds(best['tpot_expected_s'])} expected (bounds {units.seconds(best['ttft_s'])}, "
+            f"{units.seconds(best['tpot_s'])}); it {verdict}{_estimate_note(best)}.")
+
+
+def _estimate_note(row: pd.Series) -> str:
+    """'' for a calibrated estimate, else what the expected times rest on ('; expected times: partial estimate')."""
+    label = str(row.get("estimate", ""))
+    return "" if label in ("calibrated", "") else f" (expected times: a {label} estimate, see the caveats)"
+
+
+def summary_served(plans: dict[str, pd.DataFrame], specs: dict) -> dict | None:
+    """The summary's served table: per model (config order), each GPU's recommended deployment under load (the
+    rows of `served_section`), {"workload", "columns", "rows"}; None when no plan table is the serving model's.
+    Each row: {"model", "name", "href", "pdf", "first", "cells"}."""
+    rows, workload = [], ""
+    for model, spec in specs["models"].items():
+        table = plans.get(model)
+        if not is_served(table):
+            continue
+        targets = table.attrs.get("workload") or {}
+        workload = workload or workload_text(table)
+        for i, (_, row) in enumerate(_ordered(table, targets).iterrows()):
+            rows.append({"model": model, "name": spec["name"], "name_parts": name_parts(spec["name"]),
+                         "href": f"{model}.html", "pdf": f"{model}.pdf", "first": i == 0,
+                         "cells": served_cells(row, targets)})
+    if not rows:
+        return None
+    columns, constant = shown_columns([row["cells"] for row in rows])
+    return {"workload": workload, "columns": columns, "rows": rows, "constant": constant}
