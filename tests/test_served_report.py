@@ -1,0 +1,99 @@
+"""Page 1's served numbers (roofline.report.served): the serving model's deployment search, written as the plan rule
+writes it and read back as the report reads it, leads the model page, the summary and the wiki."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from roofline.engine import hardware, models
+from roofline.report import served, units
+from roofline.report.io import load_plan
+from roofline.report.render import environment
+from roofline.serving.plan_io import plan_arrow_table, search_metadata
+from roofline.serving.planner import PlanSettings, Workload
+from roofline.serving.search_rows import plan_table_for
+
+GPUS = ("h100-sxm", "h200-sxm")
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory) -> pd.DataFrame:
+    """Llama-3.1-8B served on an H100 and an H200 (fp8 weights and KV cache), written and read back as the plan
+    rule and the report rule do."""
+    import pyarrow.parquet as pq
+
+    settings = PlanSettings(workload=Workload(isl=1024, osl=1024, tpot_s=0.05, ttft_s=1.0),
+                            gpus=tuple(hardware.get_accelerator(key) for key in GPUS), max_devices=2,
+                            dtypes=("fp8",), mode="aggregated", framework="vllm")
+    rows, reason = plan_table_for(models.get_model("llama-3.1-8b"), settings)
+    assert rows and not reason
+    path = tmp_path_factory.mktemp("plans") / "llama-3.1-8b.parquet"
+    pq.write_table(plan_arrow_table(rows, reason, search_metadata(settings)), path)
+    return load_plan(path)
+
+
+def test_the_plan_table_keeps_the_serving_columns_and_what_was_searched(searched):
+    assert {"mode", "prefill_workers", "decode_workers", "spec_method", "tokens_per_s_per_user_expected"} <= set(
+        searched.columns)
+    assert searched.attrs["workload"] == {"isl": 1024, "osl": 1024, "tpot_s": 0.05, "ttft_s": 1.0}
+    assert searched.attrs["search"]["mode"] == "aggregated" and searched.attrs["search"]["framework"] == "vllm"
+    assert served.is_served(searched)
+
+
+def test_the_served_table_has_one_row_per_gpu_with_expected_and_bound(searched):
+    section = served.served_section(searched)
+    picked = searched[searched["recommended"]]
+    assert len(section["rows"]) == len(picked) == len(GPUS)
+    # best first: both meet the targets in expectation, so the most expected tokens/s per GPU leads
+    per_gpu = sorted(picked["tokens_per_s_per_device_expected"], reverse=True)
+    first = picked[picked["tokens_per_s_per_device_expected"] == per_gpu[0]].iloc[0]
+    row = section["rows"][0]
+    assert row["deployment"]["text"] == first["deployment"]
+    assert row["ttft"]["text"] == f"{units.seconds(first['ttft_expected_s'])} ({units.seconds(first['ttft_s'])})"
+    assert row["tpot"]["text"] == f"{units.seconds(first['tpot_expected_s'])} ({units.seconds(first['tpot_s'])})"
+    assert row["concurrency"]["text"] == units.integer(first["batch"])
+    assert row["target"]["text"] == "yes" and first["tpot_expected_s"] <= 0.05 and first["ttft_expected_s"] <= 1.0
+    # the mode reads the same in every row: said once under the table, not as a column
+    assert "mode" not in [key for key, _, _ in section["columns"]]
+    assert section["constant"] == "Mode: aggregated in every row."
+    assert "vllm" in section["workload"] and "TPOT ≤ 50.0 ms" in section["workload"]
+
+
+def test_the_first_sentence_names_the_best_deployment_under_load(searched):
+    sentence = served.served_sentence(searched)
+    best = served.served_section(searched)["rows"][0]
+    assert sentence.startswith("Served under load (vllm, 1,024 prompt and 1,024 output tokens per request")
+    assert best["deployment"]["text"] in sentence and "meets the targets in expectation" in sentence
+
+
+def test_a_plan_that_misses_its_target_in_expectation_says_by_how_much(searched):
+    strict = searched.copy()
+    strict.attrs = {**searched.attrs, "workload": {**searched.attrs["workload"], "tpot_s": 0.001}}  # 1 ms: missed
+    row = served.served_section(strict)["rows"][0]
+    assert row["target"]["text"].startswith("no: TPOT ") and row["target"]["text"].endswith("> 1.00 ms expected")
+    assert "misses: TPOT" in served.served_sentence(strict)
+
+
+def test_a_step_model_search_keeps_the_old_table():
+    steps = pd.DataFrame({"recommended": [True], "deployment": ["1 x H100"]})
+    assert not served.is_served(steps) and served.served_section(steps) is None
+    assert served.served_sentence(steps) == "" and served.served_section(None) is None
+
+
+def test_the_summary_groups_the_served_rows_by_model(searched):
+    specs = {"models": {"llama-3.1-8b": {"name": "meta-llama/Llama-3.1-8B"}, "llama-2-7b": {"name": "Llama 2"}}}
+    table = served.summary_served({"llama-3.1-8b": searched}, specs)
+    assert [row["model"] for row in table["rows"]] == ["llama-3.1-8b"] * len(GPUS)
+    assert [row["first"] for row in table["rows"]] == [True] + [False] * (len(GPUS) - 1)
+    assert served.summary_served({}, specs) is None
+
+
+def test_the_model_page_renders_the_served_table_before_the_stage_tables(searched):
+    section = served.served_section(searched)
+    html = environment().from_string(
+        '{% from "macros.html.j2" import td %}'
+        "{% for row in served.rows %}{% for key, header, numeric in served.columns %}{{ td(row[key], numeric) }}"
+        "{% endfor %}{% endfor %}").render(served=section)
+    assert section["rows"][0]["tpot"]["text"] in html
+    template = (environment().loader.get_source(environment(), "model.html.j2")[0])
+    assert template.index("Served under load") < template.index("{% for table in decision %}")
