@@ -509,3 +509,19 @@ def test_time_breakdown_marks_the_setups_that_do_not_fit():
     plain_fig = time_breakdown_figure(tables["ops"], gpus, "llama-3.1-70b", ["prefill", "decode"])
     assert "✗ does not fit" not in [t.get_text() for t in plain_fig.legends[0].get_texts()]
     plt.close(plain_fig)
+
+
+def test_the_overlay_reads_the_same_kernels_as_the_checked_reader():
+    """figures.measured.overlay_rows (pandas' C parser, for speed) draws exactly the rows the checked reader keeps."""
+    from roofline.engine.hardware import get_accelerator
+    from roofline.estimate.calibration import measured_ceilings, read_table, table_path
+    from roofline.figures.measured import overlay_rows
+
+    path = str(table_path(get_accelerator("h100-sxm")))
+    fast, checked = overlay_rows(path), read_table(path)
+
+    def key(row):
+        return row["op_class"], row["op"], row["dtype"], row["flops"], row["bytes"], row["measured_s"]
+
+    assert len(fast) == len(checked) > 1000 and sorted(map(key, fast)) == sorted(map(key, checked))
+    assert measured_ceilings(fast) == measured_ceilings(checked)
