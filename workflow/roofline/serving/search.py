@@ -21,6 +21,7 @@ from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.parallel import Parallel
 from ..engine.scenario import ATTENTION_IMPLS, MAX_BATCH, Scenario
+from ..estimate.calibration import DEFAULT
 from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
@@ -277,16 +278,18 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization)
                   for c in candidates]
     budget = np.array([f.max_batched_tokens for f in frameworks], dtype=float)
-    tables = _tables(model, candidates, workload, float(grid[-1]), float(budget.max()))
     caps = _capacities(model, candidates, frameworks, workload, drafted)
     running = np.array([c.running for c in caps])
     slots = running * np.array([max(c.decode_workers, 1) for c in candidates]) * _prefill_fits(
         model, candidates, frameworks, workload)
+    # step tables only for the candidates that serve at least one request (most plans of a large model do not fit)
+    tables = _tables(model, [c for c, n in zip(candidates, slots) if n >= grid[0]], workload, float(grid[-1]),
+                     float(budget.max()))
     shape = (len(candidates), len(grid))
     out = {name: np.full(shape, np.nan) for name in SOLVED}
     out["limited_by"] = np.full(shape, "none", dtype=object)
     for mode in ("aggregated", "disaggregated"):
-        index = np.array([i for i, c in enumerate(candidates) if c.mode == mode], dtype=int)
+        index = np.array([i for i, c in enumerate(candidates) if c.mode == mode and slots[i] >= grid[0]], dtype=int)
         rows, cols = np.nonzero(grid[None, :] <= slots[index][:, None])  # served: the cache holds them
         if rows.size:
             at_points = Points(index, rows, grid[cols], budget[index][rows], running[index][rows],
@@ -300,11 +303,13 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
 
 
 def _labels(candidate: Candidate, tables: dict) -> tuple[str, str]:
-    """(estimate, calibration) of a candidate's step tables: its decode pool's, with its prefill pool's."""
-    decode = tables[(candidate.scenario, candidate.gpu.key, False)]
-    if candidate.prefill_plan is None:
-        return decode.estimate, decode.calibration
-    prefill = tables[(replace(candidate.scenario, parallel=candidate.prefill_plan), candidate.gpu.key, False)]
+    """(estimate, calibration) of a candidate's step tables: its decode pool's, with its prefill pool's; (default,
+    none) for a candidate that serves no request (it has no tables: no expected time is given)."""
+    decode = tables.get((candidate.scenario, candidate.gpu.key, False))
+    prefill = decode if candidate.prefill_plan is None else tables.get(
+        (replace(candidate.scenario, parallel=candidate.prefill_plan), candidate.gpu.key, False))
+    if decode is None or prefill is None:
+        return DEFAULT, "none"
     return combine(prefill.estimate, decode.estimate), decode.calibration
 
 
