@@ -265,7 +265,10 @@ def _kernels(ops: list[Op], shape: tuple, pricing: "Pricing", framework: str) ->
     size = int(np.prod(shape, dtype=int))
 
     def pick(value):
-        return np.broadcast_to(np.asarray(value, dtype=float), shape).reshape(size)
+        array = np.asarray(value, dtype=float)
+        if array.shape == shape:  # most costs: already of the grid's shape (no broadcast, no copy)
+            return array.reshape(size)
+        return np.broadcast_to(array, shape).reshape(size)
 
     return Kernels(pricing.model, pricing.scenario, pricing.stage, ops, framework, pick=pick, seq_len=pricing.kv_len)
 
