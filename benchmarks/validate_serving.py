@@ -9,7 +9,8 @@ the acceptance subsets, and every measurement that beats its bound.
 Each row is served at its own plan (tp, ep, data-parallel attention; disaggregated: both pools and their worker
 counts), precision (fp8 runs: fp8 weights, activations and KV cache; fp4: NVFP4 weights and activations, fp8 KV;
 unlabelled and bf16 runs: bf16 throughout), isl/osl, concurrency (the closed loop; users beyond the cache's capacity
-wait: `--overflow queue`) and framework. --fit refits the per-framework constants (host time per step, per request,
+wait: `--overflow queue`; a run whose client concurrency is a whole multiple of the recorded batch ran that many
+data-parallel replicas, each served at its share) and framework. --fit refits the per-framework constants (host time per step, per request,
 lockstep share, disaggregated hand-over) on the even rows of each framework by coordinate descent and reports the odd
 rows apart (fit / held-out); paste the printed FITTED into roofline/serving/framework.py.
 """
@@ -68,6 +69,13 @@ def silicon() -> pd.DataFrame:
     data = pd.read_csv(str(path))
     data["concurrency"] = data.silicon_data_source.str.extract(r"silicon_concurrency=(\d+)")[0].astype(float)
     data["concurrency"] = data.concurrency.fillna(data.batch_size)
+    # ~5% of the aggregated runs were served by several data-parallel replicas of the recorded plan: the client's
+    # concurrency is a whole multiple (2-64) of the recorded per-replica batch. Each replica serves its share (served
+    # as one replica at concurrency / replicas; tokens/s compared per replica)
+    ratio = data.concurrency / data.batch_size
+    several = (data["mode"] == "agg") & (ratio > 1) & (ratio == ratio.round())
+    data["replicas"] = np.where(several, ratio, 1.0)
+    data["concurrency"] = data.concurrency / data.replicas
     data["model"], data["gpu"] = data.model_path.map(MODELS), data.system.map(SYSTEMS)
     data["precision"] = data.precision.fillna("bf16")
     return data[data.model.notna() & data.gpu.notna()].reset_index(drop=True)
