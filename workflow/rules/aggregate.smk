@@ -20,6 +20,8 @@ rule model_aggregate:
         "results/models/{model}/{table}.parquet",
     log:
         "logs/aggregate/{model}/{table}.log",
+    # as the figures it feeds (rules.figures): a thread job under a second, before any report
+    priority: 1
     run:
         from roofline.pipeline.io import concat_tables
 
@@ -65,6 +67,7 @@ rule model_specs:
         "logs/specs/{model}.log",
     params:
         specs=lambda wildcards: RESOLVED.model_specs(wildcards.model),
+    priority: 1
     run:
         from roofline.pipeline.io import write_json
 

@@ -28,6 +28,9 @@ rule figures:
         directory("reports/figures/{model}"),
     log:
         "logs/figures/{model}.log",
+    # every model's figures before any report (a report waits for its figures, so a figures job left for the end
+    # runs alone with its report after it: ~10 s of one idle core on 2 cores); the plan jobs, longer, go first
+    priority: 1
     params:
         plan=RESOLVED.plan_search_params() if RESOLVED.plan_search else {},
     script:

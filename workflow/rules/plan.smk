@@ -17,6 +17,8 @@ rule plan:
         "results/plans/{model}.parquet",
     log:
         "logs/plan/{model}.log",
+    # the longest jobs of the grid (a model's figures wait for them): started first
+    priority: 2
     params:
         model=lambda wildcards: RESOLVED.model_params(wildcards.model),
         plan=RESOLVED.plan_search_params() if RESOLVED.plan_search else {},
