@@ -10,9 +10,10 @@ Each row is served at its own plan (tp, ep, data-parallel attention; disaggregat
 counts), precision (fp8 runs: fp8 weights, activations and KV cache; fp4: NVFP4 weights and activations, fp8 KV;
 unlabelled and bf16 runs: bf16 throughout), isl/osl, concurrency (the closed loop; users beyond the cache's capacity
 wait: `--overflow queue`; a run whose client concurrency is a whole multiple of the recorded batch ran that many
-data-parallel replicas, each served at its share) and framework. --fit refits the per-framework constants (host time per step, per request,
-lockstep share, disaggregated hand-over) on the even rows of each framework by coordinate descent and reports the odd
-rows apart (fit / held-out); paste the printed FITTED into roofline/serving/framework.py.
+data-parallel replicas, each served at its share) and framework. --fit refits the per-framework constants (host
+time per step, per request, lockstep share, disaggregated hand-over) on the even rows of each framework by
+coordinate descent and reports the odd rows apart (fit / held-out); paste the printed FITTED into
+roofline/serving/framework.py.
 """
 from __future__ import annotations
 
