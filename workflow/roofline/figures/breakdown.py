@@ -78,7 +78,8 @@ def _panel(ax, ops: pd.DataFrame, stage: str, gpus: dict[str, Accelerator], clas
             bottom += values
     texts = [_total(ax, xi, total, (key, stage) in misfits, crowded) for key, xi, total in zip(keys, x, bottom)]
     _gpu_names(ax, keys, x, plans, crowded)
-    ax.set_ylabel(f"{'time to first token' if stage == 'prefill' else 'time per output token'}, bound [{unit}]")
+    # short words: a rotated label longer than the panel runs up into the figure title (the decode panel's did)
+    ax.set_ylabel(f"{'TTFT' if stage == 'prefill' else 'TPOT'}, bound [{unit}]")
     ax.set_title(stage, fontsize=8)
     ax.set_ylim(0, float(bottom.max()) * 1.15)
     ax.spines[["top", "right"]].set_visible(False)

@@ -44,13 +44,15 @@ class PlanSearch:
     tpot_target_s: float | None = None
     names: tuple[tuple[str, str], ...] = ()  # (gpu key, display name)
     measured: pd.DataFrame | None = None  # the user's measured runs (results/measurements/{model}.parquet), if any
+    rank_on: str = "expected"  # what the frontier was ranked on (PlanSettings.rank_on): the figure plots that side
 
     @classmethod
     def from_params(cls, table: pd.DataFrame, reason: str, settings: dict,
                     measured: pd.DataFrame | None = None) -> PlanSearch:
         """From the plan table and the plan rule's settings (roofline.serving.planner.PlanSettings as params)."""
         return cls(table, reason, settings["workload"]["tpot_s"],
-                   tuple((gpu["key"], gpu["name"]) for gpu in settings["gpus"]), measured)
+                   tuple((gpu["key"], gpu["name"]) for gpu in settings["gpus"]), measured,
+                   settings.get("rank_on", "expected"))
 
 
 @dataclass(frozen=True)

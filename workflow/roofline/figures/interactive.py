@@ -17,6 +17,7 @@ import pandas as pd
 from .. import display
 from ..engine.hardware import Accelerator
 from .inputs import ModelFigures
+from .plan import plan_axes
 from .points import drawable, gemm_dtype, network_links, stage_shares
 from .roofline import limits
 from .roofs import Series, roof_for
@@ -163,21 +164,25 @@ def _plan_hover(row) -> str:
             f"({display.seconds(row.tpot_s)} bound), TTFT {display.seconds(row.ttft_expected_s)} expected "
             f"({display.seconds(row.ttft_s)} bound)<br>{display.sig(row.tokens_per_s_per_device_expected)} tokens/s "
             f"per device expected ({display.sig(row.tokens_per_s_per_device)} bound), "
-            f"{display.sig(row.tokens_per_s_per_user)} per user (bound)<br>{row.bound}-bound")
+            f"{display.sig(row.tokens_per_s_per_user_expected)} per user expected "
+            f"({display.sig(row.tokens_per_s_per_user)} bound)<br>{row.bound}-bound")
 
 
-def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None, names: dict[str, str]) -> dict:
-    """The deployment search's frontiers: tokens/s per device against tokens/s per user (bounds), one curve per GPU
-    (toggle in the legend), each GPU's recommended plan ringed, the chosen one a star."""
+def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None, names: dict[str, str],
+              rank_on: str = "expected") -> dict:
+    """The deployment search's frontiers: tokens/s per device against tokens/s per user (on the side the search
+    ranked on: plan.plan_axes), one curve per GPU (toggle in the legend), each GPU's recommended plan ringed, the
+    chosen one a star."""
+    side, per_user, per_device = plan_axes(table, rank_on)
     styles = gpu_styles(dict.fromkeys(table["gpu"]))
     traces = []
     for key, rows in table.groupby("gpu", sort=False):
-        rows = rows.sort_values("tokens_per_s_per_user")
+        rows = rows.sort_values(per_user)
         picked = rows["recommended"].astype(bool).to_numpy()
         chosen = rows["chosen"].astype(bool).to_numpy()
         traces.append({"type": "scatter", "mode": "lines+markers", "name": html.escape(names.get(key, key)),
                        "legendgroup": key,
-                       "x": _finite(rows["tokens_per_s_per_user"]), "y": _finite(rows["tokens_per_s_per_device"]),
+                       "x": _finite(rows[per_user]), "y": _finite(rows[per_device]),
                        "text": [_plan_hover(SimpleNamespace(**r)) for r in rows.to_dict("records")],
                        "hovertemplate": "%{text}<extra></extra>",
                        "line": {"color": styles[key].color, "width": 1.5},
@@ -185,10 +190,10 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
                            picked, 10, 5)).tolist(), "symbol": np.where(chosen, "star", np.where(
                                picked, "circle-open", "circle")).tolist()}})
     first = table.iloc[0] if len(table) else None
-    subtitle = (f"{first.isl} prompt + {first.osl} output tokens per request; bounds; ring: each device's "
+    subtitle = (f"{first.isl} prompt + {first.osl} output tokens per request; {side}; ring: each device's "
                 "recommended plan, star: the chosen one" if first is not None else "no plan")
     layout = _layout(f"{model_name}: deployments on the Pareto frontier", subtitle,
-                     "tokens/s per user (bound, = 1 / TPOT)", "tokens/s per device (bound)", legend="device")
+                     f"tokens/s per user ({side}, = 1 / TPOT)", f"tokens/s per device ({side})", legend="device")
     for axis in ("xaxis", "yaxis"):  # a short range: labels at 1, 2 and 5 of each decade, not decades alone
         layout[axis]["dtick"] = "D2"
     if tpot_target_s:

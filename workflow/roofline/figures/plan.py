@@ -30,21 +30,38 @@ def _label(row, tpot_target_s: float | None) -> str:
     return "\n".join(line for text in lines for line in textwrap.wrap(text, 36, break_on_hyphens=False))
 
 
+#: the words and column suffix of each side a frontier can be ranked on (PlanSettings.rank_on; cost ranks on the
+#: expected times too)
+SIDES = {"expected": ("expected", "_expected"), "cost": ("expected", "_expected"), "bound": ("bound", "")}
+
+
+def plan_axes(table: pd.DataFrame, rank_on: str) -> tuple[str, str, str]:
+    """(side, tokens/s per user column, tokens/s per device column) a frontier ranked on `rank_on` is drawn on:
+    the expected columns, or the bounds for `rank_on` bound and for a table without expected times."""
+    side, suffix = SIDES.get(rank_on, SIDES["expected"])
+    expected = table.get(f"tokens_per_s_per_user{suffix}")
+    if suffix and (expected is None or expected.isna().all()):
+        side, suffix = SIDES["bound"]  # a table without expected times (an older run)
+    return side, f"tokens_per_s_per_user{suffix}", f"tokens_per_s_per_device{suffix}"
+
+
 @styled
 def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_target_s: float | None = None,
-                gpu_names: dict[str, str] | None = None, measured: pd.DataFrame | None = None):
-    """Figure of results/plans/{model}.parquet (PLAN_COLUMNS + extras); `reason` is shown when it is empty;
-    `gpu_names` (key -> display name) label the curves; `measured` (results/measurements/{model}.parquet) adds
-    your runs as points."""
+                gpu_names: dict[str, str] | None = None, measured: pd.DataFrame | None = None,
+                rank_on: str = "expected"):
+    """Figure of results/plans/{model}.parquet (PLAN_COLUMNS + extras) on the side its frontier was ranked on
+    (`rank_on`: expected times by default, else the bounds); `reason` is shown when it is empty; `gpu_names` (key
+    -> display name) label the curves; `measured` (results/measurements/{model}.parquet) adds your runs as
+    points."""
+    side, per_user, per_device = plan_axes(table, rank_on)
     fig, ax = plt.subplots(figsize=PLAN_SIZE)
     fig.subplots_adjust(left=0.11, right=0.70, bottom=0.13, top=0.88)
     first = table.iloc[0] if len(table) else None
     subtitle = f"{first.isl} prompt + {first.osl} output tokens per request" if first is not None else ""
-    fig.suptitle(f"{model_name}: deployments on the Pareto frontier (roofline bounds)", x=0.11, ha="left",
-                 fontsize=9)
+    fig.suptitle(f"{model_name}: deployments on the Pareto frontier ({side})", x=0.11, ha="left", fontsize=9)
     fig.text(0.11, 0.91, subtitle, fontsize=7, color="#555555")
-    ax.set_xlabel("tokens/s per user, bound [token/s] (= 1 / TPOT)")
-    ax.set_ylabel("tokens/s per device, bound [token/s]")
+    ax.set_xlabel(f"tokens/s per user, {side} [token/s] (= 1 / TPOT)")
+    ax.set_ylabel(f"tokens/s per device, {side} [token/s]")
     if first is None:
         ax.set_axis_off()
         ax.text(0.5, 0.5, "\n".join(textwrap.wrap(reason or "no plan", 70)), ha="center", va="center",
@@ -57,13 +74,12 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
         axis.set_minor_formatter(NullFormatter())
     styles = gpu_styles(dict.fromkeys(table["gpu"]))
     for key, rows in table.groupby("gpu", sort=False):
-        rows = rows.sort_values("tokens_per_s_per_user")
+        rows = rows.sort_values(per_user)
         style = styles[key]
-        ax.plot(rows["tokens_per_s_per_user"], rows["tokens_per_s_per_device"], color=style.color,
-                ls=style.linestyle, lw=1.2, label=(gpu_names or {}).get(key, key))
+        ax.plot(rows[per_user], rows[per_device], color=style.color, ls=style.linestyle, lw=1.2,
+                label=(gpu_names or {}).get(key, key))
         best = rows[rows["recommended"]]
-        ax.plot(best["tokens_per_s_per_user"], best["tokens_per_s_per_device"], "o", color=style.color, ms=4,
-                mfc="white")
+        ax.plot(best[per_user], best[per_device], "o", color=style.color, ms=4, mfc="white")
     if tpot_target_s:
         ax.axvline(1.0 / tpot_target_s, color="#777777", lw=0.8, ls=":")
         ax.annotate(f"TPOT target {display.seconds(tpot_target_s)}", (1.0 / tpot_target_s, 0), xycoords=("data",
@@ -73,7 +89,7 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
         draw_measured_runs(ax, measured, styles)
     chosen = table[table["chosen"]]
     for row in chosen.itertuples():
-        ax.plot([row.tokens_per_s_per_user], [row.tokens_per_s_per_device], "*", color="black", ms=10, zorder=5)
+        ax.plot([getattr(row, per_user)], [getattr(row, per_device)], "*", color="black", ms=10, zorder=5)
         fig.text(0.72, 0.13, _label(row, tpot_target_s), fontsize=6.5, va="bottom")
     ax.legend(title="Device (open dot: its\nrecommended plan)", loc="upper left", bbox_to_anchor=(1.02, 1.0),
               frameon=False, alignment="left")
@@ -88,12 +104,13 @@ def applies(data, _item=None) -> bool:
 
 def draw(data, _item=None):
     return plan_figure(data.plan.table, data.name, data.plan.reason, data.plan.tpot_target_s, dict(data.plan.names),
-                       measured=data.plan.measured)
+                       measured=data.plan.measured, rank_on=data.plan.rank_on)
 
 
 def caption(data, _item=None) -> str:
     if not len(data.plan.table):
         return f"Deployment search: no plan qualifies. {data.plan.reason}"
+    side = SIDES.get(data.plan.rank_on, SIDES["expected"])[0]
     return ("Deployment search: per device, the plans on the Pareto frontier of tokens/s per device against tokens/s "
-            "per user (roofline bounds) that fit and meet the targets; open dot: each device's recommended plan, "
-            "star: the chosen one, dotted line: the TPOT target.")
+            f"per user ({side}: what the search ranks on) that fit and meet the targets; open dot: each device's "
+            "recommended plan, star: the chosen one, dotted line: the TPOT target.")
