@@ -65,9 +65,9 @@ rule model_specs:
         "results/models/{model}/specs.json",
     log:
         "logs/specs/{model}.log",
+    priority: 1
     params:
         specs=lambda wildcards: RESOLVED.model_specs(wildcards.model),
-    priority: 1
     run:
         from roofline.pipeline.io import write_json
 

@@ -34,12 +34,12 @@ rule analyze:
         sweeps="results/sweeps/{model}/{gpu}/{stage}.parquet",
     log:
         "logs/analyze/{model}/{gpu}/{stage}.log",
+    # before any report: every model's figures wait for all of its jobs (rules.figures)
+    priority: 1
     params:
         model=lambda wildcards: RESOLVED.model_params(wildcards.model),
         gpu=lambda wildcards: RESOLVED.gpu_params(wildcards.gpu),
         scenario=lambda wildcards: RESOLVED.job_scenario_params(wildcards.model, wildcards.gpu),
-    # before any report: every model's figures wait for all of its jobs (rules.figures)
-    priority: 1
     run:
         from roofline.pipeline.jobs import write_job_tables
 
