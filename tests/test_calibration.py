@@ -212,3 +212,14 @@ def test_communication_rows_keep_their_bound_where_no_collective_was_measured():
                                Scenario(parallel=Parallel(tp=4)))
     comm = [r for r in rows if r["op_class"] == "communication"]
     assert comm and all(r["t_expected_s"] == r["t_s"] and r["estimate"] == "default" for r in comm)
+
+
+def test_zeros_in_the_text_columns_of_an_older_measured_table_read_as_empty(tmp_path):
+    """`roofline measure` before 2026-12-01 wrote 0 into framework / weight_dtype / kv_dtype, which made every GEMM
+    and attention lookup miss its curve (the operand "0" matched none): such a table still reads as measured."""
+    table = pd.read_csv(shipped_path("h100-sxm"), nrows=50)
+    table[["framework", "weight_dtype", "kv_dtype"]] = 0
+    path = tmp_path / "old.csv"
+    table.to_csv(path, index=False)
+    rows = read_table(str(path))
+    assert len(rows) == 50 and {(r["framework"], r["weight_dtype"], r["kv_dtype"]) for r in rows} == {("", "", "")}

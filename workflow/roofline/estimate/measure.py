@@ -28,7 +28,7 @@ from ..engine.errors import RooflineInputError, clip, unknown
 from ..engine.hardware import GIGA, TERA, Accelerator, catalog
 from ..engine.hf_config import not_a_file
 from ..engine.models import ACTIVATION_FLOPS
-from .calibration import CEILING, bound_seconds, measured_ceilings
+from .calibration import CEILING, TEXTS, bound_seconds, measured_ceilings
 
 DEVICES = ("cuda", "cpu", "mps")
 #: Llama-3-8B: hidden, intermediate, query heads, KV heads, head dim, vocab.
@@ -246,7 +246,8 @@ def _ceiling_spec(name: str, rows: list[dict]) -> Accelerator:
 
 
 def _record(fields: dict, cost, seconds: float, context: dict) -> dict:
-    row = {c: 0 for c in CALIBRATION_COLUMNS}
+    # shape columns 0 when unused; the text columns a lookup keys on (framework, weight and KV dtypes) empty, not 0
+    row = {c: "" if c in TEXTS else 0 for c in CALIBRATION_COLUMNS}
     row.update(fields)
     row.update(device=context["device"], gpu=context["gpu"], source="measured", flops=float(cost.flops),
                bytes=float(cost.bytes), measured_s=seconds, provenance=context["provenance"])
