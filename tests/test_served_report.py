@@ -53,9 +53,11 @@ def test_the_served_table_has_one_row_per_gpu_with_expected_and_bound(searched):
     assert row["tpot"]["text"] == f"{units.seconds(first['tpot_expected_s'])} ({units.seconds(first['tpot_s'])})"
     assert row["concurrency"]["text"] == units.integer(first["batch"])
     assert row["target"]["text"] == "yes" and first["tpot_expected_s"] <= 0.05 and first["ttft_expected_s"] <= 1.0
-    # the mode reads the same in every row: said once under the table, not as a column
-    assert "mode" not in [key for key, _, _ in section["columns"]]
-    assert section["constant"] == "Mode: aggregated in every row."
+    # the mode and the estimate read the same in every row (both devices have measured vLLM tables): said once
+    # under the table, not as columns
+    assert not {"mode", "estimate"} & {key for key, _, _ in section["columns"]}
+    assert set(picked["estimate"]) == {"calibrated"}
+    assert section["constant"] == "Mode: aggregated in every row. Estimate: calibrated in every row."
     assert "vllm" in section["workload"] and "TPOT ≤ 50.0 ms" in section["workload"]
 
 
@@ -78,6 +80,16 @@ def test_a_step_model_search_keeps_the_old_table():
     steps = pd.DataFrame({"recommended": [True], "deployment": ["1 x H100"]})
     assert not served.is_served(steps) and served.served_section(steps) is None
     assert served.served_sentence(steps) == "" and served.served_section(None) is None
+
+
+def test_an_estimate_that_differs_between_rows_gets_its_column(searched):
+    mixed = searched.copy()
+    mixed.attrs = searched.attrs
+    first = mixed.index[mixed["recommended"]][0]
+    mixed.loc[first, "estimate"] = "default"  # as a device without measured tables would be
+    section = served.served_section(mixed)
+    assert "estimate" in [key for key, _, _ in section["columns"]]
+    assert {row["estimate"]["text"] for row in section["rows"]} == {"default", "calibrated"}
 
 
 def test_the_summary_groups_the_served_rows_by_model(searched):

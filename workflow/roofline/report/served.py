@@ -19,9 +19,10 @@ SERVED_COLUMNS = (
     ("tpot", "TPOT expected (bound)", True), ("per_gpu", "Tokens/s per GPU expected (bound)", True),
     ("per_user", "Tokens/s per user expected", True), ("cost", "USD per 1M tokens expected (bound)", True),
     ("target", "Targets met (expected)", False),
+    ("estimate", "Estimate", False),  # calibrated | partial | default: how much of it measured kernels back
 )
 #: columns stated once under the table when every row reads the same
-CONSTANT_COLUMNS = ("mode",)
+CONSTANT_COLUMNS = ("mode", "estimate")
 
 
 def is_served(plans: pd.DataFrame | None) -> bool:
@@ -64,6 +65,7 @@ def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
         "cost": cell(units.DASH if units.missing(row.get("cost_per_million_tokens_expected")) else
                      f"{_usd(row['cost_per_million_tokens_expected'])} ({_usd(row['cost_per_million_tokens'])})"),
         "target": cell(check["text"], css="fit-yes" if check["meets"] else "misfit"),
+        "estimate": cell(str(row.get("estimate", units.DASH))),
     }
 
 
