@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 
 from .. import display
@@ -45,3 +46,20 @@ def csv_text(rows: list[dict], columns) -> str:
 def json_safe(row: dict) -> dict:
     """`row` with NaN and infinities as None (JSON has no such numbers)."""
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+
+
+def one_row_text(row: dict, columns, fmt: str, units: dict[str, str], width: int) -> str:
+    """One result row (totals, serve) as `fmt`: csv (header + row in `columns`), json, or a table of `key value`
+    lines, keys padded to `width`, values in SI units where `units` names one (floats else to 4 significant
+    digits)."""
+    if fmt == "csv":
+        return csv_text([row], columns)
+    if fmt == "json":
+        return json.dumps(json_safe(row), indent=1)
+
+    def text(key: str, value) -> str:
+        if key in units:
+            return si(value, units[key])
+        return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+    return "\n".join(f"{key:{width}s} {text(key, value)}" for key, value in row.items())

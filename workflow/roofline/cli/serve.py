@@ -1,7 +1,6 @@
 """`roofline serve`: what a loaded server delivers, one deployment and one workload in, one row out."""
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from ..serving.serve import (
     serve_disaggregated,
 )
 from . import options, scenario, spec_options
-from .formats import csv_text, json_safe, si
+from .formats import one_row_text
 from .options import choice, fraction, positive_float, positive_int
 
 HELP = "served TTFT, TPOT and tokens/s of one deployment under one workload (continuous batching, pools, drafts)"
@@ -109,14 +108,4 @@ def _refuse_pool_options(args) -> None:
 
 def run(args) -> str:
     (row,), _ = table(args)
-    if args.format == "csv":
-        return csv_text([row], COLUMNS)
-    if args.format == "json":
-        return json.dumps(json_safe(row), indent=1)
-    return "\n".join(f"{key:34s} {_text(key, value)}" for key, value in row.items())
-
-
-def _text(key: str, value) -> str:
-    if key in _UNITS:
-        return si(value, _UNITS[key])
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return one_row_text(row, COLUMNS, args.format, _UNITS, 34)

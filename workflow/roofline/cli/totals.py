@@ -1,11 +1,9 @@
 """`roofline totals`: the totals of one stage: time, TTFT/TPOT, footprint, fit, cost and energy per token."""
 from __future__ import annotations
 
-import json
-
 from ..engine.columns import COST_COLUMNS, TOTAL_COLUMNS, TOTAL_EXPECTED_COLUMNS
 from . import options, scenario
-from .formats import csv_text, json_safe, si
+from .formats import one_row_text
 
 HELP = "totals of one stage: time, TTFT/TPOT, footprint, fit, cost and energy per token"
 #: the --format csv columns (and the Python API's DataFrame columns)
@@ -33,14 +31,4 @@ def table(args) -> tuple[list[dict], dict]:
 
 def run(args) -> str:
     (total,), _ = table(args)
-    if args.format == "csv":
-        return csv_text([total], COLUMNS)
-    if args.format == "json":
-        return json.dumps(json_safe(total), indent=1)
-    return "\n".join(f"{key:26s} {_text(key, value)}" for key, value in total.items())
-
-
-def _text(key: str, value) -> str:
-    if key in _UNITS:
-        return si(value, _UNITS[key])
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return one_row_text(total, COLUMNS, args.format, _UNITS, 26)
