@@ -55,7 +55,7 @@ def test_the_served_table_has_one_row_per_gpu_with_expected_and_bound(searched):
     assert row["target"]["text"] == "yes" and first["tpot_expected_s"] <= 0.05 and first["ttft_expected_s"] <= 1.0
     # the mode and the estimate read the same in every row (both devices have measured vLLM tables): said once
     # under the table, not as columns
-    assert not {"mode", "estimate"} & {key for key, _, _ in section["columns"]}
+    assert not {"mode", "estimate"} & {column["key"] for column in section["columns"]}
     assert set(picked["estimate"]) == {"calibrated"}
     assert section["constant"] == "Mode: aggregated in every row. Estimate: calibrated in every row."
     assert "vllm" in section["workload"] and "TPOT ≤ 50.0 ms" in section["workload"]
@@ -88,7 +88,7 @@ def test_an_estimate_that_differs_between_rows_gets_its_column(searched):
     first = mixed.index[mixed["recommended"]][0]
     mixed.loc[first, "estimate"] = "default"  # as a device without measured tables would be
     section = served.served_section(mixed)
-    assert "estimate" in [key for key, _, _ in section["columns"]]
+    assert "estimate" in [column["key"] for column in section["columns"]]
     assert {row["estimate"]["text"] for row in section["rows"]} == {"default", "calibrated"}
 
 
@@ -104,7 +104,7 @@ def test_the_model_page_renders_the_served_table_before_the_stage_tables(searche
     section = served.served_section(searched)
     html = environment().from_string(
         '{% from "macros.html.j2" import td %}'
-        "{% for row in served.rows %}{% for key, header, numeric in served.columns %}{{ td(row[key], numeric) }}"
+        "{% for row in served.rows %}{% for column in served.columns %}{{ td(row[column.key], column.numeric) }}"
         "{% endfor %}{% endfor %}").render(served=section)
     assert section["rows"][0]["tpot"]["text"] in html
     template = (environment().loader.get_source(environment(), "model.html.j2")[0])

@@ -92,15 +92,15 @@ def workload_text(plans: pd.DataFrame) -> str:
 
 
 def served_section(plans: pd.DataFrame | None) -> dict | None:
-    """Page 1's served block ({"workload", "columns", "rows", "reason"}), None when the plan table is not the
-    serving model's."""
+    """Page 1's served block ({"workload", "columns" (shown_columns), "rows" (cells by column key), "constant",
+    "reason"}), None when the plan table is not the serving model's."""
     if not is_served(plans):
         return None
     targets = plans.attrs.get("workload") or {}
     rows = [served_cells(row, targets) for _, row in _ordered(plans, targets).iterrows()]
     columns, constant = shown_columns(rows)
-    return {"workload": workload_text(plans), "columns": [(c["key"], c["header"], c["numeric"]) for c in columns],
-            "rows": rows, "constant": constant, "reason": plans.attrs.get("reason", "") if not rows else ""}
+    return {"workload": workload_text(plans), "columns": columns, "rows": rows, "constant": constant,
+            "reason": plans.attrs.get("reason", "") if not rows else ""}
 
 
 def shown_columns(rows: list[dict]) -> tuple[list[dict], str]:

@@ -66,15 +66,9 @@ def home_page(summary: dict, models: dict[str, str]) -> str:
             rows.append([name, escape(row["gpu"])] + [cell(row["cells"][c["key"]], said) for c in columns])
     lines = header_lines(summary["header"])
     lines += [f"Summary as PDF: [summary.pdf]({FILES}/summary.pdf).", ""]
-    served = summary.get("served")
-    if served:
+    if summary.get("served"):
         lines += ["## Served under load: the recommended deployment per model and GPU", ""]
-        lines += table(["Model"] + [escape(c["header"]) for c in served["columns"]],
-                       [[f"[{escape(row['name'])}]({row['model']}.md)" if row["first"] else ""]
-                        + [cell(row["cells"][c["key"]], set()) for c in served["columns"]] for row in served["rows"]],
-                       [False] + [c["numeric"] for c in served["columns"]])
-        lines += ["", escape(f"{served['constant']} Serving model, {served['workload']}; expected times, the roofline "
-                             "bound in parentheses.".strip()), "", "## Each model on each configured GPU", ""]
+        lines += served_lines(summary["served"], by_model=True) + ["", "## Each model on each configured GPU", ""]
     lines += table(["Model", "GPU"] + [escape(c["header"]) for c in columns], rows,
                    [False, False] + [c["numeric"] for c in columns])
     if summary["constant"]:
@@ -82,6 +76,19 @@ def home_page(summary: dict, models: dict[str, str]) -> str:
     lines += ["", "✗ (struck through): the setup does not fit; its time assumes it did.", "", "## Models", ""]
     lines += [f"- [{escape(name)}]({model}.md) ([PDF]({FILES}/{model}.pdf))" for model, name in models.items()]
     return "\n".join(lines) + "\n"
+
+
+def served_lines(served: dict, by_model: bool = False) -> list[str]:
+    """The served table (roofline.report.served: the summary's with a model column when `by_model`, its rows
+    {"cells", "first", "name", "model"}; a model page's rows are the cells) and the line under it."""
+    columns = served["columns"]
+    rows = [(row["cells"], [f"[{escape(row['name'])}]({row['model']}.md)" if row["first"] else ""])
+            if by_model else (row, []) for row in served["rows"]]
+    lines = table((["Model"] if by_model else []) + [escape(c["header"]) for c in columns],
+                  [first + [cell(cells[c["key"]], set()) for c in columns] for cells, first in rows],
+                  ([False] if by_model else []) + [c["numeric"] for c in columns])
+    return lines + ["", escape(f"{served['constant']} Serving model, {served['workload']}; expected times, the "
+                               "roofline bound in parentheses.".strip())]
 
 
 def model_page(context: dict, figures: list[dict]) -> str:
@@ -92,14 +99,9 @@ def model_page(context: dict, figures: list[dict]) -> str:
               "figures" + (", the paper's Table 1" if context["appendix"]["available"] else "") + ", caveats).",
               "", "## Decision", ""]
     lines += [f"- {escape(sentence)}" for sentence in context["summary"]]
-    served = context.get("served")
-    if served and served["rows"]:
+    if context.get("served") and context["served"]["rows"]:
         lines += ["", "### Served under load: the recommended deployment per GPU", ""]
-        lines += table([escape(header) for _, header, _ in served["columns"]],
-                       [[cell(row[key], set()) for key, _, _ in served["columns"]] for row in served["rows"]],
-                       [numeric for _, _, numeric in served["columns"]])
-        lines += ["", escape(f"{served['constant']} Serving model, {served['workload']}; expected times, the "
-                             "roofline bound in parentheses.".strip())]
+        lines += served_lines(context["served"])
     for decision in context["decision"]:
         decode, expected = decision["stage"] == "decode", decision["has_expected"]
         header = ["Deployment", "Fits", decision["time_label"], *(["Expected"] if expected else []), "Tokens/s",
