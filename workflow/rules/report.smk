@@ -60,8 +60,6 @@ rule report:
         "logs/report/{model}.log",
     params:
         page="model",
-        # the deployment search's targets, which the decision page checks the recommended plans' expected times on
-        plan_workload=RESOLVED.plan_search_params()["workload"] if RESOLVED.plan_search else {},
     script:
         "../scripts/report.py"
 

@@ -28,8 +28,7 @@ if "paper_ops" in inputs.keys():
                               ignore_index=True)
     specs["models"].update(report.load_specs(inputs.paper_specs)["models"])
 if "plan" in inputs.keys():  # the deployment search of this model (config section `plan`)
-    tables["plans"] = report.load_plan(inputs.plan)
-    tables["plans"].attrs["workload"] = dict(snakemake.params.plan_workload)  # noqa: F821 - the targets
+    tables["plans"] = report.load_plan(inputs.plan)  # its metadata holds the workload and targets searched
 if page == "model":
     figures = Path(inputs.figures)
     context = report.model_context(snakemake.wildcards.model, tables, specs,  # noqa: F821
