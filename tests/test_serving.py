@@ -23,7 +23,8 @@ from roofline.serving.capacity import kv_per_request
 from roofline.serving.search_rows import rows
 from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_aggregated, serve_disaggregated
 from roofline.serving.speculative import Speculation
-from roofline.serving.steps import GRID_RATIO, Mix, StepPricer, grid, lookup, tabulate
+from roofline.serving.step_tables import tabulate
+from roofline.serving.steps import GRID_RATIO, Mix, StepPricer, grid, lookup
 
 H200 = get_accelerator("h200-sxm")
 FP8 = Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")

@@ -47,6 +47,9 @@ FUSIONS = {
     "vllm": COMMON_FUSIONS,
     "sglang": COMMON_FUSIONS,
 }
+#: kernel lookups per batched call at most about this many values (seconds_many): large enough that the calls are
+#: few, small enough that their temporaries stay in cache rather than in freshly mapped pages
+BATCH_VALUES = 1 << 18
 #: collective kind by a communication operator's name
 COLLECTIVE_KINDS = (("all_reduce", "all_reduce"), ("all_gather", "all_gather"), ("all_to_all", "all_to_all"),
                     ("dispatch", "all_to_all"), ("send", "p2p"))
@@ -189,37 +192,38 @@ class Kernels:
                 t[i] = np.maximum(t[i], latency + network / bandwidth)
         return t
 
+    def device_bounds(self, devices) -> tuple[np.ndarray, np.ndarray | None]:
+        """(bound [k x m], the candidate column of each of the m): `bounds` on one device (all columns, None), or
+        on several [(device, candidate columns)] side by side, computed for all of them at once."""
+        if isinstance(devices, Accelerator):
+            return self.bounds(devices), None
+        columns = np.concatenate([cols for _, cols in devices])
+        sizes = [len(cols) for _, cols in devices]
+        peaks = np.array([[gpu.peak(op.compute_dtype) for gpu, _ in devices] for op in self.principal])
+        bandwidth = np.repeat(np.array([gpu.bandwidth_bytes_per_s for gpu, _ in devices], dtype=float), sizes)
+        t = np.maximum(self.flops[:, columns] / np.repeat(peaks, sizes, axis=1), self.bytes[:, columns] / bandwidth)
+        for i, op in enumerate(self.principal):
+            if op.span > 1:
+                links = np.array([gpu.link(op.span) for gpu, _ in devices], dtype=float)
+                t[i] = np.maximum(t[i], np.repeat(links[:, 1], sizes) + self.network[i, columns] / np.repeat(
+                    links[:, 0], sizes))
+        return t, columns
+
     def seconds(self, calibration: Calibration, devices, standalone: bool = False):
         """(expected [k x m] s, estimate label per kernel) on one device, or on several that share `calibration`:
         [(device, candidate columns)], their candidates side by side."""
-        if isinstance(devices, Accelerator):
-            bound, columns = self.bounds(devices), None
-        else:
-            bound = np.hstack([self.bounds(gpu, cols) for gpu, cols in devices])
-            columns = np.concatenate([cols for _, cols in devices])
-
-        def at(array):
-            return array if columns is None else array[:, columns]
-
-        out, labels = np.empty_like(bound), [DEFAULT] * len(self.principal)
-        for key, (rows, extra) in self.lookups.items():
-            if key[0] == "communication":
-                seconds, label = calibration.collectives(key[1], key[2], at(self.message[rows]), bound[rows])
-            else:
-                seconds, label = calibration.kernels(*key, bound[rows],
-                                                     [at(self.log_intensity[rows]), *map(at, extra)], standalone)
-            out[rows] = seconds
-            for i in rows:
-                labels[i] = label
-        return out, labels
+        return seconds_many(calibration, [(self, devices)], standalone)[0]
 
     def kernel_time(self, calibration: Calibration, devices) -> tuple[np.ndarray, set[str]]:
         """(the step's kernels as the framework runs them [m] s: count x (kernel + the time between two kernels),
         the per-step overhead left out; the labels of its core kernels), on `devices` (as `seconds`). Without a
         framework model: the kernels alone, each as timed alone."""
+        return kernel_times(calibration, [(self, devices)])[0]
+
+    def total(self, seconds: np.ndarray, labels: list[str]) -> tuple[np.ndarray, set[str]]:
+        """kernel_time from the kernels' expected times `seconds` [k x m] and labels."""
         modelled = self.framework in FUSIONS
         gap = overheads().get(self.framework, {}).get("kernel_gap_s", 0.0) if modelled else 0.0
-        seconds, labels = self.seconds(calibration, devices, standalone=not modelled)
         total = (self.count[:, None] * (seconds + gap)).sum(axis=0)
         core = {label for label, cls, op in zip(labels, self.classes, self.principal)
                 if cls in CORE_CLASSES or op.op_class in CORE_CLASSES}  # element-wise kernels may be fallbacks
@@ -231,6 +235,58 @@ class Kernels:
         total, core = self.kernel_time(calibration, devices)
         step_s = overheads().get(self.framework, {}).get("step_s", 0.0) if self.framework in FUSIONS else 0.0
         return total + step_s, step_label(core)
+
+
+def kernel_times(calibration: Calibration, jobs: list) -> list[tuple[np.ndarray, set[str]]]:
+    """Kernels.kernel_time of many jobs [(kernels, devices)] that share `calibration`, their lookups batched
+    (seconds_many)."""
+    out: list = [None] * len(jobs)
+    for modelled in (True, False):  # a framework model prices kernels in a step; without one, each alone
+        chosen = [n for n, (kernels, _) in enumerate(jobs) if (kernels.framework in FUSIONS) == modelled]
+        if chosen:
+            priced = seconds_many(calibration, [jobs[n] for n in chosen], standalone=not modelled)
+            for n, (seconds, labels) in zip(chosen, priced):
+                out[n] = jobs[n][0].total(seconds, labels)
+    return out
+
+
+def seconds_many(calibration: Calibration, jobs: list, standalone: bool = False) -> list[tuple[np.ndarray, list]]:
+    """Kernels.seconds of many jobs [(kernels, devices)] that share `calibration`: the kernels of every job that
+    read one curve are looked up in one call (the lookups are element-wise), in batches of about BATCH_VALUES
+    values, so a search's thousands of (scenario, device) tables cost a few dozen lookups, not one per kernel."""
+    results, pending, size = [], {}, 0
+    for kernels, devices in jobs:
+        bound, columns = kernels.device_bounds(devices)
+        out, labels = np.empty_like(bound), [DEFAULT] * len(kernels.principal)
+        results.append((out, labels))
+        for key, (rows, extra) in kernels.lookups.items():
+            inputs = [kernels.message[rows]] if key[0] == "communication" else [kernels.log_intensity[rows], *extra]
+            inputs = [value if columns is None else value[:, columns] for value in inputs]
+            pending.setdefault(key, []).append((out, labels, rows, bound[rows], inputs))
+        size += bound.size
+        if size >= BATCH_VALUES:
+            _resolve(calibration, pending, standalone)
+            pending, size = {}, 0
+    _resolve(calibration, pending, standalone)
+    return results
+
+
+def _resolve(calibration: Calibration, pending: dict, standalone: bool) -> None:
+    """Look up every pending kernel, one call per curve key, and write the times and labels into their jobs."""
+    for key, items in pending.items():
+        t = np.concatenate([bound.ravel() for _, _, _, bound, _ in items])
+        inputs = [np.concatenate([np.broadcast_to(values[n], bound.shape).ravel() for _, _, _, bound, values in items])
+                  for n in range(len(items[0][4]))]
+        if key[0] == "communication":
+            seconds, label = calibration.collectives(key[1], key[2], inputs[0], t)
+        else:
+            seconds, label = calibration.kernels(*key, t, inputs, standalone)
+        start = 0
+        for out, labels, rows, bound, _ in items:
+            out[rows] = np.reshape(seconds[start:start + bound.size], bound.shape)
+            start += bound.size
+            for i in rows:
+                labels[i] = label
 
 
 def step_label(labels) -> str:

@@ -91,10 +91,23 @@ class Stepper:
     def __init__(self, target: Parts, mixed: bool, draft: Parts | None = None, passes: int = 0, host_s: float = 0.0,
                  group=None):
         self.target, self.mixed, self.draft, self.passes, self.host_s = target, mixed, draft, passes, host_s
-        self.group = group
-        self.computed, self.queries = at(target.computed, group), at(target.queries, group)
         self.tables = {side: self._combine(side) for side in ("bound", "expected")}
+        if group is not None or target.attention_bound.ndim == 1:  # stacked tables are read at points (at_points)
+            self._place(group)
+
+    def _place(self, group) -> None:
+        """Read the tables at `group` (each point's row of stacked tables; None for one deployment's)."""
+        self.group = group
+        self.computed, self.queries = at(self.target.computed, group), at(self.target.queries, group)
+        self.prompt = {side: at(self.tables[side]["rate"], group) for side in ("bound", "expected")}
         self.lone_prompt = self._alone(self.computed, "bound")  # one prompt alone: the TTFT bound
+
+    def at_points(self, group) -> "Stepper":
+        """The same steps read at other points (`group`: each point's row of the stacked tables), sharing the
+        tables: a search solves its points a chunk at a time."""
+        other = copy.copy(self)
+        other._place(group)
+        return other
 
     def _combine(self, side: str) -> dict:
         t = self.target
@@ -109,7 +122,7 @@ class Stepper:
         per_token = lookup(getattr(t, f"tokenwise_{side}"), tokens, rows) + lookup(
             getattr(t, f"logits_{side}"), tokens, rows)
         prompt = getattr(t, f"prompt_{side}") + (getattr(self.draft, f"prompt_{side}") if self.draft else 0.0)
-        return {"light": per_token + attend, "attend": attend, "prompt": at(prompt, self.group),
+        return {"light": per_token + attend, "attend": attend, "rate": prompt,
                 "tokenwise": getattr(t, f"tokenwise_{side}"), "logits": getattr(t, f"logits_{side}")}
 
     def _host(self, side: str) -> float:
@@ -151,11 +164,11 @@ class Stepper:
     def _fused(self, D, C, side: str):
         tokens = D * self.queries
         return (self._read(side, "tokenwise", tokens + C) + self._read(side, "logits", tokens + C / self.computed)
-                + self._read(side, "attend", D) + C * self.tables[side]["prompt"] + self._prompts(C, side))
+                + self._read(side, "attend", D) + C * self.prompt[side] + self._prompts(C, side))
 
     def _alone(self, C, side: str):
         return (self._read(side, "tokenwise", C) + self._read(side, "logits", C / self.computed)
-                + C * self.tables[side]["prompt"] + self._prompts(C, side))
+                + C * self.prompt[side] + self._prompts(C, side))
 
 
 def _room(scheduler: Scheduler, load: Load, D):

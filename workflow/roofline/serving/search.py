@@ -3,7 +3,7 @@
 Candidates: device x parallel plan x weight dtype x KV dtype x attention kernel x concurrency (the batch of a
 candidate is its closed-loop concurrency), and for disaggregated serving also the prefill pool's plan and the two
 pools' worker counts. Every candidate gets the served TTFT, TPOT and tokens/s of roofline.serving (bounds and
-expected): the step parts of each (scenario, device) are tabulated once (roofline.serving.steps.tabulate, graphs
+expected): the step parts of each (scenario, device) are tabulated once (roofline.serving.step_tables, graphs
 shared by the devices of a scenario) and stacked, so the closed loop of every candidate runs as one array program.
 """
 from __future__ import annotations
@@ -31,7 +31,8 @@ from .framework import DEFAULT_FRAMEWORK, framework_for
 from .planner import BATCH_GRID
 from .search_budget import check_budget
 from .speculative import Speculation, draft_model
-from .steps import Mix, Parts, tabulate
+from .step_tables import tabulate_many
+from .steps import Mix, Parts
 
 SEARCH_MODES = ("aggregated", "disaggregated", "all")
 #: concurrencies searched: the planner's batch grid
@@ -258,13 +259,13 @@ def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkl
         needed.update({(sc, True): gpus for (sc, _), gpus in list(needed.items())})
     tables = {}
     framework = workload.framework or DEFAULT_FRAMEWORK
-    for (scenario, drafted), gpus in needed.items():
+    for drafted in dict.fromkeys(d for _, d in needed):
         target = draft_model(workload.spec, model) if drafted else model
         mix = Mix(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
                   queries=1.0 if drafted else float(load.queries))
-        for gpu, parts in zip(gpus.values(), tabulate(target, list(gpus.values()), scenario, mix,
-                                                      largest * load.queries + budget, largest, framework=framework)):
-            tables[(scenario, gpu.key, drafted)] = parts
+        jobs = {scenario: list(gpus.values()) for (scenario, d), gpus in needed.items() if d == drafted}
+        parts = tabulate_many(target, jobs, mix, largest * load.queries + budget, largest, framework=framework)
+        tables.update({(scenario, key, drafted): value for (scenario, key), value in parts.items()})
     return tables
 
 
@@ -313,6 +314,8 @@ def _labels(candidate: Candidate, tables: dict) -> tuple[str, str]:
     return combine(prefill.estimate, decode.estimate), decode.calibration
 
 
+#: points the solvers take at a time: enough to amortize each array operation, few enough to keep them in cache
+CHUNK = 1 << 14
 #: columns the solvers fill (per served candidate)
 SOLVED = ("ttft_s", "tpot_s", "ttft_expected_s", "tpot_expected_s", "requests_per_s", "requests_per_s_expected",
           "decode_batch_expected", "kv_transfer_s")
@@ -330,6 +333,19 @@ class Points:
     running: np.ndarray
     running_bound: np.ndarray
 
+    def chunks(self):
+        """The points CHUNK at a time (the temporaries of a chunk stay in cache)."""
+        for start in range(0, len(self.rows), CHUNK):
+            part = slice(start, start + CHUNK)
+            yield Points(self.index, self.rows[part], self.concurrency[part], self.budget[part], self.running[part],
+                         self.running_bound[part])
+
+
+def _solve(points: Points, solve) -> dict:
+    """solve(chunk) of every chunk of `points`, the columns joined."""
+    solved = [solve(chunk) for chunk in points.chunks()]
+    return {name: np.concatenate([part[name] for part in solved]) for name in solved[0]}
+
 
 def _derived(out: dict, candidates: list[Candidate], grid: np.ndarray, slots: np.ndarray, workload) -> dict:
     devices = np.array([c.devices for c in candidates], dtype=float)[:, None]
@@ -344,13 +360,13 @@ def _derived(out: dict, candidates: list[Candidate], grid: np.ndarray, slots: np
     return out
 
 
-def _stepper(selected, points: Points, tables, fw, drafted, spec, prefill: bool = False) -> agg.Stepper:
+def _stepper(selected, tables, fw, drafted, spec, prefill: bool = False) -> agg.Stepper:
+    """The stacked steps of the candidates `selected` (read at points: Stepper.at_points)."""
     scenarios = [replace(c.scenario, parallel=c.prefill_plan) if prefill else c.scenario for c in selected]
     return agg.Stepper(
         target=Parts.stack([tables[(sc, c.gpu.key, False)] for sc, c in zip(scenarios, selected)]),
         mixed=fw.mixed and not prefill, passes=spec.tokens if drafted else 0, host_s=fw.step_overhead_s,
-        draft=Parts.stack([tables[(sc, c.gpu.key, True)] for sc, c in zip(scenarios, selected)]) if drafted else None,
-        group=points.rows)
+        draft=Parts.stack([tables[(sc, c.gpu.key, True)] for sc, c in zip(scenarios, selected)]) if drafted else None)
 
 
 def _prefill_fits(model, candidates, frameworks, workload) -> np.ndarray:
@@ -375,40 +391,48 @@ def _capacities(model, candidates, frameworks, workload, drafted):
 
 
 def _aggregated(selected, points: Points, tables, load, fw, model, drafted, spec) -> dict:
-    steps = _stepper(selected, points, tables, fw, drafted, spec)
-    scheduler = agg.Scheduler(budget=points.budget, mixed=fw.mixed, step_overhead_s=fw.step_overhead_s,
+    stacked = _stepper(selected, tables, fw, drafted, spec)
+    scheduler = agg.Scheduler(budget=0.0, mixed=fw.mixed, step_overhead_s=fw.step_overhead_s,
                               request_overhead_s=fw.request_overhead_s, sync=fw.sync)
-    N = points.concurrency
-    expected = agg.closed_loop(steps, load, scheduler, N, points.running, "expected")
-    return {"ttft_s": steps.lone_prompt + 0 * N,
-            "tpot_s": np.minimum(steps.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"]),
-            "ttft_expected_s": expected["ttft"], "tpot_expected_s": expected["tpot"],
-            "requests_per_s": agg.throughput_bound(steps, load, np.minimum(N, points.running_bound)),
-            "requests_per_s_expected": expected["requests_per_s"],
-            "decode_batch_expected": expected["decode"], "kv_transfer_s": 0 * N}
+
+    def solve(at: Points) -> dict:
+        steps, N = stacked.at_points(at.rows), at.concurrency
+        expected = agg.closed_loop(steps, load, replace(scheduler, budget=at.budget), N, at.running, "expected")
+        return {"ttft_s": steps.lone_prompt + 0 * N,
+                "tpot_s": np.minimum(steps.light(expected["decode"], "bound") / load.tokens_per_step,
+                                     expected["tpot"]),
+                "ttft_expected_s": expected["ttft"], "tpot_expected_s": expected["tpot"],
+                "requests_per_s": agg.throughput_bound(steps, load, np.minimum(N, at.running_bound)),
+                "requests_per_s_expected": expected["requests_per_s"],
+                "decode_batch_expected": expected["decode"], "kv_transfer_s": 0 * N}
+    return _solve(points, solve)
 
 
 def _disaggregated(selected, points: Points, tables, load, fw, model, drafted, spec) -> dict:
-    prefill = _stepper(selected, points, tables, fw, drafted, spec, prefill=True)
-    decode = _stepper(selected, points, tables, fw, drafted, spec)
+    prefills = _stepper(selected, tables, fw, drafted, spec, prefill=True)
+    decodes = _stepper(selected, tables, fw, drafted, spec)
     shapes = [dis.Pools(c.prefill_workers, c.decode_workers, c.prefill_plan.devices, c.scenario.parallel.devices)
               for c in selected]
-    pools = dis.Pools(*(np.array(v, dtype=float)[points.rows] for v in zip(*(
-        (p.prefill_workers, p.decode_workers, p.prefill_devices, p.decode_devices) for p in shapes))))
-    transfer = np.array([dis.transfer_seconds(model, c.scenario, c.gpu, load, p)
-                         for c, p in zip(selected, shapes)])[points.rows]
-    N = points.concurrency
-    expected = dis.solve(prefill, decode, load, pools, points.budget, transfer, N, True, points.running, "expected",
-                         fw.request_overhead_s + fw.handoff_s)
-    per_worker = np.minimum(N / pools.decode_workers, points.running_bound)
-    return {"ttft_s": np.maximum(prefill.lone(load.computed), transfer),
-            "tpot_s": np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"]),
-            "ttft_expected_s": expected["ttft"], "tpot_expected_s": expected["tpot"],
-            "requests_per_s": pools.decode_workers * agg.throughput_bound(decode, load, per_worker),
-            "requests_per_s_expected": expected["requests_per_s"],
-            "decode_batch_expected": expected["decode"], "kv_transfer_s": transfer,
-            "limited_by": np.where(expected["prefill_utilization"] >= expected["decode_utilization"], "prefill",
-                                   "decode")}
+    layouts = [np.array(v, dtype=float) for v in zip(*(
+        (p.prefill_workers, p.decode_workers, p.prefill_devices, p.decode_devices) for p in shapes))]
+    transfers = np.array([dis.transfer_seconds(model, c.scenario, c.gpu, load, p) for c, p in zip(selected, shapes)])
+
+    def solve(at: Points) -> dict:
+        prefill, decode = prefills.at_points(at.rows), decodes.at_points(at.rows)
+        pools, transfer, N = dis.Pools(*(v[at.rows] for v in layouts)), transfers[at.rows], at.concurrency
+        expected = dis.solve(prefill, decode, load, pools, at.budget, transfer, N, True, at.running, "expected",
+                             fw.request_overhead_s + fw.handoff_s)
+        per_worker = np.minimum(N / pools.decode_workers, at.running_bound)
+        return {"ttft_s": np.maximum(prefill.lone(load.computed), transfer),
+                "tpot_s": np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step,
+                                     expected["tpot"]),
+                "ttft_expected_s": expected["ttft"], "tpot_expected_s": expected["tpot"],
+                "requests_per_s": pools.decode_workers * agg.throughput_bound(decode, load, per_worker),
+                "requests_per_s_expected": expected["requests_per_s"],
+                "decode_batch_expected": expected["decode"], "kv_transfer_s": transfer,
+                "limited_by": np.where(expected["prefill_utilization"] >= expected["decode_utilization"], "prefill",
+                                       "decode")}
+    return _solve(points, solve)
 
 
 def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -24,7 +24,8 @@ from . import disaggregated as dis
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, Framework, framework_for
 from .speculative import Speculation, draft_model
-from .steps import Mix, Parts, tabulate
+from .step_tables import tabulate
+from .steps import Mix, Parts
 
 MODES = ("aggregated", "disaggregated")
 #: what a concurrency the KV cache cannot hold does: an error, or the excess users wait for a slot
@@ -101,8 +102,8 @@ _PARTS: dict[tuple, object] = {}
 
 def _parts(model: ModelSpec, gpu: Accelerator, scenario: Scenario, mix: Mix, tokens: float, sequences: float,
            framework: str):
-    """steps.tabulate of one device under the run's framework (its kernel tables), kept for the process: served runs
-    that differ only in concurrency (or in the framework's fitted constants) reuse the tables."""
+    """step_tables.tabulate of one device under the run's framework (its kernel tables), kept for the process:
+    served runs that differ only in concurrency (or in the framework's fitted constants) reuse the tables."""
     key = (model, gpu.key, gpu.chip, gpu.calibration, scenario, mix, round(tokens), round(sequences), framework)
     if key not in _PARTS:
         if len(_PARTS) > 256:

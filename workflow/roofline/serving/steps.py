@@ -18,8 +18,9 @@ the weights once. Its time is the sum of four parts, each a function of one numb
 NB: a prompt's attention is charged evenly over its chunks (exact over a whole prompt: its causal pairs); MLA prompts
 are priced on the decode graph's absorbed projections rather than kv_b_proj (the same order of FLOPs per token).
 
-Each part is tabulated once per (model, scenario, device) on a log-spaced grid (GRID_RATIO apart) and interpolated
-linearly in log space between grid points; the graphs are the engine's (device-independent, built once per
+Each part is tabulated once per (model, scenario, device) on a log-spaced grid (GRID_RATIO apart; the tables of many
+scenarios and devices at once: roofline.serving.step_tables) and interpolated linearly in log space between grid
+points; the graphs are the engine's (device-independent, built once per
 scenario), their roofline the engine's, and `expected_times` the one place that prices their expected times: the
 estimator's (roofline.estimate.step.Kernels) on the device's measured tables of the run's framework, the kernels as
 that framework runs them (fused QKV, gate-up and MoE kernels, ...), each part at least its bound. NB: a fusion
@@ -38,9 +39,8 @@ from ..engine.graph import Op, build_operators
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.scenario import Scenario
-from ..estimate.calibration import DEFAULT
 from ..estimate.lookup import calibration_for
-from ..estimate.step import Kernels, combine, step_label
+from ..estimate.step import Kernels, combine
 
 #: operators priced per sampled row rather than per token
 LOGIT_OPS = ("lm_head", "logits_all_gather")
@@ -136,36 +136,6 @@ class Parts:
         return np.where(tokens > 0, t + P * at(getattr(self, f"prompt_{side}"), group), 0.0)
 
 
-def tabulate(model: ModelSpec, gpus: list[Accelerator], scenario: Scenario, mix: Mix, tokens: float,
-             sequences: float, expected: bool = True, framework: str = "") -> list[Parts]:
-    """Parts of one scenario on each device: graphs built once (device-independent), roofline and expected times
-    per device (under `framework`'s tables: the run's; "" = each device's choice). `mix` gives the workload (kv_len,
-    prompt, prefix, queries); grids reach `tokens` and `sequences`."""
-    scenario = scenario.for_model(model)
-    T, D = grid(tokens), grid(sequences)
-    tokenwise = [op for op in build_operators(model, "decode", scenario, batch=T, seq_len=1.0)
-                 if op.op_class != "attention" and op.name not in LOGIT_OPS]
-    logits = [op for op in build_operators(model, "decode", scenario, batch=T, seq_len=1.0) if op.name in LOGIT_OPS]
-    attention = [_queries(op, float(mix.queries)) for op in build_operators(
-        model, "decode", scenario, batch=D, seq_len=float(mix.kv_len)) if op.op_class == "attention"]
-    S, S0 = float(mix.prompt), float(mix.prefix)
-    prompt = [op for op in _prefill_ops(model, scenario, S) if op.op_class == "attention"]
-    replicas = scenario.parallel.tp if scenario.parallel.attention_dp else 1
-    per_token = (1 - (S0 / S) ** 2) / max(S - S0, 1.0) / replicas
-    decode = Pricing(model, scenario, "decode", float(mix.kv_len), framework)
-    pricings = (decode, decode, decode, Pricing(model, scenario, "prefill", S, framework))
-    out, summed = [], [_sum_devices(gpus, ops, expected, pricing)
-                       for ops, pricing in zip((tokenwise, logits, attention, prompt), pricings)]
-    for number, gpu in enumerate(gpus):
-        parts = [part[number] for part in summed]
-        labels = set().union(*(p[2] for p in parts))
-        out.append(Parts(*parts[0][:2], *parts[1][:2], *parts[2][:2], float(parts[3][0]) * per_token,
-                         float(parts[3][1]) * per_token, float(mix.queries), max(S - S0, 1.0),
-                         step_label(labels) if expected else DEFAULT,
-                         calibration_for(gpu, framework).table if expected else "none"))
-    return out
-
-
 class StepPricer:
     """Prices steps of one model on one device under one scenario, exactly (no tables): the reference the tables
     are checked against, and the price of single steps (a lone prompt's bound)."""
@@ -230,34 +200,6 @@ def _sum(gpu: Accelerator, ops: list[Op], expected: bool = True, pricing: "Prici
         return bound, bound, set()
     seconds, labels = expected_times(gpu, ops, shape, pricing)
     return bound, np.maximum(seconds, bound), labels
-
-
-def _sum_devices(gpus: list[Accelerator], ops: list[Op], expected: bool, pricing: "Pricing") -> list[tuple]:
-    """`_sum` on each device of `gpus`, faster: the stacked kernels built once (they are device-independent) and
-    looked up once for all the devices that share a calibration (devices without tables of their own share the
-    pooled fallback)."""
-    if not ops or not expected:
-        return [_sum(gpu, ops, expected, pricing) for gpu in gpus]
-    bounds = [_sum(gpu, ops, expected=False)[0] for gpu in gpus]
-    shape = np.shape(bounds[0])
-    size = int(np.prod(shape, dtype=int))
-    groups: dict[tuple, list[int]] = {}
-    for number, gpu in enumerate(gpus):
-        c = calibration_for(gpu, pricing.framework)
-        groups.setdefault((id(c.own), c.measured, c.gap_s, c.framework, c.table), []).append(number)
-    kernels: dict[str, Kernels] = {}
-    out: list = [None] * len(gpus)
-    for members in groups.values():
-        calibration = calibration_for(gpus[members[0]], pricing.framework)
-        if calibration.framework not in kernels:
-            kernels[calibration.framework] = _kernels(ops, shape, pricing, calibration.framework)
-        columns = np.arange(size)
-        seconds, labels = kernels[calibration.framework].kernel_time(
-            calibration, [(gpus[number], columns) for number in members])
-        for slot, number in enumerate(members):
-            own = seconds[slot * size:(slot + 1) * size].reshape(shape)
-            out[number] = (bounds[number], np.maximum(own, bounds[number]), labels)
-    return out
 
 
 def _kernels(ops: list[Op], shape: tuple, pricing: "Pricing", framework: str) -> Kernels:

@@ -1,0 +1,174 @@
+"""Step tables (roofline.serving.steps.Parts) of many (scenario, device) pairs at once: the deployment search's.
+
+A step's four parts (steps module docstring) are sums of five pieces, each priced once for every scenario it is
+identical in, and every device's expected times of one calibration come from one batched lookup per curve
+(roofline.estimate.step.kernel_times), not one per (scenario, part, device):
+
+    tokenwise = core + kv_write;   logits;   attention;   prompt
+
+* core: the token-wise operators other than the KV-cache write (GEMMs, norms, element-wise, collectives, MoE); they
+  depend on the KV dtype only through the 16-bit activation dtype it helps choose (graph.scenario_dtypes) and not on
+  the attention kernel, so one table serves the (KV dtype, attention kernel) pairs of a weight dtype and plan (an
+  engine invariant that tests/test_step_tables.py checks on every catalog model);
+* kv_write: the KV-cache write (its bytes follow the KV dtype, not the attention kernel);
+* logits: lm_head and its all-gather, per sampled row (no KV dtype, no attention kernel either);
+* attention: the decode attention at (D sequences, cached length, Q queries each);
+* prompt: one whole prompt's attention (prefill graph), priced per computed token by steps.tabulate's rule.
+
+A part's bound is the sum of its pieces' bounds; its expected time the sum of their kernels' times, at least that
+bound (as for one scenario: no fusion joins a KV-cache write with another token-wise kernel, so splitting the part
+changes no kernel).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..engine.graph import Op, build_operators, scenario_dtypes
+from ..engine.hardware import Accelerator
+from ..engine.models import ModelSpec
+from ..engine.scenario import Scenario
+from ..estimate.calibration import DEFAULT
+from ..estimate.lookup import calibration_for
+from ..estimate.step import Kernels, kernel_times, step_label
+from .steps import LOGIT_OPS, Mix, Parts, Pricing, _kernels, _prefill_ops, _queries, grid
+
+#: token-wise operators whose cost follows the KV dtype (the rest of the token-wise part does not)
+KV_WRITE_OPS = ("kv_cache_write",)
+#: the pieces of each part (module docstring)
+PARTS = {"tokenwise": ("core", "kv_write"), "logits": ("logits",), "attention": ("attention",),
+         "prompt": ("prompt",)}
+
+
+def tabulate(model: ModelSpec, gpus: list[Accelerator], scenario: Scenario, mix: Mix, tokens: float,
+             sequences: float, expected: bool = True, framework: str = "") -> list[Parts]:
+    """Parts of one scenario on each device of `gpus` (tabulate_many of one scenario)."""
+    tables = tabulate_many(model, {scenario: gpus}, mix, tokens, sequences, expected, framework)
+    return [tables[(scenario, gpu.key)] for gpu in gpus]
+
+
+def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix: Mix, tokens: float,
+                  sequences: float, expected: bool = True, framework: str = "") -> dict[tuple[Scenario, str], Parts]:
+    """{(scenario, device key): Parts} of every scenario on its devices (`jobs`), under `framework`'s tables (the
+    run's; "" = each device's choice). `mix` gives the workload (kv_len, prompt, prefix, queries); the grids reach
+    `tokens` and `sequences`."""
+    pieces = _Pieces(model, mix, grid(tokens), grid(sequences), framework)
+    for scenario, gpus in jobs.items():
+        for name in ("core", "kv_write", "logits", "attention", "prompt"):
+            pieces.want(name, scenario.for_model(model), gpus)
+    priced = pieces.price(expected)
+    S, S0 = float(mix.prompt), float(mix.prefix)
+    out = {}
+    for scenario, gpus in jobs.items():
+        resolved = scenario.for_model(model)
+        replicas = resolved.parallel.tp if resolved.parallel.attention_dp else 1
+        per_token = (1 - (S0 / S) ** 2) / max(S - S0, 1.0) / replicas
+        for gpu in gpus:
+            parts = {part: _part([priced[(pieces.key(name, resolved), gpu.key)] for name in names])
+                     for part, names in PARTS.items()}
+            labels = set().union(*(p[2] for p in parts.values()))
+            out[(scenario, gpu.key)] = Parts(
+                *parts["tokenwise"][:2], *parts["logits"][:2], *parts["attention"][:2],
+                float(parts["prompt"][0]) * per_token, float(parts["prompt"][1]) * per_token, float(mix.queries),
+                max(S - S0, 1.0), step_label(labels) if expected else DEFAULT,
+                calibration_for(gpu, framework).table if expected else "none")
+    return out
+
+
+def _part(pieces: list[tuple]) -> tuple:
+    """(bound, expected, labels) of a part from its pieces' (bound, kernel time, labels): the expected time at
+    least the bound."""
+    bound = sum(p[0] for p in pieces)
+    return bound, np.maximum(sum(p[1] for p in pieces), bound), set().union(*(p[2] for p in pieces))
+
+
+class _Pieces:
+    """The distinct pieces a set of scenarios needs, each with the devices it is wanted on, priced together."""
+
+    def __init__(self, model: ModelSpec, mix: Mix, tokens: np.ndarray, sequences: np.ndarray, framework: str):
+        self.model, self.mix, self.tokens, self.sequences, self.framework = model, mix, tokens, sequences, framework
+        self.wanted: dict[tuple, tuple[Scenario, dict[str, Accelerator]]] = {}
+
+    @staticmethod
+    def key(name: str, scenario: Scenario) -> tuple:
+        """What a piece depends on: core and logits not on the KV dtype (beyond the 16-bit activation dtype it helps
+        choose: graph.scenario_dtypes) or the attention kernel, kv_write not on the attention kernel."""
+        if name in ("core", "logits"):
+            dtypes = scenario_dtypes(scenario)._replace(attention="")
+            return name, replace(scenario, kv_dtype="", attention=""), dtypes
+        return name, replace(scenario, attention="") if name == "kv_write" else scenario
+
+    def want(self, name: str, scenario: Scenario, gpus: list[Accelerator]) -> None:
+        _, devices = self.wanted.setdefault(self.key(name, scenario), (scenario, {}))
+        devices.update((gpu.key, gpu) for gpu in gpus)
+
+    def ops(self, name: str, scenario: Scenario) -> tuple[list[Op], str, object]:
+        """(operators, stage, cached length) of one piece of `scenario`."""
+        model, mix = self.model, self.mix
+        if name == "prompt":
+            ops = [op for op in _prefill_ops(model, scenario, float(mix.prompt)) if op.op_class == "attention"]
+            return ops, "prefill", float(mix.prompt)
+        if name == "attention":
+            ops = build_operators(model, "decode", scenario, batch=self.sequences, seq_len=float(mix.kv_len))
+            ops = [_queries(op, float(mix.queries)) for op in ops if op.op_class == "attention"]
+            return ops, "decode", float(mix.kv_len)
+        ops = build_operators(model, "decode", scenario, batch=self.tokens, seq_len=1.0)
+        if name == "logits":
+            return [op for op in ops if op.name in LOGIT_OPS], "decode", float(mix.kv_len)
+        kv = name == "kv_write"
+        return [op for op in ops if op.op_class != "attention" and op.name not in LOGIT_OPS
+                and (op.name in KV_WRITE_OPS) == kv], "decode", float(mix.kv_len)
+
+    def price(self, expected: bool) -> dict[tuple, tuple]:
+        """{(piece key, device key): (bound, kernel time, core labels)}: bounds per piece for all its devices at
+        once, kernel times batched per calibration."""
+        out, jobs = {}, {}
+        for key, (scenario, devices) in self.wanted.items():
+            ops, stage, kv_len = self.ops(key[0], scenario)
+            gpus = list(devices.values())
+            for gpu, bound in zip(gpus, _bounds(gpus, ops)):
+                out[(key, gpu.key)] = (bound, bound, set())
+            if not expected or not ops:
+                continue
+            shape = np.shape(out[(key, gpus[0].key)][0])
+            kernels: dict[str, Kernels] = {}
+            for gpu in gpus:
+                calibration = calibration_for(gpu, self.framework)
+                if calibration.framework not in kernels:
+                    pricing = Pricing(self.model, scenario, stage, kv_len, self.framework)
+                    kernels[calibration.framework] = _kernels(ops, shape, pricing, calibration.framework)
+                group = (id(calibration.own), calibration.measured, calibration.gap_s, calibration.framework,
+                         calibration.table)
+                jobs.setdefault(group, (calibration, {}))[1].setdefault(
+                    (key, calibration.framework), (kernels[calibration.framework], shape, []))[2].append(gpu)
+        for calibration, batch in jobs.values():
+            requests = [(kernels, [(gpu, np.arange(int(np.prod(shape, dtype=int)))) for gpu in gpus])
+                        for kernels, shape, gpus in batch.values()]
+            for ((key, _), (_, shape, gpus)), (seconds, labels) in zip(batch.items(),
+                                                                      kernel_times(calibration, requests)):
+                size = int(np.prod(shape, dtype=int))
+                for slot, gpu in enumerate(gpus):
+                    bound = out[(key, gpu.key)][0]
+                    out[(key, gpu.key)] = (bound, seconds[slot * size:(slot + 1) * size].reshape(shape), labels)
+        return out
+
+
+def _bounds(gpus: list[Accelerator], ops: list[Op]) -> list[np.ndarray]:
+    """Per device: count x roofline time summed over `ops` (roofline.engine.roofline: the largest of the compute,
+    memory and link times), every device at once."""
+    if not ops:
+        return [np.asarray(0.0) for _ in gpus]
+    shape = np.broadcast_shapes(*(np.shape(c) for op in ops for c in (op.cost.flops, op.cost.bytes, op.cost.network)))
+    lead = (len(gpus),) + (1,) * len(shape)
+    bandwidth = np.array([gpu.bandwidth_bytes_per_s for gpu in gpus], dtype=float).reshape(lead)
+    total = np.zeros((len(gpus),) + shape)
+    for op in ops:
+        peak = np.array([gpu.peak(op.compute_dtype) for gpu in gpus], dtype=float).reshape(lead)
+        cost = op.cost
+        t = np.maximum(np.asarray(cost.flops, dtype=float) / peak, np.asarray(cost.bytes, dtype=float) / bandwidth)
+        if op.span > 1:
+            links = np.array([gpu.link(op.span) for gpu in gpus], dtype=float).T.reshape((2,) + lead)
+            t = np.maximum(t, links[1] + np.asarray(cost.network, dtype=float) / links[0])
+        total += op.count * t
+    return list(total)
