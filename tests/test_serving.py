@@ -226,10 +226,24 @@ def test_search_matches_serve():
     result = served_search.search(model, [H200], workload, ["fp8"], ["fp8"], max_devices=1,
                                   concurrencies=[32])
     i = next(i for i, c in enumerate(result.candidates) if c.scenario.attention == "flash")
+    point = int(np.flatnonzero(result.candidate == i)[0])  # the candidate's (one) served point
     served = prepare_served(model, H200, result.candidates[i].scenario, "trtllm")
     row = serve_aggregated(served, Workload(isl=1024, osl=512, concurrency=32))
     for column in ("ttft_expected_s", "tpot_expected_s", "tokens_per_s_expected", "ttft_s", "tpot_s"):
-        assert result.columns[column][i] == pytest.approx(row[column], rel=1e-6)
+        assert result.columns[column][point] == pytest.approx(row[column], rel=1e-6)
+
+
+def test_a_search_keeps_the_points_it_serves_and_counts_every_one():
+    # DeepSeek-V3 fp8 on up to 8 H200s at 1, 64 and 16384 users: one device cannot hold its weights and 16384
+    # requests fit nowhere, so part of the space is evaluated without a served row; len() still counts all of it
+    result = served_search.search(get_model("deepseek-v3"), [H200], served_search.ServedWorkload(4096, 1024),
+                                  ["fp8"], ["fp8"], concurrencies=[1, 64, 16384])
+    assert len(result) == len(result.candidates) * 3
+    assert 0 < len(result.concurrency) < len(result)
+    assert result.columns["fits"].all()
+    assert (result.concurrency <= result.columns["kv_capacity_requests"]).all()
+    assert all(len(column) == len(result.concurrency) for column in result.columns.values())
+    assert np.all(np.diff(result.candidate) >= 0)  # candidate by candidate
 
 
 # ---- the command line and the Python API

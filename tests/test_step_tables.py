@@ -80,7 +80,7 @@ def test_batched_tables_equal_the_single_step_pricing(key):
     S, S0 = 1024.0, 256.0
     for scenario in scenarios[::5]:
         for gpu in gpus:
-            parts, reference = tables[(scenario, gpu.key)], _reference(model, gpu, scenario, mix, 4096.0, 256.0,
+            parts, reference = tables.of(scenario, gpu.key), _reference(model, gpu, scenario, mix, 4096.0, 256.0,
                                                                        "vllm")
             for part in ("tokenwise", "logits", "attention"):
                 for side, value in zip(("bound", "expected"), reference[part]):

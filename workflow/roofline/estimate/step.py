@@ -49,7 +49,7 @@ FUSIONS = {
 }
 #: kernel lookups per batched call at most about this many values (seconds_many): large enough that the calls are
 #: few, small enough that their temporaries stay in cache rather than in freshly mapped pages
-BATCH_VALUES = 1 << 18
+BATCH_VALUES = 1 << 16
 #: collective kind by a communication operator's name
 COLLECTIVE_KINDS = (("all_reduce", "all_reduce"), ("all_gather", "all_gather"), ("all_to_all", "all_to_all"),
                     ("dispatch", "all_to_all"), ("send", "p2p"))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -42,8 +43,16 @@ def kv_per_request(model: ModelSpec, scenario: Scenario, tokens) -> np.ndarray:
     return whole * kv_share_per_device(model, scenario, 1)
 
 
+@lru_cache(maxsize=16384)
+def _kv_per_request(model: ModelSpec, scenario: Scenario, tokens: float) -> float:
+    """kv_per_request of one length, cached (it does not depend on the device)."""
+    return float(kv_per_request(model, scenario, tokens))
+
+
+@lru_cache(maxsize=4096)
 def activation_bytes(model: ModelSpec, scenario: Scenario, tokens: int) -> float:
-    """The largest operator's inputs and outputs in a step of `tokens` tokens (the engine's activation_bytes)."""
+    """The largest operator's inputs and outputs in a step of `tokens` tokens (the engine's activation_bytes);
+    cached: a search asks it of every device a scenario runs on."""
     ops = build_operators(model, "decode", scenario, batch=float(tokens), seq_len=1.0)
     return float(max(op.cost.act_read + op.cost.act_write for op in ops))
 
@@ -58,8 +67,8 @@ def capacity(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: 
     full, mean = isl - shared + osl, isl - shared + osl / 2
 
     def per_request(tokens):
-        own = kv_per_request(model, scenario, tokens)
-        return own + (kv_per_request(*draft, tokens) if draft else 0.0)
+        own = _kv_per_request(model, scenario, float(tokens))
+        return own + (_kv_per_request(*draft, float(tokens)) if draft else 0.0)
 
     reserved = full if framework.reserve_full_length else mean
     held = per_request(reserved)

@@ -24,15 +24,15 @@ from ..engine.scenario import ATTENTION_IMPLS, MAX_BATCH, Scenario
 from ..estimate.calibration import DEFAULT
 from ..estimate.step import combine
 from . import aggregated as agg
-from . import disaggregated as dis
+from . import search_solve as solvers
 from .candidates import MIN_KV_BYTES, activation_dtype, parallel_plans
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, framework_for
 from .planner import BATCH_GRID
 from .search_budget import check_budget
 from .speculative import Speculation, draft_model
-from .step_tables import tabulate_many
-from .steps import Mix, Parts
+from .step_tables import StepTables, tabulate_many
+from .steps import Mix
 
 SEARCH_MODES = ("aggregated", "disaggregated", "all")
 #: concurrencies searched: the planner's batch grid
@@ -90,7 +90,9 @@ class Candidate:
 
 @dataclass
 class ServedSearch:
-    """Every candidate evaluated, column-wise: candidate index x concurrency, flattened."""
+    """Every candidate evaluated; column-wise, the points served (candidate index and concurrency of each, candidate
+    by candidate): a concurrency the candidate's KV cache cannot hold has no served times, so it has no row (the
+    columns' `fits` is true throughout). len() counts every configuration evaluated, those included."""
 
     model: ModelSpec
     workload: ServedWorkload
@@ -101,9 +103,11 @@ class ServedSearch:
     seconds: float = 0.0
     #: per candidate: (estimate, calibration) of its step tables (roofline.serving.steps.Parts)
     labels: list[tuple[str, str]] = field(default_factory=list)
+    #: configurations evaluated: every candidate x concurrency of the search space
+    evaluated: int = 0
 
     def __len__(self) -> int:
-        return len(self.concurrency)
+        return self.evaluated
 
     def meets(self, side: str = "expected") -> np.ndarray:
         """Candidates that fit and meet both targets (on the expected times, or on the bounds)."""
@@ -233,47 +237,44 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorklo
     index, concurrency, columns, labels, offset = [], [], [], [], 0
     for part, values in parts:
         if part:
-            evaluated, label = evaluate(model, part, workload, values, memory_utilization)
-            index.append(np.repeat(np.arange(offset, offset + len(part)), len(values)))
-            concurrency.append(np.tile(values, len(part)))
-            columns.append({k: v.ravel() for k, v in evaluated.items()})
+            served, evaluated, label = evaluate(model, part, workload, values, memory_utilization)
+            index.append(served[0] + offset)
+            concurrency.append(served[1])
+            columns.append(evaluated)
             labels += label
         offset += len(part)
-    merged = {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
+    merged = columns[0] if len(columns) == 1 else {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
     return ServedSearch(model, workload, candidates, np.concatenate(index), np.concatenate(concurrency), merged,
-                        time.perf_counter() - start, labels)
+                        time.perf_counter() - start, labels, sum(len(part) * len(values) for part, values in parts))
 
 
 def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkload, largest: float,
-            budget: float) -> dict:
-    """{(scenario, gpu key, draft): Parts} for every scenario a candidate runs (decode pool and prefill pool),
-    one graph build per scenario shared by its devices."""
+            budget: float) -> dict[bool, StepTables]:
+    """The stacked step tables of every (scenario, device) a candidate runs (decode pool and prefill pool): the
+    target's (key False) and, when drafting, the draft's (key True, row for row)."""
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, workload.spec.queries,
                     workload.spec.tokens_per_step)
-    needed: dict[tuple, dict[str, Accelerator]] = {}
+    needed: dict[Scenario, dict[str, Accelerator]] = {}
     for c in candidates:
-        needed.setdefault((c.scenario, False), {})[c.gpu.key] = c.gpu
+        needed.setdefault(c.scenario, {})[c.gpu.key] = c.gpu
         if c.prefill_plan is not None:
-            needed.setdefault((replace(c.scenario, parallel=c.prefill_plan), False), {})[c.gpu.key] = c.gpu
-    if draft_model(workload.spec, model) is not None:
-        needed.update({(sc, True): gpus for (sc, _), gpus in list(needed.items())})
-    tables = {}
+            needed.setdefault(replace(c.scenario, parallel=c.prefill_plan), {})[c.gpu.key] = c.gpu
+    jobs = {scenario: list(gpus.values()) for scenario, gpus in needed.items()}
     framework = workload.framework or DEFAULT_FRAMEWORK
-    for drafted in dict.fromkeys(d for _, d in needed):
+    tables = {}
+    for drafted in (False, True) if draft_model(workload.spec, model) is not None else (False,):
         target = draft_model(workload.spec, model) if drafted else model
         mix = Mix(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
                   queries=1.0 if drafted else float(load.queries))
-        jobs = {scenario: list(gpus.values()) for (scenario, d), gpus in needed.items() if d == drafted}
-        parts = tabulate_many(target, jobs, mix, largest * load.queries + budget, largest, framework=framework)
-        tables.update({(scenario, key, drafted): value for (scenario, key), value in parts.items()})
+        tables[drafted] = tabulate_many(target, jobs, mix, largest * load.queries + budget, largest,
+                                        framework=framework)
     return tables
 
 
 def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkload, grid: np.ndarray,
-             memory_utilization: float | None) -> tuple[dict[str, np.ndarray], list[tuple[str, str]]]:
-    """(columns, labels): served columns of every candidate x concurrency ([candidates, concurrencies] arrays), and
-    each candidate's (estimate, calibration). Only candidates whose concurrency the cache holds are served (the rest:
-    fits False, NaN times)."""
+             memory_utilization: float | None) -> tuple[tuple[np.ndarray, np.ndarray], dict, list[tuple[str, str]]]:
+    """((candidate, concurrency) of each point served, its columns, each candidate's (estimate, calibration)). The
+    points served are the candidates x concurrencies whose requests the KV cache holds, candidate by candidate."""
     spec, drafted = workload.spec, draft_model(workload.spec, model)
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization)
@@ -286,87 +287,60 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     # step tables only for the candidates that serve at least one request (most plans of a large model do not fit)
     tables = _tables(model, [c for c, n in zip(candidates, slots) if n >= grid[0]], workload, float(grid[-1]),
                      float(budget.max()))
-    shape = (len(candidates), len(grid))
-    out = {name: np.full(shape, np.nan) for name in SOLVED}
-    out["limited_by"] = np.full(shape, "none", dtype=object)
+    solved = []
     for mode in ("aggregated", "disaggregated"):
         index = np.array([i for i, c in enumerate(candidates) if c.mode == mode and slots[i] >= grid[0]], dtype=int)
         rows, cols = np.nonzero(grid[None, :] <= slots[index][:, None])  # served: the cache holds them
         if rows.size:
-            at_points = Points(index, rows, grid[cols], budget[index][rows], running[index][rows],
-                               np.array([caps[i].running_bound for i in index])[rows])
-            solver = _aggregated if mode == "aggregated" else _disaggregated
+            at_points = solvers.Points(index, rows, grid[cols], budget[index], running[index],
+                                       np.array([caps[i].running_bound for i in index]))
+            solver = solvers.aggregated if mode == "aggregated" else solvers.disaggregated
             values = solver([candidates[i] for i in index], at_points, tables, load, frameworks[0], model, drafted,
                             spec)
-            for name, value in values.items():
-                out[name][index[rows], cols] = value
-    return _derived(out, candidates, grid, slots, workload), [_labels(c, tables) for c in candidates]
+            values.setdefault("limited_by", np.full(rows.size, "none", dtype=object))
+            solved.append((index[rows], grid[cols], values))
+    if not solved:
+        solved = [(np.zeros(0, dtype=int), np.zeros(0), {name: np.zeros(0) for name in solvers.SOLVED} | {
+            "limited_by": np.zeros(0, dtype=object)})]
+    if len(solved) == 1:
+        candidate, concurrency, out = solved[0]
+    else:  # candidate by candidate, not one mode after the other
+        candidate = np.concatenate([part[0] for part in solved])
+        order = np.argsort(candidate, kind="stable")
+        out = {name: np.concatenate([part[2][name] for part in solved])[order] for name in solved[0][2]}
+        candidate, concurrency = candidate[order], np.concatenate([part[1] for part in solved])[order]
+    served = (candidate, concurrency)
+    return served, _derived(out, candidates, served, slots, workload), [_labels(c, tables) for c in candidates]
 
 
-def _labels(candidate: Candidate, tables: dict) -> tuple[str, str]:
+def _labels(candidate: Candidate, tables: dict[bool, StepTables]) -> tuple[str, str]:
     """(estimate, calibration) of a candidate's step tables: its decode pool's, with its prefill pool's; (default,
     none) for a candidate that serves no request (it has no tables: no expected time is given)."""
-    decode = tables.get((candidate.scenario, candidate.gpu.key, False))
-    prefill = decode if candidate.prefill_plan is None else tables.get(
-        (replace(candidate.scenario, parallel=candidate.prefill_plan), candidate.gpu.key, False))
+    rows = tables[False].rows
+    decode = rows.get((candidate.scenario, candidate.gpu.key))
+    prefill = decode if candidate.prefill_plan is None else rows.get(
+        (replace(candidate.scenario, parallel=candidate.prefill_plan), candidate.gpu.key))
     if decode is None or prefill is None:
         return DEFAULT, "none"
-    return combine(prefill.estimate, decode.estimate), decode.calibration
+    labels = tables[False].labels
+    return combine(labels[prefill][0], labels[decode][0]), labels[decode][1]
 
 
-#: points the solvers take at a time: enough to amortize each array operation, few enough to keep them in cache
-CHUNK = 1 << 14
-#: columns the solvers fill (per served candidate)
-SOLVED = ("ttft_s", "tpot_s", "ttft_expected_s", "tpot_expected_s", "requests_per_s", "requests_per_s_expected",
-          "decode_batch_expected", "kv_transfer_s")
-
-
-@dataclass(frozen=True)
-class Points:
-    """The served candidates of one mode, flat: each point's row in the mode's stack, concurrency, budget and
-    cache capacity (expected and bound)."""
-
-    index: np.ndarray  # candidate index of each row of the stack
-    rows: np.ndarray
-    concurrency: np.ndarray
-    budget: np.ndarray
-    running: np.ndarray
-    running_bound: np.ndarray
-
-    def chunks(self):
-        """The points CHUNK at a time (the temporaries of a chunk stay in cache)."""
-        for start in range(0, len(self.rows), CHUNK):
-            part = slice(start, start + CHUNK)
-            yield Points(self.index, self.rows[part], self.concurrency[part], self.budget[part], self.running[part],
-                         self.running_bound[part])
-
-
-def _solve(points: Points, solve) -> dict:
-    """solve(chunk) of every chunk of `points`, the columns joined."""
-    solved = [solve(chunk) for chunk in points.chunks()]
-    return {name: np.concatenate([part[name] for part in solved]) for name in solved[0]}
-
-
-def _derived(out: dict, candidates: list[Candidate], grid: np.ndarray, slots: np.ndarray, workload) -> dict:
-    devices = np.array([c.devices for c in candidates], dtype=float)[:, None]
-    out["tokens_per_s"] = np.maximum(out.pop("requests_per_s"), out["requests_per_s_expected"]) * workload.osl
+def _derived(out: dict, candidates: list[Candidate], served: tuple, slots: np.ndarray, workload) -> dict:
+    """The columns that follow from the solved ones, at the points `served` (candidate, concurrency)."""
+    candidate = served[0]
+    devices = np.array([c.devices for c in candidates], dtype=float)[candidate]
+    tokens = out.pop("requests_per_s")  # the bound's requests/s, never below the expected one: its tokens/s
+    out["tokens_per_s"] = np.multiply(np.maximum(tokens, out["requests_per_s_expected"], out=tokens), workload.osl,
+                                      out=tokens)
     out["tokens_per_s_expected"] = out["requests_per_s_expected"] * workload.osl
     out["tokens_per_s_per_device"] = out["tokens_per_s"] / devices
-    out["tokens_per_s_per_device_expected"] = out["tokens_per_s_expected"] / devices
+    out["tokens_per_s_per_device_expected"] = np.divide(out["tokens_per_s_expected"], devices, out=devices)
     out["tokens_per_s_per_user"] = 1 / out["tpot_s"]
     out["tokens_per_s_per_user_expected"] = 1 / out["tpot_expected_s"]
-    out["kv_capacity_requests"] = slots[:, None] + 0 * grid
-    out["fits"] = grid[None, :] <= slots[:, None]
+    out["kv_capacity_requests"] = slots.astype(float)[candidate]
+    out["fits"] = np.ones(len(candidate), dtype=bool)
     return out
-
-
-def _stepper(selected, tables, fw, drafted, spec, prefill: bool = False) -> agg.Stepper:
-    """The stacked steps of the candidates `selected` (read at points: Stepper.at_points)."""
-    scenarios = [replace(c.scenario, parallel=c.prefill_plan) if prefill else c.scenario for c in selected]
-    return agg.Stepper(
-        target=Parts.stack([tables[(sc, c.gpu.key, False)] for sc, c in zip(scenarios, selected)]),
-        mixed=fw.mixed and not prefill, passes=spec.tokens if drafted else 0, host_s=fw.step_overhead_s,
-        draft=Parts.stack([tables[(sc, c.gpu.key, True)] for sc, c in zip(scenarios, selected)]) if drafted else None)
 
 
 def _prefill_fits(model, candidates, frameworks, workload) -> np.ndarray:
@@ -388,51 +362,6 @@ def _capacities(model, candidates, frameworks, workload, drafted):
             cache[key] = capacity(model, c.gpu, c.scenario, fw, workload.isl, workload.osl, workload.prefix_hit,
                                   draft=(drafted, c.scenario) if drafted else None)
     return [cache[(c.scenario, c.gpu.key)] for c in candidates]
-
-
-def _aggregated(selected, points: Points, tables, load, fw, model, drafted, spec) -> dict:
-    stacked = _stepper(selected, tables, fw, drafted, spec)
-    scheduler = agg.Scheduler(budget=0.0, mixed=fw.mixed, step_overhead_s=fw.step_overhead_s,
-                              request_overhead_s=fw.request_overhead_s, sync=fw.sync)
-
-    def solve(at: Points) -> dict:
-        steps, N = stacked.at_points(at.rows), at.concurrency
-        expected = agg.closed_loop(steps, load, replace(scheduler, budget=at.budget), N, at.running, "expected")
-        return {"ttft_s": steps.lone_prompt + 0 * N,
-                "tpot_s": np.minimum(steps.light(expected["decode"], "bound") / load.tokens_per_step,
-                                     expected["tpot"]),
-                "ttft_expected_s": expected["ttft"], "tpot_expected_s": expected["tpot"],
-                "requests_per_s": agg.throughput_bound(steps, load, np.minimum(N, at.running_bound)),
-                "requests_per_s_expected": expected["requests_per_s"],
-                "decode_batch_expected": expected["decode"], "kv_transfer_s": 0 * N}
-    return _solve(points, solve)
-
-
-def _disaggregated(selected, points: Points, tables, load, fw, model, drafted, spec) -> dict:
-    prefills = _stepper(selected, tables, fw, drafted, spec, prefill=True)
-    decodes = _stepper(selected, tables, fw, drafted, spec)
-    shapes = [dis.Pools(c.prefill_workers, c.decode_workers, c.prefill_plan.devices, c.scenario.parallel.devices)
-              for c in selected]
-    layouts = [np.array(v, dtype=float) for v in zip(*(
-        (p.prefill_workers, p.decode_workers, p.prefill_devices, p.decode_devices) for p in shapes))]
-    transfers = np.array([dis.transfer_seconds(model, c.scenario, c.gpu, load, p) for c, p in zip(selected, shapes)])
-
-    def solve(at: Points) -> dict:
-        prefill, decode = prefills.at_points(at.rows), decodes.at_points(at.rows)
-        pools, transfer, N = dis.Pools(*(v[at.rows] for v in layouts)), transfers[at.rows], at.concurrency
-        expected = dis.solve(prefill, decode, load, pools, at.budget, transfer, N, True, at.running, "expected",
-                             fw.request_overhead_s + fw.handoff_s)
-        per_worker = np.minimum(N / pools.decode_workers, at.running_bound)
-        return {"ttft_s": np.maximum(prefill.lone(load.computed), transfer),
-                "tpot_s": np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step,
-                                     expected["tpot"]),
-                "ttft_expected_s": expected["ttft"], "tpot_expected_s": expected["tpot"],
-                "requests_per_s": pools.decode_workers * agg.throughput_bound(decode, load, per_worker),
-                "requests_per_s_expected": expected["requests_per_s"],
-                "decode_batch_expected": expected["decode"], "kv_transfer_s": transfer,
-                "limited_by": np.where(expected["prefill_utilization"] >= expected["decode_utilization"], "prefill",
-                                       "decode")}
-    return _solve(points, solve)
 
 
 def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ changes no kernel).
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from ..engine.models import ModelSpec
 from ..engine.scenario import Scenario
 from ..estimate.calibration import DEFAULT
 from ..estimate.lookup import calibration_for
-from ..estimate.step import Kernels, kernel_times, step_label
+from ..estimate.step import Kernels, combine, kernel_times, step_label
 from .steps import LOGIT_OPS, Mix, Parts, Pricing, _kernels, _prefill_ops, _queries, grid
 
 #: token-wise operators whose cost follows the KV dtype (the rest of the token-wise part does not)
@@ -41,39 +41,70 @@ PARTS = {"tokenwise": ("core", "kv_write"), "logits": ("logits",), "attention": 
          "prompt": ("prompt",)}
 
 
+@dataclass(frozen=True)
+class StepTables:
+    """The step tables of many (scenario, device) pairs, stacked: row `rows[(scenario, device key)]` of every array
+    of `parts` ([pairs, K] tables, [pairs] scalars) is that pair's; `labels[row]` its (estimate, calibration)."""
+
+    parts: Parts
+    rows: dict[tuple[Scenario, str], int]
+    labels: list[tuple[str, str]]
+
+    def of(self, scenario: Scenario, key: str) -> Parts:
+        """One pair's Parts (views of its rows)."""
+        row, p = self.rows[(scenario, key)], self.parts
+        return Parts(*(getattr(p, name)[row] for name in ARRAYS), *(float(getattr(p, name)[row]) for name in SCALARS),
+                     *self.labels[row])
+
+
+#: the fields of Parts that are tables ([K] per pair) and numbers (one per pair)
+ARRAYS = ("tokenwise_bound", "tokenwise_expected", "logits_bound", "logits_expected", "attention_bound",
+          "attention_expected")
+SCALARS = ("prompt_bound", "prompt_expected", "queries", "computed")
+
+
 def tabulate(model: ModelSpec, gpus: list[Accelerator], scenario: Scenario, mix: Mix, tokens: float,
              sequences: float, expected: bool = True, framework: str = "") -> list[Parts]:
     """Parts of one scenario on each device of `gpus` (tabulate_many of one scenario)."""
     tables = tabulate_many(model, {scenario: gpus}, mix, tokens, sequences, expected, framework)
-    return [tables[(scenario, gpu.key)] for gpu in gpus]
+    return [tables.of(scenario, gpu.key) for gpu in gpus]
 
 
 def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix: Mix, tokens: float,
-                  sequences: float, expected: bool = True, framework: str = "") -> dict[tuple[Scenario, str], Parts]:
-    """{(scenario, device key): Parts} of every scenario on its devices (`jobs`), under `framework`'s tables (the
-    run's; "" = each device's choice). `mix` gives the workload (kv_len, prompt, prefix, queries); the grids reach
-    `tokens` and `sequences`."""
-    pieces = _Pieces(model, mix, grid(tokens), grid(sequences), framework)
+                  sequences: float, expected: bool = True, framework: str = "") -> StepTables:
+    """The step tables of every scenario on its devices (`jobs`; rows in that order), under `framework`'s tables
+    (the run's; "" = each device's choice). `mix` gives the workload (kv_len, prompt, prefix, queries); the grids
+    reach `tokens` and `sequences`."""
+    T, D = grid(tokens), grid(sequences)
+    pieces = _Pieces(model, mix, T, D, framework)
     for scenario, gpus in jobs.items():
         for name in ("core", "kv_write", "logits", "attention", "prompt"):
             pieces.want(name, scenario.for_model(model), gpus)
     priced = pieces.price(expected)
+    pairs = [(scenario, gpu) for scenario, gpus in jobs.items() for gpu in gpus]
     S, S0 = float(mix.prompt), float(mix.prefix)
-    out = {}
-    for scenario, gpus in jobs.items():
+    widths = {"tokenwise": len(T), "logits": len(T), "attention": len(D)}
+    arrays = {name: np.empty((len(pairs), widths[name.rsplit("_", 1)[0]])) for name in ARRAYS}
+    scalars = {name: np.empty(len(pairs)) for name in SCALARS}
+    scalars["queries"][:], scalars["computed"][:] = float(mix.queries), max(S - S0, 1.0)
+    labels = []
+    for row, (scenario, gpu) in enumerate(pairs):
         resolved = scenario.for_model(model)
         replicas = resolved.parallel.tp if resolved.parallel.attention_dp else 1
         per_token = (1 - (S0 / S) ** 2) / max(S - S0, 1.0) / replicas
-        for gpu in gpus:
-            parts = {part: _part([priced[(pieces.key(name, resolved), gpu.key)] for name in names])
-                     for part, names in PARTS.items()}
-            labels = set().union(*(p[2] for p in parts.values()))
-            out[(scenario, gpu.key)] = Parts(
-                *parts["tokenwise"][:2], *parts["logits"][:2], *parts["attention"][:2],
-                float(parts["prompt"][0]) * per_token, float(parts["prompt"][1]) * per_token, float(mix.queries),
-                max(S - S0, 1.0), step_label(labels) if expected else DEFAULT,
-                calibration_for(gpu, framework).table if expected else "none")
-    return out
+        core = set()
+        for part, names in PARTS.items():
+            bound, seconds, used = _part([priced[(pieces.key(name, resolved), gpu.key)] for name in names])
+            core |= used
+            if part == "prompt":
+                scalars["prompt_bound"][row], scalars["prompt_expected"][row] = bound * per_token, seconds * per_token
+            else:
+                arrays[f"{part}_bound"][row], arrays[f"{part}_expected"][row] = bound, seconds
+        labels.append((step_label(core) if expected else DEFAULT,
+                       calibration_for(gpu, framework).table if expected else "none"))
+    stacked = Parts(*arrays.values(), *scalars.values(), combine(*(e for e, _ in labels)) if labels else DEFAULT,
+                    "; ".join(dict.fromkeys(c for _, c in labels)))
+    return StepTables(stacked, {(scenario, gpu.key): row for row, (scenario, gpu) in enumerate(pairs)}, labels)
 
 
 def _part(pieces: list[tuple]) -> tuple:
@@ -89,6 +120,7 @@ class _Pieces:
     def __init__(self, model: ModelSpec, mix: Mix, tokens: np.ndarray, sequences: np.ndarray, framework: str):
         self.model, self.mix, self.tokens, self.sequences, self.framework = model, mix, tokens, sequences, framework
         self.wanted: dict[tuple, tuple[Scenario, dict[str, Accelerator]]] = {}
+        self._graph: tuple | None = None  # (scenario, its token-wise decode graph): the last one built
 
     @staticmethod
     def key(name: str, scenario: Scenario) -> tuple:
@@ -113,12 +145,19 @@ class _Pieces:
             ops = build_operators(model, "decode", scenario, batch=self.sequences, seq_len=float(mix.kv_len))
             ops = [_queries(op, float(mix.queries)) for op in ops if op.op_class == "attention"]
             return ops, "decode", float(mix.kv_len)
-        ops = build_operators(model, "decode", scenario, batch=self.tokens, seq_len=1.0)
+        ops = self._tokenwise(scenario)
         if name == "logits":
             return [op for op in ops if op.name in LOGIT_OPS], "decode", float(mix.kv_len)
         kv = name == "kv_write"
         return [op for op in ops if op.op_class != "attention" and op.name not in LOGIT_OPS
                 and (op.name in KV_WRITE_OPS) == kv], "decode", float(mix.kv_len)
+
+    def _tokenwise(self, scenario: Scenario) -> tuple[Op, ...]:
+        """The decode graph at every token count of the grid (the core, kv_write and logits pieces' operators),
+        built once per scenario."""
+        if self._graph is None or self._graph[0] != scenario:
+            self._graph = scenario, build_operators(self.model, "decode", scenario, batch=self.tokens, seq_len=1.0)
+        return self._graph[1]
 
     def price(self, expected: bool) -> dict[tuple, tuple]:
         """{(piece key, device key): (bound, kernel time, core labels)}: bounds per piece for all its devices at
