@@ -1,11 +1,14 @@
 """Deployment search speed (`roofline plan`): candidate configurations evaluated per second, one process.
 
-Run: python benchmarks/bench_plan.py   (not a test; timings vary by machine). The issue's bar: >= 100,000 candidate
+Run: python benchmarks/bench_plan.py   (not a test; timings vary by machine); `... bench_plan.py default` runs only
+the one-shot default searches of whole catalog models. The issue's bar: >= 100,000 candidate
 configurations per second on one core, on a search of at least 100,000 candidates. Reports wall time and the
 process's CPU time (the search is single-threaded NumPy; on a shared machine CPU time is the one-core figure).
 """
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -67,6 +70,28 @@ def main_served():
               f"{n / cpu:9,.0f}/s")
 
 
+CLI = "import sys; from roofline.cli import main; sys.exit(main(sys.argv[1:]))"
+WORKFLOW = str(Path(__file__).resolve().parents[1] / "workflow")
+#: catalog models for the one-shot default search: dense, MLA + MoE (few plans fit), small MoE (every plan fits)
+DEFAULT_SEARCHES = ("llama-3.1-8b", "deepseek-v3", "qwen3-30b-a3b")
+
+
+def main_default():
+    """`roofline plan --model M --isl 1024 --osl 1024` as a user runs it: one process, every catalog device, the
+    default dtypes; wall time of the whole command (imports, tables, search, output) and its stderr line."""
+    for key in DEFAULT_SEARCHES:
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-c", CLI, "plan", "--model", key, "--isl", "1024", "--osl", "1024"],
+                              capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": WORKFLOW})
+        wall = time.perf_counter() - start
+        line = next((text for text in done.stderr.splitlines() if text.startswith("evaluated")), "")
+        print(f"default search {key:14s}: {wall:6.2f} s wall for the command; {line}")
+
+
 if __name__ == "__main__":
-    main()
-    main_served()
+    if sys.argv[1:] == ["default"]:
+        main_default()
+    else:
+        main()
+        main_served()
+        main_default()

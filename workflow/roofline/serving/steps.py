@@ -18,12 +18,12 @@ the weights once. Its time is the sum of four parts, each a function of one numb
 NB: a prompt's attention is charged evenly over its chunks (exact over a whole prompt: its causal pairs); MLA prompts
 are priced on the decode graph's absorbed projections rather than kv_b_proj (the same order of FLOPs per token).
 
-Each part is tabulated once per (model, scenario, device) on a log-spaced grid (GRID_RATIO apart; the tables of many
-scenarios and devices at once: roofline.serving.step_tables) and interpolated linearly in log space between grid
-points; the graphs are the engine's (device-independent, built once per
-scenario), their roofline the engine's, and `expected_times` the one place that prices their expected times: the
-estimator's (roofline.estimate.step.Kernels) on the device's measured tables of the run's framework, the kernels as
-that framework runs them (fused QKV, gate-up and MoE kernels, ...), each part at least its bound. NB: a fusion
+Each part is tabulated once per (model, scenario, device) on a log-spaced grid (GRID_RATIO apart) and interpolated
+linearly in log space between grid points (roofline.serving.step_tables builds the tables of many scenarios and
+devices at once). The graphs are the engine's (device-independent), their roofline the engine's, and their expected
+times the estimator's (roofline.estimate.step.Kernels: `expected_times` for one device, kernel_times for many) on
+the device's measured tables of the run's framework, the kernels as that framework runs them (fused QKV, gate-up and
+MoE kernels, ...), each part at least its bound. NB: a fusion
 joins operators of one part only (TensorRT-LLM's RoPE + KV-cache write + attention kernel is priced as its
 members: RoPE and the cache write are token-wise, the attention is not).
 """
