@@ -99,6 +99,19 @@ def op_times(gpu: Accelerator, op: Op, peak: float, nbytes, maximum=max) -> tupl
     return t_compute, t_memory, t_network, t
 
 
+def devices_time(gpus, flops, nbytes, network, dtype: str, span: int, expand):
+    """The roofline bound t [s] of one operator (or kernel) on each device of `gpus` at once: op_times with the
+    devices' peaks, bandwidths and links as arrays; `expand` lays a per-device vector out like the costs (a leading
+    device axis, or each device's candidates side by side)."""
+    peak = expand(np.array([gpu.peak(dtype) for gpu in gpus], dtype=float))
+    bandwidth = expand(np.array([gpu.bandwidth_bytes_per_s for gpu in gpus], dtype=float))
+    t = roof_times(flops, nbytes, peak, bandwidth, 0.0, np.maximum)[2]
+    if span > 1:
+        links = np.array([gpu.link(span) for gpu in gpus], dtype=float)
+        t = np.maximum(t, link_time(network, expand(links[:, 0]), expand(links[:, 1])))
+    return t
+
+
 def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
     """The per-operator record (OP_COLUMNS + compute_dtype) for one instance of `op` on `gpu`."""
     c = op.cost

@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..engine.analysis import devices_time
 from ..engine.dtypes import DTYPE_BYTES
 from ..engine.graph import Op, attention_groups, scenario_dtypes
 from ..engine.hardware import Accelerator
@@ -180,34 +181,24 @@ class Kernels:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.nan_to_num(writes / width_out / (pick(op.cost.act_read) / width_in), nan=1.0)
 
-    def bounds(self, gpu: Accelerator, columns=None) -> np.ndarray:
-        """The roofline bound of every kernel on `gpu` [k x n], or at the candidates `columns` only."""
-        pick = (lambda a: a) if columns is None else (lambda a: a[:, columns])
-        peaks = np.array([gpu.peak(op.compute_dtype) for op in self.principal])[:, None]
-        t = np.maximum(pick(self.flops) / peaks, pick(self.bytes) / gpu.bandwidth_bytes_per_s)
-        for i, op in enumerate(self.principal):
-            if op.span > 1:
-                bandwidth, latency = gpu.link(op.span)
-                network = self.network[i] if columns is None else self.network[i, columns]
-                t[i] = np.maximum(t[i], latency + network / bandwidth)
-        return t
-
     def device_bounds(self, devices) -> tuple[np.ndarray, np.ndarray | None]:
-        """(bound [k x m], the candidate column of each of the m): `bounds` on one device (all columns, None), or
-        on several [(device, candidate columns)] side by side, computed for all of them at once."""
-        if isinstance(devices, Accelerator):
-            return self.bounds(devices), None
+        """(bound [k x m], the candidate column of each of the m): every kernel's roofline bound on one device (all
+        candidates; columns None), or on several [(device, candidate columns)] side by side, all at once."""
+        single = isinstance(devices, Accelerator)
+        if single:
+            devices = [(devices, np.arange(self.flops.shape[1]))]
         columns = np.concatenate([cols for _, cols in devices])
         sizes = [len(cols) for _, cols in devices]
-        peaks = np.array([[gpu.peak(op.compute_dtype) for gpu, _ in devices] for op in self.principal])
-        bandwidth = np.repeat(np.array([gpu.bandwidth_bytes_per_s for gpu, _ in devices], dtype=float), sizes)
-        t = np.maximum(self.flops[:, columns] / np.repeat(peaks, sizes, axis=1), self.bytes[:, columns] / bandwidth)
+        gpus = [gpu for gpu, _ in devices]
+
+        def expand(values):
+            return np.repeat(values, sizes)
+
+        t = np.empty((len(self.principal), len(columns)))
         for i, op in enumerate(self.principal):
-            if op.span > 1:
-                links = np.array([gpu.link(op.span) for gpu, _ in devices], dtype=float)
-                t[i] = np.maximum(t[i], np.repeat(links[:, 1], sizes) + self.network[i, columns] / np.repeat(
-                    links[:, 0], sizes))
-        return t, columns
+            t[i] = devices_time(gpus, self.flops[i, columns], self.bytes[i, columns], self.network[i, columns],
+                                op.compute_dtype, op.span, expand)
+        return t, None if single else columns
 
     def seconds(self, calibration: Calibration, devices, standalone: bool = False):
         """(expected [k x m] s, estimate label per kernel) on one device, or on several that share `calibration`:

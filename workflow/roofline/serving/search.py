@@ -2,9 +2,10 @@
 
 Candidates: device x parallel plan x weight dtype x KV dtype x attention kernel x concurrency (the batch of a
 candidate is its closed-loop concurrency), and for disaggregated serving also the prefill pool's plan and the two
-pools' worker counts. Every candidate gets the served TTFT, TPOT and tokens/s of roofline.serving (bounds and
-expected): the step parts of each (scenario, device) are tabulated once (roofline.serving.step_tables, graphs
-shared by the devices of a scenario) and stacked, so the closed loop of every candidate runs as one array program.
+pools' worker counts. Every candidate at every concurrency its KV cache holds gets the served TTFT, TPOT and
+tokens/s of roofline.serving (bounds and expected; the rest count as evaluated but get no row): the step tables of
+every (scenario, device) are built together and stacked (roofline.serving.step_tables), and the closed loops run as
+array programs over the points, a chunk at a time (roofline.serving.search_solve).
 """
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ class ServedSearch:
         return self.evaluated
 
     def meets(self, side: str = "expected") -> np.ndarray:
-        """Candidates that fit and meet both targets (on the expected times, or on the bounds)."""
+        """Points that meet both targets (on the expected times, or on the bounds); every point fits."""
         w, c = self.workload, self.columns
         suffix = "_expected_s" if side == "expected" else "_s"
         ok = c["fits"].copy()
@@ -273,8 +274,9 @@ def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkl
 
 def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkload, grid: np.ndarray,
              memory_utilization: float | None) -> tuple[tuple[np.ndarray, np.ndarray], dict, list[tuple[str, str]]]:
-    """((candidate, concurrency) of each point served, its columns, each candidate's (estimate, calibration)). The
-    points served are the candidates x concurrencies whose requests the KV cache holds, candidate by candidate."""
+    """((candidate, concurrency) of each point served, its columns, each candidate's (estimate, calibration)) of
+    `candidates` of one mode. The points served are the candidates x concurrencies whose requests the KV cache
+    holds, candidate by candidate."""
     spec, drafted = workload.spec, draft_model(workload.spec, model)
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization)
@@ -287,28 +289,18 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     # step tables only for the candidates that serve at least one request (most plans of a large model do not fit)
     tables = _tables(model, [c for c, n in zip(candidates, slots) if n >= grid[0]], workload, float(grid[-1]),
                      float(budget.max()))
-    solved = []
-    for mode in ("aggregated", "disaggregated"):
-        index = np.array([i for i, c in enumerate(candidates) if c.mode == mode and slots[i] >= grid[0]], dtype=int)
-        rows, cols = np.nonzero(grid[None, :] <= slots[index][:, None])  # served: the cache holds them
-        if rows.size:
-            at_points = solvers.Points(index, rows, grid[cols], budget[index], running[index],
-                                       np.array([caps[i].running_bound for i in index]))
-            solver = solvers.aggregated if mode == "aggregated" else solvers.disaggregated
-            values = solver([candidates[i] for i in index], at_points, tables, load, frameworks[0], model, drafted,
-                            spec)
-            values.setdefault("limited_by", np.full(rows.size, "none", dtype=object))
-            solved.append((index[rows], grid[cols], values))
-    if not solved:
-        solved = [(np.zeros(0, dtype=int), np.zeros(0), {name: np.zeros(0) for name in solvers.SOLVED} | {
-            "limited_by": np.zeros(0, dtype=object)})]
-    if len(solved) == 1:
-        candidate, concurrency, out = solved[0]
-    else:  # candidate by candidate, not one mode after the other
-        candidate = np.concatenate([part[0] for part in solved])
-        order = np.argsort(candidate, kind="stable")
-        out = {name: np.concatenate([part[2][name] for part in solved])[order] for name in solved[0][2]}
-        candidate, concurrency = candidate[order], np.concatenate([part[1] for part in solved])[order]
+    mode = candidates[0].mode  # search() evaluates one mode at a time
+    index = np.array([i for i, n in enumerate(slots) if n >= grid[0]], dtype=int)
+    rows, cols = np.nonzero(grid[None, :] <= slots[index][:, None])  # served: the cache holds them
+    candidate, concurrency = index[rows], grid[cols]
+    if rows.size:
+        at_points = solvers.Points(index, rows, concurrency, budget[index], running[index],
+                                   np.array([caps[i].running_bound for i in index]))
+        solver = solvers.aggregated if mode == "aggregated" else solvers.disaggregated
+        out = solver([candidates[i] for i in index], at_points, tables, load, frameworks[0], model, drafted, spec)
+    else:
+        out = {name: np.zeros(0) for name in solvers.SOLVED}
+    out.setdefault("limited_by", np.full(rows.size, "none", dtype=object))
     served = (candidate, concurrency)
     return served, _derived(out, candidates, served, slots, workload), [_labels(c, tables) for c in candidates]
 

@@ -6,6 +6,7 @@ the tables are combined once for the whole stack (aggregated.Stepper) and read a
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -70,10 +71,10 @@ def table_rows(selected, tables: StepTables, prefill: bool = False) -> np.ndarra
                      for c in selected], dtype=int)
 
 
-def stepper(tables: dict[bool, StepTables], fw, drafted, spec, prefill: bool = False) -> agg.Stepper:
+def stepper(tables: dict[bool, StepTables], fw, drafted, spec) -> agg.Stepper:
     """The steps of every stacked table (the target's; with the draft's, row for row, when drafting), read at
     points with Stepper.at_points."""
-    return agg.Stepper(target=tables[False].parts, mixed=fw.mixed and not prefill,
+    return agg.Stepper(target=tables[False].parts, mixed=fw.mixed,
                        passes=spec.tokens if drafted else 0, host_s=fw.step_overhead_s,
                        draft=tables[True].parts if drafted else None)
 
@@ -97,7 +98,9 @@ def aggregated(selected, points: Points, tables, load, fw, model, drafted, spec)
 
 
 def disaggregated(selected, points: Points, tables, load, fw, model, drafted, spec) -> dict:
-    prefills, decodes = stepper(tables, fw, drafted, spec, prefill=True), stepper(tables, fw, drafted, spec)
+    decodes = stepper(tables, fw, drafted, spec)
+    prefills = copy.copy(decodes)  # the same combined tables; prompts run alone on the prefill pool
+    prefills.mixed = False
     prefill_rows, decode_rows = table_rows(selected, tables[False], prefill=True), table_rows(selected, tables[False])
     shapes = [dis.Pools(c.prefill_workers, c.decode_workers, c.prefill_plan.devices, c.scenario.parallel.devices)
               for c in selected]
@@ -119,5 +122,5 @@ def disaggregated(selected, points: Points, tables, load, fw, model, drafted, sp
                 "requests_per_s_expected": expected["requests_per_s"],
                 "decode_batch_expected": expected["decode"], "kv_transfer_s": transfer,
                 "limited_by": np.where(expected["prefill_utilization"] >= expected["decode_utilization"], "prefill",
-                                       "decode")}
+                                       "decode").astype(object)}
     return solve_chunks(points, solve)

@@ -13,11 +13,12 @@ identical in, and every device's expected times of one calibration come from one
 * kv_write: the KV-cache write (its bytes follow the KV dtype, not the attention kernel);
 * logits: lm_head and its all-gather, per sampled row (no KV dtype, no attention kernel either);
 * attention: the decode attention at (D sequences, cached length, Q queries each);
-* prompt: one whole prompt's attention (prefill graph), priced per computed token by steps.tabulate's rule.
+* prompt: one whole prompt's attention (prefill graph), per computed token: the whole prompt's x (1 - (S0 / S)^2) /
+  (S - S0) (the causal pairs its S - S0 new queries attend; / tp under data-parallel attention).
 
 A part's bound is the sum of its pieces' bounds; its expected time the sum of their kernels' times, at least that
-bound (as for one scenario: no fusion joins a KV-cache write with another token-wise kernel, so splitting the part
-changes no kernel).
+bound. Splitting the token-wise part changes no kernel: the one fusion with a KV-cache write (TensorRT-LLM's RoPE +
+KV-cache write + attention, estimate.step.FUSIONS) needs the attention kernel, which is never in that part.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..engine.analysis import devices_time
 from ..engine.graph import Op, build_operators, scenario_dtypes
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
@@ -194,20 +196,15 @@ class _Pieces:
 
 
 def _bounds(gpus: list[Accelerator], ops: list[Op]) -> list[np.ndarray]:
-    """Per device: count x roofline time summed over `ops` (roofline.engine.roofline: the largest of the compute,
-    memory and link times), every device at once."""
+    """Per device: count x roofline bound summed over `ops` (engine.analysis.devices_time), every device at once."""
     if not ops:
         return [np.asarray(0.0) for _ in gpus]
     shape = np.broadcast_shapes(*(np.shape(c) for op in ops for c in (op.cost.flops, op.cost.bytes, op.cost.network)))
     lead = (len(gpus),) + (1,) * len(shape)
-    bandwidth = np.array([gpu.bandwidth_bytes_per_s for gpu in gpus], dtype=float).reshape(lead)
     total = np.zeros((len(gpus),) + shape)
     for op in ops:
-        peak = np.array([gpu.peak(op.compute_dtype) for gpu in gpus], dtype=float).reshape(lead)
-        cost = op.cost
-        t = np.maximum(np.asarray(cost.flops, dtype=float) / peak, np.asarray(cost.bytes, dtype=float) / bandwidth)
-        if op.span > 1:
-            links = np.array([gpu.link(op.span) for gpu in gpus], dtype=float).T.reshape((2,) + lead)
-            t = np.maximum(t, links[1] + np.asarray(cost.network, dtype=float) / links[0])
-        total += op.count * t
+        c = op.cost
+        total += op.count * devices_time(gpus, np.asarray(c.flops, dtype=float), np.asarray(c.bytes, dtype=float),
+                                         np.asarray(c.network, dtype=float), op.compute_dtype, op.span,
+                                         lambda values: values.reshape(lead))
     return list(total)

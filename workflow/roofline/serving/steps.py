@@ -40,7 +40,7 @@ from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.scenario import Scenario
 from ..estimate.lookup import calibration_for
-from ..estimate.step import Kernels, combine
+from ..estimate.step import Kernels
 
 #: operators priced per sampled row rather than per token
 LOGIT_OPS = ("lm_head", "logits_all_gather")
@@ -112,18 +112,6 @@ class Parts:
     computed: float  # prompt tokens a prefill computes (S - S0)
     estimate: str  # calibrated | partial | default (roofline.estimate.step.step_label)
     calibration: str = "none"  # the table the expected times rest on (roofline.estimate.lookup.describe)
-
-    @classmethod
-    def stack(cls, parts: list["Parts"]) -> "Parts":
-        """One Parts whose tables have a leading group axis ([G, K]; scalars become [G]) for vectorized searches:
-        read them with an index `group` per point."""
-        def column(name):
-            values = [getattr(p, name) for p in parts]
-            return np.stack(values) if np.ndim(values[0]) else np.array(values, dtype=float)
-        return cls(*(column(name) for name in ("tokenwise_bound", "tokenwise_expected", "logits_bound",
-                                               "logits_expected", "attention_bound", "attention_expected",
-                                               "prompt_bound", "prompt_expected", "queries", "computed")),
-                   combine(*(p.estimate for p in parts)), "; ".join(dict.fromkeys(p.calibration for p in parts)))
 
     def time(self, decode, prefill, side: str, group=None) -> np.ndarray:
         """t(D, P) on `side` (`bound` | `expected`); D, P (and `group`, for stacked tables) broadcast."""
