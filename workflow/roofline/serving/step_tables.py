@@ -22,7 +22,9 @@ KV-cache write + attention, estimate.step.FUSIONS) needs the attention kernel, w
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -89,21 +91,25 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
     arrays = {name: np.empty((len(pairs), widths[name.rsplit("_", 1)[0]])) for name in ARRAYS}
     scalars = {name: np.empty(len(pairs)) for name in SCALARS}
     scalars["queries"][:], scalars["computed"][:] = float(mix.queries), max(S - S0, 1.0)
-    labels = []
-    for row, (scenario, gpu) in enumerate(pairs):
+    labels, row = [], 0
+    for scenario, gpus in jobs.items():
         resolved = scenario.for_model(model)
         replicas = resolved.parallel.tp if resolved.parallel.attention_dp else 1
         per_token = (1 - (S0 / S) ** 2) / max(S - S0, 1.0) / replicas
-        core = set()
-        for part, names in PARTS.items():
-            bound, seconds, used = _part([priced[(pieces.key(name, resolved), gpu.key)] for name in names])
-            core |= used
-            if part == "prompt":
-                scalars["prompt_bound"][row], scalars["prompt_expected"][row] = bound * per_token, seconds * per_token
-            else:
-                arrays[f"{part}_bound"][row], arrays[f"{part}_expected"][row] = bound, seconds
-        labels.append((step_label(core) if expected else DEFAULT,
-                       calibration_for(gpu, framework).table if expected else "none"))
+        keys = {part: [pieces.key(name, resolved) for name in names] for part, names in PARTS.items()}
+        for gpu in gpus:
+            core = set()
+            for part in PARTS:
+                bound, seconds, used = _part([priced[(key, gpu.key)] for key in keys[part]])
+                core |= used
+                if part == "prompt":
+                    scalars["prompt_bound"][row] = bound * per_token
+                    scalars["prompt_expected"][row] = seconds * per_token
+                else:
+                    arrays[f"{part}_bound"][row], arrays[f"{part}_expected"][row] = bound, seconds
+            labels.append((step_label(core) if expected else DEFAULT,
+                           calibration_for(gpu, framework).table if expected else "none"))
+            row += 1
     stacked = Parts(*arrays.values(), *scalars.values(), combine(*(e for e, _ in labels)) if labels else DEFAULT,
                     "; ".join(dict.fromkeys(c for _, c in labels)))
     return StepTables(stacked, {(scenario, gpu.key): row for row, (scenario, gpu) in enumerate(pairs)}, labels)
@@ -125,9 +131,11 @@ class _Pieces:
         self._graph: tuple | None = None  # (scenario, its token-wise decode graph): the last one built
 
     @staticmethod
+    @lru_cache(maxsize=65536)
     def key(name: str, scenario: Scenario) -> tuple:
         """What a piece depends on: core and logits not on the KV dtype (beyond the 16-bit activation dtype it helps
-        choose: graph.scenario_dtypes) or the attention kernel, kv_write not on the attention kernel."""
+        choose: graph.scenario_dtypes) or the attention kernel, kv_write not on the attention kernel (cached: a
+        search asks it of every device of every scenario)."""
         if name in ("core", "logits"):
             dtypes = scenario_dtypes(scenario)._replace(attention="")
             return name, replace(scenario, kv_dtype="", attention=""), dtypes
@@ -184,11 +192,11 @@ class _Pieces:
                 jobs.setdefault(group, (calibration, {}))[1].setdefault(
                     (key, calibration.framework), (kernels[calibration.framework], shape, []))[2].append(gpu)
         for calibration, batch in jobs.values():
-            requests = [(kernels, [(gpu, np.arange(int(np.prod(shape, dtype=int)))) for gpu in gpus])
+            requests = [(kernels, [(gpu, np.arange(math.prod(shape))) for gpu in gpus])
                         for kernels, shape, gpus in batch.values()]
             for ((key, _), (_, shape, gpus)), (seconds, labels) in zip(batch.items(),
                                                                       kernel_times(calibration, requests)):
-                size = int(np.prod(shape, dtype=int))
+                size = math.prod(shape)
                 for slot, gpu in enumerate(gpus):
                     bound = out[(key, gpu.key)][0]
                     out[(key, gpu.key)] = (bound, seconds[slot * size:(slot + 1) * size].reshape(shape), labels)
