@@ -77,45 +77,33 @@ def non_negative_int(option):
     return int_in(option, 0)
 
 
-def positive_float(option):
-    """A finite number above 0 (a price, a power)."""
+def checked_float(option, accepts, allowed: str):
+    """A number that `accepts(value)`, else one line naming `option` and saying what is `allowed`."""
     def parse(text):
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; expected a positive number")
-        if not value > 0 or not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; expected a positive number")
-        return value
-    return parse
-
-
-def number_in(option, low: float, high: float, unit: str = ""):
-    """A finite number from `low` to `high` (a value that would round to 0 s or overflow once converted is refused
-    here, in the option's own words)."""
-    allowed = f"expected a number from {low:g} to {high:g}{' ' + unit if unit else ''}"
-
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; {allowed}")
-        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; {allowed}") from None
+        if not accepts(value):
             raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; {allowed}")
         return value
     return parse
 
 
+def positive_float(option):
+    """A finite number above 0 (a price, a power)."""
+    return checked_float(option, lambda value: value > 0 and math.isfinite(value), "expected a positive number")
+
+
+def number_in(option, low: float, high: float, unit: str = ""):
+    """A finite number from `low` to `high` (a value that would round to 0 s or overflow once converted is refused
+    here, in the option's own words)."""
+    return checked_float(option, lambda value: low <= value <= high,
+                         f"expected a number from {low:g} to {high:g}{' ' + unit if unit else ''}")
+
+
 def fraction(option):
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; expected a fraction from 0.05 to 1")
-        if not 0.05 <= value <= 1:
-            raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; expected a fraction from 0.05 to 1")
-        return value
-    return parse
+    return checked_float(option, lambda value: 0.05 <= value <= 1, "expected a fraction from 0.05 to 1")
 
 
 def choice(option, allowed):

@@ -12,15 +12,7 @@ from .options import choice, positive_int
 
 def share(option):
     """A share from 0 to below 1."""
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option}: '{text}' is not a number; expected a share from 0 to below 1")
-        if not 0 <= value < 1:
-            raise argparse.ArgumentTypeError(f"{option}: {text} is not allowed; expected a share from 0 to below 1")
-        return value
-    return parse
+    return options.checked_float(option, lambda value: 0 <= value < 1, "expected a share from 0 to below 1")
 
 
 def number(option):
