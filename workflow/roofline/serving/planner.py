@@ -317,8 +317,19 @@ def _roof(result: Search, i: int) -> str:
     return f"the {top['op']} {'latency' if top['t_network_s'] - transfer > transfer else 'bandwidth'}"
 
 
-def _ms(seconds: float) -> str:
+def ms(seconds: float) -> str:
+    """A time for a one-line reason, in milliseconds."""
     return f"{seconds * 1e3:.3g} ms"
+
+
+def nearest_miss(among: np.ndarray, ttft, tpot, ttft_target: float | None) -> tuple[str, int, np.ndarray]:
+    """Where the plans `among` (indices) come closest to the targets and still miss: ("ttft", the plan of lowest
+    TTFT) when none meets the TTFT target, else ("tpot", the plan of lowest TPOT among those that do); and the
+    plans that meet the TTFT target."""
+    ttft_ok = among if ttft_target is None else among[ttft[among] <= ttft_target]
+    if ttft_ok.size == 0:
+        return "ttft", int(among[np.nanargmin(ttft[among])]), ttft_ok
+    return "tpot", int(ttft_ok[np.nanargmin(tpot[ttft_ok])]), ttft_ok
 
 
 def no_plan_reason(result: Search) -> str:
@@ -334,30 +345,26 @@ def no_plan_reason(result: Search) -> str:
         usable = _usable(result.groups[result.group[i]])
         return (f"no plan fits in memory: the smallest footprint, {result.footprint_bytes[i] / 1e9:.4g} GB per device "
                 f"for {w.isl} + {w.osl} tokens, is {_describe(result, i)}, on {usable / 1e9:.4g} GB usable")
-    ttft_ok = fits if w.ttft_s is None else fits[result.ttft_s[fits] <= w.ttft_s]
-    if ttft_ok.size == 0:
-        i = fits[np.argmin(result.ttft_s[fits])]
-        return (f"no plan meets TTFT <= {_ms(w.ttft_s)}: the lowest TTFT any plan that fits reaches is "
-                f"{_ms(result.ttft_s[i])}: {_describe(result, i)}")
-    i = ttft_ok[np.argmin(result.step_s[ttft_ok])]
-    both = (f" among plans that meet TTFT <= {_ms(w.ttft_s)}" if w.ttft_s is not None and ttft_ok.size < fits.size
+    missed, i, ttft_ok = nearest_miss(fits, result.ttft_s, result.step_s, w.ttft_s)
+    if missed == "ttft":
+        return (f"no plan meets TTFT <= {ms(w.ttft_s)}: the lowest TTFT any plan that fits reaches is "
+                f"{ms(result.ttft_s[i])}: {_describe(result, i)}")
+    both = (f" among plans that meet TTFT <= {ms(w.ttft_s)}" if w.ttft_s is not None and ttft_ok.size < fits.size
             else "")
-    return (f"no plan meets TPOT <= {_ms(w.tpot_s)}: the lowest TPOT any plan that fits{both} reaches is "
-            f"{_ms(result.step_s[i])}: {_describe(result, i)}")
+    return (f"no plan meets TPOT <= {ms(w.tpot_s)}: the lowest TPOT any plan that fits{both} reaches is "
+            f"{ms(result.step_s[i])}: {_describe(result, i)}")
 
 
 def _expected_reason(result: Search, raced: np.ndarray) -> str:
     """Why none of the candidates whose bounds meet the targets (`raced`) meets them in expectation."""
     w = result.workload
     ttft, step = result.ttft_expected_s, result.step_expected_s
-    ttft_ok = raced if w.ttft_s is None else raced[ttft[raced] <= w.ttft_s]
-    if ttft_ok.size == 0:
-        i = raced[np.argmin(ttft[raced])]
-        return (f"no plan meets TTFT <= {_ms(w.ttft_s)} in expectation: the lowest expected TTFT any plan that fits "
-                f"reaches is {_ms(ttft[i])} (bound {_ms(result.ttft_s[i])}): {_describe(result, i)}")
-    i = ttft_ok[np.argmin(step[ttft_ok])]
-    return (f"no plan meets TPOT <= {_ms(w.tpot_s)} in expectation: the lowest expected TPOT any plan that fits "
-            f"reaches is {_ms(step[i])} (bound {_ms(result.step_s[i])}): {_describe(result, i)}")
+    missed, i, _ = nearest_miss(raced, ttft, step, w.ttft_s)
+    if missed == "ttft":
+        return (f"no plan meets TTFT <= {ms(w.ttft_s)} in expectation: the lowest expected TTFT any plan that fits "
+                f"reaches is {ms(ttft[i])} (bound {ms(result.ttft_s[i])}): {_describe(result, i)}")
+    return (f"no plan meets TPOT <= {ms(w.tpot_s)} in expectation: the lowest expected TPOT any plan that fits "
+            f"reaches is {ms(step[i])} (bound {ms(result.step_s[i])}): {_describe(result, i)}")
 
 
 @dataclass(frozen=True)

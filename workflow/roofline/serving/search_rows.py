@@ -11,7 +11,7 @@ from ..engine.graph import build_operators
 from ..engine.roofline import dominant_bound
 from .capacity import kv_per_request
 from .framework import framework_for
-from .planner import PlanSettings, plan_table
+from .planner import PlanSettings, ms, nearest_miss, plan_table
 from .search import ServedSearch, ServedWorkload, frontier, search
 
 
@@ -75,10 +75,6 @@ def _footprint(result: ServedSearch, cand, batch: int, capacity_requests: float)
     return float(weight_bytes_per_device(result.model, cand.scenario) + kv)
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms"
-
-
 def no_plan_reason(result: ServedSearch, side: str = "expected") -> str:
     """One line saying why no candidate fits and meets the targets on `side` (expected | bound; call when the
     frontier is empty)."""
@@ -88,14 +84,12 @@ def no_plan_reason(result: ServedSearch, side: str = "expected") -> str:
     if fits.size == 0:
         return (f"no plan holds even one request of {w.isl} + {w.osl} tokens in its KV cache on the devices "
                 "allowed; allow more devices (--max-devices), narrower weights or an fp8 KV cache")
-    ttft_ok = fits if w.ttft_s is None else fits[ttft[fits] <= w.ttft_s]
-    if ttft_ok.size == 0:
-        i = fits[np.nanargmin(ttft[fits])]
-        return (f"no plan meets TTFT <= {_ms(w.ttft_s)} ({side}): the lowest any plan that fits reaches is "
-                f"{_ms(ttft[i])}: {_describe(result, i)}")
-    i = ttft_ok[np.nanargmin(tpot[ttft_ok])]
-    return (f"no plan meets TPOT <= {_ms(w.tpot_s)} ({side}): the lowest any plan that fits reaches is "
-            f"{_ms(tpot[i])}: {_describe(result, i)}")
+    missed, i, _ = nearest_miss(fits, ttft, tpot, w.ttft_s)
+    if missed == "ttft":
+        return (f"no plan meets TTFT <= {ms(w.ttft_s)} ({side}): the lowest any plan that fits reaches is "
+                f"{ms(ttft[i])}: {_describe(result, i)}")
+    return (f"no plan meets TPOT <= {ms(w.tpot_s)} ({side}): the lowest any plan that fits reaches is "
+            f"{ms(tpot[i])}: {_describe(result, i)}")
 
 
 def _describe(result: ServedSearch, i: int) -> str:
