@@ -209,8 +209,8 @@ def calibration_limit(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit(data: pd.DataFrame, frameworks: tuple[str, ...] = ()) -> tuple[dict, float]:
-    """Per-framework (step, request, sync) and the global waves by coordinate descent on the even rows (each
-    framework's constants on its own rows)."""
+    """Per-framework (step, request, sync, hand-over) and the global waves by coordinate descent on the even rows
+    (each framework's constants on its own rows; the hand-over on its disaggregated rows)."""
     grids = ((0.0, 0.0005, 0.001, 0.002, 0.003, 0.005), (0.0, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.5),
              (0.0, 0.25, 0.5, 0.75, 1.0), (0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.2))
     fitted, waves = {key: tuple(fw.FITTED[key]) for key in fw.FITTED}, WAVES
@@ -225,8 +225,8 @@ def fit(data: pd.DataFrame, frameworks: tuple[str, ...] = ()) -> tuple[dict, flo
 
     for _ in range(ROUNDS):
         for key in frameworks or fitted:
-            rows = train[train.backend == key]
             for i, grid in enumerate(grids):
+                rows = train[train.backend == key]
                 if i == 3:  # the hand-over: on the disaggregated rows alone (where the framework has any)
                     rows = rows[rows["mode"] == "disagg"]
                     if rows.empty:

@@ -203,3 +203,58 @@ def test_a_table_of_ones_own_takes_precedence_over_the_shipped_ones():
     assert total["calibration"] == own.name and total["framework"] == "none"
     assert {r["estimate"] for r in rows if r["op_class"] == "norm"} == {"calibrated"}  # its own norms
     assert total["estimate"] == "default"  # no GEMM or attention in it: the pooled fallback for those
+
+
+def _package_table(folder, name: str, frame) -> None:
+    """A table of the package's layout (system/family/framework/version/name.parquet) for the importer."""
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.to_parquet(folder / f"{name}.parquet")
+
+
+def test_a_multi_pass_quantize_kernel_does_not_stand_for_the_element_wise_kernels(tmp_path, monkeypatch):
+    # The fp8 quantize kernel reads 2 and writes 1 byte per element: [m, k] = [4096, 16384] moves 201 MB, 41.9 us at
+    # the H200's 4.8 TB/s. One at 1.1x that is a one-pass kernel and calibrates the element-wise class; SGLang's,
+    # at ~12x on every device, computes its scale apart and is left out (the pooled fallback then prices norms).
+    import pandas as pd
+
+    from roofline.estimate import aic_rows
+    from roofline.estimate import aic_source as src
+
+    monkeypatch.setattr(src, "package_version", lambda: "0.0")
+    gpu = hardware.get_accelerator("h200-sxm")
+    shapes = [(m, k) for m in (1, 64, 1024, 4096) for k in (4096, 16384)]
+    bound_ms = [max(3.0 * m * k / gpu.bandwidth_bytes_per_s, 2e-6) * 1e3 for m, k in shapes]
+    for times, kept in ((1.1, True), (12.0, False)):
+        folder = tmp_path / f"x{times}" / "h200_sxm" / "quantize" / "sglang" / "0.5.14"
+        _package_table(folder, "scale_matrix_perf", pd.DataFrame({
+            "device": "NVIDIA H200", "kernel_source": "k", "m": [m for m, _ in shapes], "k": [k for _, k in shapes],
+            "latency": [t * times for t in bound_ms]}))
+        rows = aic_rows.quantize_rows(gpu, folder, "sglang")
+        assert bool(rows) is kept
+        if kept:
+            large = [r for r in rows if r["bytes"] >= aic_rows.LARGE_BYTES]
+            assert large and all(r["measured_s"] / r["bound_s"] == pytest.approx(1.1, rel=1e-3) for r in large)
+
+
+def test_fp8_attention_over_an_fp8_cache_is_the_kernel_an_fa3_backend_runs(tmp_path, monkeypatch):
+    # SGLang's FlashAttention-3 backend runs fp8 attention over an fp8 cache; its Triton kernel (16-bit attention
+    # over an fp8 cache) is the slow one. The fastest kernel per shape is kept, among 16-bit attention and 8-bit
+    # attention over an 8-bit cache (never 8-bit attention over a 16-bit cache).
+    import pandas as pd
+
+    from roofline.estimate import aic_rows
+    from roofline.estimate import aic_source as src
+
+    monkeypatch.setattr(src, "package_version", lambda: "0.0")
+    gpu = hardware.get_accelerator("h200-sxm")
+    kernels = [("fa3", "bfloat16", "bfloat16", 0.081), ("fa3", "fp8", "fp8", 0.069), ("triton", "bfloat16", "fp8", 0.5),
+               ("odd", "fp8", "bfloat16", 0.01)]
+    folder = tmp_path / "h200_sxm" / "attention" / "sglang" / "0.5.14"
+    _package_table(folder, "context_attention_perf", pd.DataFrame({
+        "device": "NVIDIA H200", "kernel_source": [k[0] for k in kernels], "batch_size": 1, "isl": 2048,
+        "num_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "beam_width": 1, "window_size": 0, "step": 0,
+        "attn_dtype": [k[1] for k in kernels], "kv_cache_dtype": [k[2] for k in kernels],
+        "latency": [k[3] for k in kernels]}))
+    rows = {r["kv_dtype"]: r for r in aic_rows.attention_rows(gpu, folder, "sglang")}
+    assert rows["fp8"]["measured_s"] == pytest.approx(0.069e-3) and "kernel fa3" in rows["fp8"]["provenance"]
+    assert rows["bf16"]["measured_s"] == pytest.approx(0.081e-3)  # not the fp8 attention over a 16-bit cache

@@ -324,3 +324,29 @@ def test_serving_section_resolves_and_refuses_unknown_keys():
     assert len(settings.workloads[0].loads()) == 2
     with pytest.raises(RooflineInputError, match=r"serving.workloads\[0\]: unknown"):
         resolve_serving_section({"workloads": [{"isl": 1024, "osl": 256, "concurency": [1]}]}, gpus, models)
+
+
+def test_a_prefill_first_scheduler_keeps_its_users_in_one_lockstep_wave():
+    # SGLang-like (prefill steps pause decoding), sync 1, 4 users of 100-token prompts, budget 100: the wave is all
+    # 4 users; its prompts take 4 prefill steps of 30 ms, then all decode together (10 steps of 10 ms).
+    load = agg.Load(isl=100, osl=11)
+    scheduler = agg.Scheduler(budget=100, mixed=False, sync=1.0)
+    times = agg.step_mix(FlatSteps(), load, scheduler, 4.0, 4.0, "expected")
+    # TTFT: the i-th prompt's first token after i prefill steps, (4 + 1) / 2 x 30 ms = 75 ms on average; the wave
+    # arrives as its last step ends and no other group is in flight, so no residual step and no queue
+    assert float(times["ttft"]) == pytest.approx(0.075)
+    # TPOT: after its first token a request waits out the wave's other prefill steps, (4 - 1) / 2 x 30 ms = 45 ms
+    # on average, over its 10 decode steps: 10 ms + 4.5 ms; while waiting it is not in a decode step
+    assert float(times["tpot"]) == pytest.approx(0.0145)
+    assert float(times["decoding"]) == pytest.approx(0.010)
+    # one wave's cycle is 4 x 30 + 10 x 10 = 220 ms = TTFT + (osl - 1) x TPOT = 75 + 145 ms
+    assert float(times["ttft"] + 10 * times["tpot"]) == pytest.approx(0.220)
+
+
+def test_a_lone_user_waits_for_no_running_step():
+    # one closed-loop user sends its next request as its last one ends: nothing else runs, so TTFT is its prefill
+    load = agg.Load(isl=100, osl=11)
+    for mixed in (True, False):
+        times = agg.step_mix(FlatSteps(), load, agg.Scheduler(budget=1000, mixed=mixed), 1.0, 1.0, "expected")
+        assert float(times["ttft"]) == pytest.approx(0.030)
+

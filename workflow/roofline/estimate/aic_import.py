@@ -60,7 +60,15 @@ def summary(rows: list[dict], key: str, framework: str, version: str) -> str:
     return "\n".join(lines)
 
 
-def _cell(value):
+#: columns of whole numbers (shapes, message elements), written exactly
+WHOLE = ("m", "n", "k", "batch", "q_len", "kv_len", "heads", "kv_heads", "head_dim", "group_size", "experts", "top_k",
+         "span")
+
+
+def _cell(value, column: str = ""):
+    """Numbers to 6 significant digits; the WHOLE columns exactly."""
+    if column in WHOLE and isinstance(value, float) and value.is_integer():
+        return int(value)
     return f"{value:.6g}" if isinstance(value, float) else value
 
 
@@ -73,7 +81,7 @@ def write_table(rows: list[dict], out: str | Path) -> str:
     with opener(path, "wt", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(CALIBRATION_COLUMNS), lineterminator="\n")
         writer.writeheader()
-        writer.writerows({k: _cell(r[k]) for k in CALIBRATION_COLUMNS} for r in rows)
+        writer.writerows({k: _cell(r[k], k) for k in CALIBRATION_COLUMNS} for r in rows)
     return str(path)
 
 

@@ -55,6 +55,10 @@ ASPECT_CELL = 0.3
 #: a measured point is dropped when the straight line (log time vs log size) between its kept neighbours is within
 #: this fraction of it
 THIN_TOLERANCE = 0.03
+#: a quantize kernel slower than this many times its traffic bound on tensors of LARGE_BYTES or more (where launch
+#: time does not count) makes more than one pass over its data (a dynamic scale computed apart, unfused casts)
+MULTI_PASS = 2.0
+LARGE_BYTES = 1e8
 A16 = 2.0  # bytes of a 16-bit activation
 
 
@@ -183,7 +187,9 @@ def _attention_frame(folder, name: str):
         return None
     keep = frame["kv_cache_dtype"].isin(list(KV_DTYPES)) & (frame.get("window_size", 0) == 0)
     if "attn_dtype" in frame:
-        keep &= frame["attn_dtype"] == "bfloat16"  # the engine computes attention at 16 bits
+        # 16-bit attention, or 8-bit attention over an 8-bit cache: what FlashAttention-3 (SGLang) and TensorRT-LLM's
+        # fp8 context FMHA run when the cache is fp8 (`fastest` then picks the backend's kernel per shape)
+        keep &= (frame["attn_dtype"] == "bfloat16") | (frame["attn_dtype"] == frame["kv_cache_dtype"])
     if "beam_width" in frame:
         keep &= frame["beam_width"] == 1
     frame = frame[keep].copy()
@@ -326,7 +332,8 @@ def comm_rows(gpu: Accelerator, custom, nccl, framework: str) -> list[dict]:
 
 def quantize_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
     """The fp8 quantize kernel (static scale): read [m, k] at 16 bits, write it at 8 bits; one multiply per
-    element."""
+    element. None where the measured kernel is not a one-pass kernel (MULTI_PASS: SGLang's, at 8-15x its traffic
+    bound on every device): it would stand for the norms and element-wise kernels, which run at one pass."""
     frame = src.read_table(folder, "scale_matrix_perf") if folder else None
     if frame is None:
         return []
@@ -338,4 +345,5 @@ def quantize_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
         cost = f.Cost(flops=elements, act_read=elements * A16, act_write=elements * DTYPE_BYTES["fp8"])
         rows.append(row(gpu, device, framework, "elementwise", "quantize_fp8", "bf16", cost, r.seconds,
                         src.provenance(folder, "scale_matrix_perf", r.kernel_source), m=r.m, n=r.k))
-    return rows
+    large = [r["measured_s"] / r["bound_s"] for r in rows if r["bytes"] >= LARGE_BYTES]
+    return [] if large and float(np.median(large)) > MULTI_PASS else rows

@@ -6,9 +6,12 @@ The model (the README states it with its assumptions):
   is computed) and leaves with `osl` tokens: its prefill yields the first, then (osl - 1) / a steps yield the rest
   (a = tokens per step: 1, or the speculative gain).
 * Groups. Closed-loop users whose requests end in the same step send their next ones together, so prompts arrive in
-  groups: of up to g = min(requests in flight, room / c) prompts (what one step's token budget admits beside its
-  decode tokens), 1 + sync x (g - 1) on average (`sync`, a framework constant fitted on measured runs: 0 is arrival
-  one by one, 1 lockstep). Open-loop (Poisson) arrivals come one by one.
+  groups, 1 + sync x (g - 1) on average (`sync`, a framework constant fitted on measured runs: 0 is arrival one by
+  one, 1 lockstep). A mixed scheduler spreads a group over the steps: g = min(requests in flight, room / c), what one
+  step's token budget admits beside its decode tokens. A prefill-first scheduler (SGLang) computes every waiting
+  prompt before it decodes again, so a group's members start and end decoding together: g = every request in
+  flight, and after its first token a request waits out the rest of its group's prefill steps. Open-loop (Poisson)
+  arrivals come one by one.
 * Steps. A step computes at most `budget` tokens (max_batched_tokens): its decode tokens D Q (Q = 1, or K + 1 when
   verifying) and prompt chunks. A group's prompts take ceil(group x c / room) steps that carry prefill. A request's
   decode steps see the other groups' prompts: (in flight - group) x c prompt tokens over its (osl - 1) / a steps,
@@ -17,12 +20,15 @@ The model (the README states it with its assumptions):
   that mix. Every step adds the framework's host time.
 * TTFT = the request's time outside the steps + the rest of the step running when it arrives (the residual life of
   a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room (rho = prompt tokens per step / room)
-  + its group's prefill steps (on average (n + 1) / 2 of n). A benchmark of a few `waves` of N requests adds its
-  first wave, whose N prompts all arrive at once and queue for the budget.
+  + its group's prefill steps (on average (n + 1) / 2 of n). A group arrives as its members' last step ends: the
+  residual and the queue count as far as other groups are in flight (none for a lone user or one whole group). A
+  benchmark of a few `waves` of N requests adds its first wave, whose N prompts all arrive at once and queue for the
+  budget.
 * Closed loop (`concurrency` N users, each sending its next request when the last one ends): at most `running`
   requests are in flight (the KV cache, roofline.serving.capacity); each spends S = TTFT + (osl - 1) TPOT in
-  flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law, solved by fixed-point
-  iteration). Users beyond `running` wait N / X - S for a slot, added to their TTFT.
+  flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (less the time a request waits out its own
+  wave's prefill steps, in no decode step; Little's law, solved by fixed-point iteration). Users beyond `running`
+  wait N / X - S for a slot, added to their TTFT.
 * Open loop (`request_rate` R per second): X = R, D = R (osl - 1) TPOT; a rate the prompt room or the cache cannot
   keep up with has no steady state (`keeps_up` False).
 
@@ -177,11 +183,18 @@ def _room(scheduler: Scheduler, load: Load, D):
 
 
 def cluster_size(load: Load, scheduler: Scheduler, active, D):
-    """Prompts that arrive together (and are prefilled in the same step): closed-loop users whose requests ended in
-    the same step send the next ones together, so a fixed-length benchmark keeps them in groups of up to
-    g = min(active, room / c) (the prompts one step admits). 1 + sync x (g - 1): sync = 0 is arrival one by one,
-    1 lockstep groups (a framework constant fitted on measured runs)."""
-    group = np.clip(np.floor(_room(scheduler, load, D) / load.computed), 1.0, np.maximum(active, 1.0))
+    """Prompts that arrive together (and are prefilled together): closed-loop users whose requests ended in the
+    same step send the next ones together, so a fixed-length benchmark keeps them in groups. A mixed scheduler
+    (decode first, prompt chunks beside the decode tokens) spreads a group over the steps it fits in: groups of up
+    to g = min(active, room / c), the prompts one step admits. A prefill-first scheduler (SGLang) computes every
+    waiting prompt before it decodes again, so a group's members start and end decoding together: the group is up
+    to every request in flight, g = active. 1 + sync x (g - 1): sync = 0 is arrival one by one, 1 lockstep groups
+    (a framework constant fitted on measured runs)."""
+    largest = np.maximum(active, 1.0)
+    if scheduler.mixed:
+        group = np.clip(np.floor(_room(scheduler, load, D) / load.computed), 1.0, largest)
+    else:
+        group = largest
     return 1.0 + scheduler.sync * (group - 1.0)
 
 
@@ -191,8 +204,8 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     steps = max(load.decode_steps, 1e-9)
     if side == "bound":  # prompts fused evenly into the steps: no mix of steps is faster
         due = load.computed * D / steps
-        return {"tpot": stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step,
-                "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room}
+        tpot = stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step
+        return {"tpot": tpot, "decoding": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room}
     cluster = cluster_size(load, scheduler, active, D)
     chunk = np.minimum(room, cluster * load.computed)
     per_cluster = np.ceil(cluster * load.computed / room)  # heavy steps one cluster's prompts take
@@ -203,14 +216,23 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         share = np.minimum(extra, 1.0)
         per_token = (1 - share) * light + share * heavy
         mean, square = per_token, (1 - share) * light ** 2 + share * heavy ** 2
-    else:  # each decode step is followed by `extra` prefill steps
-        per_token = light + extra * heavy
-        mean, square = per_token / (1 + extra), (light ** 2 + extra * heavy ** 2) / (1 + extra)
+        waiting = 0.0 * per_token
+    else:  # each decode step is followed by `extra` prefill steps; after its first token a request also waits
+        # out the rest of its own group's n prefill steps, not decoding: (n - 1) / 2 on average where a step holds
+        # whole prompts, n (g - 1) / 2g where a prompt spans steps
+        rest = np.where(load.computed <= room, (per_cluster - 1) / 2, per_cluster * (cluster - 1) / (2 * cluster))
+        waiting = rest * heavy / steps
+        per_token = light + extra * heavy + waiting
+        mean, square = (light + extra * heavy) / (1 + extra), (light ** 2 + extra * heavy ** 2) / (1 + extra)
     due = load.computed * active / (steps + per_cluster)  # prompt tokens per step, all requests
     rho = np.minimum(due / room, MAX_UTILIZATION)
     prompt = (per_cluster + 1) / 2 * heavy
-    ttft = scheduler.request_overhead_s + square / (2 * mean) + rho / (2 * (1 - rho)) * prompt + prompt
-    return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy}
+    # a group arrives as the last step of its members' previous requests ends: it waits for a running step and
+    # for queued prompts only as far as other groups are in flight (none when one group holds them all)
+    apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0)
+    ttft = scheduler.request_overhead_s + apart * (square / (2 * mean) + rho / (2 * (1 - rho)) * prompt) + prompt
+    return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy,
+            "decoding": (per_token - waiting) / load.tokens_per_step}
 
 
 def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency, running, side: str) -> dict:
@@ -222,7 +244,9 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
         times = step_mix(stepper, load, scheduler, D, active, side)
         in_flight = times["ttft"] + (load.osl - 1) * times["tpot"]
         rate = active / in_flight
-        D = 0.3 * D + 0.7 * np.minimum(rate * (load.osl - 1) * times["tpot"], active)
+        # sequences in a decode step: the requests past their first token, less those waiting out their own
+        # group's prefill steps (no decode step runs then)
+        D = 0.3 * D + 0.7 * np.minimum(rate * (load.osl - 1) * times["decoding"], active)
     ttft = times["ttft"] + np.maximum(N / np.maximum(rate, 1e-300) - in_flight, 0.0)
     if side == "expected" and scheduler.waves > 0:
         ttft = ttft + (first_wave(stepper, load, scheduler, active) - ttft) / scheduler.waves
