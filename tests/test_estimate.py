@@ -258,3 +258,27 @@ def test_fp8_attention_over_an_fp8_cache_is_the_kernel_an_fa3_backend_runs(tmp_p
     rows = {r["kv_dtype"]: r for r in aic_rows.attention_rows(gpu, folder, "sglang")}
     assert rows["fp8"]["measured_s"] == pytest.approx(0.069e-3) and "kernel fa3" in rows["fp8"]["provenance"]
     assert rows["bf16"]["measured_s"] == pytest.approx(0.081e-3)  # not the fp8 attention over a 16-bit cache
+
+
+def test_block_scaled_and_mxfp8_expert_kernels_calibrate_the_engines_dtypes(tmp_path, monkeypatch):
+    # Per-tensor and block-scaled fp8 experts are both the engine's fp8 (dtypes: a block-scaled checkpoint counts
+    # at 8 bits): of the two kernels of one shape the faster is kept. MXFP4 weights with MXFP8 activations are
+    # (mxfp4, fp8), computing at the fp8 peak; with 16-bit activations (mxfp4, bf16).
+    import pandas as pd
+
+    from roofline.estimate import aic_rows
+    from roofline.estimate import aic_source as src
+
+    monkeypatch.setattr(src, "package_version", lambda: "0.0")
+    gpu = hardware.get_accelerator("b200")
+    kernels = [("fp8", 2.0), ("fp8_block", 0.32), ("w4a8_mxfp4_mxfp8", 0.05), ("w4a16_mxfp4", 0.18)]
+    folder = tmp_path / "b200_sxm" / "moe" / "vllm" / "0.24.0"
+    _package_table(folder, "moe_perf", pd.DataFrame({
+        "device": "NVIDIA B200", "kernel_source": [k[0] for k in kernels], "moe_dtype": [k[0] for k in kernels],
+        "num_tokens": 16, "hidden_size": 2880, "inter_size": 2880, "topk": 4, "num_experts": 128, "moe_tp_size": 1,
+        "moe_ep_size": 1, "distribution": "balanced", "latency": [k[1] for k in kernels]}))
+    rows = {(r["dtype"], r["weight_dtype"]): r for r in aic_rows.moe_rows(gpu, folder, "vllm")}
+    assert set(rows) == {("fp8", "fp8"), ("fp8", "mxfp4"), ("bf16", "mxfp4")}
+    assert rows[("fp8", "fp8")]["measured_s"] == pytest.approx(0.32e-3)  # the block-scaled kernel, the faster
+    assert rows[("fp8", "mxfp4")]["measured_s"] == pytest.approx(0.05e-3)
+    assert rows[("bf16", "mxfp4")]["measured_s"] == pytest.approx(0.18e-3)

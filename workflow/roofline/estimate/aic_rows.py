@@ -8,7 +8,8 @@ What is kept (only shapes the engine can ask for, thinned where the curve is smo
 - Attention: prefill (`context_attention`, 16-bit attention) and decode (`generation_attention`) per KV dtype,
   every head count (GQA) and head size; MLA prefill and absorbed decode (`mla`: TensorRT-LLM and SGLang only, vLLM
   measures MLA as whole modules with their projections).
-- MoE expert blocks (gate/up, activation, down) at balanced routing, per dtype, tp x ep <= MOE_MAX_DEVICES.
+- MoE expert blocks (gate/up, activation, down) at balanced routing, per dtype (MXFP4 weights with 16-bit or
+  MXFP8 activations among them; fp8 per tensor and block-scaled as one), tp x ep <= MOE_MAX_DEVICES.
 - Communication: all-reduce (the framework's custom all-reduce, NCCL where it has none), all-gather, all-to-all
   (NCCL) by message size and GPU count. The package has no point-to-point table.
 - Element-wise: the fp8 quantize kernel (`scale_matrix`: read 16-bit, write fp8), the only element-wise kernel the
@@ -32,9 +33,13 @@ from . import aic_source as src
 #: the package's GEMM dtypes -> (weight dtype, activation dtype) in ours
 GEMM_DTYPES = {"bfloat16": ("bf16", "bf16"), "fp8": ("fp8", "fp8"), "nvfp4": ("nvfp4", "nvfp4"),
                "int8_wo": ("int8", "bf16"), "int4_wo": ("int4", "bf16"), "sq": ("int8", "int8")}
-#: the package's MoE dtypes -> (expert weight dtype, activation dtype)
-MOE_DTYPES = {"bfloat16": ("bf16", "bf16"), "fp8": ("fp8", "fp8"), "nvfp4": ("nvfp4", "nvfp4"),
-              "w4a16_mxfp4": ("mxfp4", "bf16"), "int4_wo": ("int4", "bf16")}
+#: the package's MoE dtypes -> (expert weight dtype, activation dtype). MXFP8 activations (8-bit elements, one e8m0
+#: scale per 32: 8.25 bits) count as fp8, the dtype whose peak they compute at; block-scaled fp8 experts (DeepSeek-V3,
+#: Qwen3 FP8 checkpoints: one scale per 128 x 128 block) are fp8 as the engine counts them (roofline.engine.dtypes),
+#: per-tensor and block-scaled kernels of one shape being two kernels a framework may pick for fp8 experts
+MOE_DTYPES = {"bfloat16": ("bf16", "bf16"), "fp8": ("fp8", "fp8"), "fp8_block": ("fp8", "fp8"),
+              "nvfp4": ("nvfp4", "nvfp4"), "w4a16_mxfp4": ("mxfp4", "bf16"), "w4a8_mxfp4_mxfp8": ("mxfp4", "fp8"),
+              "int4_wo": ("int4", "bf16")}
 KV_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "fp8": "fp8"}
 #: GEMM rows kept (tokens): powers of two and their midpoints; the package's m+1 twins are dropped
 GEMM_M = {1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 8192, 16384,
@@ -278,8 +283,10 @@ def moe_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
     keep = (frame["moe_dtype"].isin(list(MOE_DTYPES)) & (frame["distribution"] == "balanced")
             & ~frame["kernel_source"].str.contains("nongated")
             & (frame["moe_tp_size"] * frame["moe_ep_size"] <= MOE_MAX_DEVICES))
-    keys = ["moe_dtype", "hidden_size", "inter_size", "num_experts", "topk", "moe_tp_size", "moe_ep_size"]
-    frame = thin(fastest(frame[keep], keys + ["num_tokens"]), keys, "num_tokens")
+    frame = frame[keep].copy()
+    frame["ours"] = frame["moe_dtype"].map(lambda name: "/".join(MOE_DTYPES[name]))  # several kernels per dtype
+    keys = ["ours", "hidden_size", "inter_size", "num_experts", "topk", "moe_tp_size", "moe_ep_size"]
+    frame = thin(fastest(frame, keys + ["num_tokens"]), keys, "num_tokens")
     rows, device = [], _device(frame)
     for r in frame.itertuples():
         weight, act = MOE_DTYPES[r.moe_dtype]
