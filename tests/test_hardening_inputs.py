@@ -235,12 +235,17 @@ def test_a_killed_measure_leaves_the_earlier_table_as_it_was(tmp_path):
     out.write_text("earlier table\n")
     proc = subprocess.Popen([sys.executable, "-m", "roofline.cli.app", "measure", "--device", "cpu", "--quick",
                              "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(3)  # importing torch and measuring the ceilings: the table is written only at the end
+    time.sleep(1.5)  # importing torch (~1.5 s), then measuring (~1 s): the table is written only at the end
     if proc.poll() is not None:
         pytest.skip("the quick measurement finished before the kill")
     proc.kill()
     proc.wait(timeout=30)
-    assert out.read_text() == "earlier table\n" and [p.name for p in tmp_path.iterdir()] == ["t.csv"]
+    text = out.read_text()
+    if text != "earlier table\n":  # it ended between the poll and the kill: then the new table is whole
+        assert text.startswith("device,gpu,") and text.endswith("\n")
+        pytest.skip("the quick measurement finished before the kill")
+    # a kill within the write itself may leave a hidden temporary file, never a visible or half-written table
+    assert [p.name for p in tmp_path.iterdir() if not p.name.startswith(".")] == ["t.csv"]
 
 
 def test_the_served_count_is_what_the_served_search_evaluates():
