@@ -282,3 +282,11 @@ def test_block_scaled_and_mxfp8_expert_kernels_calibrate_the_engines_dtypes(tmp_
     assert rows[("fp8", "fp8")]["measured_s"] == pytest.approx(0.32e-3)  # the block-scaled kernel, the faster
     assert rows[("fp8", "mxfp4")]["measured_s"] == pytest.approx(0.05e-3)
     assert rows[("bf16", "mxfp4")]["measured_s"] == pytest.approx(0.18e-3)
+
+
+def test_calibration_cells_write_shapes_exactly_and_times_to_six_digits():
+    # a collective's element count (m) of 2^20 is written whole, not as 1.04858e+06; times keep 6 digits
+    from roofline.estimate.aic_import import _cell
+
+    assert _cell(1048576.0, "m") == 1048576 and _cell(1048576.0, "bytes") == "1.04858e+06"
+    assert _cell(1.234567891e-05, "measured_s") == "1.23457e-05" and _cell(0.5, "m") == "0.5"

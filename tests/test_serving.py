@@ -336,11 +336,37 @@ def test_a_prefill_first_scheduler_keeps_its_users_in_one_lockstep_wave():
     # arrives as its last step ends and no other group is in flight, so no residual step and no queue
     assert float(times["ttft"]) == pytest.approx(0.075)
     # TPOT: after its first token a request waits out the wave's other prefill steps, (4 - 1) / 2 x 30 ms = 45 ms
-    # on average, over its 10 decode steps: 10 ms + 4.5 ms; while waiting it is not in a decode step
+    # on average, over its 10 decode steps: 10 ms + 4.5 ms
     assert float(times["tpot"]) == pytest.approx(0.0145)
-    assert float(times["decoding"]) == pytest.approx(0.010)
     # one wave's cycle is 4 x 30 + 10 x 10 = 220 ms = TTFT + (osl - 1) x TPOT = 75 + 145 ms
     assert float(times["ttft"] + 10 * times["tpot"]) == pytest.approx(0.220)
+
+
+@pytest.mark.parametrize("users,isl,budget,prefill_steps", [(4, 100, 100, 4), (8, 100, 300, 3), (4, 400, 100, 16),
+                                                            (1, 400, 100, 4)])
+def test_a_lockstep_wave_closes_its_cycle(users, isl, budget, prefill_steps):
+    # a prefill-first scheduler, sync 1: the wave's n prefill steps (ceil(users x isl / budget), 30 ms each) then
+    # 10 decode steps of 10 ms with every user in them. Requests/s = users / (n x 30 ms + 100 ms), the decode
+    # occupancy is every user, and TTFT + 10 TPOT is the cycle, whether a step holds whole prompts or a prompt spans
+    # steps (4 x 400 tokens over budget 100: the k-th prompt's first token after step 4k, TTFT (4+8+12+16)/4 = 10
+    # steps = 300 ms, TPOT 10 ms + 6 x 30 ms / 10 = 28 ms; 300 + 280 = 580 ms = 16 x 30 + 100)
+    load = agg.Load(isl=isl, osl=11)
+    out = agg.closed_loop(FlatSteps(), load, agg.Scheduler(budget=budget, mixed=False, sync=1.0), users, 1e9,
+                          "expected")
+    cycle = prefill_steps * 0.030 + 10 * 0.010
+    assert float(out["requests_per_s"]) == pytest.approx(users / cycle, rel=1e-6)
+    assert float(out["decode"]) == pytest.approx(users, rel=1e-6)
+    assert float(out["e2e"]) == pytest.approx(cycle, rel=1e-6)
+
+
+def test_independent_arrivals_wait_for_the_running_step():
+    # open loop (Poisson): whatever the load, an arrival finds a step running and queued prompts, so TTFT keeps the
+    # residual step and the M/D/1 wait that a closed-loop group arriving as its last step ends does not have
+    load = agg.Load(isl=100, osl=11)
+    scheduler = agg.Scheduler(budget=1000, mixed=True)
+    alone = agg.step_mix(FlatSteps(), load, scheduler, 0.4, 1.4, "expected", closed=False)
+    looped = agg.step_mix(FlatSteps(), load, scheduler, 0.4, 1.4, "expected")
+    assert float(alone["ttft"]) > float(looped["ttft"]) > 0.030
 
 
 def test_a_lone_user_waits_for_no_running_step():
@@ -349,4 +375,3 @@ def test_a_lone_user_waits_for_no_running_step():
     for mixed in (True, False):
         times = agg.step_mix(FlatSteps(), load, agg.Scheduler(budget=1000, mixed=mixed), 1.0, 1.0, "expected")
         assert float(times["ttft"]) == pytest.approx(0.030)
-

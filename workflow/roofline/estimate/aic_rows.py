@@ -4,8 +4,10 @@ its measured time in seconds, and a provenance naming the package version, frame
 
 What is kept (only shapes the engine can ask for, thinned where the curve is smooth, see `thin`):
 - GEMMs per dtype (bf16, fp8 per-tensor, nvfp4, int8/int4 weight-only, int8 SmoothQuant), m in GEMM_M;
-  fp8 block-scaled GEMMs are left out (the engine has no block-scaled fp8 dtype).
-- Attention: prefill (`context_attention`, 16-bit attention) and decode (`generation_attention`) per KV dtype,
+  fp8 block-scaled GEMMs are left out (the per-tensor ones cover every shape; expert blocks, which some frameworks
+  measure only block-scaled, take both).
+- Attention: prefill (`context_attention`) and decode (`generation_attention`) per KV dtype, 16-bit attention and,
+  over an 8-bit cache, 8-bit attention (the faster per shape),
   every head count (GQA) and head size; MLA prefill and absorbed decode (`mla`: TensorRT-LLM and SGLang only, vLLM
   measures MLA as whole modules with their projections).
 - MoE expert blocks (gate/up, activation, down) at balanced routing, per dtype (MXFP4 weights with 16-bit or
@@ -13,7 +15,7 @@ What is kept (only shapes the engine can ask for, thinned where the curve is smo
 - Communication: all-reduce (the framework's custom all-reduce, NCCL where it has none), all-gather, all-to-all
   (NCCL) by message size and GPU count. The package has no point-to-point table.
 - Element-wise: the fp8 quantize kernel (`scale_matrix`: read 16-bit, write fp8), the only element-wise kernel the
-  package measures; norms, RoPE and embeddings it does not measure.
+  package measures, where it runs in one pass (quantize_rows); norms, RoPE and embeddings it does not measure.
 Where several kernel sources time the same shape, the fastest is kept (what a framework's backend selection picks).
 """
 from __future__ import annotations
@@ -339,7 +341,7 @@ def comm_rows(gpu: Accelerator, custom, nccl, framework: str) -> list[dict]:
 
 def quantize_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
     """The fp8 quantize kernel (static scale): read [m, k] at 16 bits, write it at 8 bits; one multiply per
-    element. None where the measured kernel is not a one-pass kernel (MULTI_PASS: SGLang's, at 8-15x its traffic
+    element. No rows where the measured kernel is not a one-pass kernel (MULTI_PASS: SGLang's, at 8-15x its traffic
     bound on every device): it would stand for the norms and element-wise kernels, which run at one pass."""
     frame = src.read_table(folder, "scale_matrix_perf") if folder else None
     if frame is None:

@@ -26,9 +26,9 @@ The model (the README states it with its assumptions):
   budget.
 * Closed loop (`concurrency` N users, each sending its next request when the last one ends): at most `running`
   requests are in flight (the KV cache, roofline.serving.capacity); each spends S = TTFT + (osl - 1) TPOT in
-  flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (less the time a request waits out its own
-  wave's prefill steps, in no decode step; Little's law, solved by fixed-point iteration). Users beyond `running`
-  wait N / X - S for a slot, added to their TTFT.
+  flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law, solved by fixed-point
+  iteration; a prefill-first scheduler's lockstep wave decodes whole: D = every request in flight at sync 1).
+  Users beyond `running` wait N / X - S for a slot, added to their TTFT.
 * Open loop (`request_rate` R per second): X = R, D = R (osl - 1) TPOT; a rate the prompt room or the cache cannot
   keep up with has no steady state (`keeps_up` False).
 
@@ -198,41 +198,42 @@ def cluster_size(load: Load, scheduler: Scheduler, active, D):
     return 1.0 + scheduler.sync * (group - 1.0)
 
 
-def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str) -> dict:
-    """Times at decode occupancy D with `active` requests in flight: TPOT, TTFT, prompt-room use."""
+def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str, closed: bool = True) -> dict:
+    """Times at decode occupancy D with `active` requests in flight: TPOT, TTFT, prompt-room use (`closed`: users
+    who send a request as their last one ends; False: independent arrivals)."""
     room = _room(scheduler, load, D)
     steps = max(load.decode_steps, 1e-9)
     if side == "bound":  # prompts fused evenly into the steps: no mix of steps is faster
         due = load.computed * D / steps
         tpot = stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step
-        return {"tpot": tpot, "decoding": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room}
+        return {"tpot": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room}
     cluster = cluster_size(load, scheduler, active, D)
     chunk = np.minimum(room, cluster * load.computed)
     per_cluster = np.ceil(cluster * load.computed / room)  # heavy steps one cluster's prompts take
     others = load.computed * np.maximum(active - cluster, 0.0) / steps  # others' prompt tokens per decode step
     light, heavy = stepper.light(D, side), stepper.heavy(D, chunk, side)
     extra = others / chunk  # heavy steps per decode step of a request
+    # a group's n heavy steps yield its first tokens after (n + 1) / 2 of them on average where a step holds whole
+    # prompts; where a prompt spans steps the k-th of g ends k c / room steps in, (g + 1) c / 2 room on average
+    # (a last, partial chunk counted at its share of a step)
+    spans = np.minimum((cluster + 1) * load.computed / (2 * room), per_cluster)
+    first = np.where(load.computed <= room, (per_cluster + 1) / 2, spans)
     if scheduler.mixed:
         share = np.minimum(extra, 1.0)
         per_token = (1 - share) * light + share * heavy
         mean, square = per_token, (1 - share) * light ** 2 + share * heavy ** 2
-        waiting = 0.0 * per_token
-    else:  # each decode step is followed by `extra` prefill steps; after its first token a request also waits
-        # out the rest of its own group's n prefill steps, not decoding: (n - 1) / 2 on average where a step holds
-        # whole prompts, n (g - 1) / 2g where a prompt spans steps
-        rest = np.where(load.computed <= room, (per_cluster - 1) / 2, per_cluster * (cluster - 1) / (2 * cluster))
-        waiting = rest * heavy / steps
-        per_token = light + extra * heavy + waiting
+    else:  # each decode step is followed by `extra` prefill steps; after its first token a request also waits out
+        # the rest of its own group's prefill steps (n - first of them), in no decode step
+        per_token = light + extra * heavy + (per_cluster - first) * heavy / steps
         mean, square = (light + extra * heavy) / (1 + extra), (light ** 2 + extra * heavy ** 2) / (1 + extra)
     due = load.computed * active / (steps + per_cluster)  # prompt tokens per step, all requests
     rho = np.minimum(due / room, MAX_UTILIZATION)
-    prompt = (per_cluster + 1) / 2 * heavy
-    # a group arrives as the last step of its members' previous requests ends: it waits for a running step and
-    # for queued prompts only as far as other groups are in flight (none when one group holds them all)
-    apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0)
+    prompt = first * heavy
+    # closed loop: a group arrives as the last step of its members' previous requests ends, so it waits for a running
+    # step and for queued prompts only as far as other groups are in flight (none when one group holds them all)
+    apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else 1.0
     ttft = scheduler.request_overhead_s + apart * (square / (2 * mean) + rho / (2 * (1 - rho)) * prompt) + prompt
-    return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy,
-            "decoding": (per_token - waiting) / load.tokens_per_step}
+    return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy}
 
 
 def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency, running, side: str) -> dict:
@@ -244,15 +245,23 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
         times = step_mix(stepper, load, scheduler, D, active, side)
         in_flight = times["ttft"] + (load.osl - 1) * times["tpot"]
         rate = active / in_flight
-        # sequences in a decode step: the requests past their first token, less those waiting out their own
-        # group's prefill steps (no decode step runs then)
-        D = 0.3 * D + 0.7 * np.minimum(rate * (load.osl - 1) * times["decoding"], active)
+        D = 0.3 * D + 0.7 * np.minimum(decoding(load, scheduler, rate * (load.osl - 1) * times["tpot"], active),
+                                       active)
     ttft = times["ttft"] + np.maximum(N / np.maximum(rate, 1e-300) - in_flight, 0.0)
     if side == "expected" and scheduler.waves > 0:
         ttft = ttft + (first_wave(stepper, load, scheduler, active) - ttft) / scheduler.waves
     return {"ttft": ttft, "tpot": times["tpot"], "e2e": ttft + (load.osl - 1) * times["tpot"],
             "requests_per_s": rate, "decode": D, "running": active + 0 * D, "prefill_utilization": times["rho"],
             "keeps_up": np.ones_like(D, dtype=bool)}
+
+
+def decoding(load: Load, scheduler: Scheduler, past_first, active):
+    """Sequences in a decode step: the requests past their first token (`past_first`, Little's law). Where prefill
+    steps pause decoding, a lockstep wave's members decode together, all of them in every decode step (they wait out
+    their wave's prefill steps in none): (1 - sync) of the former + sync x every request in flight."""
+    if scheduler.mixed:
+        return past_first
+    return (1 - scheduler.sync) * past_first + scheduler.sync * active
 
 
 def throughput_bound(stepper: Stepper, load: Load, active):
@@ -283,7 +292,7 @@ def open_loop(stepper: Stepper, load: Load, scheduler: Scheduler, request_rate, 
     scheduler = replace(scheduler, sync=0.0)  # independent arrivals: no closed-loop groups
     D = active = np.zeros_like(rate)
     for _ in range(ITERATIONS):
-        times = step_mix(stepper, load, scheduler, D, np.maximum(active, 1.0), side)
+        times = step_mix(stepper, load, scheduler, D, np.maximum(active, 1.0), side, closed=False)
         D = 0.5 * D + 0.5 * np.minimum(rate * (load.osl - 1) * times["tpot"], largest)
         active = rate * (times["ttft"] + (load.osl - 1) * times["tpot"])
     keeps_up = (times["rho"] < 1) & (active <= running) & (D < largest)
