@@ -36,6 +36,22 @@ def test_pareto_front_on_a_hand_made_set():
     assert planner.pareto_front(np.array([]), np.array([])).tolist() == []
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_pareto_front_prefilter_changes_nothing(seed, monkeypatch):
+    # the binned pre-filter of large sets is exact: the same indices, in the same order, as the plain sort, with
+    # many ties (values on a coarse grid) and bins much coarser than the values
+    rng = np.random.default_rng(seed)
+    n = 5000
+    x = rng.integers(0, 60, n).astype(float) * rng.choice([1.0, 0.5])
+    y = np.floor(rng.gamma(2.0, 3.0, n) * 4) / 4 - 0.05 * x
+    plain = planner.pareto_front(x, y)  # below PRUNE_ABOVE: the sort alone
+    monkeypatch.setattr(planner, "PRUNE_ABOVE", 0)
+    for bins in (1, 7, 64, 4096):
+        monkeypatch.setattr(planner, "PRUNE_BINS", bins)
+        assert planner.pareto_front(x, y).tolist() == plain.tolist()
+    assert len(planner._not_beaten_by_a_higher_bin(x, y)) < n  # it does drop points
+
+
 def _hand_made_search(tpot_s=None, ttft_s=None):
     """Four candidates of one group (1 device): batch, TTFT, TPOT, fit chosen by hand."""
     group = planner.Group(H100, Scenario())

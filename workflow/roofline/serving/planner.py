@@ -202,16 +202,36 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dt
                   seconds=time.perf_counter() - start, labels=labels, rank_on=rank_on, **columns)
 
 
+#: above this many points pareto_front first drops those a grid of PRUNE_BINS x-bins shows beaten (the sort is
+#: what costs: ~1.4 s for the 4.6 million served points of a small MoE model's default search)
+PRUNE_ABOVE = 1 << 16
+PRUNE_BINS = 4096
+
+
 def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Indices of the points no other point beats on both x and y (larger is better), in decreasing x.
 
     Sorted by x (ties: larger y first), a point is on the front when its y exceeds every y before it; of equal
     points the first in input order is kept.
     """
-    order = np.lexsort((np.arange(len(x)), -y, -x))
+    index = _not_beaten_by_a_higher_bin(x, y) if len(x) > PRUNE_ABOVE else np.arange(len(x))
+    order = index[np.lexsort((index, -y[index], -x[index]))]
     ys = y[order]
     best_before = np.concatenate([[-np.inf], np.maximum.accumulate(ys)[:-1]])
     return order[ys > best_before]
+
+
+def _not_beaten_by_a_higher_bin(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Indices of the points whose y is at least that of every point in a strictly higher bin of x (equal-width
+    bins). Exact for pareto_front: a point dropped here is beaten (larger x, larger y) by one that is kept, or by one
+    dropped in turn and so on up to a kept one, which precedes it and every point it would precede."""
+    if not (np.isfinite(x).all() and np.isfinite(y).all()) or not x.max() > x.min():
+        return np.arange(len(x))
+    bins = np.minimum(((x - x.min()) / (x.max() - x.min()) * PRUNE_BINS).astype(np.int64), PRUNE_BINS - 1)
+    best = np.full(PRUNE_BINS, -np.inf)
+    np.maximum.at(best, bins, y)
+    above = np.append(np.maximum.accumulate(best[::-1])[::-1][1:], -np.inf)  # best y of the bins above each
+    return np.flatnonzero(y >= above[bins])
 
 
 def frontier(result: Search, per_gpu: bool = False) -> np.ndarray:

@@ -29,7 +29,7 @@ from . import search_solve as solvers
 from .candidates import MIN_KV_BYTES, activation_dtype, parallel_plans
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, framework_for
-from .planner import BATCH_GRID
+from .planner import BATCH_GRID, pareto_front
 from .search_budget import check_budget
 from .speculative import Speculation, draft_model
 from .step_tables import StepTables, tabulate_many
@@ -354,14 +354,6 @@ def _capacities(model, candidates, frameworks, workload, drafted):
             cache[key] = capacity(model, c.gpu, c.scenario, fw, workload.isl, workload.osl, workload.prefix_hit,
                                   draft=(drafted, c.scenario) if drafted else None)
     return [cache[(c.scenario, c.gpu.key)] for c in candidates]
-
-
-def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of the points no other point beats on both x and y (larger is better), in decreasing x."""
-    order = np.lexsort((np.arange(len(x)), -y, -x))
-    ys = y[order]
-    best_before = np.concatenate([[-np.inf], np.maximum.accumulate(ys)[:-1]])
-    return order[ys > best_before]
 
 
 def frontier(result: ServedSearch, per_gpu: bool = False, side: str = "expected") -> np.ndarray:
