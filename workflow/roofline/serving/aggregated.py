@@ -245,8 +245,7 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
         times = step_mix(stepper, load, scheduler, D, active, side)
         in_flight = times["ttft"] + (load.osl - 1) * times["tpot"]
         rate = active / in_flight
-        D = 0.3 * D + 0.7 * np.minimum(decoding(load, scheduler, rate * (load.osl - 1) * times["tpot"], active),
-                                       active)
+        D = 0.3 * D + 0.7 * np.minimum(decoding(scheduler, rate * (load.osl - 1) * times["tpot"], active), active)
     ttft = times["ttft"] + np.maximum(N / np.maximum(rate, 1e-300) - in_flight, 0.0)
     if side == "expected" and scheduler.waves > 0:
         ttft = ttft + (first_wave(stepper, load, scheduler, active) - ttft) / scheduler.waves
@@ -255,7 +254,7 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
             "keeps_up": np.ones_like(D, dtype=bool)}
 
 
-def decoding(load: Load, scheduler: Scheduler, past_first, active):
+def decoding(scheduler: Scheduler, past_first, active):
     """Sequences in a decode step: the requests past their first token (`past_first`, Little's law). Where prefill
     steps pause decoding, a lockstep wave's members decode together, all of them in every decode step (they wait out
     their wave's prefill steps in none): (1 - sync) of the former + sync x every request in flight."""

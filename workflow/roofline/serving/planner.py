@@ -221,13 +221,23 @@ def pareto_front(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return order[ys > best_before]
 
 
+def fronts(ok: np.ndarray, x: np.ndarray, y: np.ndarray, keys: np.ndarray | None = None, order=()) -> np.ndarray:
+    """`ok` (indices of the points x, y) on the Pareto front (pareto_front), best first; with `keys` (one per point),
+    one front per key, in `order`."""
+    if keys is None:
+        return ok[pareto_front(x, y)]
+    parts = [ok[mask][pareto_front(x[mask], y[mask])] for key in order for mask in [keys == key]]
+    return np.concatenate(parts) if parts else ok[:0]
+
+
 def _not_beaten_by_a_higher_bin(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Indices of the points whose y is at least that of every point in a strictly higher bin of x (equal-width
     bins). Exact for pareto_front: a point dropped here is beaten (larger x, larger y) by one that is kept, or by one
     dropped in turn and so on up to a kept one, which precedes it and every point it would precede."""
-    if not (np.isfinite(x).all() and np.isfinite(y).all()) or not x.max() > x.min():
+    lo, hi = x.min(), x.max()
+    if not (np.isfinite(x).all() and np.isfinite(y).all()) or not hi > lo:
         return np.arange(len(x))
-    bins = np.minimum(((x - x.min()) / (x.max() - x.min()) * PRUNE_BINS).astype(np.int64), PRUNE_BINS - 1)
+    bins = np.minimum(((x - lo) / (hi - lo) * PRUNE_BINS).astype(np.int64), PRUNE_BINS - 1)
     best = np.full(PRUNE_BINS, -np.inf)
     np.maximum.at(best, bins, y)
     above = np.append(np.maximum.accumulate(best[::-1])[::-1][1:], -np.inf)  # best y of the bins above each
@@ -241,11 +251,9 @@ def frontier(result: Search, per_gpu: bool = False) -> np.ndarray:
     step = result.ranked("step_s")[ok]
     x, y = result.batch[ok] / step / result.devices[ok], 1.0 / step
     if not per_gpu:
-        return ok[pareto_front(x, y)]
-    gpu_keys = np.array([g.gpu.key for g in result.groups])[result.group[ok]]
-    fronts = [ok[mask][pareto_front(x[mask], y[mask])]
-              for key in dict.fromkeys(g.gpu.key for g in result.groups) for mask in [gpu_keys == key]]
-    return np.concatenate(fronts) if fronts else ok[:0]
+        return fronts(ok, x, y)
+    gpus = [g.gpu.key for g in result.groups]
+    return fronts(ok, x, y, np.array(gpus)[result.group[ok]], dict.fromkeys(gpus))
 
 
 def rows(result: Search, indices: Iterable[int]) -> list[dict]:

@@ -29,7 +29,7 @@ from . import search_solve as solvers
 from .candidates import MIN_KV_BYTES, activation_dtype, parallel_plans
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, framework_for
-from .planner import BATCH_GRID, pareto_front
+from .planner import BATCH_GRID, fronts
 from .search_budget import check_budget
 from .speculative import Speculation, draft_model
 from .step_tables import StepTables, tabulate_many
@@ -364,8 +364,6 @@ def frontier(result: ServedSearch, per_gpu: bool = False, side: str = "expected"
     x = result.columns[f"tokens_per_s_per_device{suffix}"][ok]
     y = result.columns[f"tokens_per_s_per_user{suffix}"][ok]
     if not per_gpu:
-        return ok[pareto_front(x, y)]
-    keys = np.array([c.gpu.key for c in result.candidates])[result.candidate[ok]]
-    fronts = [ok[mask][pareto_front(x[mask], y[mask])]
-              for key in dict.fromkeys(c.gpu.key for c in result.candidates) for mask in [keys == key]]
-    return np.concatenate(fronts) if fronts else ok[:0]
+        return fronts(ok, x, y)
+    gpus = [c.gpu.key for c in result.candidates]
+    return fronts(ok, x, y, np.array(gpus)[result.candidate[ok]], dict.fromkeys(gpus))
