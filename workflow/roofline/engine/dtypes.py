@@ -7,15 +7,17 @@ field, default 128: 4 + 16/128 = 4.125 bits; see `weight_bytes_per_element`); in
 counted at 4 bits flat. `fp8` block-scaled checkpoints (DeepSeek-V3, Kimi-K2: one fp32 scale per 128 x 128 block,
 0.002 bits per element) are counted at 8 bits.
 
-Rule for the compute dtype of a matmul with two operands (weight x activation, or K/V x activation):
-the kernel dequantizes the narrower operand to the wider one and multiplies at the wider type's peak.
-Equal widths compute at the activation's type. Hence W4A16 and W8A16 run at the 16-bit peak, W8A8 (int8 x int8)
-at the int8 peak, FP8 weights with FP8 activations at the fp8 peak, and an fp8 KV cache with 16-bit activations
-at the 16-bit peak. The 4-bit floating-point formats compute at the `fp4` peak (PEAK_OF): W4A4 NVFP4 (or MXFP4)
-on Blackwell or MI355X runs at fp4, while MXFP4 weights with 16-bit or fp8 activations (gpt-oss on Hopper, vLLM's
-Marlin/Triton MXFP4 kernels) compute at the activation's peak. Widths compare by element bits (4 for every 4-bit
-format), not by the scale overhead. Non-matmul operators (norms, softmax, element-wise) compute at the activation
-type (16 bits at least, next rule).
+Rule for the compute dtype of a matmul with two operands (weight x activation, or K/V x activation): the kernel
+dequantizes the narrower operand to the wider one and multiplies at the wider type's peak. Equal widths compute at the
+activation's type. Hence W4A16 and W8A16 run at the 16-bit peak, W8A8 (int8 x int8) at the int8 peak, FP8 weights with
+FP8 activations at the fp8 peak, and an fp8 KV cache with 16-bit activations at the 16-bit peak (a known limit:
+SGLang's FlashAttention-3 and TensorRT-LLM's fp8 context kernels quantize the queries and run attention over an fp8
+cache at the fp8 peak, so for their long prefills this bound is not strict; the README lists the measured kernels that
+beat it). The 4-bit floating-point formats compute at the `fp4` peak (PEAK_OF): W4A4 NVFP4 (or MXFP4) on Blackwell or
+MI355X runs at fp4, while MXFP4 weights with 16-bit or fp8 activations (gpt-oss on Hopper, vLLM's Marlin/Triton MXFP4
+kernels) compute at the activation's peak. Widths compare by element bits (4 for every 4-bit format), not by the scale
+overhead. Non-matmul operators (norms, softmax, element-wise) compute at the activation type (16 bits at least, next
+rule).
 
 Rule for quantized scenarios (tensors stored narrower than 16 bits), as FP8 (W8A8), SmoothQuant and GPTQ/AWQ
 engines run them:
