@@ -95,6 +95,9 @@ class FlatSteps:
     def heavy(self, D, C, side):
         return 0.030 + 0 * np.asarray(D, dtype=float)
 
+    def light_and_heavy(self, D, C, side):
+        return self.light(D, side), self.heavy(D, C, side)
+
 
 def test_step_mix_arithmetic():
     # isl 100, osl 11: 10 decode steps per request; 5 requests in flight, 4 decoding, prompts one by one (sync 0)

@@ -17,7 +17,7 @@ from roofline.engine.models import catalog, get_model
 from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import ATTENTION_IMPLS, Scenario
 from roofline.serving.candidates import activation_dtype
-from roofline.serving.step_tables import PARTS, _Pieces, tabulate_many
+from roofline.serving.step_tables import PARTS, PIECES, _Pieces, tabulate_many
 from roofline.serving.steps import LOGIT_OPS, Mix, Pricing, _prefill_ops, _queries, _sum, grid
 
 WEIGHTS = ("fp16", "fp8", "int4")
@@ -37,18 +37,25 @@ def _signature(ops) -> list:
 @pytest.mark.parametrize("key", sorted(catalog()))
 def test_scenarios_that_share_a_piece_have_the_same_operators(key):
     # the sharing is exact only if a piece's operators do not depend on what its key leaves out (the KV dtype
-    # beyond the activation dtype it chooses, the attention kernel): check every pair on every catalog model
+    # beyond the activation dtype it chooses, the attention kernel, the pipeline depth outside the stage piece,
+    # expert parallelism outside the core): check every pair on every catalog model, the plans of one tp together
+    # (they differ in pp and ep)
     model = get_model(key)
-    plans = [Parallel(), Parallel(tp=2)] + ([Parallel(tp=2, ep=2)] if model.n_experts else [])
-    for plan in plans:
+    tps = [[Parallel(), Parallel(pp=2)],
+           [Parallel(tp=2), Parallel(tp=2, pp=2)] + ([Parallel(tp=2, ep=2)] if model.n_experts else [])]
+    shared = 0
+    for plans in tps:
         pieces = _Pieces(model, Mix(kv_len=1536.0, prompt=1024.0), grid(64.0), grid(16.0), "")
-        seen: dict[tuple, list] = {}
-        for scenario in _recipes(plan):
-            resolved = scenario.for_model(model)
-            for name in ("core", "kv_write", "logits"):
-                ops = pieces.ops(name, resolved)[0]
-                first = seen.setdefault(pieces.key(name, resolved), _signature(ops))
-                assert _signature(ops) == first, (key, plan, scenario, name)
+        seen: dict[tuple, tuple] = {}
+        for plan in plans:
+            for scenario in _recipes(plan):
+                resolved = scenario.for_model(model)
+                for name in PIECES:
+                    ops = pieces.ops(name, resolved)[0]
+                    first = seen.setdefault(pieces.key(name, resolved), (plan, _signature(ops)))
+                    assert _signature(ops) == first[1], (key, plan, scenario, name)
+                    shared += first[0] != plan
+    assert shared  # plans of one tp share pieces
 
 
 def _reference(model, gpu, scenario, mix, tokens, sequences, framework):
@@ -70,12 +77,14 @@ def _reference(model, gpu, scenario, mix, tokens, sequences, framework):
 
 
 @pytest.mark.parametrize("framework", ["vllm", "trtllm"])  # trtllm: fusions with the KV-cache write
-@pytest.mark.parametrize("key", ["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "qwen3-next-80b-a3b", "gemma-3-27b"])
+@pytest.mark.parametrize("key", ["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v3", "qwen3-next-80b-a3b", "gemma-3-27b",
+                                 "gpt-oss-20b"])
 def test_batched_tables_equal_the_single_step_pricing(key, framework):
     # h200-sxm and b200 have measured tables of their own, mi300x and h100-nvl share the pooled fallback
     model = get_model(key)
     gpus = [get_accelerator(k) for k in ("h200-sxm", "b200", "mi300x", "h100-nvl")]
-    plans = [Parallel(), Parallel(tp=4)] + ([Parallel(tp=4, ep=4)] if model.n_experts else [])
+    # pp 2: its attention pieces take pp 1's kernel times, scaled (where the stage's counts are proportional)
+    plans = [Parallel(), Parallel(tp=4), Parallel(pp=2)] + ([Parallel(tp=4, ep=4)] if model.n_experts else [])
     scenarios = [s for plan in plans for s in _recipes(plan) if s.weight_dtype != "int4"]
     mix = Mix(kv_len=1536.0, prompt=1024.0, prefix=256.0, queries=2.0)
     tables = tabulate_many(model, {s: gpus for s in scenarios}, mix, 4096.0, 256.0, framework=framework)
@@ -96,7 +105,7 @@ def test_batched_tables_equal_the_single_step_pricing(key, framework):
 
 def test_every_part_is_made_of_pieces():
     assert sorted(name for names in PARTS.values() for name in names) == sorted(
-        ["core", "kv_write", "logits", "attention", "prompt"])
+        ["attention", "core", "kv_write", "logits", "prompt", "stage"])
 
 
 def test_a_piece_shared_by_scenarios_is_priced_once():
@@ -108,3 +117,4 @@ def test_a_piece_shared_by_scenarios_is_priced_once():
     keys = {pieces.key("core", s.for_model(model)) for s in scenarios}
     assert len(scenarios) == 6
     assert len(keys) == len({scenario_dtypes(s.for_model(model)).act16 for s in scenarios}) < 6
+

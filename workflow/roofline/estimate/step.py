@@ -19,11 +19,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..engine.analysis import devices_time
 from ..engine.dtypes import DTYPE_BYTES
 from ..engine.graph import Op, attention_groups, scenario_dtypes
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
+from ..engine.roofline import link_time, roof_times
 from ..engine.scenario import Scenario
 from .calibration import CALIBRATED, CORE_CLASSES, DEFAULT, PARTIAL, coordinates, data_dir, third_axis
 from .curves import log10_intensity
@@ -183,21 +183,24 @@ class Kernels:
 
     def device_bounds(self, devices) -> tuple[np.ndarray, np.ndarray | None]:
         """(bound [k x m], the candidate column of each of the m): every kernel's roofline bound on one device (all
-        candidates; columns None), or on several [(device, candidate columns)] side by side, all at once."""
+        candidates; columns None), or on several [(device, candidate columns)] side by side, all at once: the
+        arithmetic of engine.analysis.devices_time, every kernel in one array operation (a search prices ~10^4
+        (piece, device) jobs)."""
         single = isinstance(devices, Accelerator)
         if single:
             devices = [(devices, np.arange(self.flops.shape[1]))]
         columns = np.concatenate([cols for _, cols in devices])
         sizes = [len(cols) for _, cols in devices]
         gpus = [gpu for gpu, _ in devices]
-
-        def expand(values):
-            return np.repeat(values, sizes)
-
-        t = np.empty((len(self.principal), len(columns)))
+        peaks = np.array([[gpu.peak(op.compute_dtype) for gpu in gpus] for op in self.principal], dtype=float)
+        bandwidth = np.repeat(np.array([gpu.bandwidth_bytes_per_s for gpu in gpus], dtype=float), sizes)
+        t = roof_times(self.flops[:, columns], self.bytes[:, columns], np.repeat(peaks, sizes, axis=1), bandwidth,
+                       0.0, np.maximum)[2]
         for i, op in enumerate(self.principal):
-            t[i] = devices_time(gpus, self.flops[i, columns], self.bytes[i, columns], self.network[i, columns],
-                                op.compute_dtype, op.span, expand)
+            if op.span > 1:
+                links = np.array([gpu.link(op.span) for gpu in gpus], dtype=float)
+                t[i] = np.maximum(t[i], link_time(self.network[i, columns], np.repeat(links[:, 0], sizes),
+                                                  np.repeat(links[:, 1], sizes)))
         return t, None if single else columns
 
     def seconds(self, calibration: Calibration, devices, standalone: bool = False):

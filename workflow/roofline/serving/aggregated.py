@@ -43,10 +43,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .steps import GRID_RATIO, Parts, at, lookup
+from .steps import GRID_RATIO, Curve, Parts, at, lookup
 
 #: fixed-point iterations of the closed and open loops (the decode occupancy converges geometrically)
 ITERATIONS = 16
+#: the closed loop's convergence: a point stops iterating once its occupancy moves less than this (relative)
+TOLERANCE = 1e-7
+#: the closed loop's smallest step weight (oscillating points; see _occupancy)
+MIN_WEIGHT = 0.25
 #: prompt-room utilization beyond which the prefill queue is taken as saturated
 MAX_UTILIZATION = 0.995
 
@@ -97,13 +101,14 @@ class Stepper:
     def __init__(self, target: Parts, mixed: bool, draft: Parts | None = None, passes: int = 0, host_s: float = 0.0,
                  group=None):
         self.target, self.mixed, self.draft, self.passes, self.host_s = target, mixed, draft, passes, host_s
-        self.tables = {side: self._combine(side) for side in ("bound", "expected")}
+        self.tables = {side: {name: value if name == "rate" else Curve(value)
+                              for name, value in self._combine(side).items()} for side in ("bound", "expected")}
         if group is not None or target.attention_bound.ndim == 1:  # stacked tables are read at points (at_points)
             self._place(group)
 
     def _place(self, group) -> None:
         """Read the tables at `group` (each point's row of stacked tables; None for one deployment's)."""
-        self.group = group
+        self.group, self._offsets = group, {}
         self.computed, self.queries = at(self.target.computed, group), at(self.target.queries, group)
         self.prompt = {side: at(self.tables[side]["rate"], group) for side in ("bound", "expected")}
         self.lone_prompt = self._alone(self.computed, "bound")  # one prompt alone: the TTFT bound
@@ -135,7 +140,17 @@ class Stepper:
         return self.host_s if side == "expected" else 0.0
 
     def _read(self, side: str, name: str, x):
-        return lookup(self.tables[side][name], x, self.group)
+        return self._reads(side, (name,), x)[0]
+
+    def _reads(self, side: str, names: tuple[str, ...], x) -> list:
+        """Tables of one grid width read at the same x: located once (the solver reads a step's decode tables at
+        the same occupancy in every iteration)."""
+        curves = [self.tables[side][name] for name in names]
+        width = curves[0].width
+        if width not in self._offsets:  # each point's row, once per grid width (tables of one width share it)
+            self._offsets[width] = curves[0].offsets(self.group)
+        index, w = curves[0].locate(x, self._offsets[width])
+        return [curve.at(index, w) for curve in curves]
 
     def _prompts(self, C, side: str):
         """The draft's prompt passes beyond their attention (which the `prompt` rate holds)."""
@@ -159,6 +174,14 @@ class Stepper:
             return self._alone(C, side) + self._host(side)
         return self._fused(np.maximum(D, 1.0), C, side) + self._host(side)
 
+    def light_and_heavy(self, D, C, side: str) -> tuple:
+        """(light(D), heavy(D, C)), the decode tables read at D once."""
+        if not self.mixed:
+            return self.light(D, side), self.heavy(D, C, side)
+        D = np.maximum(D, 1.0)
+        light, attend = self._reads(side, ("light", "attend"), D)
+        return light + self._host(side), self._fused(D, C, side, attend) + self._host(side)
+
     def spread(self, D, P):
         """Bound of a decode step at occupancy D carrying P prompt tokens fused."""
         return self._fused(np.maximum(D, 1.0), P, "bound")
@@ -167,10 +190,11 @@ class Stepper:
         """Bound of C prompt tokens computed alone (one prompt: the TTFT bound)."""
         return self._alone(C, "bound")
 
-    def _fused(self, D, C, side: str):
+    def _fused(self, D, C, side: str, attend=None):
         tokens = D * self.queries
+        attend = self._read(side, "attend", D) if attend is None else attend
         return (self._read(side, "tokenwise", tokens + C) + self._read(side, "logits", tokens + C / self.computed)
-                + self._read(side, "attend", D) + C * self.prompt[side] + self._prompts(C, side))
+                + attend + C * self.prompt[side] + self._prompts(C, side))
 
     def _alone(self, C, side: str):
         return (self._read(side, "tokenwise", C) + self._read(side, "logits", C / self.computed)
@@ -190,6 +214,8 @@ def cluster_size(load: Load, scheduler: Scheduler, active, D):
     waiting prompt before it decodes again, so a group's members start and end decoding together: the group is up
     to every request in flight, g = active. 1 + sync x (g - 1): sync = 0 is arrival one by one, 1 lockstep groups
     (a framework constant fitted on measured runs)."""
+    if scheduler.sync == 0:  # one by one (as 1 + 0 x (g - 1), without the arrays)
+        return 1.0
     largest = np.maximum(active, 1.0)
     if scheduler.mixed:
         group = np.clip(np.floor(_room(scheduler, load, D) / load.computed), 1.0, largest)
@@ -211,7 +237,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     chunk = np.minimum(room, cluster * load.computed)
     per_cluster = np.ceil(cluster * load.computed / room)  # heavy steps one cluster's prompts take
     others = load.computed * np.maximum(active - cluster, 0.0) / steps  # others' prompt tokens per decode step
-    light, heavy = stepper.light(D, side), stepper.heavy(D, chunk, side)
+    light, heavy = stepper.light_and_heavy(D, chunk, side)
     extra = others / chunk  # heavy steps per decode step of a request
     # a group's n heavy steps yield its first tokens after (n + 1) / 2 of them on average where a step holds whole
     # prompts; where a prompt spans steps the k-th of g ends k c / room steps in, (g + 1) c / 2 room on average
@@ -240,18 +266,57 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
     """Steady state of N closed-loop users with at most `running` requests in flight (arrays broadcast)."""
     N = np.asarray(concurrency, dtype=float)
     active = np.minimum(N, running)
-    D = active * load.decode_steps / (load.decode_steps + 1)
-    for _ in range(ITERATIONS):
-        times = step_mix(stepper, load, scheduler, D, active, side)
-        in_flight = times["ttft"] + (load.osl - 1) * times["tpot"]
-        rate = active / in_flight
-        D = 0.3 * D + 0.7 * np.minimum(decoding(scheduler, rate * (load.osl - 1) * times["tpot"], active), active)
+    D, times = _occupancy(stepper, load, scheduler, active, side)
+    in_flight = times["ttft"] + (load.osl - 1) * times["tpot"]
+    rate = active / in_flight
     ttft = times["ttft"] + np.maximum(N / np.maximum(rate, 1e-300) - in_flight, 0.0)
     if side == "expected" and scheduler.waves > 0:
         ttft = ttft + (first_wave(stepper, load, scheduler, active) - ttft) / scheduler.waves
     return {"ttft": ttft, "tpot": times["tpot"], "e2e": ttft + (load.osl - 1) * times["tpot"],
             "requests_per_s": rate, "decode": D, "running": active + 0 * D, "prefill_utilization": times["rho"],
             "keeps_up": np.ones_like(D, dtype=bool)}
+
+
+def _occupancy(stepper: Stepper, load: Load, scheduler: Scheduler, active, side: str) -> tuple[np.ndarray, dict]:
+    """(D, the step mix's TTFT, TPOT and prompt-room use at D) of the closed loop: D is the fixed point of
+    D = f(D), f = Little's count of the step mix at D (see decoding). Each point iterates D <- D + w (f(D) - D)
+    until it moves less than TOLERANCE (relative), at most ITERATIONS times; w starts at 1 and halves (to at least
+    MIN_WEIGHT) each time a point's step changes sign, so points where f is flat converge in a few iterations and
+    oscillating ones are damped. Converged points leave the iteration (the rest iterate on their own) with the
+    times of their last iteration: the search's points converge in about five."""
+    start = np.asarray(active, dtype=float) * load.decode_steps / (load.decode_steps + 1)
+    shape, D = start.shape, np.array(start, dtype=float).ravel()
+    active = np.broadcast_to(active, shape).ravel()
+    out = {name: np.empty(D.size) for name in ("ttft", "tpot", "rho")}
+    live, weight, last = np.arange(D.size), np.ones(D.size), np.zeros(D.size)
+    part, plan = stepper, scheduler
+    for _ in range(ITERATIONS):
+        here, busy = D[live], active[live]
+        times = step_mix(part, load, plan, here, busy, side)
+        for name, column in out.items():
+            column[live] = times[name]
+        rate = busy / (times["ttft"] + (load.osl - 1) * times["tpot"])
+        move = np.minimum(decoding(plan, rate * (load.osl - 1) * times["tpot"], busy), busy) - here
+        weight = np.where(move * last < 0, np.maximum(weight / 2, MIN_WEIGHT), weight)
+        D[live] = here + weight * move
+        moving = np.abs(move) * weight > TOLERANCE * here
+        if moving.all():
+            last = move
+            continue
+        live, weight, last = live[moving], weight[moving], move[moving]
+        if not live.size:
+            break
+        part, plan = _points(stepper, scheduler, live, D.size)
+    return D.reshape(shape), {name: column.reshape(shape) for name, column in out.items()}
+
+
+def _points(stepper: Stepper, scheduler: Scheduler, points: np.ndarray, size: int) -> tuple[Stepper, Scheduler]:
+    """The stepper and scheduler read at some of `size` points (their per-point arrays taken at `points`)."""
+    if np.ndim(getattr(stepper, "group", None)) > 0:
+        stepper = stepper.at_points(np.broadcast_to(stepper.group, (size,))[points])
+    if np.ndim(scheduler.budget) > 0:
+        scheduler = replace(scheduler, budget=np.broadcast_to(scheduler.budget, (size,))[points])
+    return stepper, scheduler
 
 
 def decoding(scheduler: Scheduler, past_first, active):

@@ -50,6 +50,7 @@ from ..engine.roofline import dominant_bound
 from ..engine.scenario import MAX_BATCH, MAX_SEQ_LEN, Scenario
 from .candidates import DEFAULT_DTYPES, MIN_KV_BYTES, Group, candidate_groups
 from .evaluate import RANK_ON, bounds, expected, expected_pass
+from .hugepages import without_hugepage_advice
 
 #: batch sizes searched (concurrent requests of the whole deployment): every batch from 1 to 256, every 16th to
 #: 4096, every 64th to 16384 (fine where latency targets bind; wide for data-parallel attention over many devices)
@@ -156,6 +157,7 @@ class Search:
         return ok
 
 
+@without_hugepage_advice()
 def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: Workload, dtypes: Sequence[str] = DEFAULT_DTYPES,
            max_devices: int = 8, batches: Iterable[int] | None = None,
            memory_utilization: float = Scenario.memory_utilization, rank_on: str = "expected",

@@ -29,6 +29,7 @@ from . import search_solve as solvers
 from .candidates import MIN_KV_BYTES, activation_dtype, parallel_plans
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, framework_for
+from .hugepages import without_hugepage_advice
 from .planner import BATCH_GRID, fronts
 from .search_budget import check_budget
 from .speculative import Speculation, draft_model
@@ -208,6 +209,7 @@ def check_search(workload: ServedWorkload, mode: str, concurrencies) -> np.ndarr
     return values
 
 
+@without_hugepage_advice()
 def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorkload, weight_dtypes: Sequence[str],
            kv_dtypes: Sequence[str], max_devices: int | None = None, mode: str = "aggregated",
            concurrencies=None, memory_utilization: float | None = None,
@@ -300,7 +302,7 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
         out = solver([candidates[i] for i in index], at_points, tables, load, frameworks[0], model, drafted, spec)
     else:
         out = {name: np.zeros(0) for name in solvers.SOLVED}
-    out.setdefault("limited_by", np.full(rows.size, "none", dtype=object))
+    out.setdefault("limited_by", np.broadcast_to(np.array("none", dtype=object), rows.size))  # read-only, no copy
     served = (candidate, concurrency)
     return served, _derived(out, candidates, served, slots, workload), [_labels(c, tables) for c in candidates]
 

@@ -1,24 +1,28 @@
 """Step tables (roofline.serving.steps.Parts) of many (scenario, device) pairs at once: the deployment search's.
 
-A step's four parts (steps module docstring) are sums of five pieces, each priced once for every scenario it is
+A step's four parts (steps module docstring) are sums of six pieces, each priced once for every scenario it is
 identical in, and every device's expected times of one calibration come from one batched lookup per curve
 (roofline.estimate.step.kernel_times), not one per (scenario, part, device):
 
-    tokenwise = core + kv_write;   logits;   attention;   prompt
+    tokenwise = core + kv_write + stage;   logits;   attention;   prompt
 
-* core: the token-wise operators other than the KV-cache write (GEMMs, norms, element-wise, collectives, MoE); they
+* core: the token-wise operators other than the KV-cache write and the pipeline send (GEMMs, norms, element-wise,
+  collectives, MoE); they
   depend on the KV dtype only through the 16-bit activation dtype it helps choose (graph.scenario_dtypes) and not on
   the attention kernel, so one table serves the (KV dtype, attention kernel) pairs of a weight dtype and plan (an
   engine invariant that tests/test_step_tables.py checks on every catalog model);
 * kv_write: the KV-cache write (its bytes follow the KV dtype, not the attention kernel);
+* stage: the pipeline send between stages (none at pp 1), the one operator a pipeline adds to a step's rows (they
+  count every stage's layers), so the other pieces of plans that differ only in pp share their kernel times;
 * logits: lm_head and its all-gather, per sampled row (no KV dtype, no attention kernel either);
 * attention: the decode attention at (D sequences, cached length, Q queries each);
 * prompt: one whole prompt's attention (prefill graph), per computed token: the whole prompt's x (1 - (S0 / S)^2) /
   (S - S0) (the causal pairs its S - S0 new queries attend; / tp under data-parallel attention).
 
 A part's bound is the sum of its pieces' bounds; its expected time the sum of their kernels' times, at least that
-bound. Splitting the token-wise part changes no kernel: the one fusion with a KV-cache write (TensorRT-LLM's RoPE +
-KV-cache write + attention, estimate.step.FUSIONS) needs the attention kernel, which is never in that part.
+bound. Splitting the token-wise part changes no kernel (no fusion takes the pipeline send): the one fusion with
+a KV-cache write (TensorRT-LLM's RoPE + KV-cache write + attention, estimate.step.FUSIONS) needs the attention
+kernel, which is never in that part.
 """
 from __future__ import annotations
 
@@ -40,9 +44,12 @@ from .steps import LOGIT_OPS, Mix, Parts, Pricing, _kernels, _prefill_ops, _quer
 
 #: token-wise operators whose cost follows the KV dtype (the rest of the token-wise part does not)
 KV_WRITE_OPS = ("kv_cache_write",)
+#: token-wise operators a pipeline adds (the stage piece)
+STAGE_OPS = ("pp_send",)
 #: the pieces of each part (module docstring)
-PARTS = {"tokenwise": ("core", "kv_write"), "logits": ("logits",), "attention": ("attention",),
+PARTS = {"tokenwise": ("core", "kv_write", "stage"), "logits": ("logits",), "attention": ("attention",),
          "prompt": ("prompt",)}
+PIECES = tuple(name for names in PARTS.values() for name in names)
 
 
 @dataclass(frozen=True)
@@ -82,7 +89,7 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
     T, D = grid(tokens), grid(sequences)
     pieces = _Pieces(model, mix, T, D, framework)
     for scenario, gpus in jobs.items():
-        for name in ("core", "kv_write", "logits", "attention", "prompt"):
+        for name in PIECES:
             pieces.want(name, scenario.for_model(model), gpus)
     priced = pieces.price(expected)
     pairs = [(scenario, gpu) for scenario, gpus in jobs.items() for gpu in gpus]
@@ -91,16 +98,21 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
     arrays = {name: np.empty((len(pairs), widths[name.rsplit("_", 1)[0]])) for name in ARRAYS}
     scalars = {name: np.empty(len(pairs)) for name in SCALARS}
     scalars["queries"][:], scalars["computed"][:] = float(mix.queries), max(S - S0, 1.0)
-    labels, row = [], 0
+    labels, row, ids, parts = [], 0, {key: n for n, key in enumerate(pieces.wanted)}, {}
     for scenario, gpus in jobs.items():
         resolved = scenario.for_model(model)
         replicas = resolved.parallel.tp if resolved.parallel.attention_dp else 1
         per_token = (1 - (S0 / S) ** 2) / max(S - S0, 1.0) / replicas
         keys = {part: [pieces.key(name, resolved) for name in names] for part, names in PARTS.items()}
+        members = {part: tuple(ids[key] for key in part_keys) for part, part_keys in keys.items()}
         for gpu in gpus:
             core = set()
             for part in PARTS:
-                bound, seconds, used = _part([priced[(key, gpu.key)] for key in keys[part]])
+                # a part is summed once per (pieces, device): scenarios that differ only in what its pieces leave
+                # out share it (piece ids, not keys: keys hash whole scenarios)
+                if (members[part], gpu.key) not in parts:
+                    parts[(members[part], gpu.key)] = _part([priced[(key, gpu.key)] for key in keys[part]])
+                bound, seconds, used = parts[(members[part], gpu.key)]
                 core |= used
                 if part == "prompt":
                     scalars["prompt_bound"][row] = bound * per_token
@@ -134,9 +146,17 @@ class _Pieces:
     @lru_cache(maxsize=65536)
     def key(name: str, scenario: Scenario) -> tuple:
         """What a piece depends on: core and logits not on the KV dtype (beyond the 16-bit activation dtype it helps
-        choose: graph.scenario_dtypes) or the attention kernel, kv_write not on the attention kernel (cached: a
-        search asks it of every device of every scenario)."""
-        if name in ("core", "logits"):
+        choose: graph.scenario_dtypes) or the attention kernel, kv_write not on the attention kernel; no piece but
+        stage on the pipeline depth (a step's rows count every stage's layers), and none but core on expert
+        parallelism (attention heads split by tp whatever ep is; under DP attention ep = tp, so its plans differ in
+        tp too). Cached: a search asks it of every device of every scenario."""
+        parallel = scenario.parallel
+        if name != "stage":
+            parallel = replace(parallel, pp=1)
+        if name != "core" and not parallel.attention_dp:
+            parallel = replace(parallel, ep=1)
+        scenario = replace(scenario, parallel=parallel)
+        if name in ("core", "logits", "stage"):
             dtypes = scenario_dtypes(scenario)._replace(attention="")
             return name, replace(scenario, kv_dtype="", attention=""), dtypes
         return name, replace(scenario, attention="") if name == "kv_write" else scenario
@@ -158,9 +178,11 @@ class _Pieces:
         ops = self._tokenwise(scenario)
         if name == "logits":
             return [op for op in ops if op.name in LOGIT_OPS], "decode", float(mix.kv_len)
-        kv = name == "kv_write"
-        return [op for op in ops if op.op_class != "attention" and op.name not in LOGIT_OPS
-                and (op.name in KV_WRITE_OPS) == kv], "decode", float(mix.kv_len)
+        if name != "core":  # kv_write, stage
+            names = KV_WRITE_OPS if name == "kv_write" else STAGE_OPS
+            return [op for op in ops if op.name in names], "decode", float(mix.kv_len)
+        others = LOGIT_OPS + KV_WRITE_OPS + STAGE_OPS
+        return [op for op in ops if op.op_class != "attention" and op.name not in others], "decode", float(mix.kv_len)
 
     def _tokenwise(self, scenario: Scenario) -> tuple[Op, ...]:
         """The decode graph at every token count of the grid (the core, kv_write and logits pieces' operators),
@@ -192,7 +214,8 @@ class _Pieces:
                 jobs.setdefault(group, (calibration, {}))[1].setdefault(
                     (key, calibration.framework), (kernels[calibration.framework], shape, []))[2].append(gpu)
         for calibration, batch in jobs.values():
-            requests = [(kernels, [(gpu, np.arange(math.prod(shape))) for gpu in gpus])
+            # one device: its kernels priced as they are (no candidate columns to gather)
+            requests = [(kernels, gpus[0] if len(gpus) == 1 else [(gpu, np.arange(math.prod(shape))) for gpu in gpus])
                         for kernels, shape, gpus in batch.values()]
             for ((key, _), (_, shape, gpus)), (seconds, labels) in zip(batch.items(),
                                                                       kernel_times(calibration, requests)):
