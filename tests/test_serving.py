@@ -378,3 +378,32 @@ def test_a_lone_user_waits_for_no_running_step():
     for mixed in (True, False):
         times = agg.step_mix(FlatSteps(), load, agg.Scheduler(budget=1000, mixed=mixed), 1.0, 1.0, "expected")
         assert float(times["ttft"]) == pytest.approx(0.030)
+
+
+class CuspSteps(FlatSteps):
+    """FlatSteps whose step with prompt tokens takes 300 ms from occupancy `cusp` up: the closed loop's Little's
+    count f(D) jumps down across the diagonal there (no fixed point)."""
+
+    def __init__(self, cusp: float):
+        self.cusp = cusp
+
+    def heavy(self, D, C, side):
+        return np.where(np.asarray(D, dtype=float) < self.cusp, 0.030, 0.300)
+
+
+def test_closed_loop_converges_and_bisects_a_cusp():
+    load, scheduler, users = agg.Load(isl=100, osl=11), agg.Scheduler(budget=1000, mixed=True), 5.0
+
+    def little(steps, D):  # f(D): the requests decoding at occupancy D, by Little's law
+        times = agg.step_mix(steps, load, scheduler, D, users, "expected")
+        return users * 10 * times["tpot"] / (times["ttft"] + 10 * times["tpot"])
+
+    # flat steps (f moves with D only through the prompt room): the iteration stops on the fixed point D = f(D)
+    D = float(agg.closed_loop(FlatSteps(), load, scheduler, users, 1e9, "expected")["decode"])
+    assert float(little(FlatSteps(), D)) == pytest.approx(D, rel=1e-7)
+    # a cusp between f's two levels: the iteration bisects onto it, and the times are those of one side of it
+    low, high = float(little(CuspSteps(1e9), 1.0)), float(little(CuspSteps(0.0), 1.0))
+    assert high < low  # the dearer prompt step makes requests spend longer outside decoding
+    cusp = (low + high) / 2
+    out = agg.closed_loop(CuspSteps(cusp), load, scheduler, users, 1e9, "expected")
+    assert float(out["decode"]) == pytest.approx(cusp, rel=1e-4)
