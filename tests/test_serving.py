@@ -23,7 +23,7 @@ from roofline.serving.capacity import kv_per_request
 from roofline.serving.search_rows import rows
 from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_aggregated, serve_disaggregated
 from roofline.serving.speculative import Speculation
-from roofline.serving.step_tables import tabulate
+from roofline.serving.step_tables import tabulate, tabulate_many
 from roofline.serving.steps import GRID_RATIO, Mix, StepPricer, grid, lookup
 
 H200 = get_accelerator("h200-sxm")
@@ -407,3 +407,21 @@ def test_closed_loop_converges_and_bisects_a_cusp():
     cusp = (low + high) / 2
     out = agg.closed_loop(CuspSteps(cusp), load, scheduler, users, 1e9, "expected")
     assert float(out["decode"]) == pytest.approx(cusp, rel=1e-4)
+
+
+def test_closed_loop_broadcasts_stacked_steps_against_the_load():
+    # two deployments' stacked tables read per point (rows 0, 1, 0) under one scalar concurrency, and a column of
+    # rows against a row of concurrencies: each point is solved as if alone
+    model = get_model("llama-3.1-8b")
+    plans = [Scenario(parallel=Parallel(tp=tp)).for_model(model) for tp in (1, 2)]
+    tables = tabulate_many(model, {s: [H200] for s in plans}, Mix(kv_len=1536.0, prompt=1024.0), 4096.0, 256.0)
+    steps = agg.Stepper(target=tables.parts, mixed=True)
+    load, scheduler = agg.Load(1024, 1024), agg.Scheduler(budget=8192.0, mixed=True)
+    alone = [agg.closed_loop(agg.Stepper(target=tables.of(s, H200.key), mixed=True), load, scheduler, N, 100.0,
+                             "expected")["tpot"] for s in plans for N in (8.0, 16.0)]
+    rows = agg.closed_loop(steps.at_points(np.array([0, 1, 0])), load, scheduler, 16.0, 100.0, "expected")
+    np.testing.assert_allclose(rows["tpot"], [alone[1], alone[3], alone[1]], rtol=1e-6)
+    grid2 = agg.closed_loop(steps.at_points(np.array([[0], [1]])), load, scheduler, np.array([8.0, 16.0]), 100.0,
+                            "expected")
+    assert grid2["tpot"].shape == (2, 2)
+    np.testing.assert_allclose(grid2["tpot"].ravel(), alone, rtol=1e-6)

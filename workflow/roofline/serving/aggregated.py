@@ -277,45 +277,55 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
 
 def _occupancy(stepper: Stepper, load: Load, scheduler: Scheduler, active, side: str) -> tuple[np.ndarray, dict]:
     """(D, the step mix's TTFT, TPOT and prompt-room use at D) of the closed loop: D is the fixed point of
-    D = f(D), f = Little's count of the step mix at D (see decoding). Each point iterates D <- D + w (f(D) - D)
-    until it moves less than TOLERANCE (relative), at most ITERATIONS times; w starts at 1 and halves each time a
-    point's step changes sign (the fixed point lies between its last two iterates), so points where f is flat
-    converge in a few iterations and those at a cusp of f (a step-mix regime change, where f jumps over the
-    diagonal and has no fixed point) bisect onto the cusp. Converged points leave the iteration (the rest iterate
-    on their own) with the times of their last iteration: the search's points take about three iterations, and
-    after ITERATIONS every one has settled to within 1e-5 (the Qwen3-30B-A3B default search)."""
-    start = np.asarray(active, dtype=float) * load.decode_steps / (load.decode_steps + 1)
-    shape, D = start.shape, np.array(start, dtype=float).ravel()
-    active = np.broadcast_to(active, shape).ravel()
+    D = f(D), f = Little's count of the step mix at D (see decoding): the root of g(D) = f(D) - D. Each point
+    takes a secant step on g (a plain step D <- f(D) first), kept inside a bracket [lo, hi] of the root (lo: the
+    largest D seen with g > 0, hi: the smallest with g < 0) and bisecting the bracket where the step leaves it,
+    until D moves less than TOLERANCE (relative), at most ITERATIONS times: where f is smooth the secant converges
+    in a few steps, however steep f is, and at a cusp of f (a step-mix regime change, where f jumps over the
+    diagonal and has no root) the bracket closes on the cusp. Converged points leave the iteration (the rest
+    iterate on their own) with the times of their last iteration: the search's points take about three."""
+    group = getattr(stepper, "group", None)
+    shape = np.broadcast_shapes(np.shape(active), np.shape(group) if np.ndim(group) > 0 else (),
+                                np.shape(scheduler.budget))
+    active = np.broadcast_to(np.asarray(active, dtype=float), shape).ravel()
+    D = active * load.decode_steps / (load.decode_steps + 1)
     out = {name: np.empty(D.size) for name in ("ttft", "tpot", "rho")}
-    live, weight, last = np.arange(D.size), np.ones(D.size), np.zeros(D.size)
-    part, plan = stepper, scheduler
+    # the bracket holds the D seen: g = f(D) - D changes sign across it only beyond a D on each side, so a midpoint
+    # is finite; (D, g) of each point's previous iteration give the secant step
+    live, lo, hi = np.arange(D.size), np.full(D.size, -np.inf), np.full(D.size, np.inf)
+    before, g_before = np.full(D.size, np.nan), np.full(D.size, np.nan)
+    part, plan = _points(stepper, scheduler, live, shape)  # per-point arrays laid out as D
     for _ in range(ITERATIONS):
         here, busy = D[live], active[live]
         times = step_mix(part, load, plan, here, busy, side)
         for name, column in out.items():
             column[live] = times[name]
         rate = busy / (times["ttft"] + (load.osl - 1) * times["tpot"])
-        move = np.minimum(decoding(plan, rate * (load.osl - 1) * times["tpot"], busy), busy) - here
-        weight = np.where(move * last < 0, weight / 2, weight)
-        D[live] = here + weight * move
-        moving = np.abs(move) * weight > TOLERANCE * here
+        g = np.minimum(decoding(plan, rate * (load.osl - 1) * times["tpot"], busy), busy) - here
+        lo = np.where(g > 0, np.maximum(lo, here), lo)
+        hi = np.where(g < 0, np.minimum(hi, here), hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            secant = here - g * (here - before) / (g - g_before)
+        step = np.where(np.isfinite(secant), secant, here + g)
+        D[live] = np.where((step > lo) & (step < hi), step, (lo + hi) / 2)
+        moving = np.abs(D[live] - here) > TOLERANCE * here
+        before, g_before = here, g
         if moving.all():
-            last = move
             continue
-        live, weight, last = live[moving], weight[moving], move[moving]
+        live, lo, hi, before, g_before = (v[moving] for v in (live, lo, hi, before, g_before))
         if not live.size:
             break
-        part, plan = _points(stepper, scheduler, live, D.size)
+        part, plan = _points(stepper, scheduler, live, shape)
     return D.reshape(shape), {name: column.reshape(shape) for name, column in out.items()}
 
 
-def _points(stepper: Stepper, scheduler: Scheduler, points: np.ndarray, size: int) -> tuple[Stepper, Scheduler]:
-    """The stepper and scheduler read at some of `size` points (their per-point arrays taken at `points`)."""
+def _points(stepper: Stepper, scheduler: Scheduler, points: np.ndarray, shape: tuple) -> tuple[Stepper, Scheduler]:
+    """The stepper and scheduler read at some points of `shape`, flat (their per-point arrays broadcast to `shape`
+    and taken at `points`)."""
     if np.ndim(getattr(stepper, "group", None)) > 0:
-        stepper = stepper.at_points(np.broadcast_to(stepper.group, (size,))[points])
+        stepper = stepper.at_points(np.broadcast_to(stepper.group, shape).ravel()[points])
     if np.ndim(scheduler.budget) > 0:
-        scheduler = replace(scheduler, budget=np.broadcast_to(scheduler.budget, (size,))[points])
+        scheduler = replace(scheduler, budget=np.broadcast_to(scheduler.budget, shape).ravel()[points])
     return stepper, scheduler
 
 
