@@ -24,7 +24,7 @@ from roofline.serving.search_rows import rows
 from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_aggregated, serve_disaggregated
 from roofline.serving.speculative import Speculation
 from roofline.serving.step_tables import tabulate, tabulate_many
-from roofline.serving.steps import GRID_RATIO, Mix, StepPricer, grid, lookup
+from roofline.serving.steps import GRID_RATIO, Curve, Mix, StepPricer, grid, lookup
 
 H200 = get_accelerator("h200-sxm")
 FP8 = Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")
@@ -425,3 +425,14 @@ def test_closed_loop_broadcasts_stacked_steps_against_the_load():
                             "expected")
     assert grid2["tpot"].shape == (2, 2)
     np.testing.assert_allclose(grid2["tpot"].ravel(), alone, rtol=1e-6)
+
+
+def test_a_curve_reads_what_lookup_reads_bit_for_bit():
+    # stacked [3, 6] tables, points below the grid, between nodes, on nodes and past the end, each in its own row
+    table = np.arange(18, dtype=float).reshape(3, 6) ** 1.5
+    x = np.array([0.5, 1.0, 1.02, GRID_RATIO ** 2, 1.1, 1.2, 50.0])
+    group = np.array([0, 1, 2, 0, 1, 2, 1])
+    curve = Curve(table)
+    assert np.array_equal(curve.at(*curve.locate(x, curve.offsets(group))), lookup(table, x, group))
+    one = Curve(table[1])
+    assert np.array_equal(one.at(*one.locate(x)), lookup(table[1], x))

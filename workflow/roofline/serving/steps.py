@@ -92,9 +92,9 @@ def lookup(table: np.ndarray, x, group=None) -> np.ndarray:
 
 class Curve:
     """A [K] table, or [G, K] stacked tables, on the grid, kept for fast reads at many points: the values and each
-    point's slope to the next (0 at the last point, which points past the end read), flat. read() gives what
-    lookup() gives, bit for bit (the same low + (high - low) x w), in half the array operations: a solver reads its
-    step tables at every point in every iteration."""
+    point's slope to the next (0 at the last point, which points past the end read), flat. at(*locate(x)) gives
+    what lookup() gives, bit for bit (the same low + (high - low) x w), in half the array operations, and tables
+    of one width share a locate: a solver reads its step tables at every point in every iteration."""
 
     def __init__(self, table: np.ndarray):
         table = np.asarray(table, dtype=float)
@@ -106,10 +106,6 @@ class Curve:
         """Each point's first flat index of its row (`group`: a row per point); None for a [K] table."""
         return None if group is None else np.asarray(group) * self.width
 
-    def read(self, x, offsets=None) -> np.ndarray:
-        """The table at x (interpolated as lookup), in each point's row (`offsets`, from offsets())."""
-        return self.at(*self.locate(x, offsets))
-
     def locate(self, x, offsets=None) -> tuple:
         """(flat index, weight) of x in each point's row: where at() reads this table, and any of its width."""
         k, w = locate(x)
@@ -117,6 +113,7 @@ class Curve:
         return (index if offsets is None else index + offsets), w
 
     def at(self, index, w) -> np.ndarray:
+        """The table at located points (locate())."""
         return np.take(self.values, index) + np.take(self.slopes, index) * w
 
 
