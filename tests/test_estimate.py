@@ -184,18 +184,6 @@ def test_calibrate_converts_collectives_in_seconds_with_the_engine_bound():
     assert {r["op"] for r in rows} == {"all_reduce", "all_gather", "all_to_all"}
 
 
-def test_a_missing_extra_says_the_one_install_line(monkeypatch):
-    from roofline.estimate import aic_source as src
-
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    src.package_root.cache_clear()
-    try:
-        with pytest.raises(RooflineInputError, match=r"pip install 'llm-roofline\[aic\]'"):
-            src.package_root()
-    finally:
-        src.package_root.cache_clear()
-
-
 def test_a_table_of_ones_own_takes_precedence_over_the_shipped_ones():
     own = cal.data_dir() / "h100-sxm.vidur.csv.gz"  # any table in the format: here vidur's H100 kernels
     h200 = replace(hardware.get_accelerator("h200-sxm"), calibration=str(own))

@@ -280,9 +280,9 @@ def test_the_api_serves_what_the_command_does(capsys):
     import roofline
 
     api = roofline.serve("llama-3.1-70b", "h200-sxm", isl=2048, osl=512, concurrency=32, tp=2, weight_dtype="fp8",
-                         spec_method="mtp", spec_accepted_length=2.2)
+                         spec_method="eagle", spec_accepted_length=2.2)
     code, out, _ = serve_cli(capsys, "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--isl", "2048", "--osl", "512",
-                             "--concurrency", "32", "--tp", "2", "--weight-dtype", "fp8", "--spec-method", "mtp",
+                             "--concurrency", "32", "--tp", "2", "--weight-dtype", "fp8", "--spec-method", "eagle",
                              "--spec-accepted-length", "2.2", "--format", "csv")
     command = pd.read_csv(io.StringIO(out), keep_default_na=False, na_values=["nan"])
     assert code == 0 and list(api.columns) == list(command.columns)

@@ -77,7 +77,7 @@ def serve(model: str, gpu: str, *, isl: int, osl: int, **options) -> pandas.Data
     prefix_hit, overflow, benchmark_waves, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype, weight_group_size,
     attention, expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, spec_method,
     spec_tokens, spec_acceptance, spec_accepted_length, spec_draft_model, mode, prefill_workers, decode_workers,
-    prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp, max_devices, calibration.
+    prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp, max_devices, calibration, calibration_any_device.
     """
     return _frame("serve", model=model, gpu=gpu, isl=isl, osl=osl, **options)
 

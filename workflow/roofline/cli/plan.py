@@ -13,6 +13,7 @@ from ..engine.dtypes import STORAGE_DTYPES
 from ..engine.errors import RooflineInputError
 from ..engine.scenario import Scenario
 from ..serving import planner, search, search_budget, search_rows
+from ..serving.candidates import DEFAULT_KV_DTYPES
 from ..serving.cost import RANK_ON, add_plan_cost, check_priced, rank_on_cost
 from . import options, spec_options
 from .formats import csv_text, format_table, json_safe
@@ -62,7 +63,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--weight-dtypes", nargs="+", type=choice("--weight-dtypes", STORAGE_DTYPES),
                         help="weight dtypes to search (default: --dtypes)")
     parser.add_argument("--kv-dtypes", nargs="+", type=choice("--kv-dtypes", STORAGE_DTYPES),
-                        help="KV-cache dtypes to search (default: --dtypes)")
+                        help="KV-cache dtypes to search (default: --dtypes, else "
+                             + " ".join(DEFAULT_KV_DTYPES) + ": what vLLM, SGLang and TensorRT-LLM offer)")
     parser.add_argument("--mode", type=choice("--mode", search.SEARCH_MODES),
                         help="aggregated (default) | disaggregated | all: the serving model's deployments")
     parser.add_argument("--prefill", type=choice("--prefill", planner.PREFILL_MODES),
@@ -119,8 +121,9 @@ def table(args) -> tuple[list[dict], dict]:
     model = options.model(args.model)
     if args.prefill is not None:
         return _step_model(args, model, gpus)
+    _check_disaggregated_devices(args)
     weights = args.weight_dtypes or args.dtypes or list(planner.DEFAULT_DTYPES)
-    kvs = args.kv_dtypes or args.dtypes or list(planner.DEFAULT_DTYPES)
+    kvs = args.kv_dtypes or args.dtypes or list(DEFAULT_KV_DTYPES)
     workload = search.ServedWorkload(isl=args.isl, osl=args.osl, tpot_s=_seconds(args.tpot_ms),
                                      ttft_s=_seconds(args.ttft_ms), prefix_hit=args.prefix_hit,
                                      spec=spec_options.speculation(args, model), framework=args.framework or "")
@@ -137,6 +140,15 @@ def table(args) -> tuple[list[dict], dict]:
         left_out = len(frontier) - len(rows)
     return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out,
                   "reason": "" if rows else search_rows.no_plan_reason(result, side)}
+
+
+def _check_disaggregated_devices(args) -> None:
+    """Refuse --mode disaggregated within one device up front: the search would find no layout and blame the dtypes
+    or the memory, when a prefill pool and a decode pool simply need a device each."""
+    if args.mode == "disaggregated" and args.max_devices is not None and args.max_devices < 2:
+        raise RooflineInputError(f"--max-devices: {args.max_devices} is not allowed with --mode disaggregated; its "
+                                 "prefill and decode pools need at least 2 devices (use --max-devices 2 or more, or "
+                                 "--mode aggregated)")
 
 
 def _side(args) -> str:

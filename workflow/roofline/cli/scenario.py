@@ -1,15 +1,16 @@
-"""The options of one (model, gpu, stage, scenario) question, shared by `ops` and `totals`, and its analysis."""
+"""The options of one (model, gpu, stage, scenario) question, shared by `ops` and `totals`, and its analysis (the
+dtype, parallel and calibration options `serve` shares too)."""
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
 from ..engine.dtypes import STORAGE_DTYPES, WEIGHT_DTYPES
-from ..engine.errors import RooflineInputError
-from ..engine.hardware import FRAMEWORKS
+from ..engine.errors import RooflineInputError, clip
+from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.parallel import Parallel
 from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario
-from ..estimate.calibration import check_table
+from ..estimate.calibration import check_table, read_table, table_facts
 from ..estimate.expected import analyze
 from . import options
 from .options import choice, fraction, positive_int
@@ -37,10 +38,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--framework", type=choice("--framework", FRAMEWORKS),
                         help="serving framework whose measured kernels and step model the expected times use "
                              "(default: the device's; a device without its tables keeps its default)")
-    parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure or "
-                                              "roofline calibrate --out); default: the one shipped for --gpu, if any")
-    parser.add_argument("--calibration-any-device", action="store_true",
-                        help="apply --calibration even if it was measured on another device than --gpu")
+    add_calibration(parser, "calibration table for the expected times (roofline measure or roofline calibrate "
+                            "--out); default: the one shipped for --gpu, if any")
 
 
 def add_dtypes(parser, defaults: Scenario) -> None:
@@ -101,13 +100,35 @@ def analysis(args) -> tuple[list[dict], dict]:
         gpu = replace(gpu, framework=args.framework)
     if getattr(args, "price_per_hour", None):
         gpu = replace(gpu, price_per_hour=args.price_per_hour)
+    return analyze(model, calibrated(gpu, args), args.stage, chosen)
+
+
+def add_calibration(parser, what: str) -> None:
+    """--calibration (`what`: its help) and --calibration-any-device, as ops, totals and serve take them."""
+    parser.add_argument("--calibration", help=what)
+    parser.add_argument("--calibration-any-device", action="store_true",
+                        help="apply --calibration even if it was measured on another device than --gpu (or under "
+                             "another framework than --framework)")
+
+
+def calibrated(gpu: Accelerator, args) -> Accelerator:
+    """`gpu` with --calibration's table, refused (one line) when it was measured on another chip than --gpu's or, with
+    --framework, under another framework, unless --calibration-any-device: every command that takes a table checks
+    it alike, so none labels a foreign device's kernels as this one's."""
     if args.calibration_any_device and not args.calibration:
         raise RooflineInputError("--calibration-any-device: needs --calibration (the shipped tables always match "
                                  "their device)")
-    if args.calibration:
-        gpu = replace(gpu, calibration=_absolute(args.calibration), calibration_any_device=args.calibration_any_device)
-        try:
-            check_table(gpu.calibration, gpu)
-        except RooflineInputError as error:
-            raise RooflineInputError(f"--{error}") from None
-    return analyze(model, gpu, args.stage, chosen)
+    if not args.calibration:
+        return gpu
+    gpu = replace(gpu, calibration=_absolute(args.calibration), calibration_any_device=args.calibration_any_device)
+    try:
+        check_table(gpu.calibration, gpu)
+    except RooflineInputError as error:
+        raise RooflineInputError(f"--{error}") from None
+    # a table from `roofline measure` names no framework ("") and fits any
+    measured_under = table_facts(read_table(gpu.calibration))["framework"]
+    if args.framework and measured_under not in ("", args.framework) and not args.calibration_any_device:
+        raise RooflineInputError(f"--calibration: '{clip(gpu.calibration, 200)}' was measured under {measured_under}, "
+                                 f"not under --framework {args.framework}; use a table measured under "
+                                 f"{args.framework}; to apply it anyway, --calibration-any-device")
+    return gpu

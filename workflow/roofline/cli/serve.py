@@ -1,14 +1,12 @@
 """`roofline serve`: what a loaded server delivers, one deployment and one workload in, one row out."""
 from __future__ import annotations
 
-from dataclasses import replace
-from pathlib import Path
+import re
 
 from ..engine.columns import SERVE_COLUMNS
 from ..engine.errors import RooflineInputError
-from ..engine.parallel import Parallel
+from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
 from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, MLA_MODES, Scenario
-from ..estimate.calibration import check_table
 from ..serving.serve import (
     MODES,
     OVERFLOWS,
@@ -57,7 +55,8 @@ def add_arguments(parser) -> None:
     spec_options.add_arguments(parser)
     _add_pools(parser)
     options.add_format(parser)
-    parser.add_argument("--calibration", help="calibration table for the expected times (roofline measure --out)")
+    scenario.add_calibration(parser, "calibration table for the expected times (roofline measure or roofline "
+                                     "calibrate --out)")
 
 
 def _add_pools(parser) -> None:
@@ -69,15 +68,14 @@ def _add_pools(parser) -> None:
         parser.add_argument(f"--prefill-{name}", type=positive_int(f"--prefill-{name}"),
                             help=f"the prefill workers' {name} (default: the decode plan's)")
     parser.add_argument("--prefill-attention-dp", action="store_true", help="data-parallel attention in prefill")
-    parser.add_argument("--max-devices", type=positive_int("--max-devices"),
-                        help="refuse pools that need more devices than this")
+    parser.add_argument("--max-devices", type=positive_int("--max-devices", MAX_DEVICES),
+                        help=f"refuse pools that need more devices than this (pools are at most {MAX_DEVICES} "
+                             "devices in any case)")
 
 
 def table(args) -> tuple[list[dict], dict]:
     """(the one served row, no notes)."""
-    model, gpu = options.model(args.model), options.gpu(args.gpu)
-    if args.calibration:
-        gpu = replace(gpu, calibration=check_table(str(Path(args.calibration).resolve())))
+    model, gpu = options.model(args.model), scenario.calibrated(options.gpu(args.gpu), args)
     chosen = Scenario(weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                       attention=args.attention, expert_routing=args.expert_routing, mla_mode=args.mla_mode,
                       parallel=scenario.parallel(args), expert_weight_dtype=args.expert_weight_dtype or "",
@@ -89,12 +87,47 @@ def table(args) -> tuple[list[dict], dict]:
     if args.mode == "aggregated":
         _refuse_pool_options(args)
         return [serve_aggregated(served, workload, args.overflow, args.benchmark_waves or 0.0)], {}
-    decode = served.plan
-    prefill = Parallel(tp=args.prefill_tp or decode.tp, pp=args.prefill_pp or decode.pp,
-                       ep=args.prefill_ep or (decode.ep if args.prefill_tp is None else 1),
-                       attention_dp=args.prefill_attention_dp)
+    prefill = _prefill_plan(args, served)
+    _check_pool_devices(args, prefill, served.plan)
     pools = Disaggregation(args.prefill_workers, args.decode_workers, prefill, args.max_devices)
     return [serve_disaggregated(served, workload, pools, args.overflow, args.benchmark_waves or 0.0)], {}
+
+
+def _prefill_plan(args, served) -> Parallel:
+    """The prefill workers' plan (--prefill-*, else the decode plan's), checked against the model and device here so
+    a bad one is named by the --prefill-* options that set it, not as the decode plan's `parallel (...)` fields."""
+    decode = served.plan
+    plan = Parallel(tp=args.prefill_tp or decode.tp, pp=args.prefill_pp or decode.pp,
+                    ep=args.prefill_ep or (decode.ep if args.prefill_tp is None else 1),
+                    attention_dp=args.prefill_attention_dp)
+    try:
+        check_plan(served.model, served.gpu, plan.validate("prefill plan"))
+    except RooflineInputError as error:
+        raise RooflineInputError(_in_prefill_options(str(error), args, plan)) from None
+    return plan
+
+
+def _in_prefill_options(message: str, args, plan: Parallel) -> str:
+    """`message` (about the prefill plan, in Parallel's field words) under the --prefill-* options it concerns that
+    were given (all of them when none was: the plan was inherited from --tp/--pp/--ep)."""
+    rest = message.partition(": ")[2]
+    fields = [name for name in ("tp", "pp", "ep") if re.search(rf"\b{name}\b", message)]
+    fields += ["attention-dp"] if "attention_dp" in message else []
+    given = [name for name in ("tp", "pp", "ep", "attention-dp") if getattr(args, f"prefill_{name.replace('-', '_')}")]
+    named = [name for name in fields if name in given] or given or fields
+    shown = f"tp {plan.tp}, pp {plan.pp}, ep {plan.ep}" + (", attention-dp" if plan.attention_dp else "")
+    return f"{'/'.join(f'--prefill-{name}' for name in named)}: prefill plan ({shown}): {rest}"
+
+
+def _check_pool_devices(args, prefill: Parallel, decode: Parallel) -> None:
+    """Refuse pools of more devices than one deployment may use (MAX_DEVICES, the most a plan or `plan
+    --max-devices` may have), so worker counts without --max-devices stay within a real system."""
+    needed = args.prefill_workers * prefill.devices + args.decode_workers * decode.devices
+    if needed > MAX_DEVICES:
+        raise RooflineInputError(
+            f"--prefill-workers / --decode-workers: {args.prefill_workers} x {prefill.devices} + "
+            f"{args.decode_workers} x {decode.devices} = {needed} devices, more than {MAX_DEVICES} (the most one "
+            "deployment may use); use fewer workers or smaller plans")
 
 
 def _refuse_pool_options(args) -> None:

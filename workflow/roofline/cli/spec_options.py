@@ -49,6 +49,17 @@ def speculation(args, target) -> Speculation:
         if given:
             raise RooflineInputError(f"--spec-{given[0].replace('_', '-')}: only with --spec-method")
         return Speculation()
-    draft = options.model(args.spec_draft_model) if args.spec_draft_model else None
+    draft = _draft_model(args.spec_draft_model) if args.spec_draft_model else None
     return Speculation(args.spec_method, args.spec_tokens, args.spec_acceptance, args.spec_accepted_length,
                        draft).validate(target)
+
+
+def _draft_model(text: str):
+    """--spec-draft-model as a model; its errors name this option, not --model (a config.json's own errors, which
+    name the file, get the option in front)."""
+    option = "--spec-draft-model"
+    try:
+        return options.model(text, option)
+    except RooflineInputError as error:
+        message = str(error)
+        raise RooflineInputError(message if message.startswith(f"{option}: ") else f"{option}: {message}") from None

@@ -73,6 +73,9 @@ class ModelSpec:
     nope_layers: int = 0  # layers without rotary embedding (Llama 4: every 4th)
     attention_chunk: int | None = None  # [Ck] chunked attention (Llama 4): a query sees its own chunk's keys only
     chunked_layers: int = 0  # how many of the L layers use chunked attention
+    mtp_layers: int = 0  # multi-token-prediction modules shipped beside the L layers (DeepSeek-V3's
+    # num_nextn_predict_layers, Qwen3-Next's mtp_num_hidden_layers): only speculative decoding (--spec-method mtp)
+    # runs them; they are outside every parameter count, as the checkpoints' published sizes leave them out
     attn_output_gate: bool = False  # q_proj also emits a per-channel sigmoid gate on the attention output (Qwen3-Next)
     shared_expert_gate: bool = False  # a sigmoid gate Linear(D, 1) on the shared expert's output (Qwen3-Next)
     # Gated DeltaNet linear attention (Qwen3-Next): a fixed [Hv, dk, dv] state per sequence instead of a KV cache
@@ -210,4 +213,4 @@ _INT_FIELDS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "head_dim", "inter
                "moe_intermediate", "n_shared_experts", "first_dense_layers", "q_lora_rank", "kv_lora_rank",
                "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "rope_dim", "nope_layers", "attention_chunk",
                "chunked_layers", "linear_layers", "linear_k_heads", "linear_v_heads", "linear_k_dim", "linear_v_dim",
-               "linear_conv_kernel")
+               "linear_conv_kernel", "mtp_layers")

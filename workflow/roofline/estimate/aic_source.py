@@ -18,8 +18,9 @@ from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import FRAMEWORKS
 
 PACKAGE = "aiconfigurator-core"
-#: the optional extra that installs it (pyproject.toml)
-INSTALL = "pip install 'llm-roofline[aic]'  (or: pip install aiconfigurator-core==0.12.0)"
+#: the one line that installs it: the pin of pyproject.toml's `aic` extra (llm-roofline is not on PyPI, so
+#: `pip install 'llm-roofline[aic]'` would not resolve outside a checkout)
+INSTALL = "pip install aiconfigurator-core==0.12.0"
 #: catalog key -> the package's system name (devices it measured; a100_pcie, h100_pcie, l4 and a30 hold no data)
 SYSTEMS = {
     "h100-sxm": "h100_sxm", "h200-sxm": "h200_sxm", "b200": "b200_sxm", "b300": "b300_sxm",
@@ -43,8 +44,8 @@ def package_root() -> Path:
     """The installed package's folder (located without importing it: its import loads a compiled engine)."""
     spec = importlib.util.find_spec("aiconfigurator_core")
     if spec is None or not spec.submodule_search_locations:
-        raise RooflineInputError(f"--from aiconfigurator: the package {PACKAGE} is not installed; install the "
-                                 f"optional extra: {INSTALL}")
+        raise RooflineInputError(f"--from aiconfigurator: the package {PACKAGE} is not installed; install it: "
+                                 f"{INSTALL}")
     return Path(next(iter(spec.submodule_search_locations)))
 
 

@@ -25,9 +25,11 @@ from ..engine.models import ModelSpec, model_from_entry
 from ..engine.parallel import Parallel, check_plan
 from ..engine.scenario import STAGES, Scenario, check_context
 from ..estimate.calibration import check_table, fit_path, framework_for, table_path
+from ..serving.candidates import DEFAULT_KV_DTYPES
 from ..serving.framework import DEFAULT_FRAMEWORK
 from ..serving.measured import PREDICTED, MeasuredRun, run_params
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
+from ..serving.search import count_candidates as served_count
 from ..serving.search_budget import MAX_CANDIDATES, check_budget, check_max_devices, count_candidates
 from ..serving.table import ServingSettings
 from .compare import results_folder
@@ -307,12 +309,16 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
                             memory_utilization=scenario.memory_utilization,
                             mode=section.get("mode", "aggregated") if served else None,
                             weight_dtypes=tuple(section.get("weight_dtypes", ())),
-                            kv_dtypes=tuple(section.get("kv_dtypes", ())),
+                            kv_dtypes=tuple(section.get("kv_dtypes") or section.get("dtypes") or DEFAULT_KV_DTYPES),
                             framework=section.get("framework") or scenario.framework,
                             rank_on=section.get("rank_on", "expected"))
     for key, model in models.items():  # every search bounded before any job runs
-        count = count_candidates(model, settings.gpus, settings.dtypes, settings.max_devices,
-                                 settings.memory_utilization)
+        if settings.mode is None:  # the step model's search
+            count = count_candidates(model, settings.gpus, settings.dtypes, settings.max_devices,
+                                     settings.memory_utilization)
+        else:  # the serving model's: what roofline.serving.search.search counts
+            count = served_count(model, settings.gpus, settings.weight_dtypes or settings.dtypes,
+                                 settings.kv_dtypes, settings.max_devices, settings.mode)
         check_budget(count, section.get("max_candidates", MAX_CANDIDATES), f"plan (models.{key})",
                      "lower plan.max_devices, list fewer plan.gpus or plan.dtypes, or raise plan.max_candidates")
     return settings

@@ -28,7 +28,9 @@ The model (the README states it with its assumptions):
   requests are in flight (the KV cache, roofline.serving.capacity); each spends S = TTFT + (osl - 1) TPOT in
   flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law, solved by fixed-point
   iteration; a prefill-first scheduler's lockstep wave decodes whole: D = every request in flight at sync 1).
-  Users beyond `running` wait N / X - S for a slot, added to their TTFT.
+  Users beyond `running` wait N / X - S for a slot, added to their TTFT. Where the prompts would need more than the
+  steps' room (utilization over MAX_UTILIZATION), only as many requests are in service as the room computes (found
+  by bisection); the other users wait in the server's queue the same way.
 * Open loop (`request_rate` R per second): X = R, D = R (osl - 1) TPOT; a rate the prompt room or the cache cannot
   keep up with has no steady state (`keeps_up` False).
 
@@ -51,6 +53,8 @@ ITERATIONS = 16
 TOLERANCE = 1e-7
 #: prompt-room utilization beyond which the prefill queue is taken as saturated
 MAX_UTILIZATION = 0.995
+#: bisection steps that find a saturated closed loop's requests in service (to 2^-8 of the users)
+SATURATION_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -256,7 +260,10 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # closed loop: a group arrives as the last step of its members' previous requests ends, so it waits for a running
     # step and for queued prompts only as far as other groups are in flight (none when one group holds them all)
     apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else 1.0
-    ttft = scheduler.request_overhead_s + apart * (square / (2 * mean) + rho / (2 * (1 - rho)) * prompt) + prompt
+    queue = rho / (2 * (1 - rho)) * prompt  # M/D/1; closed: never more than every other request's prompt ahead
+    if closed:
+        queue = np.minimum(queue, np.maximum(active - cluster, 0.0) * load.computed / room * heavy)
+    ttft = scheduler.request_overhead_s + apart * (square / (2 * mean) + queue) + prompt
     return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy}
 
 
@@ -265,6 +272,8 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
     N = np.asarray(concurrency, dtype=float)
     active = np.minimum(N, running)
     D, times = _occupancy(stepper, load, scheduler, active, side)
+    if side == "expected":
+        active, D, times = _within_prompt_room(stepper, load, scheduler, active, running, D, times)
     in_flight = times["ttft"] + (load.osl - 1) * times["tpot"]
     rate = active / in_flight
     ttft = times["ttft"] + np.maximum(N / np.maximum(rate, 1e-300) - in_flight, 0.0)
@@ -273,6 +282,35 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
     return {"ttft": ttft, "tpot": times["tpot"], "e2e": ttft + (load.osl - 1) * times["tpot"],
             "requests_per_s": rate, "decode": D, "running": active + 0 * D, "prefill_utilization": times["rho"],
             "keeps_up": np.ones_like(D, dtype=bool)}
+
+
+def _within_prompt_room(stepper: Stepper, load: Load, scheduler: Scheduler, active, running, D, times: dict):
+    """(requests in service, D, times) where the prompts of `active` requests need more than the steps' room (rho
+    over MAX_UTILIZATION): only as many are in service as keep rho there, the other users wait in the server's queue
+    (closed_loop adds their wait to TTFT), so the request rate stays at what the prompt room computes. Without this
+    the M/D/1 wait, taken at MAX_UTILIZATION, would let more users raise the rate past the room. The bisection
+    brackets [1, running], whatever the users: every saturated concurrency of a deployment gets the same state (a
+    tie, which the search's frontier leaves out after the first)."""
+    shape = np.shape(D)
+    served = np.broadcast_to(np.asarray(active, dtype=float), shape).ravel().copy()
+    rho = np.asarray(times["rho"], dtype=float).ravel()
+    hot = np.flatnonzero(rho > MAX_UTILIZATION)
+    if not hot.size:
+        return active, D, times
+    D = np.asarray(D, dtype=float).ravel().copy()
+    times = {name: np.asarray(value, dtype=float).ravel().copy() for name, value in times.items()}
+    part, plan = _points(stepper, scheduler, hot, shape)
+    # rho grows with the requests in service: bisect for MAX_UTILIZATION
+    lo, hi = np.ones(hot.size), np.broadcast_to(np.asarray(running, dtype=float), shape).ravel()[hot]
+    for _ in range(SATURATION_ROUNDS):
+        mid = (lo + hi) / 2
+        over = _occupancy(part, load, plan, mid, "expected")[1]["rho"] > MAX_UTILIZATION
+        lo, hi = np.where(over, lo, mid), np.where(over, mid, hi)
+    d, t = _occupancy(part, load, plan, lo, "expected")
+    served[hot], D[hot] = lo, d
+    for name in times:
+        times[name][hot] = t[name]
+    return served.reshape(shape), D.reshape(shape), {name: value.reshape(shape) for name, value in times.items()}
 
 
 def _occupancy(stepper: Stepper, load: Load, scheduler: Scheduler, active, side: str) -> tuple[np.ndarray, dict]:
@@ -307,7 +345,9 @@ def _occupancy(stepper: Stepper, load: Load, scheduler: Scheduler, active, side:
         with np.errstate(divide="ignore", invalid="ignore"):
             secant = here - g * (here - before) / (g - g_before)
         step = np.where(np.isfinite(secant), secant, here + g)
-        D[live] = np.where((step > lo) & (step < hi), step, (lo + hi) / 2)
+        with np.errstate(invalid="ignore"):  # lo + hi is -inf + inf only where the step stays inside (no root
+            # bracketed yet, e.g. g = 0 at once when a request has no decode steps): that midpoint is never taken
+            D[live] = np.where((step > lo) & (step < hi), step, (lo + hi) / 2)
         moving = np.abs(D[live] - here) > TOLERANCE * here
         before, g_before = here, g
         if moving.all():

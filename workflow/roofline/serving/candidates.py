@@ -15,14 +15,30 @@ from ..engine.scenario import ATTENTION_IMPLS, Scenario
 
 #: weight (and KV cache) dtypes searched by default
 DEFAULT_DTYPES = ("fp16", "fp8", "int8", "int4")
+#: KV-cache dtypes the serving model searches when none are named: the ones vLLM (`kv_cache_dtype`), SGLang and
+#: TensorRT-LLM's PyTorch backend all offer (16-bit and fp8; none of them has an int8 or int4 KV cache)
+DEFAULT_KV_DTYPES = ("fp16", "fp8")
 #: KV caches narrower than 8 bits are left out of the search (rare in serving engines: accuracy)
 MIN_KV_BYTES = 1.0
 
 
-def activation_dtype(weight_dtype: str) -> str:
-    """The activation dtype of the serving recipe for a weight dtype: floats of 8 bits or more keep their own type
-    (FP8 is served W8A8, computing at the fp8 peak); integer weights are weight-only quantization (W8A16, W4A16)."""
-    return weight_dtype if weight_dtype in ("fp32", "fp16", "bf16", "fp8") else "fp16"
+def activation_dtype(weight_dtype: str, gpu: Accelerator | None = None) -> str:
+    """The activation dtype of the serving recipe for a weight dtype on `gpu` (None: a device that computes fp4).
+    Floats of 8 bits or more keep their own type (FP8 is served W8A8, computing at the fp8 peak). On a device with
+    an fp4 peak (Blackwell), NVFP4 checkpoints are served W4A4 (NVFP4 activations: TensorRT-LLM's and vLLM's
+    ModelOpt NVFP4 recipe) and MXFP4 ones W4A8 (fp8 activations: TensorRT-LLM's MoE backend on Blackwell); without
+    one they are weight-only, as integer weights always are (W4A16, W8A16)."""
+    if weight_dtype in ("fp32", "fp16", "bf16", "fp8"):
+        return weight_dtype
+    if weight_dtype in ("nvfp4", "mxfp4") and (gpu is None or "fp4" in gpu.peak_flops_per_s):
+        return "nvfp4" if weight_dtype == "nvfp4" else "fp8"
+    return "fp16"
+
+
+def on_device(scenario: Scenario, gpu: Accelerator) -> Scenario:
+    """`scenario` with the activation dtype of its weights' serving recipe on `gpu` (activation_dtype)."""
+    act = activation_dtype(scenario.weight_dtype, gpu)
+    return scenario if act == scenario.act_dtype else replace(scenario, act_dtype=act)
 
 
 @dataclass(frozen=True)
@@ -76,7 +92,7 @@ def candidate_groups(model: ModelSpec, gpus: Sequence[Accelerator], dtypes: Sequ
     groups = []
     for gpu in gpus:
         usable = []
-        for sc in recipes:
+        for sc in dict.fromkeys(on_device(sc, gpu) for sc in recipes):
             try:
                 check_device_dtypes(gpu, sc)
             except RooflineInputError:

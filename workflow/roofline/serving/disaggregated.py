@@ -13,7 +13,9 @@ The model (the README states it with its assumptions):
   scale-up link when both pools fit one scale-up domain, else the scale-out network.
 * Decode worker: D sequences decode in every step (no prompt chunks), TPOT = its step time / a (speculation) plus
   the framework's host time; at most its cache's capacity in flight.
-* Closed loop: X_r = N / (TTFT + (osl - 1) TPOT), D = X_r (osl - 1) TPOT / Y (fixed point); open loop: X_r = R.
+* Closed loop: X_r = N / (TTFT + (osl - 1) TPOT), D = X_r (osl - 1) TPOT / Y (fixed point), X_r at most what the
+  prefill pool computes busy all the time (users beyond wait in its queue: TTFT = N / X_r - (osl - 1) TPOT); open
+  loop: X_r = R.
   Rate matching: the pool with the higher load share (prefill busy share, decode cache occupancy) `limits`;
   tokens/s per device counts every device of both pools.
 
@@ -62,6 +64,13 @@ def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, side:
     return C, step, arrivals * load.computed * step / C
 
 
+def saturation_rate(prefill: Stepper, load: Load, budget, side: str):
+    """Prompts/s one prefill worker computes when busy all the time: full-budget steps (a prompt longer than the
+    budget spans several)."""
+    full = np.maximum(np.asarray(budget, dtype=float), 1.0)
+    return full / (load.computed * prefill.heavy(0.0 * full, full, side))
+
+
 def first_wave(prefill: Stepper, load: Load, pools: Pools, budget, active, transfer_s, request_overhead_s: float):
     """Mean TTFT of the first `active` requests of a closed-loop benchmark, all sent at once: each prefill worker
     takes its share in full-budget steps, the i-th step's prompts waiting i steps."""
@@ -81,7 +90,9 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
     lone = prefill.lone(load.computed)
     tpot = decode.light(1.0 + 0.0 * offered, side) / load.tokens_per_step
     ttft = lone + transfer_s + 0.0 * offered
-    rate = active / (ttft + (load.osl - 1) * tpot) if closed else offered
+    # a closed loop's users beyond what the prefill pool computes wait in its queue: the rate stays at saturation
+    most = MAX_UTILIZATION * pools.prefill_workers * saturation_rate(prefill, load, budget, side)
+    rate = np.minimum(active / (ttft + (load.osl - 1) * tpot), most) if closed else offered
     for _ in range(ITERATIONS):
         D = np.minimum(rate * (load.osl - 1) * tpot / pools.decode_workers, running)
         tpot = decode.light(D, side) / load.tokens_per_step
@@ -92,7 +103,7 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         else:
             ttft = request_overhead_s + rho * step / 2 + rho / (2 * (1 - rho)) * step + step + transfer_s
         if closed:
-            rate = 0.5 * rate + 0.5 * active / (ttft + (load.osl - 1) * tpot)
+            rate = np.minimum(0.5 * rate + 0.5 * active / (ttft + (load.osl - 1) * tpot), most)
     in_flight = ttft + (load.osl - 1) * tpot
     if closed:
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)

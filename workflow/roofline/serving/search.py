@@ -26,7 +26,7 @@ from ..estimate.calibration import DEFAULT
 from ..estimate.step import combine
 from . import aggregated as agg
 from . import search_solve as solvers
-from .candidates import MIN_KV_BYTES, activation_dtype, parallel_plans
+from .candidates import MIN_KV_BYTES, activation_dtype, on_device, parallel_plans
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, framework_for
 from .hugepages import without_hugepage_advice
@@ -39,6 +39,11 @@ from .steps import Mix
 SEARCH_MODES = ("aggregated", "disaggregated", "all")
 #: concurrencies searched: the planner's batch grid
 CONCURRENCY_GRID = BATCH_GRID
+#: a frontier point that gains less than this share (relative: a tie, up to rounding) of tokens/s per device and per
+#: user over fewer users of the same candidate, at a longer TTFT, is left out (its extra users only wait; see
+#: _waiting_users). A tie, not a margin: on a fine concurrency grid neighbours differ by less than 1% on both axes
+#: and are real trade-offs
+SURPLUS_GAIN = 1e-6
 #: worker counts searched per pool (disaggregated)
 WORKER_COUNTS = (1, 2, 3, 4, 6, 8)
 #: concurrencies searched for disaggregated pools: ~12% steps from 1 to the grid's largest. Their layouts (prefill
@@ -139,10 +144,16 @@ def aggregated_candidates(model: ModelSpec, gpus: Sequence[Accelerator], scenari
     """Every (device, plan, recipe) the device can compute at and the engine accepts."""
     out = []
     for gpu in gpus:
-        usable = [sc for sc in scenarios if _computes(gpu, sc)]
+        usable = _recipes_on(gpu, scenarios)
         out += [Candidate(gpu, replace(sc, parallel=plan)) for plan in parallel_plans(model, gpu, max_devices)
                 for sc in usable]
     return out
+
+
+def _recipes_on(gpu: Accelerator, scenarios: list[Scenario]) -> list[Scenario]:
+    """The recipes `gpu` computes at, each with its activations as served there (a recipe that becomes another,
+    e.g. W4A4 and W4A16 both weight-only on Hopper, is kept once)."""
+    return list(dict.fromkeys(sc for sc in (on_device(sc, gpu) for sc in scenarios) if _computes(gpu, sc)))
 
 
 def _computes(gpu: Accelerator, scenario: Scenario) -> bool:
@@ -158,7 +169,7 @@ def disaggregated_candidates(model: ModelSpec, gpus: Sequence[Accelerator], scen
     """Every (device, recipe, prefill plan, decode plan, workers) whose pools fit `max_devices` devices."""
     out = []
     for gpu in gpus:
-        usable = [sc for sc in scenarios if _computes(gpu, sc)]
+        usable = _recipes_on(gpu, scenarios)
         for prefill, decode, x, y in _pool_layouts(parallel_plans(model, gpu, max_devices), max_devices):
             out += [Candidate(gpu, replace(sc, parallel=decode), prefill, x, y) for sc in usable]
     return out
@@ -181,7 +192,7 @@ def count_candidates(model: ModelSpec, gpus: Sequence[Accelerator], weight_dtype
     scenarios = recipes(weight_dtypes, kv_dtypes)
     count = 0
     for gpu in gpus:
-        usable = sum(_computes(gpu, sc) for sc in scenarios)
+        usable = len(_recipes_on(gpu, scenarios))
         if mode in ("aggregated", "all"):
             count += len(parallel_plans(model, gpu, max_devices or 8)) * usable * len(CONCURRENCY_GRID)
         if mode in ("disaggregated", "all"):
@@ -362,10 +373,28 @@ def frontier(result: ServedSearch, per_gpu: bool = False, side: str = "expected"
     """Candidates that fit and meet the targets on the Pareto front of tokens/s per device against tokens/s per
     user (expected, or bounds with side="bound"), best first; `per_gpu`: one front per device, in device order."""
     suffix = "_expected" if side == "expected" else ""
-    ok = np.flatnonzero(result.meets(side))
+    meets = result.meets(side)
+    ok = np.flatnonzero(meets & ~_waiting_users(result, meets, side))
     x = result.columns[f"tokens_per_s_per_device{suffix}"][ok]
     y = result.columns[f"tokens_per_s_per_user{suffix}"][ok]
     if not per_gpu:
         return fronts(ok, x, y)
     gpus = [c.gpu.key for c in result.candidates]
     return fronts(ok, x, y, np.array(gpus)[result.candidate[ok]], dict.fromkeys(gpus))
+
+
+def _waiting_users(result: ServedSearch, meets: np.ndarray, side: str) -> np.ndarray:
+    """Which points only add waiting users: the next smaller concurrency of the same candidate meets the targets and
+    ties with the point on both axes (within SURPLUS_GAIN) at a shorter TTFT. Past a pool's saturation (a prefill
+    pool busy all the time, say) more closed-loop users add to TTFT alone, and a front on the two throughputs would
+    keep such ties. Points are stored candidate by candidate, concurrency ascending: a point's next smaller
+    concurrency is the point just before it, and a run of ties is left out after its first point."""
+    suffix = "_expected" if side == "expected" else ""
+    x = result.columns[f"tokens_per_s_per_device{suffix}"]
+    y = result.columns[f"tokens_per_s_per_user{suffix}"]
+    ttft = result.columns["ttft_expected_s" if side == "expected" else "ttft_s"]
+    waiting = np.zeros(len(result.candidate), dtype=bool)
+    waiting[1:] = ((result.candidate[:-1] == result.candidate[1:]) & meets[:-1]
+                   & (x[:-1] >= (1 - SURPLUS_GAIN) * x[1:]) & (y[:-1] >= (1 - SURPLUS_GAIN) * y[1:])
+                   & (ttft[:-1] < ttft[1:]))
+    return waiting

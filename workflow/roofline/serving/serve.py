@@ -11,8 +11,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..engine.analysis import deployment_label, prepare
+from ..engine.analysis import AUTO_TP, deployment_label, prepare
 from ..engine.columns import SERVE_COLUMNS
+from ..engine.dtypes import DTYPE_BYTES
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
@@ -133,14 +134,34 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
                    memory_fraction: float | None = None, fitted: tuple | None = None) -> Served:
     """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit)."""
     # the workload's lengths are checked by serve_*; the plan (auto: the smallest that holds the weights) here
-    scenario = replace(prepare(model, gpu, "prefill", replace(scenario, batch=1, seq_len=1)),
-                       batch=scenario.batch, seq_len=scenario.seq_len)
+    scenario = replace(_resolved(model, gpu, scenario, framework, memory_fraction), batch=scenario.batch,
+                       seq_len=scenario.seq_len)
     spec.validate(model)
     if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
         raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
                                  f"from 1 to {MAX_BATCH}")
     fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted)
     return Served(model, gpu, scenario, fw, spec)
+
+
+def _resolved(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str,
+              memory_fraction: float | None) -> Scenario:
+    """`scenario` prepared for a one-token prefill; `parallel: auto` resolved under the framework's memory rule
+    where it is the stricter (SGLang keeps 0.81-0.88 of each device, by tp), so that the plan chosen leaves its
+    cache room beside the weights. The scenario's own memory_utilization is kept."""
+    probe = replace(scenario, batch=1, seq_len=1)
+    if scenario.parallel != "auto":
+        return prepare(model, gpu, "prefill", probe)
+    tp = 1
+    for _ in range(len(AUTO_TP)):  # the fraction may fall with the tp it leads to: until it holds at that tp
+        rule = framework_for(framework, gpu, tp, memory_fraction=memory_fraction)
+        limit = scenario.memory_utilization if rule.of_free_memory else min(scenario.memory_utilization,
+                                                                            rule.memory_fraction)
+        planned = prepare(model, gpu, "prefill", replace(probe, memory_utilization=limit))
+        if planned.parallel.tp == tp:
+            break
+        tp = planned.parallel.tp
+    return replace(planned, memory_utilization=scenario.memory_utilization)
 
 
 def check_context(model: ModelSpec, workload: Workload) -> None:
@@ -160,14 +181,35 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
     _check_capacity(served, workload, cap, overflow)
     scheduler = scheduler_for(served.framework, waves)
     stepper = served.stepper(load, max(cap.running_bound, cap.running, 1.0))
-    solve = agg.closed_loop if workload.concurrency is not None else agg.open_loop
-    offered = workload.concurrency if workload.concurrency is not None else workload.request_rate
-    expected = solve(stepper, load, scheduler, offered, cap.running, "expected")
-    bound = {"requests_per_s": agg.throughput_bound(
-        stepper, load, np.minimum(offered if workload.concurrency is not None else np.inf, cap.running_bound))}
+    if workload.concurrency is not None:
+        offered = workload.concurrency
+        expected = agg.closed_loop(stepper, load, scheduler, offered, cap.running, "expected")
+    else:
+        offered = workload.request_rate
+        expected = _sustained(agg.open_loop(stepper, load, scheduler, offered, cap.running, "expected"), offered,
+                              lambda: agg.closed_loop(stepper, load, scheduler, cap.running, cap.running, "expected"))
+    bound = {"requests_per_s": _offered_bound(agg.throughput_bound(
+        stepper, load, np.minimum(offered if workload.concurrency is not None else np.inf, cap.running_bound)),
+        workload)}
     # a lone decode step at the expected occupancy: lockstep groups keep prompts out of a request's decode steps
     tpot_bound = stepper.light(expected["decode"], "bound") / load.tokens_per_step
     return _row(served, workload, cap, stepper.lone(load.computed), (stepper.target,), expected, bound, tpot_bound)
+
+
+def _sustained(expected: dict, rate: float, saturated) -> dict:
+    """An open loop's steady state, or where the deployment cannot keep up with `rate` (`keeps_up` False) what it
+    delivers then: its saturated state (`saturated()`: every cache slot busy, as a closed loop of that many users),
+    at most `rate` requests/s, while the queue and with it TTFT and end-to-end latency grow without bound (inf)."""
+    if bool(expected["keeps_up"]):
+        return expected
+    full = saturated()
+    return {**full, "ttft": np.inf, "e2e": np.inf, "keeps_up": False,
+            "requests_per_s": np.minimum(rate, full["requests_per_s"])}
+
+
+def _offered_bound(requests_per_s, workload: Workload):
+    """The throughput bound [requests/s] of a workload: an open loop cannot serve more than its arrival rate."""
+    return requests_per_s if workload.request_rate is None else np.minimum(requests_per_s, workload.request_rate)
 
 
 def scheduler_for(framework: Framework, waves: float = 0.0) -> agg.Scheduler:
@@ -178,18 +220,19 @@ def scheduler_for(framework: Framework, waves: float = 0.0) -> agg.Scheduler:
 
 
 def _check_capacity(served: Served, workload: Workload, cap, overflow: str) -> None:
+    option = "--concurrency" if workload.concurrency is not None else "--request-rate"
+    narrower = "" if DTYPE_BYTES[served.scenario.kv_dtype] <= 1 else " or an fp8 KV cache"
     if cap.running < 1:
         raise RooflineInputError(
-            f"--concurrency: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
+            f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
             f"{deployment_label(served.gpu, served.plan)} ({cap.kv_budget_bytes / 1e9:.3g} GB per device left by "
-            f"{served.framework.key}'s memory rule after the weights); use more devices, narrower weights or an fp8 "
-            "KV cache")
+            f"{served.framework.key}'s memory rule after the weights); use more devices, narrower weights{narrower}")
     if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
         raise RooflineInputError(
             f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} tokens do not fit the "
             f"KV cache of {deployment_label(served.gpu, served.plan)}: it holds {int(cap.running)} under "
-            f"{served.framework.key}'s memory rule; use --concurrency <= {int(cap.running)}, more devices or an fp8 "
-            "KV cache, or --overflow queue to let the rest wait for a slot")
+            f"{served.framework.key}'s memory rule; use --concurrency <= {int(cap.running)}, more devices"
+            f"{narrower}, or --overflow queue to let the rest wait for a slot")
 
 
 @dataclass(frozen=True)
@@ -249,10 +292,16 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     transfer = dis.transfer_seconds(served.model, served.scenario, served.gpu, load, shape)
     closed = workload.concurrency is not None
     offered = workload.concurrency if closed else workload.request_rate
-    expected = dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, offered, closed,
+    def solve(users_or_rate, closed_loop: bool) -> dict:
+        return dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, users_or_rate, closed_loop,
                          cap.running, "expected", fw.request_overhead_s + fw.handoff_s, waves)
+
+    expected = solve(offered, closed)
+    if not closed:
+        expected = _sustained(expected, offered, lambda: solve(cap.running * shape.decode_workers, True))
     per_worker = np.minimum(offered / shape.decode_workers if closed else np.inf, cap.running_bound)
-    bound = {"requests_per_s": shape.decode_workers * agg.throughput_bound(decode, load, per_worker),
+    bound = {"requests_per_s": _offered_bound(shape.decode_workers * agg.throughput_bound(decode, load, per_worker),
+                                              workload),
              "ttft": max(float(prefill.lone(load.computed)), transfer)}  # the transfer may overlap the prefill
     tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step
     limited = "prefill" if float(expected["prefill_utilization"]) >= float(expected["decode_utilization"]) \
@@ -276,7 +325,8 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "deployment": deployment_label(served.gpu, served.plan), "devices": devices, "tp": served.plan.tp,
         "pp": served.plan.pp, "ep": served.plan.ep, "attention_dp": served.plan.attention_dp,
         "framework": served.framework.key, "weight_dtype": sc.weight_dtype, "act_dtype": sc.act_dtype,
-        "kv_dtype": sc.kv_dtype, "concurrency": _or_nan(workload.concurrency),
+        "kv_dtype": sc.kv_dtype,
+        "concurrency": workload.concurrency if workload.concurrency is not None else float("nan"),
         "request_rate": _or_nan(workload.request_rate), "isl": workload.isl, "osl": workload.osl,
         "prefix_hit": float(workload.prefix_hit), "max_batched_tokens": served.framework.max_batched_tokens,
         "ttft_s": float(ttft_bound), "tpot_s": float(min(tpot_bound, expected["tpot"])),
@@ -288,7 +338,8 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "requests_per_s_expected": float(expected["requests_per_s"]),
         "decode_batch_expected": float(expected["decode"]), "kv_capacity_requests": float(cap.running),
         "kv_cache_utilization": float(min(expected["running"], cap.running) / cap.running),
-        "fits": bool(workload.concurrency is None or workload.concurrency <= cap.running),
+        "fits": bool(workload.concurrency <= cap.running if workload.concurrency is not None
+                     else expected["running"] <= cap.running),
         "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "none",
         "accepted_tokens_per_step": served.spec.tokens_per_step, "prefill_workers": 0, "decode_workers": 0,
         "kv_transfer_s": 0.0, "limited_by": "none", "estimate": combine(*(p.estimate for p in parts)),

@@ -76,6 +76,10 @@ class Speculation:
         if self.accepted_length is not None and not 1 <= self.accepted_length <= self.tokens + 1:
             raise RooflineInputError(f"--spec-accepted-length: {self.accepted_length!r} is not allowed; expected "
                                      f"1 to {self.tokens + 1} tokens per verify step (--spec-tokens + 1)")
+        if self.method == "mtp" and not target.mtp_layers:
+            raise RooflineInputError(f"--spec-method: mtp runs the model's own multi-token-prediction module, and "
+                                     f"{target.key} ships none (its config.json sets no num_nextn_predict_layers or "
+                                     "mtp_num_hidden_layers); use eagle, draft or ngram")
         self._check_draft(target)
         return self
 

@@ -1,0 +1,104 @@
+"""Defects of the command line found in review: each check names the option it concerns, in one line, exit 2."""
+import argparse
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from roofline.cli import app as cli
+from roofline.cli import scenario
+from roofline.engine import hardware
+from roofline.engine.errors import RooflineInputError
+from roofline.estimate import aic_source
+from roofline.estimate.calibration import data_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+H200_VLLM, H200_SGLANG = (str(data_dir() / f"h200-sxm.{fw}.csv.gz") for fw in ("vllm", "sglang"))
+SERVE = ["serve", "--model", "llama-3.1-8b", "--isl", "1024", "--osl", "128", "--concurrency", "4"]
+DISAGG = ["serve", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--tp", "8", "--isl", "1024", "--osl", "1024",
+          "--concurrency", "64", "--mode", "disaggregated"]
+
+
+def _error(capsys, *argv) -> str:
+    """The one error line of `roofline ARGV` (exit status 2)."""
+    assert cli.main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_serve_refuses_a_table_of_another_device(capsys):
+    err = _error(capsys, *SERVE, "--gpu", "mi300x", "--calibration", H200_VLLM)
+    assert err.startswith("roofline: error: --calibration: ") and "measured on h200-sxm, not on mi300x" in err
+    assert "--calibration-any-device" in err
+    assert "needs --calibration" in _error(capsys, *SERVE, "--gpu", "h200-sxm", "--calibration-any-device")
+
+
+def test_a_table_of_another_framework_is_refused_under_an_explicit_framework(capsys):
+    for command in (SERVE + ["--gpu", "h200-sxm"], ["totals", "--model", "llama-3.1-8b", "--gpu", "h200-sxm",
+                                                    "--stage", "decode"]):
+        err = _error(capsys, *command, "--framework", "vllm", "--calibration", H200_SGLANG)
+        assert "--calibration: " in err and "measured under sglang, not under --framework vllm" in err
+        assert "--calibration-any-device" in err
+
+
+def test_any_device_lets_serve_apply_a_foreign_table():
+    """The check itself (a full serve on another chip's table refits it: ~10 s)."""
+    args = argparse.Namespace(calibration=H200_SGLANG, calibration_any_device=True, framework="vllm")
+    gpu = scenario.calibrated(hardware.catalog()["mi300x"], args)
+    assert gpu.calibration == str(Path(H200_SGLANG).resolve()) and gpu.calibration_any_device
+    with pytest.raises(RooflineInputError, match="not on mi300x"):
+        scenario.calibrated(hardware.catalog()["mi300x"], argparse.Namespace(**{**vars(args),
+                                                                                "calibration_any_device": False}))
+
+
+def test_the_aic_install_line_is_the_pin_of_the_extra(monkeypatch):
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["aic"]
+    assert aic_source.INSTALL == f"pip install {extra[0]}" and len(extra) == 1  # llm-roofline is not on PyPI
+    monkeypatch.setattr(aic_source.importlib.util, "find_spec", lambda name: None)
+    aic_source.package_root.cache_clear()
+    try:
+        with pytest.raises(RooflineInputError, match=r"install it: pip install aiconfigurator-core==0\.12\.0$"):
+            aic_source.package_root()
+    finally:
+        aic_source.package_root.cache_clear()
+
+
+def test_a_misspelt_draft_model_names_its_option(capsys):
+    argv = ["serve", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--isl", "1024", "--osl", "128",
+            "--concurrency", "4", "--spec-method", "draft", "--spec-tokens", "3", "--spec-acceptance", "0.7",
+            "--spec-draft-model"]
+    err = _error(capsys, *argv, "llama-3.2-1bb")
+    assert err.startswith("roofline: error: --spec-draft-model: unknown value 'llama-3.2-1bb'")
+    assert _error(capsys, *argv, "/nonexistent/config.json").startswith("roofline: error: --spec-draft-model: ")
+
+
+@pytest.mark.parametrize("options, named", [
+    (["--prefill-attention-dp"], "--prefill-attention-dp: "),
+    (["--prefill-ep", "2"], "--prefill-ep: "),  # ep on a dense model
+    (["--prefill-tp", "3"], "--prefill-tp: "),  # 3 does not divide 64 heads
+    (["--prefill-pp", "100"], "--prefill-pp: "),  # 80 layers
+])
+def test_a_bad_prefill_plan_names_its_prefill_option(capsys, options, named):
+    err = _error(capsys, *DISAGG, *options)
+    assert err.startswith(f"roofline: error: {named}prefill plan (tp ")
+
+
+def test_disaggregated_pools_are_capped_without_max_devices(capsys):
+    err = _error(capsys, *DISAGG, "--prefill-workers", "1000", "--decode-workers", "1000")
+    assert "--prefill-workers / --decode-workers: 1000 x 8 + 1000 x 8 = 16000 devices, more than 4096" in err
+    assert "--max-devices: 5000 is not allowed" in _error(capsys, *DISAGG, "--max-devices", "5000")
+
+
+def test_plan_refuses_disaggregated_within_one_device(capsys):
+    err = _error(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--isl", "1024", "--osl", "128",
+                 "--mode", "disaggregated", "--max-devices", "1")
+    assert err.startswith("roofline: error: --max-devices: 1 is not allowed with --mode disaggregated")
+    assert "at least 2 devices" in err
+
+
+def test_python_dash_m_roofline_runs_the_command():
+    done = subprocess.run([sys.executable, "-m", "roofline", "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("usage: roofline"), done.stderr

@@ -1,0 +1,209 @@
+"""The serving model at its edges: overload, saturated pools, prompt-only requests, the serving recipes the search
+assumes, and the inputs it refuses (an independent review's findings, each a test that failed before its fix)."""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.hardware import get_accelerator
+from roofline.engine.hf_config import model_from_hf_dict
+from roofline.engine.models import catalog, get_model
+from roofline.engine.parallel import Parallel
+from roofline.engine.scenario import Scenario
+from roofline.serving import search as served_search
+from roofline.serving.candidates import DEFAULT_KV_DTYPES, activation_dtype
+from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_aggregated, serve_disaggregated
+from roofline.serving.speculative import Speculation
+
+FP8 = Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")
+
+
+def _served_70b():
+    return prepare_served(get_model("llama-3.1-70b"), get_accelerator("h200-sxm"), FP8.with_(parallel=Parallel()))
+
+
+def test_an_open_loop_beyond_capacity_delivers_its_saturated_state_and_an_unbounded_ttft():
+    served = _served_70b()
+    low = serve_aggregated(served, Workload(isl=1024, osl=1024, request_rate=0.5))
+    assert low["keeps_up"] and low["requests_per_s_expected"] == pytest.approx(0.5)
+    saturated = serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=int(low["kv_capacity_requests"])))
+    for rate in (10.0, 1000.0):
+        row = serve_aggregated(served, Workload(isl=1024, osl=1024, request_rate=rate))
+        assert not row["keeps_up"] and math.isinf(row["ttft_expected_s"]) and math.isinf(row["e2e_latency_expected_s"])
+        # what a full cache delivers, whatever arrives: not the offered load
+        assert row["requests_per_s_expected"] == pytest.approx(saturated["requests_per_s_expected"], rel=1e-9)
+        assert row["decode_batch_expected"] <= row["kv_capacity_requests"]
+        assert row["tokens_per_s_expected"] <= row["tokens_per_s"] <= rate * 1024
+    # below saturation the bound is at most the offered load: 0.5 requests/s x 1024 tokens = 512 tokens/s
+    assert low["tokens_per_s_expected"] <= low["tokens_per_s"] <= 512.0 + 1e-9
+
+
+def test_a_disaggregated_open_loop_beyond_its_prefill_pool_is_capped_too():
+    model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
+    served = prepare_served(model, gpu, Scenario(parallel=Parallel()))
+    pools = Disaggregation(1, 1, Parallel())
+    row = serve_disaggregated(served, Workload(isl=4096, osl=512, request_rate=500.0), pools)
+    assert not row["keeps_up"] and math.isinf(row["ttft_expected_s"])
+    assert row["requests_per_s_expected"] < 500.0 / 10  # far below the offered 500/s
+    assert row["tokens_per_s_expected"] <= row["tokens_per_s"] <= 500.0 * 512
+
+
+def test_closed_loop_users_beyond_a_saturated_prefill_pool_only_wait():
+    # one 1-device prefill worker feeding one 2-device decode worker, 8k-token prompts: the prefill pool saturates
+    model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
+    served = prepare_served(model, gpu, Scenario(parallel=Parallel(tp=2)))
+    pools = Disaggregation(1, 1, Parallel())
+    rows = [serve_disaggregated(served, Workload(isl=8192, osl=256, concurrency=n), pools, overflow="queue")
+            for n in (64, 128, 256)]
+    rates = [r["requests_per_s_expected"] for r in rows]
+    ttfts = [r["ttft_expected_s"] for r in rows]
+    assert rates[1] == pytest.approx(rates[2], rel=1e-6)  # saturated: the same rate
+    assert ttfts[2] > 1.9 * ttfts[1] > 0  # Little: twice the users wait about twice as long
+    # the rate is what the prefill worker computes busy all the time, no more: rate x prompt time <= 1
+    assert rates[2] * rows[2]["ttft_s"] <= 1.0
+
+
+def test_prompt_only_requests_are_served_without_warnings():
+    # osl 1: the prefill yields the only token; no decode step. The closed loop of 8 users waits at most for the
+    # other 7 prompts ahead (7 x 1024 tokens < one 8192-token budget: a step)
+    model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
+    served = prepare_served(model, gpu, Scenario(parallel=Parallel()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        one = serve_aggregated(served, Workload(isl=1024, osl=1, concurrency=8))
+    two = serve_aggregated(served, Workload(isl=1024, osl=2, concurrency=8))
+    assert one["decode_batch_expected"] == 0.0
+    assert one["ttft_expected_s"] < 2 * two["ttft_expected_s"]
+    assert one["requests_per_s_expected"] > two["requests_per_s_expected"]
+
+
+def test_the_search_serves_nvfp4_w4a4_on_blackwell_and_weight_only_elsewhere():
+    b200, h100 = get_accelerator("b200"), get_accelerator("h100-sxm")
+    assert activation_dtype("nvfp4", b200) == "nvfp4" and activation_dtype("mxfp4", b200) == "fp8"
+    assert activation_dtype("nvfp4", h100) == "fp16" and activation_dtype("int4", b200) == "fp16"
+    assert activation_dtype("fp8", h100) == "fp8"
+    model = get_model("llama-3.1-70b")
+    workload = served_search.ServedWorkload(isl=1024, osl=128, framework="trtllm")
+    result = served_search.search(model, [b200], workload, ["nvfp4"], ["fp8"], 1, "aggregated")
+    assert {c.scenario.act_dtype for c in result.candidates} == {"nvfp4"}
+    hopper = served_search.search(model, [h100], workload, ["nvfp4"], ["fp8"], 2, "aggregated")
+    assert {c.scenario.act_dtype for c in hopper.candidates} == {"fp16"}
+
+
+def test_the_default_kv_caches_are_the_ones_serving_frameworks_offer(capsys):
+    from roofline.cli import app
+
+    assert DEFAULT_KV_DTYPES == ("fp16", "fp8")
+    code = app.main(["plan", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--isl", "1024", "--osl", "1024",
+                     "--top", "0", "--format", "json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert code == 0 and rows and {r["kv_dtype"] for r in rows} <= {"fp16", "fp8"}
+
+
+def test_the_frontier_has_no_point_whose_extra_users_only_wait():
+    model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
+    workload = served_search.ServedWorkload(isl=8192, osl=256)
+    result = served_search.search(model, [gpu], workload, ["fp16"], ["fp8"], 4, "disaggregated")
+    front = served_search.frontier(result)
+    x, y = result.columns["tokens_per_s_per_device_expected"], result.columns["tokens_per_s_per_user_expected"]
+    ttft, meets = result.columns["ttft_expected_s"], result.meets()
+    assert front.size
+    for point in front:
+        fewer = np.flatnonzero((result.candidate == result.candidate[point]) & (result.concurrency <
+                                                                                result.concurrency[point]) & meets)
+        near = (x[fewer] >= (1 - 1e-6) * x[point]) & (y[fewer] >= (1 - 1e-6) * y[point]) & (ttft[fewer] < ttft[point])
+        assert not near.any()
+
+
+def test_mtp_needs_the_models_own_module():
+    assert {k for k, m in catalog().items() if m.mtp_layers} == {"deepseek-v3", "glm-4.5", "glm-4.5-air",
+                                                                "qwen3-next-80b-a3b"}
+    spec = Speculation("mtp", 1, acceptance=0.8)
+    assert spec.validate(get_model("deepseek-v3")) is spec
+    with pytest.raises(RooflineInputError, match="--spec-method: mtp .* llama-3.1-70b ships none"):
+        spec.validate(get_model("llama-3.1-70b"))
+    # a config.json names its module count: DeepSeek's num_nextn_predict_layers, Qwen3-Next's mtp_num_hidden_layers
+    base = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 4, "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 64,
+            "hidden_act": "silu"}
+    assert model_from_hf_dict(base, "m").mtp_layers == 0
+    assert model_from_hf_dict({**base, "num_nextn_predict_layers": 1}, "m").mtp_layers == 1
+    with pytest.raises(RooflineInputError, match="multi-token-prediction layer count is -1"):
+        model_from_hf_dict({**base, "mtp_num_hidden_layers": -1}, "m")
+
+
+def test_auto_plans_leave_room_under_the_frameworks_memory_rule():
+    # DeepSeek-V3 fp8 on B200 under SGLang: 4 devices hold the weights at 0.9 of memory but not at SGLang's 0.85
+    served = prepare_served(get_model("deepseek-v3"), get_accelerator("b200"), Scenario(parallel="auto"),
+                            framework="sglang")
+    row = serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=1))
+    assert row["devices"] == 8 and row["kv_capacity_requests"] >= 1
+
+
+def test_capacity_errors_name_the_option_given_and_no_advice_already_taken():
+    served = _served_70b()
+    with pytest.raises(RooflineInputError) as error:
+        serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=100_000))
+    assert "fp8 KV cache" not in str(error.value)
+    # 70B bf16 on 2 x H100 leaves ~3 GB per device; one request of 120k tokens needs ~20 GB per device
+    tight = prepare_served(get_model("llama-3.1-70b"), get_accelerator("h100-sxm"), Scenario(parallel=Parallel(tp=2)))
+    with pytest.raises(RooflineInputError, match="^--request-rate: not one request .* or an fp8 KV cache$"):
+        serve_aggregated(tight, Workload(isl=100_000, osl=20_000, request_rate=1.0))
+
+
+def test_concurrency_is_an_integer_in_a_served_row():
+    row = serve_aggregated(_served_70b(), Workload(isl=1024, osl=1024, concurrency=8))
+    assert row["concurrency"] == 8 and isinstance(row["concurrency"], int)
+
+
+def test_a_point_of_waiting_users_leaves_the_front_and_the_point_it_hid_returns():
+    # one candidate at 1, 2, 3 users: 3 beats 2 by a rounding hair on both axes (1e-9) at a much longer TTFT, so 3
+    # leaves the front and 2, which only 3 had beaten, is on it again; 1 (half the tokens/s per device) stays
+    gpu = get_accelerator("h200-sxm")
+    candidate = served_search.Candidate(gpu, FP8.with_(parallel=Parallel()))
+    columns = {"tokens_per_s_per_device_expected": np.array([100.0, 200.0, 200.0 * (1 + 1e-9)]),
+               "tokens_per_s_per_user_expected": np.array([50.0, 40.0, 40.0 * (1 + 1e-9)]),
+               "ttft_expected_s": np.array([0.1, 0.2, 9.0]), "tpot_expected_s": np.array([0.02, 0.025, 0.025]),
+               "fits": np.ones(3, dtype=bool)}
+    result = served_search.ServedSearch(get_model("llama-3.1-8b"), served_search.ServedWorkload(isl=1024, osl=1024),
+                                        [candidate], np.zeros(3, dtype=int), np.array([1.0, 2.0, 3.0]), columns)
+    assert sorted(served_search.frontier(result).tolist()) == [0, 1]
+    assert sorted(served_search.frontier(result, per_gpu=True).tolist()) == [0, 1]
+
+
+def test_a_served_plan_section_is_bounded_by_the_served_search_count():
+    from roofline.pipeline import config as rc
+    from roofline.serving.search import count_candidates
+
+    config = {"models": {"kimi-k2": {}}, "gpus": {"h200-sxm": {}},
+              "plan": {"gpus": ["h200-sxm", "b200"], "max_devices": 64, "mode": "all", "max_candidates": 1000}}
+    with pytest.raises(RooflineInputError) as error:
+        rc.resolve_config(config)
+    gpus = [get_accelerator("h200-sxm"), get_accelerator("b200")]
+    served = count_candidates(get_model("kimi-k2"), gpus, ("fp16", "fp8", "int8", "int4"), DEFAULT_KV_DTYPES, 64,
+                              "all")
+    assert str(error.value).startswith(f"plan (models.kimi-k2): {served:,} candidates to evaluate")
+
+
+def test_closed_loop_users_beyond_the_prompt_room_only_wait():
+    # 8k-token prompts and 16-token answers on one H100: past the point where prompts fill every step's room, more
+    # users leave the rate and the requests in service as they are (a tie the frontier drops) and add to TTFT
+    from roofline.serving import aggregated as agg
+    from roofline.serving.serve import _capacity, scheduler_for
+
+    model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
+    served = prepare_served(model, gpu, Scenario(parallel=Parallel()))
+    load = Workload(isl=8192, osl=16, concurrency=1).load(served.spec)
+    cap = _capacity(served, served.scenario, 8192, 16, 0.0, None)
+    steps = served.stepper(load, max(cap.running_bound, cap.running, 1.0))
+    out = [agg.closed_loop(steps, load, scheduler_for(served.framework), n, cap.running, "expected")
+           for n in (64, 128, 256)]
+    assert all(float(o["prefill_utilization"]) <= agg.MAX_UTILIZATION for o in out)
+    assert float(out[1]["requests_per_s"]) == float(out[2]["requests_per_s"])
+    assert float(out[1]["running"]) == float(out[2]["running"]) < 128
+    assert float(out[2]["ttft"]) > 1.9 * float(out[1]["ttft"])
