@@ -13,7 +13,7 @@ from ..engine.dtypes import STORAGE_DTYPES
 from ..engine.errors import RooflineInputError
 from ..engine.scenario import Scenario
 from ..serving import planner, search, search_budget, search_rows
-from ..serving.candidates import DEFAULT_KV_DTYPES
+from ..serving.candidates import DEFAULT_KV_DTYPES, served_kv_dtypes
 from ..serving.cost import RANK_ON, add_plan_cost, check_priced, rank_on_cost
 from . import options, spec_options
 from .formats import csv_text, format_table, json_safe
@@ -63,8 +63,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--weight-dtypes", nargs="+", type=choice("--weight-dtypes", STORAGE_DTYPES),
                         help="weight dtypes to search (default: --dtypes)")
     parser.add_argument("--kv-dtypes", nargs="+", type=choice("--kv-dtypes", STORAGE_DTYPES),
-                        help="KV-cache dtypes to search (default: --dtypes, else "
-                             + " ".join(DEFAULT_KV_DTYPES) + ": what vLLM, SGLang and TensorRT-LLM offer)")
+                        help="KV-cache dtypes to search (default: the floats of --dtypes, all of it if it has "
+                             "none; without --dtypes " + " ".join(DEFAULT_KV_DTYPES) + ": what vLLM, SGLang and "
+                             "TensorRT-LLM offer)")
     parser.add_argument("--mode", type=choice("--mode", search.SEARCH_MODES),
                         help="aggregated (default) | disaggregated | all: the serving model's deployments")
     parser.add_argument("--prefill", type=choice("--prefill", planner.PREFILL_MODES),
@@ -123,7 +124,7 @@ def table(args) -> tuple[list[dict], dict]:
         return _step_model(args, model, gpus)
     _check_disaggregated_devices(args)
     weights = args.weight_dtypes or args.dtypes or list(planner.DEFAULT_DTYPES)
-    kvs = args.kv_dtypes or args.dtypes or list(DEFAULT_KV_DTYPES)
+    kvs = args.kv_dtypes or list(served_kv_dtypes(args.dtypes))
     workload = search.ServedWorkload(isl=args.isl, osl=args.osl, tpot_s=_seconds(args.tpot_ms),
                                      ttft_s=_seconds(args.ttft_ms), prefix_hit=args.prefix_hit,
                                      spec=spec_options.speculation(args, model), framework=args.framework or "")

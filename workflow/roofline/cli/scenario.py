@@ -111,10 +111,11 @@ def add_calibration(parser, what: str) -> None:
                              "another framework than --framework)")
 
 
-def calibrated(gpu: Accelerator, args) -> Accelerator:
+def calibrated(gpu: Accelerator, args, framework: str | None = None) -> Accelerator:
     """`gpu` with --calibration's table, refused (one line) when it was measured on another chip than --gpu's or, with
-    --framework, under another framework, unless --calibration-any-device: every command that takes a table checks
-    it alike, so none labels a foreign device's kernels as this one's."""
+    --framework (`framework`: the one the command runs under, as serve's default), under another framework, unless
+    --calibration-any-device: every command that takes a table checks it alike, so none labels a foreign device's
+    kernels as this one's."""
     if args.calibration_any_device and not args.calibration:
         raise RooflineInputError("--calibration-any-device: needs --calibration (the shipped tables always match "
                                  "their device)")
@@ -127,8 +128,9 @@ def calibrated(gpu: Accelerator, args) -> Accelerator:
         raise RooflineInputError(f"--{error}") from None
     # a table from `roofline measure` names no framework ("") and fits any
     measured_under = table_facts(read_table(gpu.calibration))["framework"]
-    if args.framework and measured_under not in ("", args.framework) and not args.calibration_any_device:
+    framework = framework or args.framework
+    if framework and measured_under not in ("", framework) and not args.calibration_any_device:
         raise RooflineInputError(f"--calibration: '{clip(gpu.calibration, 200)}' was measured under {measured_under}, "
-                                 f"not under --framework {args.framework}; use a table measured under "
-                                 f"{args.framework}; to apply it anyway, --calibration-any-device")
+                                 f"not under {framework} (--framework); use a table measured under {framework}; to "
+                                 "apply it anyway, --calibration-any-device")
     return gpu

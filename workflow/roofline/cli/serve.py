@@ -7,6 +7,7 @@ from ..engine.columns import SERVE_COLUMNS
 from ..engine.errors import RooflineInputError
 from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
 from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, MLA_MODES, Scenario
+from ..serving.framework import DEFAULT_FRAMEWORK
 from ..serving.serve import (
     MODES,
     OVERFLOWS,
@@ -75,7 +76,8 @@ def _add_pools(parser) -> None:
 
 def table(args) -> tuple[list[dict], dict]:
     """(the one served row, no notes)."""
-    model, gpu = options.model(args.model), scenario.calibrated(options.gpu(args.gpu), args)
+    model = options.model(args.model)
+    gpu = scenario.calibrated(options.gpu(args.gpu), args, args.framework or DEFAULT_FRAMEWORK)
     chosen = Scenario(weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                       attention=args.attention, expert_routing=args.expert_routing, mla_mode=args.mla_mode,
                       parallel=scenario.parallel(args), expert_weight_dtype=args.expert_weight_dtype or "",

@@ -183,7 +183,8 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
     spec_kw.update(_native_dtypes(cfg.get("quantization_config"), where))
     # Qwen3-Next's checkpoints carry one MTP module without naming it in config.json (vLLM serves it as
     # `qwen3_next_mtp`); the others name theirs
-    mtp = cfg.get("num_nextn_predict_layers") or cfg.get("mtp_num_hidden_layers") or int(family == "qwen3_next")
+    named = [cfg[name] for name in ("num_nextn_predict_layers", "mtp_num_hidden_layers") if name in cfg]
+    mtp = named[0] if named else int(family == "qwen3_next")
     if not isinstance(mtp, int) or isinstance(mtp, bool) or mtp < 0:
         raise RooflineInputError(f"{where}: the multi-token-prediction layer count is {mtp!r}; expected an integer "
                                  ">= 0")

@@ -25,7 +25,7 @@ from ..engine.models import ModelSpec, model_from_entry
 from ..engine.parallel import Parallel, check_plan
 from ..engine.scenario import STAGES, Scenario, check_context
 from ..estimate.calibration import check_table, fit_path, framework_for, table_path
-from ..serving.candidates import DEFAULT_KV_DTYPES
+from ..serving.candidates import served_kv_dtypes
 from ..serving.framework import DEFAULT_FRAMEWORK
 from ..serving.measured import PREDICTED, MeasuredRun, run_params
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
@@ -309,7 +309,7 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
                             memory_utilization=scenario.memory_utilization,
                             mode=section.get("mode", "aggregated") if served else None,
                             weight_dtypes=tuple(section.get("weight_dtypes", ())),
-                            kv_dtypes=tuple(section.get("kv_dtypes") or section.get("dtypes") or DEFAULT_KV_DTYPES),
+                            kv_dtypes=tuple(section.get("kv_dtypes") or served_kv_dtypes(section.get("dtypes"))),
                             framework=section.get("framework") or scenario.framework,
                             rank_on=section.get("rank_on", "expected"))
     for key, model in models.items():  # every search bounded before any job runs

@@ -199,7 +199,7 @@ def _matched(run: MeasuredRun, models: dict[str, ModelSpec], gpus: dict[str, Acc
     model, gpu = models[key], gpus[run.gpu]
     _checked(lambda: check_plan(model, gpu, run.plan.validate()), run.source, "tp")
     _checked(lambda: check_workload_context(model, Workload(isl=run.isl, osl=run.osl)), run.source, "isl")
-    _checked(lambda: check_device_dtypes(gpu, run.scenario(scenario.for_model(model))), run.source, "weight_dtype")
+    _checked(lambda: check_device_dtypes(gpu, run.scenario(scenario.for_model(model), gpu)), run.source, "weight_dtype")
     return replace(run, status=PREDICTED)
 
 

@@ -28,9 +28,8 @@ The model (the README states it with its assumptions):
   requests are in flight (the KV cache, roofline.serving.capacity); each spends S = TTFT + (osl - 1) TPOT in
   flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law, solved by fixed-point
   iteration; a prefill-first scheduler's lockstep wave decodes whole: D = every request in flight at sync 1).
-  Users beyond `running` wait N / X - S for a slot, added to their TTFT. Where the prompts would need more than the
-  steps' room (utilization over MAX_UTILIZATION), only as many requests are in service as the room computes (found
-  by bisection); the other users wait in the server's queue the same way.
+  Users beyond `running` wait N / X - S for a slot, added to their TTFT. X is at most what the prompts allow (every
+  step a heavy one with `room` prompt tokens, at MAX_UTILIZATION); users beyond it wait the same way.
 * Open loop (`request_rate` R per second): X = R, D = R (osl - 1) TPOT; a rate the prompt room or the cache cannot
   keep up with has no steady state (`keeps_up` False).
 
@@ -53,8 +52,6 @@ ITERATIONS = 16
 TOLERANCE = 1e-7
 #: prompt-room utilization beyond which the prefill queue is taken as saturated
 MAX_UTILIZATION = 0.995
-#: bisection steps that find a saturated closed loop's requests in service (to 2^-8 of the users)
-SATURATION_ROUNDS = 8
 
 
 @dataclass(frozen=True)
@@ -234,7 +231,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     if side == "bound":  # prompts fused evenly into the steps: no mix of steps is faster
         due = load.computed * D / steps
         tpot = stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step
-        return {"tpot": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room}
+        return {"tpot": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room, "most": np.inf + 0.0 * D}
     cluster = cluster_size(load, scheduler, active, D)
     chunk = np.minimum(room, cluster * load.computed)
     per_cluster = np.ceil(cluster * load.computed / room)  # heavy steps one cluster's prompts take
@@ -264,7 +261,9 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     if closed:
         queue = np.minimum(queue, np.maximum(active - cluster, 0.0) * load.computed / room * heavy)
     ttft = scheduler.request_overhead_s + apart * (square / (2 * mean) + queue) + prompt
-    return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy}
+    # the most requests/s the prompts allow: every step a heavy one carrying `room` prompt tokens
+    most = MAX_UTILIZATION * room / (load.computed * heavy)
+    return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy, "most": most}
 
 
 def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency, running, side: str) -> dict:
@@ -272,45 +271,15 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
     N = np.asarray(concurrency, dtype=float)
     active = np.minimum(N, running)
     D, times = _occupancy(stepper, load, scheduler, active, side)
-    if side == "expected":
-        active, D, times = _within_prompt_room(stepper, load, scheduler, active, running, D, times)
     in_flight = times["ttft"] + (load.osl - 1) * times["tpot"]
-    rate = active / in_flight
+    # at most what the prompts allow: past it, the users beyond wait in the server's queue (as beyond `running`)
+    rate = np.minimum(active / in_flight, times["most"])
     ttft = times["ttft"] + np.maximum(N / np.maximum(rate, 1e-300) - in_flight, 0.0)
     if side == "expected" and scheduler.waves > 0:
         ttft = ttft + (first_wave(stepper, load, scheduler, active) - ttft) / scheduler.waves
     return {"ttft": ttft, "tpot": times["tpot"], "e2e": ttft + (load.osl - 1) * times["tpot"],
             "requests_per_s": rate, "decode": D, "running": active + 0 * D, "prefill_utilization": times["rho"],
             "keeps_up": np.ones_like(D, dtype=bool)}
-
-
-def _within_prompt_room(stepper: Stepper, load: Load, scheduler: Scheduler, active, running, D, times: dict):
-    """(requests in service, D, times) where the prompts of `active` requests need more than the steps' room (rho
-    over MAX_UTILIZATION): only as many are in service as keep rho there, the other users wait in the server's queue
-    (closed_loop adds their wait to TTFT), so the request rate stays at what the prompt room computes. Without this
-    the M/D/1 wait, taken at MAX_UTILIZATION, would let more users raise the rate past the room. The bisection
-    brackets [1, running], whatever the users: every saturated concurrency of a deployment gets the same state (a
-    tie, which the search's frontier leaves out after the first)."""
-    shape = np.shape(D)
-    served = np.broadcast_to(np.asarray(active, dtype=float), shape).ravel().copy()
-    rho = np.asarray(times["rho"], dtype=float).ravel()
-    hot = np.flatnonzero(rho > MAX_UTILIZATION)
-    if not hot.size:
-        return active, D, times
-    D = np.asarray(D, dtype=float).ravel().copy()
-    times = {name: np.asarray(value, dtype=float).ravel().copy() for name, value in times.items()}
-    part, plan = _points(stepper, scheduler, hot, shape)
-    # rho grows with the requests in service: bisect for MAX_UTILIZATION
-    lo, hi = np.ones(hot.size), np.broadcast_to(np.asarray(running, dtype=float), shape).ravel()[hot]
-    for _ in range(SATURATION_ROUNDS):
-        mid = (lo + hi) / 2
-        over = _occupancy(part, load, plan, mid, "expected")[1]["rho"] > MAX_UTILIZATION
-        lo, hi = np.where(over, lo, mid), np.where(over, mid, hi)
-    d, t = _occupancy(part, load, plan, lo, "expected")
-    served[hot], D[hot] = lo, d
-    for name in times:
-        times[name][hot] = t[name]
-    return served.reshape(shape), D.reshape(shape), {name: value.reshape(shape) for name, value in times.items()}
 
 
 def _occupancy(stepper: Stepper, load: Load, scheduler: Scheduler, active, side: str) -> tuple[np.ndarray, dict]:
@@ -327,7 +296,7 @@ def _occupancy(stepper: Stepper, load: Load, scheduler: Scheduler, active, side:
                                 np.shape(scheduler.budget))
     active = np.broadcast_to(np.asarray(active, dtype=float), shape).ravel()
     D = active * load.decode_steps / (load.decode_steps + 1)
-    out = {name: np.empty(D.size) for name in ("ttft", "tpot", "rho")}
+    out = {name: np.empty(D.size) for name in ("ttft", "tpot", "rho", "most")}
     # the bracket holds the D seen: g = f(D) - D changes sign across it only beyond a D on each side, so a midpoint
     # is finite; (D, g) of each point's previous iteration give the secant step
     live, lo, hi = np.arange(D.size), np.full(D.size, -np.inf), np.full(D.size, np.inf)
@@ -338,7 +307,7 @@ def _occupancy(stepper: Stepper, load: Load, scheduler: Scheduler, active, side:
         times = step_mix(part, load, plan, here, busy, side)
         for name, column in out.items():
             column[live] = times[name]
-        rate = busy / (times["ttft"] + (load.osl - 1) * times["tpot"])
+        rate = np.minimum(busy / (times["ttft"] + (load.osl - 1) * times["tpot"]), times["most"])
         g = np.minimum(decoding(plan, rate * (load.osl - 1) * times["tpot"], busy), busy) - here
         lo = np.where(g > 0, np.maximum(lo, here), lo)
         hi = np.where(g < 0, np.minimum(hi, here), hi)

@@ -22,16 +22,32 @@ DEFAULT_KV_DTYPES = ("fp16", "fp8")
 MIN_KV_BYTES = 1.0
 
 
+def served_kv_dtypes(dtypes=None) -> tuple[str, ...]:
+    """The KV-cache dtypes a served search takes from a `dtypes` list that sets weights and KV cache together: its
+    floats (what serving frameworks offer), or all of it where it names no float (an integer KV cache asked for);
+    DEFAULT_KV_DTYPES without a list."""
+    if not dtypes:
+        return DEFAULT_KV_DTYPES
+    floats = tuple(d for d in dtypes if d in ("fp32", "fp16", "bf16", "fp8"))
+    return floats or tuple(dtypes)
+
+
 def activation_dtype(weight_dtype: str, gpu: Accelerator | None = None) -> str:
-    """The activation dtype of the serving recipe for a weight dtype on `gpu` (None: a device that computes fp4).
-    Floats of 8 bits or more keep their own type (FP8 is served W8A8, computing at the fp8 peak). On a device with
-    an fp4 peak (Blackwell), NVFP4 checkpoints are served W4A4 (NVFP4 activations: TensorRT-LLM's and vLLM's
-    ModelOpt NVFP4 recipe) and MXFP4 ones W4A8 (fp8 activations: TensorRT-LLM's MoE backend on Blackwell); without
-    one they are weight-only, as integer weights always are (W4A16, W8A16)."""
+    """The activation dtype of the serving recipe for a weight dtype on `gpu` (None: an NVIDIA device that computes
+    fp4). Floats of 8 bits or more keep their own type (FP8 is served W8A8, computing at the fp8 peak). On a device
+    with an fp4 peak the 4-bit floats compute in 4 or 8 bits: on NVIDIA's (Blackwell) NVFP4 checkpoints run W4A4
+    (TensorRT-LLM's and vLLM's ModelOpt NVFP4 recipe) and MXFP4 ones W4A8 (fp8 activations: TensorRT-LLM's MoE
+    backend on Blackwell); on AMD's (MI350X/MI355X) MXFP4 runs W4A4 (AMD Quark's MXFP4 recipe), NVFP4, a format its
+    matrix cores do not take, weight-only. Elsewhere they are weight-only, as integer weights always are (W4A16,
+    W8A16)."""
     if weight_dtype in ("fp32", "fp16", "bf16", "fp8"):
         return weight_dtype
-    if weight_dtype in ("nvfp4", "mxfp4") and (gpu is None or "fp4" in gpu.peak_flops_per_s):
-        return "nvfp4" if weight_dtype == "nvfp4" else "fp8"
+    fp4 = gpu is None or "fp4" in gpu.peak_flops_per_s
+    nvidia = gpu is None or gpu.vendor.upper() == "NVIDIA"
+    if weight_dtype == "nvfp4" and fp4 and nvidia:
+        return "nvfp4"
+    if weight_dtype == "mxfp4" and fp4:
+        return "fp8" if nvidia else "mxfp4"
     return "fp16"
 
 

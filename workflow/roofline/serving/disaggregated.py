@@ -13,9 +13,9 @@ The model (the README states it with its assumptions):
   scale-up link when both pools fit one scale-up domain, else the scale-out network.
 * Decode worker: D sequences decode in every step (no prompt chunks), TPOT = its step time / a (speculation) plus
   the framework's host time; at most its cache's capacity in flight.
-* Closed loop: X_r = N / (TTFT + (osl - 1) TPOT), D = X_r (osl - 1) TPOT / Y (fixed point), X_r at most what the
-  prefill pool computes busy all the time (users beyond wait in its queue: TTFT = N / X_r - (osl - 1) TPOT); open
-  loop: X_r = R.
+* Closed loop: X_r = N / (TTFT + (osl - 1) TPOT), D = X_r (osl - 1) TPOT / Y (solved by bisection on D), X_r at
+  most what the prefill pool computes busy all the time (users beyond wait in its queue: TTFT = N / X_r - (osl - 1)
+  TPOT); open loop: X_r = R.
   Rate matching: the pool with the higher load share (prefill busy share, decode cache occupancy) `limits`;
   tokens/s per device counts every device of both pools.
 
@@ -30,6 +30,9 @@ import numpy as np
 
 from ..engine.analysis import kv_cache_bytes
 from .aggregated import ITERATIONS, MAX_UTILIZATION, Load, Stepper
+
+#: bisection steps of a closed loop's decode occupancy (to 2^-24 of the cache's hold)
+CLOSED_ITERATIONS = 24
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,16 @@ def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, side:
     return C, step, arrivals * load.computed * step / C
 
 
+def _prefill_side(prefill: Stepper, load: Load, pools: Pools, budget, transfer_s, side: str,
+                  request_overhead_s: float, rate, lone):
+    """(TTFT, a prefill worker's busy share) at request rate `rate`."""
+    _, step, busy = _prefill_worker(prefill, load, budget, rate / pools.prefill_workers, side)
+    rho = np.minimum(busy, MAX_UTILIZATION)
+    if side == "bound":  # the transfer overlaps the prefill layer by layer; nothing waits
+        return np.maximum(lone, transfer_s) + 0.0 * rate, busy
+    return request_overhead_s + rho * step / 2 + rho / (2 * (1 - rho)) * step + step + transfer_s, busy
+
+
 def saturation_rate(prefill: Stepper, load: Load, budget, side: str):
     """Prompts/s one prefill worker computes when busy all the time: full-budget steps (a prompt longer than the
     budget spans several)."""
@@ -84,26 +97,38 @@ def first_wave(prefill: Stepper, load: Load, pools: Pools, budget, active, trans
 def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: float, transfer_s: float, offered,
           closed: bool, running: float, side: str, request_overhead_s: float = 0.0, waves: float = 0.0) -> dict:
     """Steady state of the two pools under N closed-loop users (`closed`) or a request rate; `running` is what
-    one decode worker's cache holds. `prefill` steps are separate (no decodes), `decode` steps carry no prompts."""
+    one decode worker's cache holds. `prefill` steps are separate (no decodes), `decode` steps carry no prompts.
+
+    Closed loop: the decode occupancy D (per decode worker) is bisected. D sets TPOT and, by Little's law on the
+    decode pool, the rate X(D) = Y D / ((osl - 1) TPOT(D)), which grows with D; the users' rate N / (TTFT(X) +
+    (osl - 1) TPOT(D)), capped at what the prefill pool computes busy all the time, falls as D grows: one root,
+    with D at most the cache's hold. Users beyond the rate the root allows wait in the prefill queue."""
     offered = np.asarray(offered, dtype=float)
     active = np.minimum(offered, pools.decode_workers * running) if closed else offered
     lone = prefill.lone(load.computed)
     tpot = decode.light(1.0 + 0.0 * offered, side) / load.tokens_per_step
-    ttft = lone + transfer_s + 0.0 * offered
-    # a closed loop's users beyond what the prefill pool computes wait in its queue: the rate stays at saturation
-    most = MAX_UTILIZATION * pools.prefill_workers * saturation_rate(prefill, load, budget, side)
-    rate = np.minimum(active / (ttft + (load.osl - 1) * tpot), most) if closed else offered
-    for _ in range(ITERATIONS):
-        D = np.minimum(rate * (load.osl - 1) * tpot / pools.decode_workers, running)
-        tpot = decode.light(D, side) / load.tokens_per_step
-        _, step, busy = _prefill_worker(prefill, load, budget, rate / pools.prefill_workers, side)
-        rho = np.minimum(busy, MAX_UTILIZATION)
-        if side == "bound":  # the transfer overlaps the prefill layer by layer; nothing waits
-            ttft = np.maximum(lone, transfer_s) + 0.0 * rate
-        else:
-            ttft = request_overhead_s + rho * step / 2 + rho / (2 * (1 - rho)) * step + step + transfer_s
-        if closed:
-            rate = np.minimum(0.5 * rate + 0.5 * active / (ttft + (load.osl - 1) * tpot), most)
+    if closed:
+        most = MAX_UTILIZATION * pools.prefill_workers * saturation_rate(prefill, load, budget, side)
+        decodes = load.osl > 1  # else prompts alone: the rate itself is bisected, no decode step runs
+        lo = 0.0 * active
+        # the root has D <= N / Y (the users' rate is at most N / ((osl - 1) TPOT)); the bracket leaves N out so
+        # that every concurrency past saturation reaches the same state (a tie the search's frontier drops)
+        hi = (running if decodes else most) + lo
+        for _ in range(CLOSED_ITERATIONS):
+            x = (lo + hi) / 2
+            D = x if decodes else lo
+            tpot = decode.light(np.maximum(D, 1e-9), side) / load.tokens_per_step
+            rate = pools.decode_workers * D / ((load.osl - 1) * tpot) if decodes else x
+            ttft, busy = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone)
+            short = np.minimum(active / (ttft + (load.osl - 1) * tpot), most) > rate  # more users' rate: x too low
+            lo, hi = np.where(short, x, lo), np.where(short, hi, x)
+        D = D if decodes else 0.0 * D
+    else:
+        rate = offered
+        for _ in range(ITERATIONS):
+            D = np.minimum(rate * (load.osl - 1) * tpot / pools.decode_workers, running)
+            tpot = decode.light(D, side) / load.tokens_per_step
+        ttft, busy = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone)
     in_flight = ttft + (load.osl - 1) * tpot
     if closed:
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)

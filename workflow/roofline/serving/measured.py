@@ -57,15 +57,16 @@ class MeasuredRun:
     def plan(self) -> Parallel:
         return Parallel(tp=self.tp, pp=self.pp, ep=self.ep)
 
-    def scenario(self, base: Scenario) -> Scenario:
+    def scenario(self, base: Scenario, gpu: Accelerator | None = None) -> Scenario:
         """`base` (the config's scenario, 'native' resolved) with this run's plan and dtypes (weights given here are
-        served with the deployment search's activation recipe: fp8 as W8A8, integers weight-only) and its framework
+        served with the deployment search's activation recipe on `gpu`: fp8 as W8A8, integers weight-only,
+        candidates.activation_dtype) and its framework
         where it is one we have tables of (its expected times use that framework's measured kernels)."""
         changes: dict = {"parallel": self.plan}
         if self.framework in FRAMEWORKS:
             changes["framework"] = self.framework
         if self.weight_dtype:
-            changes.update(weight_dtype=self.weight_dtype, act_dtype=activation_dtype(self.weight_dtype))
+            changes.update(weight_dtype=self.weight_dtype, act_dtype=activation_dtype(self.weight_dtype, gpu))
         if self.kv_dtype:
             changes["kv_dtype"] = self.kv_dtype
         return base.with_(**changes)
@@ -75,7 +76,7 @@ def predict_run(model: ModelSpec, gpu: Accelerator, scenario: Scenario, run: Mea
                 framework: str = DEFAULT_FRAMEWORK) -> dict:
     """What the run should take: bound and expected TTFT, TPOT and tokens/s, the fit and the deployment's name (see
     the module docstring); under the run's framework when it is one we model, else `framework` (the config's)."""
-    sc = run.scenario(scenario.for_model(model))
+    sc = run.scenario(scenario.for_model(model), gpu)
     served = prepare_served(model, gpu, sc, run.framework if run.framework in FRAMEWORKS else framework)
     row = serve_aggregated(served, Workload(run.isl, run.osl, concurrency=run.concurrency), overflow="queue")
     return {**{name: row[name] for name in ("ttft_s", "ttft_expected_s", "tpot_s", "tpot_expected_s",

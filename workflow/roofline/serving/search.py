@@ -39,11 +39,10 @@ from .steps import Mix
 SEARCH_MODES = ("aggregated", "disaggregated", "all")
 #: concurrencies searched: the planner's batch grid
 CONCURRENCY_GRID = BATCH_GRID
-#: a frontier point that gains less than this share (relative: a tie, up to rounding) of tokens/s per device and per
-#: user over fewer users of the same candidate, at a longer TTFT, is left out (its extra users only wait; see
-#: _waiting_users). A tie, not a margin: on a fine concurrency grid neighbours differ by less than 1% on both axes
-#: and are real trade-offs
-SURPLUS_GAIN = 1e-6
+#: a frontier point whose tokens/s per device and per user gain less than this share over the next smaller
+#: concurrency of the same candidate, while its TTFT grows as its extra users' queue would, is left out (they only
+#: wait; see _waiting_users)
+SURPLUS_GAIN = 0.01
 #: worker counts searched per pool (disaggregated)
 WORKER_COUNTS = (1, 2, 3, 4, 6, 8)
 #: concurrencies searched for disaggregated pools: ~12% steps from 1 to the grid's largest. Their layouts (prefill
@@ -384,17 +383,21 @@ def frontier(result: ServedSearch, per_gpu: bool = False, side: str = "expected"
 
 
 def _waiting_users(result: ServedSearch, meets: np.ndarray, side: str) -> np.ndarray:
-    """Which points only add waiting users: the next smaller concurrency of the same candidate meets the targets and
-    ties with the point on both axes (within SURPLUS_GAIN) at a shorter TTFT. Past a pool's saturation (a prefill
-    pool busy all the time, say) more closed-loop users add to TTFT alone, and a front on the two throughputs would
-    keep such ties. Points are stored candidate by candidate, concurrency ascending: a point's next smaller
-    concurrency is the point just before it, and a run of ties is left out after its first point."""
+    """Which points only add waiting users: against the next smaller concurrency of the same candidate (meeting the
+    targets), tokens/s per device and per user gain less than SURPLUS_GAIN while TTFT grows by at least half what
+    the extra users would wait in a queue at the point's rate (Little: their number / requests per second). Past a
+    pool's saturation more closed-loop users add to TTFT alone, and a front on the two throughputs would keep such
+    points for a hair's gain. Points are stored candidate by candidate, concurrency ascending: a point's next
+    smaller concurrency is the point just before it, and a run of them is left out after its first point."""
     suffix = "_expected" if side == "expected" else ""
     x = result.columns[f"tokens_per_s_per_device{suffix}"]
     y = result.columns[f"tokens_per_s_per_user{suffix}"]
     ttft = result.columns["ttft_expected_s" if side == "expected" else "ttft_s"]
+    rate = result.columns[f"tokens_per_s{suffix}"] / result.workload.osl  # requests/s
+    users = result.concurrency
     waiting = np.zeros(len(result.candidate), dtype=bool)
-    waiting[1:] = ((result.candidate[:-1] == result.candidate[1:]) & meets[:-1]
-                   & (x[:-1] >= (1 - SURPLUS_GAIN) * x[1:]) & (y[:-1] >= (1 - SURPLUS_GAIN) * y[1:])
-                   & (ttft[:-1] < ttft[1:]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        queued = ttft[1:] - ttft[:-1] >= 0.5 * (users[1:] - users[:-1]) / rate[1:]
+    waiting[1:] = ((result.candidate[:-1] == result.candidate[1:]) & meets[:-1] & queued
+                   & (x[1:] <= (1 + SURPLUS_GAIN) * x[:-1]) & (y[1:] <= (1 + SURPLUS_GAIN) * y[:-1]))
     return waiting

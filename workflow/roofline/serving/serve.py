@@ -198,8 +198,8 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
 
 def _sustained(expected: dict, rate: float, saturated) -> dict:
     """An open loop's steady state, or where the deployment cannot keep up with `rate` (`keeps_up` False) what it
-    delivers then: its saturated state (`saturated()`: every cache slot busy, as a closed loop of that many users),
-    at most `rate` requests/s, while the queue and with it TTFT and end-to-end latency grow without bound (inf)."""
+    delivers then: its saturated state (`saturated()`: the closed loop of as many users as the cache holds), at most
+    `rate` requests/s, while the queue and with it TTFT and end-to-end latency grow without bound (inf)."""
     if bool(expected["keeps_up"]):
         return expected
     full = saturated()
