@@ -107,11 +107,15 @@ def test_step_mix_arithmetic():
     # the other 4 requests' prompts, 4 x 100 tokens, arrive over one request's 10 decode steps: 40 tokens per step
     # in chunks of one prompt (100), so 0.4 of the steps carry one: TPOT = 0.6 x 10 ms + 0.4 x 30 ms = 18 ms
     assert float(times["tpot"]) == pytest.approx(0.018)
-    # residual of the running step: E[t^2] / 2 E[t] = (0.6 x 1e-4 + 0.4 x 9e-4) / (2 x 0.018) = 0.0116667;
-    # prompt room 1000 - 4 = 996, prompt tokens per step 100 x 5 / (10 + 1) = 45.45, rho = 0.045636;
-    # queue rho / 2 (1 - rho) x 30 ms = 0.000717; own prompt 30 ms
-    rho = 100 * 5 / 11 / 996
-    assert float(times["ttft"]) == pytest.approx(0.0116667 + rho / (2 * (1 - rho)) * 0.030 + 0.030, rel=1e-4)
+    # residual of the running step: E[t^2] / 2 E[t] = (0.6 x 1e-4 + 0.4 x 9e-4) / (2 x 0.018) = 0.0116667; own
+    # prompt 30 ms. The wait for prompt room is the M/D/1 wait at the loop's own utilization u = k X: a prompt takes
+    # k = 100 tokens x 30 ms / 996 tokens of room = 3.012 ms of full steps; X = 5 / (S + wait) with the rest of a
+    # request S = 0.0116667 + 0.030 + 10 x 0.018 = 0.2216667 s, and wait = u / (1 - u) x 15 ms (half the prompt)
+    wait = float(times["ttft"]) - 0.0116667 - 0.030
+    rate = 5 / (0.2216667 + wait)
+    u = 100 * 0.030 / 996 * rate
+    assert wait == pytest.approx(u / (1 - u) * 0.015, rel=1e-4) and float(times["rho"]) == pytest.approx(u, rel=1e-4)
+    assert 0.00105 < wait < 0.00112  # X = 22.45 requests/s, u = 0.0676: about 1.09 ms
 
 
 def test_lockstep_users_keep_prompts_out_of_their_decode_steps():

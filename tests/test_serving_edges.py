@@ -107,22 +107,44 @@ def test_the_default_kv_caches_are_the_ones_serving_frameworks_offer(capsys):
     assert code == 0 and rows and {r["kv_dtype"] for r in rows} <= {"fp16", "fp8"}
 
 
-def test_the_frontier_has_no_point_whose_extra_users_only_wait():
+def test_the_frontier_keeps_its_best_point_and_no_point_of_waiting_users():
+    # an 8k-token disaggregated search, where the prefill pool saturates: every frontier point passes the rule
+    # against the last point of its candidate still on offer, and the best point on offer is on the front
     model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
     workload = served_search.ServedWorkload(isl=8192, osl=256)
     result = served_search.search(model, [gpu], workload, ["fp16"], ["fp8"], 4, "disaggregated")
-    front = served_search.frontier(result)
+    front, meets = served_search.frontier(result), result.meets()
+    waiting = served_search._waiting_users(result, meets, "expected")
     x, y = result.columns["tokens_per_s_per_device_expected"], result.columns["tokens_per_s_per_user_expected"]
-    ttft, meets = result.columns["ttft_expected_s"], result.meets()
-    rate = result.columns["tokens_per_s_expected"] / 256
-    assert front.size
-    for point in front:  # against the next smaller concurrency: 1% gains at most while TTFT grows as a queue's
-        before = point - 1
-        if result.candidate[before] != result.candidate[point] or not meets[before]:
+    ttft, rate = result.columns["ttft_expected_s"], result.columns["tokens_per_s_expected"] / 256
+    on_offer = np.flatnonzero(meets & ~waiting)
+    assert front.size and x[front[0]] == x[on_offer].max() and not waiting[front].any()
+    for point in front:
+        kept = point - 1
+        while kept >= 0 and waiting[kept]:
+            kept -= 1
+        if kept < 0 or result.candidate[kept] != result.candidate[point] or not meets[kept]:
             continue
-        extra = result.concurrency[point] - result.concurrency[before]
-        queued = ttft[point] - ttft[before] >= 0.5 * extra / rate[point]
-        assert not (queued and x[point] <= 1.01 * x[before] and y[point] <= 1.01 * y[before])
+        extra = result.concurrency[point] - result.concurrency[kept]
+        queued = ttft[point] - ttft[kept] >= 0.5 * extra / rate[point]
+        assert not (queued and x[point] <= 1.01 * x[kept] and y[point] <= 1.01 * y[kept])
+
+
+def test_small_gains_of_waiting_users_do_not_add_up_unseen():
+    # 4 concurrencies of one candidate, +0.6% tokens/s per device a step while TTFT jumps 5 s (more than half the
+    # extra user's queueing, 0.5 x 1 / 0.2 = 2.5 s): 1 waits against 0; 2 is +1.2% over 0, the last point kept, so
+    # it stays; 3 waits against 2. The front is 2 alone (equal tokens/s per user: the most per device wins)
+    gpu = get_accelerator("h200-sxm")
+    candidate = served_search.Candidate(gpu, FP8.with_(parallel=Parallel()))
+    columns = {"tokens_per_s_per_device_expected": np.array([100.0, 100.6, 101.2, 101.8]),
+               "tokens_per_s_per_user_expected": np.full(4, 40.0), "tokens_per_s_expected": np.full(4, 204.8),
+               "ttft_expected_s": np.array([0.1, 5.1, 10.1, 15.1]), "tpot_expected_s": np.full(4, 0.025),
+               "fits": np.ones(4, dtype=bool)}
+    result = served_search.ServedSearch(get_model("llama-3.1-8b"), served_search.ServedWorkload(isl=1024, osl=1024),
+                                        [candidate], np.zeros(4, dtype=int), np.arange(1.0, 5.0), columns)
+    assert served_search._waiting_users(result, np.ones(4, dtype=bool), "expected").tolist() == [False, True, False,
+                                                                                                  True]
+    assert served_search.frontier(result).tolist() == [2]
 
 
 def test_mtp_needs_the_models_own_module():
@@ -220,3 +242,35 @@ def test_measured_runs_take_the_activation_recipe_of_their_device():
                       tokens_per_s=800.0)
     assert run.scenario(Scenario(), get_accelerator("h100-sxm")).act_dtype == "fp16"
     assert run.scenario(Scenario(), get_accelerator("b200")).act_dtype == "nvfp4"
+
+
+@pytest.mark.parametrize("framework", ["vllm", "sglang", "trtllm"])
+def test_an_aggregated_closed_loop_never_serves_less_for_more_users(framework):
+    # prompt-heavy requests (8k tokens in, 16 out) on one H100: the rate climbs to what the prompt room computes and
+    # stays there, the users beyond wait (TTFT grows); a queue whose utilization came from the users in flight
+    # rather than the rate had collapsed the rate at the onset of saturation (66.5 -> 40.1 tokens/s, 10 -> 17 users)
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), Scenario(parallel=Parallel()),
+                            framework)
+    rows = [serve_aggregated(served, Workload(isl=8192, osl=16, concurrency=n), overflow="queue")
+            for n in (4, 8, 10, 12, 16, 17, 24, 32, 64)]
+    rates = [row["requests_per_s_expected"] for row in rows]
+    ttfts = [row["ttft_expected_s"] for row in rows]
+    assert all(b >= a * (1 - 1e-9) for a, b in zip(rates, rates[1:]))
+    assert all(b >= a for a, b in zip(ttfts, ttfts[1:]))
+
+
+def test_serve_gives_a_disaggregated_search_row_its_own_numbers(capsys):
+    # the prefill workers run prompts alone in both (they had run serve's framework's mixed steps there)
+    from roofline.cli import app
+
+    assert app.main(["plan", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--isl", "4096", "--osl", "512",
+                     "--mode", "disaggregated", "--max-devices", "2", "--dtypes", "fp8", "--top", "1",
+                     "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert app.main(["serve", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--isl", "4096", "--osl", "512",
+                     "--mode", "disaggregated", "--tp", "1", "--prefill-tp", "1", "--weight-dtype", "fp8",
+                     "--act-dtype", "fp8", "--kv-dtype", "fp8", "--attention", row["attention"],
+                     "--concurrency", str(row["batch"]), "--format", "json"]) == 0
+    served = json.loads(capsys.readouterr().out)
+    for name in ("ttft_expected_s", "tpot_expected_s", "tokens_per_s_expected"):
+        assert served[name] == pytest.approx(row[name], rel=1e-9), name

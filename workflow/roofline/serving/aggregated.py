@@ -19,9 +19,12 @@ The model (the README states it with its assumptions):
   SGLang as a prefill step of its own that pauses decoding; TPOT = the mean time between a sequence's tokens over
   that mix. Every step adds the framework's host time.
 * TTFT = the request's time outside the steps + the rest of the step running when it arrives (the residual life of
-  a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room (rho = prompt tokens per step / room)
-  + its group's prefill steps (on average (n + 1) / 2 of n). A group arrives as its members' last step ends: the
-  residual and the queue count as far as other groups are in flight (none for a lone user or one whole group). A
+  a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room + its group's prefill steps (on
+  average (n + 1) / 2 of n). The wait's utilization: open loop, the prompt tokens due per step / room; closed loop,
+  the loop's own rate X times the full-step time of one prompt (c x heavy step / room), X and the wait solved
+  together (_closed_queue), so the rate never falls as users are added. A group arrives as its members' last step
+  ends: the residual and the queue count as far as other groups are in flight (none for a lone user or one whole
+  group). A
   benchmark of a few `waves` of N requests adds its first wave, whose N prompts all arrive at once and queue for the
   budget.
 * Closed loop (`concurrency` N users, each sending its next request when the last one ends): at most `running`
@@ -257,13 +260,29 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # closed loop: a group arrives as the last step of its members' previous requests ends, so it waits for a running
     # step and for queued prompts only as far as other groups are in flight (none when one group holds them all)
     apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else 1.0
-    queue = rho / (2 * (1 - rho)) * prompt  # M/D/1; closed: never more than every other request's prompt ahead
-    if closed:
-        queue = np.minimum(queue, np.maximum(active - cluster, 0.0) * load.computed / room * heavy)
-    ttft = scheduler.request_overhead_s + apart * (square / (2 * mean) + queue) + prompt
+    ttft = scheduler.request_overhead_s + apart * square / (2 * mean) + prompt
     # the most requests/s the prompts allow: every step a heavy one carrying `room` prompt tokens
     most = MAX_UTILIZATION * room / (load.computed * heavy)
-    return {"tpot": per_token / load.tokens_per_step, "ttft": ttft, "rho": due / room, "heavy": heavy, "most": most}
+    tpot = per_token / load.tokens_per_step
+    if closed:
+        queue, rho = _closed_queue(active, ttft + load.decode_steps * load.tokens_per_step * tpot,
+                                   apart * prompt / 2, load.computed * heavy / room)
+    else:
+        queue = apart * rho / (2 * (1 - rho)) * prompt  # M/D/1 at the prompt tokens due per step
+        rho = due / room
+    return {"tpot": tpot, "ttft": ttft + queue, "rho": rho, "heavy": heavy, "most": most}
+
+
+def _closed_queue(active, rest, half_prompt, k):
+    """(the wait for prompt room, its utilization) of a closed loop: the M/D/1 wait at the utilization the loop's
+    own rate makes, u = k X (k: seconds of full steps one prompt takes), where X = active / (rest + wait) (Little)
+    and wait = u / (1 - u) x half_prompt (half_prompt: half the prompt's steps, times the share of other groups
+    in flight). Eliminating the wait: k (h - S) X^2 + (S + A k) X - A = 0 (S = rest, h = half_prompt, A = active),
+    whose root in (0, 1 / k) is X = 2 A / (b + sqrt(b^2 + 4 a A)). X grows with the users and tends to 1 / k, so
+    the rate never falls as users are added and the wait grows as a queue's would."""
+    a, b = k * (half_prompt - rest), rest + active * k
+    rate = 2 * active / (b + np.sqrt(np.maximum(b * b + 4 * a * active, 0.0)))
+    return np.maximum(active / rate - rest, 0.0), k * rate
 
 
 def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency, running, side: str) -> dict:

@@ -24,12 +24,10 @@ MIN_KV_BYTES = 1.0
 
 def served_kv_dtypes(dtypes=None) -> tuple[str, ...]:
     """The KV-cache dtypes a served search takes from a `dtypes` list that sets weights and KV cache together: its
-    floats (what serving frameworks offer), or all of it where it names no float (an integer KV cache asked for);
-    DEFAULT_KV_DTYPES without a list."""
-    if not dtypes:
-        return DEFAULT_KV_DTYPES
-    floats = tuple(d for d in dtypes if d in ("fp32", "fp16", "bf16", "fp8"))
-    return floats or tuple(dtypes)
+    floats of 8 bits or more (what serving frameworks offer), else its other dtypes of 8 bits or more (an int8 KV
+    cache asked for), else DEFAULT_KV_DTYPES (a list of 4-bit weights alone, or none)."""
+    wide = tuple(d for d in dtypes or () if DTYPE_BYTES[d] >= MIN_KV_BYTES)
+    return tuple(d for d in wide if d in ("fp32", "fp16", "bf16", "fp8")) or wide or DEFAULT_KV_DTYPES
 
 
 def activation_dtype(weight_dtype: str, gpu: Accelerator | None = None) -> str:

@@ -116,13 +116,12 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         hi = (running if decodes else most) + lo
         for _ in range(CLOSED_ITERATIONS):
             x = (lo + hi) / 2
-            D = x if decodes else lo
+            D = x if decodes else 0.0 * x
             tpot = decode.light(np.maximum(D, 1e-9), side) / load.tokens_per_step
             rate = pools.decode_workers * D / ((load.osl - 1) * tpot) if decodes else x
             ttft, busy = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone)
             short = np.minimum(active / (ttft + (load.osl - 1) * tpot), most) > rate  # more users' rate: x too low
             lo, hi = np.where(short, x, lo), np.where(short, hi, x)
-        D = D if decodes else 0.0 * D
     else:
         rate = offered
         for _ in range(ITERATIONS):

@@ -383,21 +383,38 @@ def frontier(result: ServedSearch, per_gpu: bool = False, side: str = "expected"
 
 
 def _waiting_users(result: ServedSearch, meets: np.ndarray, side: str) -> np.ndarray:
-    """Which points only add waiting users: against the next smaller concurrency of the same candidate (meeting the
-    targets), tokens/s per device and per user gain less than SURPLUS_GAIN while TTFT grows by at least half what
-    the extra users would wait in a queue at the point's rate (Little: their number / requests per second). Past a
-    pool's saturation more closed-loop users add to TTFT alone, and a front on the two throughputs would keep such
-    points for a hair's gain. Points are stored candidate by candidate, concurrency ascending: a point's next
-    smaller concurrency is the point just before it, and a run of them is left out after its first point."""
+    """Which points only add waiting users: against the last point of the same candidate at a smaller concurrency
+    still on offer (meeting the targets, not left out itself), both throughputs gain less than SURPLUS_GAIN while
+    TTFT grows by at least half what the extra users would wait in a queue at the point's rate (Little: their number
+    / requests per second). Past a pool's saturation more closed-loop users add to TTFT alone, and a front on the
+    two throughputs would keep such points for a hair's gain. Points are stored candidate by candidate, concurrency
+    ascending; the vectorized test against each point's predecessor finds where runs start, and a run is followed
+    point by point from the last point kept before it (so that small gains do not add up unseen)."""
     suffix = "_expected" if side == "expected" else ""
     x = result.columns[f"tokens_per_s_per_device{suffix}"]
     y = result.columns[f"tokens_per_s_per_user{suffix}"]
     ttft = result.columns["ttft_expected_s" if side == "expected" else "ttft_s"]
     rate = result.columns[f"tokens_per_s{suffix}"] / result.workload.osl  # requests/s
-    users = result.concurrency
-    waiting = np.zeros(len(result.candidate), dtype=bool)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        queued = ttft[1:] - ttft[:-1] >= 0.5 * (users[1:] - users[:-1]) / rate[1:]
-    waiting[1:] = ((result.candidate[:-1] == result.candidate[1:]) & meets[:-1] & queued
-                   & (x[1:] <= (1 + SURPLUS_GAIN) * x[:-1]) & (y[1:] <= (1 + SURPLUS_GAIN) * y[:-1]))
+    users, candidate = result.concurrency, result.candidate
+
+    def waits(point, before):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            queued = ttft[point] - ttft[before] >= 0.5 * (users[point] - users[before]) / rate[point]
+        return ((candidate[before] == candidate[point]) & meets[before] & queued
+                & (x[point] <= (1 + SURPLUS_GAIN) * x[before]) & (y[point] <= (1 + SURPLUS_GAIN) * y[before]))
+
+    waiting = np.zeros(len(candidate), dtype=bool)
+    if len(candidate) < 2:
+        return waiting
+    points = np.arange(1, len(candidate))
+    work = sorted(points[waits(points, points - 1)].tolist())
+    while work:
+        point = work.pop(0)
+        kept = point - 1
+        while waiting[kept]:
+            kept -= 1
+        waiting[point] = bool(waits(point, kept))
+        if waiting[point] and point + 1 < len(candidate) and candidate[point + 1] == candidate[point] \
+                and (not work or work[0] != point + 1):
+            work.insert(0, point + 1)  # the next point is measured from the same kept point
     return waiting

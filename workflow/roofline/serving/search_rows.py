@@ -9,6 +9,7 @@ from ..engine.analysis import aggregate, weight_bytes_per_device
 from ..engine.columns import PLAN_COLUMNS, PLAN_SERVING_COLUMNS
 from ..engine.graph import build_operators
 from ..engine.roofline import dominant_bound
+from .candidates import served_kv_dtypes
 from .capacity import kv_per_request
 from .framework import framework_for
 from .planner import PlanSettings, ms, nearest_miss, plan_table
@@ -108,7 +109,7 @@ def plan_table_for(model, settings: PlanSettings) -> tuple[list[dict], str]:
     w = settings.workload
     workload = ServedWorkload(isl=w.isl, osl=w.osl, tpot_s=w.tpot_s, ttft_s=w.ttft_s, framework=settings.framework)
     result = search(model, settings.gpus, workload, settings.weight_dtypes or settings.dtypes,
-                    settings.kv_dtypes or settings.dtypes, settings.max_devices, settings.mode)
+                    settings.kv_dtypes or served_kv_dtypes(settings.dtypes), settings.max_devices, settings.mode)
     overall = frontier(result, side=settings.rank_on)
     if overall.size == 0:
         return [], no_plan_reason(result, settings.rank_on)

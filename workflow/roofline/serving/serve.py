@@ -288,6 +288,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     fw = served.framework
     sequences = max(cap.running_bound, cap.running, 1.0)
     prefill = served.stepper(load, sequences, prefill_scenario)
+    prefill.mixed = False  # a prefill worker's steps hold prompts alone, as in the search (search_solve)
     decode = served.stepper(load, sequences)
     transfer = dis.transfer_seconds(served.model, served.scenario, served.gpu, load, shape)
     closed = workload.concurrency is not None
