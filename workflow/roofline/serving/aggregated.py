@@ -22,11 +22,10 @@ The model (the README states it with its assumptions):
   a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room + its group's prefill steps (on
   average (n + 1) / 2 of n). The wait's utilization: open loop, the prompt tokens due per step / room; closed loop,
   the loop's own rate X times the full-step time of one prompt (c x heavy step / room), X and the wait solved
-  together (_closed_queue), so the rate never falls as users are added. A group arrives as its members' last step
-  ends: the residual and the queue count as far as other groups are in flight (none for a lone user or one whole
-  group). A
-  benchmark of a few `waves` of N requests adds its first wave, whose N prompts all arrive at once and queue for the
-  budget.
+  together (_closed_queue), at most every other request's prompt ahead, so that past saturation the rate stays
+  put. A group arrives as its members' last step ends: the residual and the queue count as far as other groups are
+  in flight (none for a lone user or one whole group). A benchmark of a few `waves` of N requests adds its first
+  wave, whose N prompts all arrive at once and queue for the budget.
 * Closed loop (`concurrency` N users, each sending its next request when the last one ends): at most `running`
   requests are in flight (the KV cache, roofline.serving.capacity); each spends S = TTFT + (osl - 1) TPOT in
   flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law, solved by fixed-point
@@ -265,24 +264,29 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     most = MAX_UTILIZATION * room / (load.computed * heavy)
     tpot = per_token / load.tokens_per_step
     if closed:
+        k = load.computed * heavy / room  # seconds of full steps one prompt takes
         queue, rho = _closed_queue(active, ttft + load.decode_steps * load.tokens_per_step * tpot,
-                                   apart * prompt / 2, load.computed * heavy / room)
+                                   apart * prompt / 2, k, apart * np.maximum(active - cluster, 0.0) * k)
     else:
         queue = apart * rho / (2 * (1 - rho)) * prompt  # M/D/1 at the prompt tokens due per step
         rho = due / room
     return {"tpot": tpot, "ttft": ttft + queue, "rho": rho, "heavy": heavy, "most": most}
 
 
-def _closed_queue(active, rest, half_prompt, k):
+def _closed_queue(active, rest, half_prompt, k, ahead):
     """(the wait for prompt room, its utilization) of a closed loop: the M/D/1 wait at the utilization the loop's
     own rate makes, u = k X (k: seconds of full steps one prompt takes), where X = active / (rest + wait) (Little)
     and wait = u / (1 - u) x half_prompt (half_prompt: half the prompt's steps, times the share of other groups
     in flight). Eliminating the wait: k (h - S) X^2 + (S + A k) X - A = 0 (S = rest, h = half_prompt, A = active),
-    whose root in (0, 1 / k) is X = 2 A / (b + sqrt(b^2 + 4 a A)). X grows with the users and tends to 1 / k, so
-    the rate never falls as users are added and the wait grows as a queue's would."""
+    whose root in (0, 1 / k) is X = 2 A / (b + sqrt(b^2 + 4 a A)). Past saturation X tends to 1 / k while the wait
+    grows as a queue's would. The wait is at most `ahead`, every other request's prompt ahead (a closed loop holds
+    no more): M/D/1 assumes endless arrivals, which overstates the wait of a few users."""
     a, b = k * (half_prompt - rest), rest + active * k
-    rate = 2 * active / (b + np.sqrt(np.maximum(b * b + 4 * a * active, 0.0)))
-    return np.maximum(active / rate - rest, 0.0), k * rate
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = 2 * active / (b + np.sqrt(np.maximum(b * b + 4 * a * active, 0.0)))
+        wait = np.minimum(np.maximum(active / rate - rest, 0.0), ahead)
+        rate = active / (rest + wait)
+    return wait, k * rate
 
 
 def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency, running, side: str) -> dict:
@@ -316,9 +320,12 @@ def _occupancy(stepper: Stepper, load: Load, scheduler: Scheduler, active, side:
     active = np.broadcast_to(np.asarray(active, dtype=float), shape).ravel()
     D = active * load.decode_steps / (load.decode_steps + 1)
     out = {name: np.empty(D.size) for name in ("ttft", "tpot", "rho", "most")}
-    # the bracket holds the D seen: g = f(D) - D changes sign across it only beyond a D on each side, so a midpoint
-    # is finite; (D, g) of each point's previous iteration give the secant step
-    live, lo, hi = np.arange(D.size), np.full(D.size, -np.inf), np.full(D.size, np.inf)
+    # the bracket starts as [0, active]: g(0) = f(0) >= 0 and g(active) = min(f, active) - active <= 0 hold a root
+    # between them (f may not be monotone: a secant step may land outside, where the midpoint is taken); (D, g) of
+    # each point's previous iteration give the secant step
+    # (a hair wider, so that a step to D = 0 or D = active, where the root sits for prompt-only or cache-bound
+    # requests, is taken as it is)
+    live, lo, hi = np.arange(D.size), np.full(D.size, np.nextafter(0.0, -1.0)), np.nextafter(active, np.inf)
     before, g_before = np.full(D.size, np.nan), np.full(D.size, np.nan)
     part, plan = _points(stepper, scheduler, live, shape)  # per-point arrays laid out as D
     for _ in range(ITERATIONS):
@@ -333,9 +340,7 @@ def _occupancy(stepper: Stepper, load: Load, scheduler: Scheduler, active, side:
         with np.errstate(divide="ignore", invalid="ignore"):
             secant = here - g * (here - before) / (g - g_before)
         step = np.where(np.isfinite(secant), secant, here + g)
-        with np.errstate(invalid="ignore"):  # lo + hi is -inf + inf only where the step stays inside (no root
-            # bracketed yet, e.g. g = 0 at once when a request has no decode steps): that midpoint is never taken
-            D[live] = np.where((step > lo) & (step < hi), step, (lo + hi) / 2)
+        D[live] = np.where((step > lo) & (step < hi), step, (lo + hi) / 2)
         moving = np.abs(D[live] - here) > TOLERANCE * here
         before, g_before = here, g
         if moving.all():

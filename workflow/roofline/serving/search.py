@@ -383,13 +383,13 @@ def frontier(result: ServedSearch, per_gpu: bool = False, side: str = "expected"
 
 
 def _waiting_users(result: ServedSearch, meets: np.ndarray, side: str) -> np.ndarray:
-    """Which points only add waiting users: against the last point of the same candidate at a smaller concurrency
-    still on offer (meeting the targets, not left out itself), both throughputs gain less than SURPLUS_GAIN while
-    TTFT grows by at least half what the extra users would wait in a queue at the point's rate (Little: their number
-    / requests per second). Past a pool's saturation more closed-loop users add to TTFT alone, and a front on the
-    two throughputs would keep such points for a hair's gain. Points are stored candidate by candidate, concurrency
-    ascending; the vectorized test against each point's predecessor finds where runs start, and a run is followed
-    point by point from the last point kept before it (so that small gains do not add up unseen)."""
+    """Which points only add waiting users: against the point before their run (below), both throughputs gain less
+    than SURPLUS_GAIN while TTFT grows by at least half what the extra users would wait in a queue at the point's
+    rate (Little: their number / requests per second). Past a pool's saturation more closed-loop users add to TTFT
+    alone, and a front on the two throughputs would keep such points for a hair's gain. Points are stored candidate
+    by candidate, concurrency ascending. A run is a stretch of points each of which passes the test against the
+    point just before it; every point of a run is measured from the point before the run (the last one on offer),
+    so that small gains do not add up unseen: linear, in one pass."""
     suffix = "_expected" if side == "expected" else ""
     x = result.columns[f"tokens_per_s_per_device{suffix}"]
     y = result.columns[f"tokens_per_s_per_user{suffix}"]
@@ -407,14 +407,11 @@ def _waiting_users(result: ServedSearch, meets: np.ndarray, side: str) -> np.nda
     if len(candidate) < 2:
         return waiting
     points = np.arange(1, len(candidate))
-    work = sorted(points[waits(points, points - 1)].tolist())
-    while work:
-        point = work.pop(0)
-        kept = point - 1
-        while waiting[kept]:
-            kept -= 1
-        waiting[point] = bool(waits(point, kept))
-        if waiting[point] and point + 1 < len(candidate) and candidate[point + 1] == candidate[point] \
-                and (not work or work[0] != point + 1):
-            work.insert(0, point + 1)  # the next point is measured from the same kept point
+    in_run = np.zeros(len(candidate), dtype=bool)
+    in_run[1:] = waits(points, points - 1)
+    run = np.flatnonzero(in_run)
+    if run.size:  # the point before each run: the last index at or before it that is not in a run
+        outside = np.where(in_run, -1, np.arange(len(candidate)))
+        anchor = np.maximum.accumulate(outside)[run]
+        waiting[run] = waits(run, anchor)
     return waiting
