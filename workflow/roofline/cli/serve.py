@@ -90,7 +90,6 @@ def table(args) -> tuple[list[dict], dict]:
         _refuse_pool_options(args)
         return [serve_aggregated(served, workload, args.overflow, args.benchmark_waves or 0.0)], {}
     prefill = _prefill_plan(args, served)
-    _check_pool_devices(args, prefill, served.plan)
     pools = Disaggregation(args.prefill_workers, args.decode_workers, prefill, args.max_devices)
     return [serve_disaggregated(served, workload, pools, args.overflow, args.benchmark_waves or 0.0)], {}
 
@@ -119,17 +118,6 @@ def _in_prefill_options(message: str, args, plan: Parallel) -> str:
     named = [name for name in fields if name in given] or given or fields
     shown = f"tp {plan.tp}, pp {plan.pp}, ep {plan.ep}" + (", attention-dp" if plan.attention_dp else "")
     return f"{'/'.join(f'--prefill-{name}' for name in named)}: prefill plan ({shown}): {rest}"
-
-
-def _check_pool_devices(args, prefill: Parallel, decode: Parallel) -> None:
-    """Refuse pools of more devices than one deployment may use (MAX_DEVICES, the most a plan or `plan
-    --max-devices` may have), so worker counts without --max-devices stay within a real system."""
-    needed = args.prefill_workers * prefill.devices + args.decode_workers * decode.devices
-    if needed > MAX_DEVICES:
-        raise RooflineInputError(
-            f"--prefill-workers / --decode-workers: {args.prefill_workers} x {prefill.devices} + "
-            f"{args.decode_workers} x {decode.devices} = {needed} devices, more than {MAX_DEVICES} (the most one "
-            "deployment may use); use fewer workers or smaller plans")
 
 
 def _refuse_pool_options(args) -> None:

@@ -253,8 +253,6 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         # the rest of its own group's prefill steps (n - first of them), in no decode step
         per_token = light + extra * heavy + (per_cluster - first) * heavy / steps
         mean, square = (light + extra * heavy) / (1 + extra), (light ** 2 + extra * heavy ** 2) / (1 + extra)
-    due = load.computed * active / (steps + per_cluster)  # prompt tokens per step, all requests
-    rho = np.minimum(due / room, MAX_UTILIZATION)
     prompt = first * heavy
     # closed loop: a group arrives as the last step of its members' previous requests ends, so it waits for a running
     # step and for queued prompts only as far as other groups are in flight (none when one group holds them all)
@@ -267,9 +265,10 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         k = load.computed * heavy / room  # seconds of full steps one prompt takes
         queue, rho = _closed_queue(active, ttft + load.decode_steps * load.tokens_per_step * tpot,
                                    apart * prompt / 2, k, apart * np.maximum(active - cluster, 0.0) * k)
-    else:
-        queue = apart * rho / (2 * (1 - rho)) * prompt  # M/D/1 at the prompt tokens due per step
-        rho = due / room
+    else:  # M/D/1 at the prompt tokens due per step, all requests
+        rho = load.computed * active / (steps + per_cluster) / room
+        used = np.minimum(rho, MAX_UTILIZATION)
+        queue = apart * used / (2 * (1 - used)) * prompt
     return {"tpot": tpot, "ttft": ttft + queue, "rho": rho, "heavy": heavy, "most": most}
 
 

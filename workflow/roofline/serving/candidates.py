@@ -105,13 +105,20 @@ def candidate_groups(model: ModelSpec, gpus: Sequence[Accelerator], dtypes: Sequ
                for w in dtypes for kv in dtypes if DTYPE_BYTES[kv] >= MIN_KV_BYTES for attention in ATTENTION_IMPLS]
     groups = []
     for gpu in gpus:
-        usable = []
-        for sc in dict.fromkeys(on_device(sc, gpu) for sc in recipes):
-            try:
-                check_device_dtypes(gpu, sc)
-            except RooflineInputError:
-                continue  # the device publishes no peak for this recipe: not a candidate
-            usable.append(sc)
         groups += [Group(gpu, replace(sc, parallel=plan)) for plan in parallel_plans(model, gpu, max_devices)
-                   for sc in usable]
+                   for sc in recipes_on(gpu, recipes)]
     return groups
+
+
+def recipes_on(gpu: Accelerator, scenarios: Sequence[Scenario]) -> list[Scenario]:
+    """The recipes `gpu` computes at, each with its activations as served there (on_device; a recipe that becomes
+    another, e.g. W4A4 and W4A16 both weight-only on Hopper, is kept once)."""
+    return [sc for sc in dict.fromkeys(on_device(sc, gpu) for sc in scenarios) if _computes(gpu, sc)]
+
+
+def _computes(gpu: Accelerator, scenario: Scenario) -> bool:
+    try:
+        check_device_dtypes(gpu, scenario)
+    except RooflineInputError:
+        return False  # the device publishes no peak for this recipe: not a candidate
+    return True

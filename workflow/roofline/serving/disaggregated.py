@@ -100,9 +100,11 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
     one decode worker's cache holds. `prefill` steps are separate (no decodes), `decode` steps carry no prompts.
 
     Closed loop: the decode occupancy D (per decode worker) is bisected. D sets TPOT and, by Little's law on the
-    decode pool, the rate X(D) = Y D / ((osl - 1) TPOT(D)), which grows with D; the users' rate N / (TTFT(X) +
-    (osl - 1) TPOT(D)), capped at what the prefill pool computes busy all the time, falls as D grows: one root,
-    with D at most the cache's hold. Users beyond the rate the root allows wait in the prefill queue."""
+    decode pool, the rate X(D) = Y D / ((osl - 1) TPOT(D)); the users' rate N / (TTFT(X) + (osl - 1) TPOT(D)),
+    capped at what the prefill pool computes busy all the time, falls as D grows. X(D) grows with D while the decode
+    step grows slower than its batch (the memory roof); where it grows faster the two rates can cross twice, and the
+    bisection takes one of the crossings. D is at most the cache's hold; users beyond the rate reached wait in the
+    prefill queue."""
     offered = np.asarray(offered, dtype=float)
     active = np.minimum(offered, pools.decode_workers * running) if closed else offered
     lone = prefill.lone(load.computed)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..engine.analysis import check_device_dtypes, deployment_label
+from ..engine.analysis import deployment_label
 from ..engine.dtypes import DTYPE_BYTES, check_storage_dtype
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import Accelerator
@@ -26,7 +26,7 @@ from ..estimate.calibration import DEFAULT
 from ..estimate.step import combine
 from . import aggregated as agg
 from . import search_solve as solvers
-from .candidates import MIN_KV_BYTES, activation_dtype, on_device, parallel_plans
+from .candidates import MIN_KV_BYTES, activation_dtype, parallel_plans, recipes_on
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, framework_for
 from .hugepages import without_hugepage_advice
@@ -39,9 +39,9 @@ from .steps import Mix
 SEARCH_MODES = ("aggregated", "disaggregated", "all")
 #: concurrencies searched: the planner's batch grid
 CONCURRENCY_GRID = BATCH_GRID
-#: a frontier point whose tokens/s per device and per user gain less than this share over the next smaller
-#: concurrency of the same candidate, while its TTFT grows as its extra users' queue would, is left out (they only
-#: wait; see _waiting_users)
+#: a frontier point whose tokens/s per device and per user gain less than this share over a smaller concurrency of
+#: the same candidate, while its TTFT grows as its extra users' queue would, is left out (they only wait; see
+#: _waiting_users)
 SURPLUS_GAIN = 0.01
 #: worker counts searched per pool (disaggregated)
 WORKER_COUNTS = (1, 2, 3, 4, 6, 8)
@@ -143,24 +143,10 @@ def aggregated_candidates(model: ModelSpec, gpus: Sequence[Accelerator], scenari
     """Every (device, plan, recipe) the device can compute at and the engine accepts."""
     out = []
     for gpu in gpus:
-        usable = _recipes_on(gpu, scenarios)
+        usable = recipes_on(gpu, scenarios)
         out += [Candidate(gpu, replace(sc, parallel=plan)) for plan in parallel_plans(model, gpu, max_devices)
                 for sc in usable]
     return out
-
-
-def _recipes_on(gpu: Accelerator, scenarios: list[Scenario]) -> list[Scenario]:
-    """The recipes `gpu` computes at, each with its activations as served there (a recipe that becomes another,
-    e.g. W4A4 and W4A16 both weight-only on Hopper, is kept once)."""
-    return list(dict.fromkeys(sc for sc in (on_device(sc, gpu) for sc in scenarios) if _computes(gpu, sc)))
-
-
-def _computes(gpu: Accelerator, scenario: Scenario) -> bool:
-    try:
-        check_device_dtypes(gpu, scenario)
-    except RooflineInputError:
-        return False  # the device publishes no peak for this recipe: not a candidate
-    return True
 
 
 def disaggregated_candidates(model: ModelSpec, gpus: Sequence[Accelerator], scenarios: list[Scenario],
@@ -168,7 +154,7 @@ def disaggregated_candidates(model: ModelSpec, gpus: Sequence[Accelerator], scen
     """Every (device, recipe, prefill plan, decode plan, workers) whose pools fit `max_devices` devices."""
     out = []
     for gpu in gpus:
-        usable = _recipes_on(gpu, scenarios)
+        usable = recipes_on(gpu, scenarios)
         for prefill, decode, x, y in _pool_layouts(parallel_plans(model, gpu, max_devices), max_devices):
             out += [Candidate(gpu, replace(sc, parallel=decode), prefill, x, y) for sc in usable]
     return out
@@ -191,7 +177,7 @@ def count_candidates(model: ModelSpec, gpus: Sequence[Accelerator], weight_dtype
     scenarios = recipes(weight_dtypes, kv_dtypes)
     count = 0
     for gpu in gpus:
-        usable = len(_recipes_on(gpu, scenarios))
+        usable = len(recipes_on(gpu, scenarios))
         if mode in ("aggregated", "all"):
             count += len(parallel_plans(model, gpu, max_devices or 8)) * usable * len(CONCURRENCY_GRID)
         if mode in ("disaggregated", "all"):

@@ -17,7 +17,7 @@ from ..engine.dtypes import DTYPE_BYTES
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
-from ..engine.parallel import Parallel, check_plan
+from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
 from ..engine.scenario import MAX_BATCH, MAX_SEQ_LEN, Scenario
 from ..estimate.step import combine
 from . import aggregated as agg
@@ -247,16 +247,19 @@ class Disaggregation:
     def validate(self, served: Served) -> "Disaggregation":
         for name in ("prefill_workers", "decode_workers"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DEVICES:
                 raise RooflineInputError(f"--{name.replace('_', '-')}: {value!r} is not allowed; expected an integer "
-                                         "from 1 to 4096")
+                                         f"from 1 to {MAX_DEVICES}")
         check_plan(served.model, served.gpu, self.prefill_plan.validate("prefill plan"))
         needed = self.pools(served).devices
-        if self.max_devices is not None and needed > self.max_devices:
+        # without --max-devices, pools are held to the most one deployment may use (as any plan and `plan`)
+        limit, what = ((self.max_devices, f"--max-devices {self.max_devices}") if self.max_devices is not None
+                       else (MAX_DEVICES, f"{MAX_DEVICES} (the most one deployment may use)"))
+        if needed > limit:
             raise RooflineInputError(
                 f"--prefill-workers / --decode-workers: {self.prefill_workers} x {self.prefill_plan.devices} + "
-                f"{self.decode_workers} x {served.plan.devices} = {needed} devices, more than --max-devices "
-                f"{self.max_devices}; use fewer workers or smaller plans")
+                f"{self.decode_workers} x {served.plan.devices} = {needed} devices, more than {what}; use fewer "
+                "workers or smaller plans")
         return self
 
     def pools(self, served: Served) -> dis.Pools:
