@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..engine.errors import RooflineInputError, unknown
-from .app import COMMANDS
+from .app import command as command_module
 from .options import Parser, in_option_words
 
 #: options the API does not take: it always returns a DataFrame (the csv format's columns)
@@ -18,7 +18,7 @@ def frame(command: str, options: dict):
     RooflineInputError worded as the command line words it."""
     import pandas  # here, not at import: `import roofline` stays light
 
-    module = COMMANDS[command]
+    module = command_module(command)
     parser = Parser(prog=f"roofline {command}")
     module.add_arguments(parser)
     argv = _argv(command, parser, options)
