@@ -17,6 +17,7 @@ from roofline.engine.hardware import get_accelerator
 from roofline.engine.models import get_model
 from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import Scenario
+from roofline.estimate.expected import analyze as expected_analyze
 from roofline.serving import aggregated as agg
 from roofline.serving import search as served_search
 from roofline.serving.capacity import kv_per_request
@@ -108,14 +109,29 @@ def test_step_mix_arithmetic():
     # in chunks of one prompt (100), so 0.4 of the steps carry one: TPOT = 0.6 x 10 ms + 0.4 x 30 ms = 18 ms
     assert float(times["tpot"]) == pytest.approx(0.018)
     # residual of the running step: E[t^2] / 2 E[t] = (0.6 x 1e-4 + 0.4 x 9e-4) / (2 x 0.018) = 0.0116667; own
-    # prompt 30 ms. The wait for prompt room is the M/D/1 wait at the loop's own utilization u = k X: a prompt takes
-    # k = 100 tokens x 30 ms / 996 tokens of room = 3.012 ms of full steps; X = 5 / (S + wait) with the rest of a
-    # request S = 0.0116667 + 0.030 + 10 x 0.018 = 0.2216667 s, and wait = u / (1 - u) x 15 ms (half the prompt)
+    # prompt 30 ms. The wait for prompt room is the M/D/1 wait at the utilization an arrival sees, 4/5 of the loop's
+    # own u = k X (by the arrival theorem it finds the other 4 of the 5 requests): a prompt takes k = 100 tokens x
+    # 30 ms / 996 tokens of room = 3.012 ms of full steps; X = 5 / (S + wait) with the rest of a request
+    # S = 0.0116667 + 0.030 + 10 x 0.018 = 0.2216667 s, and wait = v / (1 - v) x 15 ms (half the prompt), v = 0.8 u
     wait = float(times["ttft"]) - 0.0116667 - 0.030
     rate = 5 / (0.2216667 + wait)
     u = 100 * 0.030 / 996 * rate
-    assert wait == pytest.approx(u / (1 - u) * 0.015, rel=1e-4) and float(times["rho"]) == pytest.approx(u, rel=1e-4)
-    assert 0.00105 < wait < 0.00112  # X = 22.45 requests/s, u = 0.0676: about 1.09 ms
+    v = 0.8 * u
+    assert wait == pytest.approx(v / (1 - v) * 0.015, rel=1e-4) and float(times["rho"]) == pytest.approx(u, rel=1e-4)
+    assert 0.00084 < wait < 0.00088  # X = 22.47 requests/s, u = 0.0677, v = 0.0542: about 0.86 ms
+
+
+def test_a_lone_user_never_waits_for_prompt_room_and_a_second_one_adds_throughput():
+    # one closed-loop user finds the loop empty (arrival theorem): TTFT = its own prompt's steps and the overhead
+    load, scheduler = agg.Load(isl=100, osl=11), agg.Scheduler(budget=1000, mixed=True)
+    alone = agg.step_mix(FlatSteps(), load, scheduler, 0.0, 1.0, "expected")
+    assert float(alone["ttft"]) == pytest.approx(0.030)  # one heavy step (30 ms), no residual, no queue
+    # a few users wait far less than M/D/1's endless arrivals: with prompt-heavy requests (8192/16, one H100) the rate
+    # rises with every user (M/D/1 had it fall from 3.10 requests/s at 1 user to 2.75 at 2)
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), Scenario())
+    rates = [serve_aggregated(served, Workload(isl=8192, osl=16, concurrency=n))["requests_per_s_expected"]
+             for n in (1, 2, 3, 4, 8)]
+    assert rates == sorted(rates) and rates[1] > rates[0]
 
 
 def test_lockstep_users_keep_prompts_out_of_their_decode_steps():
@@ -440,3 +456,17 @@ def test_a_curve_reads_what_lookup_reads_bit_for_bit():
     assert np.array_equal(curve.at(*curve.locate(x, curve.offsets(group))), lookup(table, x, group))
     one = Curve(table[1])
     assert np.array_equal(one.at(*one.locate(x)), lookup(table[1], x))
+
+
+def test_prompt_heavy_closed_loops_stay_within_the_prefill_compute():
+    # Llama-3.1-8B fp8 on one H200 (TensorRT-LLM), 2048/128 at 800 users: prompts queue, so every step packs its
+    # room with prompt tokens. The rate is at most what full prefill steps compute: 4 prompts of 2048 tokens (the
+    # 8192-token budget) take t4 = the expected prefill of batch 4, so at most 4 / t4 requests/s (~36). A heavy step
+    # priced with one prompt while the cap assumed a full room let 72.8 requests/s through, twice the device's compute.
+    model, gpu = get_model("llama-3.1-8b"), H200
+    scenario = FP8.with_(framework="trtllm", batch=4, seq_len=2048)
+    t4 = expected_analyze(model, gpu, "prefill", scenario)[1]["ttft_expected_s"]
+    served = prepare_served(model, gpu, FP8, framework="trtllm")
+    row = serve_aggregated(served, Workload(isl=2048, osl=128, concurrency=800))
+    assert row["requests_per_s_expected"] <= 4 / t4
+    assert row["requests_per_s_expected"] > 0.6 * 4 / t4  # and near it: the prompts are what limits

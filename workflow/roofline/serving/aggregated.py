@@ -15,13 +15,17 @@ The model (the README states it with its assumptions):
 * Steps. A step computes at most `budget` tokens (max_batched_tokens): its decode tokens D Q (Q = 1, or K + 1 when
   verifying) and prompt chunks. A group's prompts take ceil(group x c / room) steps that carry prefill. A request's
   decode steps see the other groups' prompts: (in flight - group) x c prompt tokens over its (osl - 1) / a steps,
-  in chunks of a group's prompts. vLLM and TensorRT-LLM run the chunk inside a decode step (weights read once),
+  in chunks of a group's prompts, or where more prompt tokens are due per step than a group brings, all that are due
+  (the scheduler packs every waiting prompt into a step, up to its room). The prompts allow at most room / (c x a
+  full step) requests/s, a full step's prompt part scaled from the chunk's (linear in its tokens; exact where prompts
+  queue). vLLM and TensorRT-LLM run the chunk inside a decode step (weights read once),
   SGLang as a prefill step of its own that pauses decoding; TPOT = the mean time between a sequence's tokens over
   that mix. Every step adds the framework's host time.
 * TTFT = the request's time outside the steps + the rest of the step running when it arrives (the residual life of
   a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room + its group's prefill steps (on
   average (n + 1) / 2 of n). The wait's utilization: open loop, the prompt tokens due per step / room; closed loop,
-  the loop's own rate X times the full-step time of one prompt (c x heavy step / room), X and the wait solved
+  the loop's own rate X times the full-step time of one prompt (c x heavy step / room), as much of it as an
+  arrival sees ((N - g) / N: the loop without its own group), X and the wait solved
   together (_closed_queue), at most every other request's prompt ahead, so that past saturation the rate stays
   put. A group arrives as its members' last step ends: the residual and the queue count as far as other groups are
   in flight (none for a lone user or one whole group). A benchmark of a few `waves` of N requests adds its first
@@ -235,9 +239,11 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         tpot = stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step
         return {"tpot": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room, "most": np.inf + 0.0 * D}
     cluster = cluster_size(load, scheduler, active, D)
-    chunk = np.minimum(room, cluster * load.computed)
     per_cluster = np.ceil(cluster * load.computed / room)  # heavy steps one cluster's prompts take
     others = load.computed * np.maximum(active - cluster, 0.0) / steps  # others' prompt tokens per decode step
+    # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
+    # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
+    chunk = np.minimum(room, np.maximum(cluster * load.computed, others))
     light, heavy = stepper.light_and_heavy(D, chunk, side)
     extra = others / chunk  # heavy steps per decode step of a request
     # a group's n heavy steps yield its first tokens after (n + 1) / 2 of them on average where a step holds whole
@@ -258,13 +264,16 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # step and for queued prompts only as far as other groups are in flight (none when one group holds them all)
     apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else 1.0
     ttft = scheduler.request_overhead_s + apart * square / (2 * mean) + prompt
-    # the most requests/s the prompts allow: every step a heavy one carrying `room` prompt tokens
-    most = MAX_UTILIZATION * room / (load.computed * heavy)
+    # the most requests/s the prompts allow: every step a full one, its room all prompt tokens (a step's prompt part
+    # scaled from the chunk's, linear in its tokens; where prompts queue the chunk is the room and this is exact)
+    prompt_part = heavy - light if scheduler.mixed else heavy
+    most = MAX_UTILIZATION * room / (load.computed * (heavy - prompt_part + prompt_part * room / chunk))
     tpot = per_token / load.tokens_per_step
     if closed:
         k = load.computed * heavy / room  # seconds of full steps one prompt takes
+        others = np.maximum(active - cluster, 0.0)
         queue, rho = _closed_queue(active, ttft + load.decode_steps * load.tokens_per_step * tpot,
-                                   apart * prompt / 2, k, apart * np.maximum(active - cluster, 0.0) * k)
+                                   apart * prompt / 2, k, apart * others * k, others / np.maximum(active, 1.0))
     else:  # M/D/1 at the prompt tokens due per step, all requests
         rho = load.computed * active / (steps + per_cluster) / room
         used = np.minimum(rho, MAX_UTILIZATION)
@@ -272,15 +281,19 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     return {"tpot": tpot, "ttft": ttft + queue, "rho": rho, "heavy": heavy, "most": most}
 
 
-def _closed_queue(active, rest, half_prompt, k, ahead):
-    """(the wait for prompt room, its utilization) of a closed loop: the M/D/1 wait at the utilization the loop's
-    own rate makes, u = k X (k: seconds of full steps one prompt takes), where X = active / (rest + wait) (Little)
-    and wait = u / (1 - u) x half_prompt (half_prompt: half the prompt's steps, times the share of other groups
-    in flight). Eliminating the wait: k (h - S) X^2 + (S + A k) X - A = 0 (S = rest, h = half_prompt, A = active),
-    whose root in (0, 1 / k) is X = 2 A / (b + sqrt(b^2 + 4 a A)). Past saturation X tends to 1 / k while the wait
-    grows as a queue's would. The wait is at most `ahead`, every other request's prompt ahead (a closed loop holds
-    no more): M/D/1 assumes endless arrivals, which overstates the wait of a few users."""
-    a, b = k * (half_prompt - rest), rest + active * k
+def _closed_queue(active, rest, half_prompt, k, ahead, seen):
+    """(the wait for prompt room, its utilization) of a closed loop: the M/D/1 wait at the utilization an arrival
+    sees, u = seen k X (k: seconds of full steps one prompt takes; seen: the share of the loop's requests other than
+    its own group, (N - g) / N: by the arrival theorem a request finds the loop without itself, so one user never
+    waits and a few wait far less than M/D/1's endless arrivals would; Schweitzer's approximation of mean value
+    analysis, exact in the limits), where X = active / (rest + wait) (Little) and wait = u / (1 - u) x half_prompt
+    (half_prompt: half the prompt's steps, times the share of other groups in flight). Eliminating the wait:
+    c (h - S) X^2 + (S + A c) X - A = 0 (c = seen k, S = rest, h = half_prompt, A = active), whose root in (0, 1 / c)
+    is X = 2 A / (b + sqrt(b^2 + 4 a A)). Past saturation X tends to 1 / c (closed_loop caps it at the prompt room's
+    1 / k) while the wait grows as a queue's would. The wait is at most `ahead`, every other request's prompt ahead
+    (a closed loop holds no more)."""
+    c = seen * k
+    a, b = c * (half_prompt - rest), rest + active * c
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = 2 * active / (b + np.sqrt(np.maximum(b * b + 4 * a * active, 0.0)))
         wait = np.minimum(np.maximum(active / rate - rest, 0.0), ahead)
