@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 from roofline.engine import hardware, models
 from roofline.serving import planner
 from roofline.serving import search as served
+from roofline.serving.candidates import served_kv_dtypes
 
 SEARCHES = (  # (model, devices or None = the whole catalog, isl, osl, TPOT target [s])
     ("llama-3.1-8b", None, 1024, 1024, 0.02),
@@ -58,10 +59,11 @@ def main_served():
     for key, gpu_keys, isl, osl, tpot, mode in SERVED:
         gpus = [hardware.get_accelerator(k) for k in gpu_keys] if gpu_keys else list(hardware.catalog().values())
         workload = served.ServedWorkload(isl, osl, tpot_s=tpot)
-        dtypes = list(planner.DEFAULT_DTYPES)
-        served.search(models.get_model(key), gpus, workload, dtypes, dtypes, mode=mode)  # warm up: tables, caches
+        # the command's defaults: the default dtypes for the weights, their floats for the KV cache
+        dtypes, kv_dtypes = list(planner.DEFAULT_DTYPES), list(served_kv_dtypes(planner.DEFAULT_DTYPES))
+        served.search(models.get_model(key), gpus, workload, dtypes, kv_dtypes, mode=mode)  # warm up: tables, caches
         wall, cpu = time.perf_counter(), time.process_time()
-        result = served.search(models.get_model(key), gpus, workload, dtypes, dtypes, mode=mode)
+        result = served.search(models.get_model(key), gpus, workload, dtypes, kv_dtypes, mode=mode)
         front = served.frontier(result)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         n = len(result)

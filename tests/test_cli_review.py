@@ -102,3 +102,47 @@ def test_plan_refuses_disaggregated_within_one_device(capsys):
 def test_python_dash_m_roofline_runs_the_command():
     done = subprocess.run([sys.executable, "-m", "roofline", "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("usage: roofline"), done.stderr
+
+
+# Fifth review (a new user's pass over the README, 2026-12-02)
+def test_an_option_given_twice_is_refused_not_overridden(capsys):
+    # argparse keeps the last of two values: `serve --gpu h100-sxm --gpu h200-sxm` served on the H200 alone
+    err = _error(capsys, *SERVE, "--gpu", "h100-sxm", "--gpu", "h200-sxm")
+    assert "--gpu: given more than once; it takes one value (one command serves one device)" in err
+    err = _error(capsys, "totals", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--stage", "decode", "--batch", "2",
+                 "--batch=4")
+    assert "--batch: given more than once" in err
+    # options that collect values stay repeatable
+    assert cli.main(["plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpu", "h200-sxm", "--isl", "128",
+                     "--osl", "128", "--top", "1", "--format", "csv"]) == 0
+
+
+def test_options_are_spelt_out(capsys):
+    # `--prefill` on serve was argparse's "ambiguous option" among the --prefill-* options; `--conc` was accepted
+    err = _error(capsys, *SERVE, "--gpu", "h100-sxm", "--prefill", "interleaved")
+    assert "option '--prefill' is not accepted here; it belongs to: plan" in err
+    err = _error(capsys, "serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "128", "--osl", "128",
+                 "--conc", "4")
+    assert "unrecognized option '--conc' (did you mean '--concurrency'?)" in err
+
+
+def test_spec_tokens_need_a_method(capsys):
+    assert "--spec-tokens: only with --spec-method" in _error(capsys, *SERVE, "--gpu", "h100-sxm", "--spec-tokens", "4")
+
+
+def test_library_field_names_become_options(capsys):
+    err = _error(capsys, *SERVE, "--gpu", "h100-sxm", "--tp", "2", "--ep", "4")
+    assert err.startswith("roofline: error: --tp/--pp/--ep: ep 4 does not divide tp 2")
+    err = _error(capsys, "totals", "--model", "no/such/config.json", "--gpu", "h100-sxm", "--stage", "decode")
+    assert err.startswith("roofline: error: --model: file 'no/such/config.json' does not exist (give a catalog key")
+    # an fp4 recipe on a device without fp4 suggests the narrowest float it computes, not fp32
+    err = _error(capsys, *SERVE, "--gpu", "h100-sxm", "--weight-dtype", "nvfp4", "--act-dtype", "nvfp4")
+    assert err.rstrip().endswith("try --weight-dtype/--act-dtype/--kv-dtype fp8")
+
+
+def test_tables_print_a_dash_where_a_value_does_not_apply(capsys):
+    assert cli.main([*SERVE, "--gpu", "h100-sxm"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "nan" not in " ".join(lines) and any(line.split() == ["request_rate", "-"] for line in lines)
+    keys = [line.index(line.split()[1]) for line in lines]  # every value starts in one column
+    assert len(set(keys)) == 1

@@ -19,6 +19,8 @@ def si(value, unit: str) -> str:
 
 
 def _cell(value, unit: str | None) -> str:
+    if isinstance(value, float) and math.isnan(value):  # not applicable: "-" in every table cell, with a unit or not
+        return "-"
     if unit == "FLOP/B":
         return f"{value:.4g}"
     return si(value, unit) if unit else str(value)
@@ -60,6 +62,9 @@ def one_row_text(row: dict, columns, fmt: str, units: dict[str, str], width: int
     def text(key: str, value) -> str:
         if key in units:
             return si(value, units[key])
-        return f"{value:.4g}" if isinstance(value, float) else str(value)
+        if isinstance(value, float):
+            return "-" if math.isnan(value) else f"{value:.4g}"
+        return str(value)
 
+    width = max(width, *map(len, row))  # a key longer than the usual keeps the values in one column
     return "\n".join(f"{key:{width}s} {text(key, value)}" for key, value in row.items())

@@ -9,7 +9,8 @@ HELP = "catalog keys"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("what", metavar="list", type=choice("list", ("models", "gpus")))
+    parser.add_argument("what", metavar="models|gpus", type=choice("list", ("models", "gpus")),
+                        help="models: the catalog's model keys; gpus: its accelerator keys")
 
 
 def run(args) -> str:

@@ -14,7 +14,35 @@ FORMATS = ("table", "csv", "json")
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: every parse error is a RooflineInputError naming the option."""
+    """argparse with one-line errors: every parse error is a RooflineInputError naming the option. Options are
+    spelt out (no abbreviations: `--prefill` on `serve` is another command's option, not a guess among its
+    `--prefill-*`), and an option that takes one value is refused when given twice (argparse keeps the last)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        if args is not None:
+            self._refuse_repeats(list(args))
+        return super().parse_known_args(args, namespace)
+
+    def _refuse_repeats(self, args: list[str]) -> None:
+        repeatable = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction,
+                      argparse._HelpAction, argparse._VersionAction)
+        seen = {}
+        for word in args:
+            if word == "--":
+                break
+            name = word.split("=", 1)[0]
+            action = self._option_string_actions.get(name) if name.startswith("--") else None
+            if action is None or isinstance(action, repeatable):
+                continue
+            if action.dest in seen:
+                also = "" if seen[action.dest] == name else f" (as {seen[action.dest]})"
+                raise RooflineInputError(f"{name}: given more than once{also}; it takes one value"
+                                         + (" (one command serves one device)" if name == "--gpu" else ""))
+            seen[action.dest] = name
 
     def error(self, message):  # one line, not usage + error
         # argparse prefixes type errors with "argument --x: "; our messages already start with "--x: "
@@ -158,6 +186,10 @@ def _as_options(message: str) -> str:
 
 
 def _cli_fix(message: str) -> str:
-    """Replace a fix the command line cannot apply (overriding a config field) with one it can."""
-    return message.replace(" or override max_position",
-                           " or give --model a config.json whose max_position_embeddings covers it")
+    """Replace a fix the command line cannot apply (overriding a config field) with one it can, and name the options
+    behind a plan or a config.json path (--tp/--pp/--ep, --model) where the library names its fields."""
+    message = message.replace(" or override max_position",
+                              " or give --model a config.json whose max_position_embeddings covers it")
+    message = re.sub(r"^scenario\.parallel: ", "--tp/--pp/--ep: ", message)
+    return re.sub(r"^hf_config: (file '.*' does not exist)$",
+                  r"--model: \1 (give a catalog key, roofline list models, or the path of a config.json)", message)

@@ -65,7 +65,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--kv-dtypes", nargs="+", type=choice("--kv-dtypes", STORAGE_DTYPES),
                         help="KV-cache dtypes to search (default: the floats of --dtypes, all of it if it has "
                              "none; without --dtypes " + " ".join(DEFAULT_KV_DTYPES) + ": what vLLM, SGLang and "
-                             "TensorRT-LLM offer)")
+                             "TensorRT-LLM offer; the step model's search, --prefill, takes no --kv-dtypes and "
+                             "searches every dtype of --dtypes for the KV cache too)")
     parser.add_argument("--mode", type=choice("--mode", search.SEARCH_MODES),
                         help="aggregated (default) | disaggregated | all: the serving model's deployments")
     parser.add_argument("--prefill", type=choice("--prefill", planner.PREFILL_MODES),

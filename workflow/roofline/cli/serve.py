@@ -70,8 +70,8 @@ def _add_pools(parser) -> None:
                             help=f"the prefill workers' {name} (default: the decode plan's)")
     parser.add_argument("--prefill-attention-dp", action="store_true", help="data-parallel attention in prefill")
     parser.add_argument("--max-devices", type=positive_int("--max-devices", MAX_DEVICES),
-                        help=f"refuse pools that need more devices than this (pools are at most {MAX_DEVICES} "
-                             "devices in any case)")
+                        help=f"--mode disaggregated: refuse pools that need more devices than this (pools are at "
+                             f"most {MAX_DEVICES} devices in any case)")
 
 
 def table(args) -> tuple[list[dict], dict]:

@@ -9,6 +9,9 @@ from ..serving.speculative import SPEC_METHODS, Speculation
 from . import options
 from .options import choice, positive_int
 
+#: drafted tokens per verify step when --spec-tokens is not given
+SPEC_TOKENS = 3
+
 
 def share(option):
     """A share from 0 to below 1."""
@@ -33,7 +36,8 @@ def add_arguments(parser) -> None:
                         help="share of prompt tokens found in the prefix cache")
     parser.add_argument("--spec-method", type=choice("--spec-method", SPEC_METHODS),
                         help="speculative decoding: mtp | eagle | draft | ngram")
-    parser.add_argument("--spec-tokens", type=positive_int("--spec-tokens"), default=3, help="drafted tokens K")
+    parser.add_argument("--spec-tokens", type=positive_int("--spec-tokens"),
+                        help=f"drafted tokens K per verify step (default {SPEC_TOKENS}, with --spec-method)")
     parser.add_argument("--spec-acceptance", type=number("--spec-acceptance"),
                         help="per-token acceptance probability, 0 <= A < 1")
     parser.add_argument("--spec-accepted-length", type=number("--spec-accepted-length"),
@@ -44,13 +48,14 @@ def add_arguments(parser) -> None:
 def speculation(args, target) -> Speculation:
     """The speculative setting the options describe, checked against the target model."""
     if args.spec_method is None:
-        given = [name for name in ("acceptance", "accepted_length", "draft_model")
+        given = [name for name in ("tokens", "acceptance", "accepted_length", "draft_model")
                  if getattr(args, f"spec_{name}") is not None]
         if given:
             raise RooflineInputError(f"--spec-{given[0].replace('_', '-')}: only with --spec-method")
         return Speculation()
     draft = _draft_model(args.spec_draft_model) if args.spec_draft_model else None
-    return Speculation(args.spec_method, args.spec_tokens, args.spec_acceptance, args.spec_accepted_length,
+    tokens = SPEC_TOKENS if args.spec_tokens is None else args.spec_tokens
+    return Speculation(args.spec_method, tokens, args.spec_acceptance, args.spec_accepted_length,
                        draft).validate(target)
 
 
