@@ -265,3 +265,28 @@ def test_serve_gives_a_disaggregated_search_row_its_own_numbers(capsys):
     served = json.loads(capsys.readouterr().out)
     for name in ("ttft_expected_s", "tpot_expected_s", "tokens_per_s_expected"):
         assert served[name] == pytest.approx(row[name], rel=1e-9), name
+
+
+# Review of the prompt-packing change (2026-12-02)
+@pytest.mark.parametrize("concurrency", [56, 80, 102])
+def test_a_non_monotone_kernel_table_cannot_turn_the_prompt_cap_negative(concurrency):
+    # vLLM's measured token-wise kernels of Llama-3.1-8B fp8 on the H200 take 8.0 ms at 100 tokens and 6.0 ms at 128:
+    # a full prompt step scaled linearly from a chunk's (heavy - light < 0) gave -16,420 requests/s and a TTFT of
+    # 5.6e301 s at 56 users, and Little's law broke up to 108 users. The full step is now priced as such.
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h200-sxm"), FP8, framework="vllm")
+    row = serve_aggregated(served, Workload(isl=128, osl=2048, concurrency=concurrency))
+    rate, decoding = row["requests_per_s_expected"], row["decode_batch_expected"]
+    assert 0 < rate and row["ttft_expected_s"] < 1.0
+    assert decoding == pytest.approx(rate * 2047 * row["tpot_expected_s"], rel=0.02)  # Little's law
+    assert rate * row["e2e_latency_expected_s"] == pytest.approx(concurrency, rel=0.01)
+
+
+def test_the_open_loop_keeps_up_only_below_the_closed_loops_saturated_rate():
+    # 16 damped iterations left the open loop unconverged near the prompt room's saturation: it kept up at 28.9
+    # requests/s where the closed loop saturates at 25.6 (Llama-3.1-8B fp8, one H200, vLLM, 2048/128)
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h200-sxm"), FP8, framework="vllm")
+    saturated = serve_aggregated(served, Workload(isl=2048, osl=128, concurrency=2000), overflow="queue")
+    most = saturated["requests_per_s_expected"]
+    below = serve_aggregated(served, Workload(isl=2048, osl=128, request_rate=0.95 * most))
+    above = serve_aggregated(served, Workload(isl=2048, osl=128, request_rate=1.05 * most))
+    assert below["keeps_up"] and not above["keeps_up"]

@@ -16,9 +16,9 @@ The model (the README states it with its assumptions):
   verifying) and prompt chunks. A group's prompts take ceil(group x c / room) steps that carry prefill. A request's
   decode steps see the other groups' prompts: (in flight - group) x c prompt tokens over its (osl - 1) / a steps,
   in chunks of a group's prompts, or where more prompt tokens are due per step than a group brings, all that are due
-  (the scheduler packs every waiting prompt into a step, up to its room). The prompts allow at most room / (c x a
-  full step) requests/s, a full step's prompt part scaled from the chunk's (linear in its tokens; exact where prompts
-  queue). vLLM and TensorRT-LLM run the chunk inside a decode step (weights read once),
+  (the scheduler packs every waiting prompt into a step, up to its room). The prompts allow at most room / (c x t)
+  requests/s, t the time of a step whose room is all prompt tokens. vLLM and TensorRT-LLM run the chunk inside a
+  decode step (weights read once),
   SGLang as a prefill step of its own that pauses decoding; TPOT = the mean time between a sequence's tokens over
   that mix. Every step adds the framework's host time.
 * TTFT = the request's time outside the steps + the rest of the step running when it arrives (the residual life of
@@ -54,6 +54,10 @@ from .steps import GRID_RATIO, Curve, Parts, at, lookup
 
 #: fixed-point iterations of the closed and open loops (the decode occupancy converges geometrically)
 ITERATIONS = 16
+#: the open loop's damped iterations: near the prompt room's saturation the occupancy converges slowly, and 16 had
+#: `keeps_up` hold up to ~15% past the rate the closed loop saturates at (an open loop is solved for one rate at a
+#: time, by `serve`: the iterations cost milliseconds)
+OPEN_ITERATIONS = 400
 #: the closed loop's convergence: a point stops iterating once its occupancy moves less than this (relative)
 TOLERANCE = 1e-7
 #: prompt-room utilization beyond which the prefill queue is taken as saturated
@@ -179,13 +183,17 @@ class Stepper:
             return self._alone(C, side) + self._host(side)
         return self._fused(np.maximum(D, 1.0), C, side) + self._host(side)
 
-    def light_and_heavy(self, D, C, side: str) -> tuple:
-        """(light(D), heavy(D, C)), the decode tables read at D once."""
+    def light_and_heavy(self, D, C, side: str, full=None) -> tuple:
+        """(light(D), heavy(D, C)), the decode tables read at D once; with `full` (prompt tokens), also
+        heavy(D, full)."""
         if not self.mixed:
-            return self.light(D, side), self.heavy(D, C, side)
+            steps = (self.light(D, side), self.heavy(D, C, side))
+            return steps if full is None else (*steps, self.heavy(D, full, side))
         D = np.maximum(D, 1.0)
         light, attend = self._reads(side, ("light", "attend"), D)
-        return light + self._host(side), self._fused(D, C, side, attend) + self._host(side)
+        host = self._host(side)
+        steps = (light + host, self._fused(D, C, side, attend) + host)
+        return steps if full is None else (*steps, self._fused(D, full, side, attend) + host)
 
     def spread(self, D, P):
         """Bound of a decode step at occupancy D carrying P prompt tokens fused."""
@@ -244,7 +252,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
     # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
     chunk = np.minimum(room, np.maximum(cluster * load.computed, others))
-    light, heavy = stepper.light_and_heavy(D, chunk, side)
+    light, heavy, full = stepper.light_and_heavy(D, chunk, side, full=room)
     extra = others / chunk  # heavy steps per decode step of a request
     # a group's n heavy steps yield its first tokens after (n + 1) / 2 of them on average where a step holds whole
     # prompts; where a prompt spans steps the k-th of g ends k c / room steps in, (g + 1) c / 2 room on average
@@ -264,16 +272,15 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # step and for queued prompts only as far as other groups are in flight (none when one group holds them all)
     apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else 1.0
     ttft = scheduler.request_overhead_s + apart * square / (2 * mean) + prompt
-    # the most requests/s the prompts allow: every step a full one, its room all prompt tokens (a step's prompt part
-    # scaled from the chunk's, linear in its tokens; where prompts queue the chunk is the room and this is exact)
-    prompt_part = heavy - light if scheduler.mixed else heavy
-    most = MAX_UTILIZATION * room / (load.computed * (heavy - prompt_part + prompt_part * room / chunk))
+    # the most requests/s the prompts allow: every step a full one, its room all prompt tokens (priced as such: the
+    # measured tables need not be linear, nor even monotone, in a step's tokens)
+    most = MAX_UTILIZATION * room / (load.computed * full)
     tpot = per_token / load.tokens_per_step
     if closed:
-        k = load.computed * heavy / room  # seconds of full steps one prompt takes
-        others = np.maximum(active - cluster, 0.0)
+        k = load.computed * heavy / room  # the prompt room's use per prompt: its share of a heavy step's room
+        behind = np.maximum(active - cluster, 0.0)  # the requests in flight beside the arriving group
         queue, rho = _closed_queue(active, ttft + load.decode_steps * load.tokens_per_step * tpot,
-                                   apart * prompt / 2, k, apart * others * k, others / np.maximum(active, 1.0))
+                                   apart * prompt / 2, k, apart * behind * k, behind / np.maximum(active, 1.0))
     else:  # M/D/1 at the prompt tokens due per step, all requests
         rho = load.computed * active / (steps + per_cluster) / room
         used = np.minimum(rho, MAX_UTILIZATION)
@@ -289,9 +296,9 @@ def _closed_queue(active, rest, half_prompt, k, ahead, seen):
     analysis, exact in the limits), where X = active / (rest + wait) (Little) and wait = u / (1 - u) x half_prompt
     (half_prompt: half the prompt's steps, times the share of other groups in flight). Eliminating the wait:
     c (h - S) X^2 + (S + A c) X - A = 0 (c = seen k, S = rest, h = half_prompt, A = active), whose root in (0, 1 / c)
-    is X = 2 A / (b + sqrt(b^2 + 4 a A)). Past saturation X tends to 1 / c (closed_loop caps it at the prompt room's
-    1 / k) while the wait grows as a queue's would. The wait is at most `ahead`, every other request's prompt ahead
-    (a closed loop holds no more)."""
+    is X = 2 A / (b + sqrt(b^2 + 4 a A)). Past saturation X tends to 1 / c (closed_loop caps it at what full prompt
+    steps compute, `most`) while the wait grows as a queue's would. The wait is at most `ahead`, every other
+    request's prompt ahead (a closed loop holds no more)."""
     c = seen * k
     a, b = c * (half_prompt - rest), rest + active * c
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -410,7 +417,7 @@ def open_loop(stepper: Stepper, load: Load, scheduler: Scheduler, request_rate, 
     rate = np.asarray(request_rate, dtype=float)
     scheduler = replace(scheduler, sync=0.0)  # independent arrivals: no closed-loop groups
     D = active = np.zeros_like(rate)
-    for _ in range(ITERATIONS):
+    for _ in range(OPEN_ITERATIONS):
         times = step_mix(stepper, load, scheduler, D, np.maximum(active, 1.0), side, closed=False)
         D = 0.5 * D + 0.5 * np.minimum(rate * (load.osl - 1) * times["tpot"], largest)
         active = rate * (times["ttft"] + (load.osl - 1) * times["tpot"])
