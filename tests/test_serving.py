@@ -96,9 +96,8 @@ class FlatSteps:
     def heavy(self, D, C, side):
         return 0.030 + 0 * np.asarray(D, dtype=float)
 
-    def light_and_heavy(self, D, C, side, full=None):
-        steps = (self.light(D, side), self.heavy(D, C, side))
-        return steps if full is None else (*steps, self.heavy(D, full, side))
+    def light_and_heavy(self, D, C, side):
+        return self.light(D, side), self.heavy(D, C, side)
 
 
 def test_step_mix_arithmetic():

@@ -17,8 +17,8 @@ The model (the README states it with its assumptions):
   decode steps see the other groups' prompts: (in flight - group) x c prompt tokens over its (osl - 1) / a steps,
   in chunks of a group's prompts, or where more prompt tokens are due per step than a group brings, all that are due
   (the scheduler packs every waiting prompt into a step, up to its room). The prompts allow at most room / (c x t)
-  requests/s, t the time of a step whose room is all prompt tokens. vLLM and TensorRT-LLM run the chunk inside a
-  decode step (weights read once),
+  requests/s, t the time of a step whose room is all prompt tokens (exact where prompts queue: the chunk is then
+  the room). vLLM and TensorRT-LLM run the chunk inside a decode step (weights read once),
   SGLang as a prefill step of its own that pauses decoding; TPOT = the mean time between a sequence's tokens over
   that mix. Every step adds the framework's host time.
 * TTFT = the request's time outside the steps + the rest of the step running when it arrives (the residual life of
@@ -183,17 +183,13 @@ class Stepper:
             return self._alone(C, side) + self._host(side)
         return self._fused(np.maximum(D, 1.0), C, side) + self._host(side)
 
-    def light_and_heavy(self, D, C, side: str, full=None) -> tuple:
-        """(light(D), heavy(D, C)), the decode tables read at D once; with `full` (prompt tokens), also
-        heavy(D, full)."""
+    def light_and_heavy(self, D, C, side: str) -> tuple:
+        """(light(D), heavy(D, C)), the decode tables read at D once."""
         if not self.mixed:
-            steps = (self.light(D, side), self.heavy(D, C, side))
-            return steps if full is None else (*steps, self.heavy(D, full, side))
+            return self.light(D, side), self.heavy(D, C, side)
         D = np.maximum(D, 1.0)
         light, attend = self._reads(side, ("light", "attend"), D)
-        host = self._host(side)
-        steps = (light + host, self._fused(D, C, side, attend) + host)
-        return steps if full is None else (*steps, self._fused(D, full, side, attend) + host)
+        return light + self._host(side), self._fused(D, C, side, attend) + self._host(side)
 
     def spread(self, D, P):
         """Bound of a decode step at occupancy D carrying P prompt tokens fused."""
@@ -252,7 +248,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
     # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
     chunk = np.minimum(room, np.maximum(cluster * load.computed, others))
-    light, heavy, full = stepper.light_and_heavy(D, chunk, side, full=room)
+    light, heavy = stepper.light_and_heavy(D, chunk, side)
     extra = others / chunk  # heavy steps per decode step of a request
     # a group's n heavy steps yield its first tokens after (n + 1) / 2 of them on average where a step holds whole
     # prompts; where a prompt spans steps the k-th of g ends k c / room steps in, (g + 1) c / 2 room on average
@@ -272,9 +268,11 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # step and for queued prompts only as far as other groups are in flight (none when one group holds them all)
     apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else 1.0
     ttft = scheduler.request_overhead_s + apart * square / (2 * mean) + prompt
-    # the most requests/s the prompts allow: every step a full one, its room all prompt tokens (priced as such: the
-    # measured tables need not be linear, nor even monotone, in a step's tokens)
-    most = MAX_UTILIZATION * room / (load.computed * full)
+    # the most requests/s the prompts allow: every step a heavy one with its room all prompt tokens. Where prompts
+    # queue (more due per step than the room holds) the chunk is the room and this is exact; below, it overstates
+    # what a full step allows and does not bind (pricing a full step there costs a third step read per iteration, and
+    # scaling the chunk's prompt part to the room goes negative on measured tables that are not monotone)
+    most = MAX_UTILIZATION * room / (load.computed * heavy)
     tpot = per_token / load.tokens_per_step
     if closed:
         k = load.computed * heavy / room  # the prompt room's use per prompt: its share of a heavy step's room
