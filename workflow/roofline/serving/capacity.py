@@ -60,9 +60,25 @@ def activation_bytes(model: ModelSpec, scenario: Scenario, tokens: int) -> float
 def capacity(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: Framework, isl: int, osl: int,
              prefix_hit: float = 0.0, extra_weight_bytes: float = 0.0, draft=None) -> Capacity:
     """Capacity of one deployment (draft: a (model, scenario) whose cache rides along, or None)."""
-    weights = weight_bytes_per_device(model, scenario) + extra_weight_bytes
-    activations = activation_bytes(model, scenario, framework.max_batched_tokens)
+    weights, activations, held, shared, mean = _per_device_bytes(
+        model, scenario, framework.max_batched_tokens, framework.reserve_full_length, isl, osl, prefix_hit,
+        extra_weight_bytes, draft)
     budget = framework.kv_budget_bytes(gpu.memory_bytes, weights, activations)
+    replicas = scenario.parallel.tp if scenario.parallel.attention_dp else 1
+    fit = math.floor(max(budget - shared, 0.0) / held) * replicas
+    fit_bound = (gpu.memory_bytes - weights - shared) / mean * replicas
+    return Capacity(running=float(min(fit, framework.max_running * replicas)), running_bound=float(fit_bound),
+                    kv_budget_bytes=float(budget), kv_per_request_bytes=float(held))
+
+
+@lru_cache(maxsize=16384)
+def _per_device_bytes(model: ModelSpec, scenario: Scenario, max_batched_tokens: int, reserve_full_length: bool,
+                      isl: int, osl: int, prefix_hit: float, extra_weight_bytes: float, draft) -> tuple:
+    """(weights, activations of a full-budget step, one request's KV at the length the expected side reserves, the
+    shared prefix's KV, one request's KV at the mean in-flight length) on the busiest device, in bytes: what
+    capacity() needs beyond the device, once per scenario (a search asks it of every device)."""
+    weights = weight_bytes_per_device(model, scenario) + extra_weight_bytes
+    activations = activation_bytes(model, scenario, max_batched_tokens)
     shared = prefix_hit * isl  # held once for every request
     full, mean = isl - shared + osl, isl - shared + osl / 2
 
@@ -70,10 +86,5 @@ def capacity(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: 
         own = _kv_per_request(model, scenario, float(tokens))
         return own + (_kv_per_request(*draft, float(tokens)) if draft else 0.0)
 
-    reserved = full if framework.reserve_full_length else mean
-    held = per_request(reserved)
-    replicas = scenario.parallel.tp if scenario.parallel.attention_dp else 1
-    fit = math.floor(max(budget - per_request(shared), 0.0) / held) * replicas
-    fit_bound = (gpu.memory_bytes - weights - per_request(shared)) / per_request(mean) * replicas
-    return Capacity(running=float(min(fit, framework.max_running * replicas)), running_bound=float(fit_bound),
-                    kv_budget_bytes=float(budget), kv_per_request_bytes=float(held))
+    return (weights, activations, per_request(full if reserve_full_length else mean), per_request(shared),
+            per_request(mean))
