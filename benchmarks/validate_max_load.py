@@ -1,7 +1,7 @@
 """The served search against TensorRT-LLM's published maximum-load throughputs (not a test).
 
-Run: python benchmarks/validate_max_load.py [--table 03e27c7|v1.0|all]   (03e27c7: ~1 min on 2 cores; v1.0:
-~5 min). For each published point it runs the search the serving issue names: `roofline plan --mode aggregated
+Run: python benchmarks/validate_max_load.py [--table 03e27c7|v1.0|all]   (about 10 s for all 234 points on 2
+cores). For each published point it runs the search the serving issue names: `roofline plan --mode aggregated
 --max-devices TP --weight-dtypes D --kv-dtypes fp8 --framework trtllm` with no targets, and compares the best
 bound and the best expected output tokens/s per GPU with the published figure. A bound below the figure is a
 defect (exit status 1); the expected side's error is reported.
