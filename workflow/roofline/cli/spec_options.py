@@ -5,12 +5,9 @@ import argparse
 
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import FRAMEWORKS
-from ..serving.speculative import SPEC_METHODS, Speculation
+from ..serving.speculative import DEFAULT_SPEC_TOKENS, SPEC_METHODS, Speculation
 from . import options
 from .options import choice, positive_int
-
-#: drafted tokens per verify step when --spec-tokens is not given
-SPEC_TOKENS = 3
 
 
 def share(option):
@@ -37,7 +34,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--spec-method", type=choice("--spec-method", SPEC_METHODS),
                         help="speculative decoding: mtp | eagle | draft | ngram")
     parser.add_argument("--spec-tokens", type=positive_int("--spec-tokens"),
-                        help=f"drafted tokens K per verify step (default {SPEC_TOKENS}, with --spec-method)")
+                        help=f"drafted tokens K per verify step (default {DEFAULT_SPEC_TOKENS}, with --spec-method)")
     parser.add_argument("--spec-acceptance", type=number("--spec-acceptance"),
                         help="per-token acceptance probability, 0 <= A < 1")
     parser.add_argument("--spec-accepted-length", type=number("--spec-accepted-length"),
@@ -54,7 +51,7 @@ def speculation(args, target) -> Speculation:
             raise RooflineInputError(f"--spec-{given[0].replace('_', '-')}: only with --spec-method")
         return Speculation()
     draft = _draft_model(args.spec_draft_model) if args.spec_draft_model else None
-    tokens = SPEC_TOKENS if args.spec_tokens is None else args.spec_tokens
+    tokens = DEFAULT_SPEC_TOKENS if args.spec_tokens is None else args.spec_tokens
     return Speculation(args.spec_method, tokens, args.spec_acceptance, args.spec_accepted_length,
                        draft).validate(target)
 

@@ -55,7 +55,7 @@ from .steps import GRID_RATIO, Curve, Parts, at, lookup
 #: fixed-point iterations of the closed and open loops (the decode occupancy converges geometrically)
 ITERATIONS = 16
 #: the open loop's damped iterations: near the prompt room's saturation the occupancy converges slowly, and 16 had
-#: `keeps_up` hold up to ~15% past the rate the closed loop saturates at (an open loop is solved for one rate at a
+#: `keeps_up` hold up to ~13% past the rate the closed loop saturates at (an open loop is solved for one rate at a
 #: time, by `serve`: the iterations cost milliseconds)
 OPEN_ITERATIONS = 400
 #: the closed loop's convergence: a point stops iterating once its occupancy moves less than this (relative)
@@ -166,6 +166,12 @@ class Stepper:
         if self.draft is None:
             return 0.0
         return self.draft.time(0.0, C, side, self.group) - C * at(getattr(self.draft, f"prompt_{side}"), self.group)
+
+    def prompts_alone(self) -> "Stepper":
+        """The same steps with prompts run alone, no decodes beside them (a disaggregated prefill worker's)."""
+        other = copy.copy(self)
+        other.mixed = False
+        return other
 
     def with_host(self, host_s: float) -> "Stepper":
         """The same steps under another host time per step (the tables do not hold it)."""

@@ -6,7 +6,6 @@ the tables are combined once for the whole stack (aggregated.Stepper) and read a
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -99,8 +98,7 @@ def aggregated(selected, points: Points, tables, load, fw, model, drafted, spec)
 
 def disaggregated(selected, points: Points, tables, load, fw, model, drafted, spec) -> dict:
     decodes = stepper(tables, fw, drafted, spec)
-    prefills = copy.copy(decodes)  # the same combined tables; prompts run alone on the prefill pool
-    prefills.mixed = False
+    prefills = decodes.prompts_alone()  # the same combined tables; prompts run alone on the prefill pool
     prefill_rows, decode_rows = table_rows(selected, tables[False], prefill=True), table_rows(selected, tables[False])
     shapes = [dis.Pools(c.prefill_workers, c.decode_workers, c.prefill_plan.devices, c.scenario.parallel.devices)
               for c in selected]

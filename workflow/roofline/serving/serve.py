@@ -290,8 +290,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     _check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow)
     fw = served.framework
     sequences = max(cap.running_bound, cap.running, 1.0)
-    prefill = served.stepper(load, sequences, prefill_scenario)
-    prefill.mixed = False  # a prefill worker's steps hold prompts alone, as in the search (search_solve)
+    prefill = served.stepper(load, sequences, prefill_scenario).prompts_alone()  # as in the search (search_solve)
     decode = served.stepper(load, sequences)
     transfer = dis.transfer_seconds(served.model, served.scenario, served.gpu, load, shape)
     closed = workload.concurrency is not None

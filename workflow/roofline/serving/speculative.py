@@ -26,6 +26,8 @@ from ..engine.errors import RooflineInputError, unknown
 from ..engine.models import ModelSpec, parameter_counts
 
 SPEC_METHODS = ("mtp", "eagle", "draft", "ngram")
+#: draft tokens per verify step when none are given (the CLI's --spec-tokens, a serving workload's spec_tokens)
+DEFAULT_SPEC_TOKENS = 3
 #: the most draft tokens a verify step may carry
 MAX_SPEC_TOKENS = 16
 
@@ -35,7 +37,7 @@ class Speculation:
     """A speculative-decoding setting (method None = none)."""
 
     method: str | None = None
-    tokens: int = 3  # K drafted tokens per verify step
+    tokens: int = DEFAULT_SPEC_TOKENS  # K drafted tokens per verify step
     acceptance: float | None = None  # per-token acceptance probability, 0 <= A < 1
     accepted_length: float | None = None  # mean tokens per verify step, 1 <= L <= K + 1
     draft_model: ModelSpec | None = None  # method `draft`

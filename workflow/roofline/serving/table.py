@@ -11,7 +11,7 @@ from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
 from .framework import DEFAULT_FRAMEWORK
 from .serve import Disaggregation, Workload, check_context, prepare_served, serve_aggregated, serve_disaggregated
-from .speculative import Speculation
+from .speculative import DEFAULT_SPEC_TOKENS, Speculation
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ class ServingWorkload:
     framework: str = DEFAULT_FRAMEWORK
     mode: str = "aggregated"
     spec_method: str | None = None
-    spec_tokens: int = 3
+    spec_tokens: int = DEFAULT_SPEC_TOKENS
     spec_acceptance: float | None = None
     spec_accepted_length: float | None = None
     spec_draft_model: str | None = None
