@@ -264,12 +264,35 @@ def test_block_scaled_and_mxfp8_expert_kernels_calibrate_the_engines_dtypes(tmp_
     _package_table(folder, "moe_perf", pd.DataFrame({
         "device": "NVIDIA B200", "kernel_source": [k[0] for k in kernels], "moe_dtype": [k[0] for k in kernels],
         "num_tokens": 16, "hidden_size": 2880, "inter_size": 2880, "topk": 4, "num_experts": 128, "moe_tp_size": 1,
-        "moe_ep_size": 1, "distribution": "balanced", "latency": [k[1] for k in kernels]}))
+        "moe_ep_size": 1, "distribution": aic_rows.MOE_ROUTING, "latency": [k[1] for k in kernels]}))
     rows = {(r["dtype"], r["weight_dtype"]): r for r in aic_rows.moe_rows(gpu, folder, "vllm")}
     assert set(rows) == {("fp8", "fp8"), ("fp8", "mxfp4"), ("bf16", "mxfp4")}
     assert rows[("fp8", "fp8")]["measured_s"] == pytest.approx(0.32e-3)  # the block-scaled kernel, the faster
     assert rows[("fp8", "mxfp4")]["measured_s"] == pytest.approx(0.05e-3)
     assert rows[("bf16", "mxfp4")]["measured_s"] == pytest.approx(0.18e-3)
+
+
+def test_expert_blocks_are_priced_at_power_law_routing_not_balanced(tmp_path, monkeypatch):
+    # The package times one expert block under balanced routing and under power-law routing (a few experts get
+    # most tokens, as a trained router gives): the served step's MoE kernel is priced on the power-law rows
+    # (aic_rows.MOE_ROUTING), here 0.30 ms against the balanced 0.20 ms, and the row says which routing it holds
+    import pandas as pd
+
+    from roofline.estimate import aic_rows
+    from roofline.estimate import aic_source as src
+
+    monkeypatch.setattr(src, "package_version", lambda: "0.0")
+    gpu = hardware.get_accelerator("b200")
+    timed = [("balanced", 0.20), ("power_law_1.01", 0.29), ("power_law_1.2", 0.30)]
+    folder = tmp_path / "b200_sxm" / "moe" / "trtllm" / "1.3.0"
+    _package_table(folder, "moe_perf", pd.DataFrame({
+        "device": "NVIDIA B200", "kernel_source": "moe_torch_flow", "moe_dtype": "nvfp4", "num_tokens": 512,
+        "hidden_size": 2048, "inter_size": 768, "topk": 8, "num_experts": 128, "moe_tp_size": 1, "moe_ep_size": 1,
+        "distribution": [d for d, _ in timed], "latency": [t for _, t in timed]}))
+    rows = aic_rows.moe_rows(gpu, folder, "trtllm")
+    assert aic_rows.MOE_ROUTING == "power_law_1.2" and len(rows) == 1
+    assert rows[0]["measured_s"] == pytest.approx(0.30e-3)
+    assert rows[0]["provenance"].endswith("routing power_law_1.2")
 
 
 def test_calibration_cells_write_shapes_exactly_and_times_to_six_digits():
