@@ -275,7 +275,9 @@ def test_block_scaled_and_mxfp8_expert_kernels_calibrate_the_engines_dtypes(tmp_
 def test_expert_blocks_are_priced_at_power_law_routing_not_balanced(tmp_path, monkeypatch):
     # The package times one expert block under balanced routing and under power-law routing (a few experts get
     # most tokens, as a trained router gives): the served step's MoE kernel is priced on the power-law rows
-    # (aic_rows.MOE_ROUTING), here 0.30 ms against the balanced 0.20 ms, and the row says which routing it holds
+    # (aic_rows.MOE_ROUTINGS, alpha 1.2 first), here 0.30 ms against the balanced 0.20 ms; a shape measured without
+    # the 1.2 rows keeps its alpha 1.01 rows (0.50 ms, not 0.40), one measured balanced only keeps those (0.60 ms);
+    # each row says which routing it holds
     import pandas as pd
 
     from roofline.estimate import aic_rows
@@ -283,16 +285,18 @@ def test_expert_blocks_are_priced_at_power_law_routing_not_balanced(tmp_path, mo
 
     monkeypatch.setattr(src, "package_version", lambda: "0.0")
     gpu = hardware.get_accelerator("b200")
-    timed = [("balanced", 0.20), ("power_law_1.01", 0.29), ("power_law_1.2", 0.30)]
+    timed = [(8, "balanced", 0.20), (8, "power_law_1.01", 0.29), (8, "power_law_1.2", 0.30),
+             (4, "balanced", 0.40), (4, "power_law_1.01", 0.50), (2, "balanced", 0.60)]
     folder = tmp_path / "b200_sxm" / "moe" / "trtllm" / "1.3.0"
     _package_table(folder, "moe_perf", pd.DataFrame({
         "device": "NVIDIA B200", "kernel_source": "moe_torch_flow", "moe_dtype": "nvfp4", "num_tokens": 512,
-        "hidden_size": 2048, "inter_size": 768, "topk": 8, "num_experts": 128, "moe_tp_size": 1, "moe_ep_size": 1,
-        "distribution": [d for d, _ in timed], "latency": [t for _, t in timed]}))
-    rows = aic_rows.moe_rows(gpu, folder, "trtllm")
-    assert aic_rows.MOE_ROUTING == "power_law_1.2" and len(rows) == 1
-    assert rows[0]["measured_s"] == pytest.approx(0.30e-3)
-    assert rows[0]["provenance"].endswith("routing power_law_1.2")
+        "hidden_size": 2048, "inter_size": 768, "topk": [t[0] for t in timed], "num_experts": 128, "moe_tp_size": 1,
+        "moe_ep_size": 1, "distribution": [t[1] for t in timed], "latency": [t[2] for t in timed]}))
+    rows = {r["top_k"]: r for r in aic_rows.moe_rows(gpu, folder, "trtllm")}
+    assert aic_rows.MOE_ROUTINGS[0] == "power_law_1.2" and set(rows) == {8, 4, 2}
+    assert rows[8]["measured_s"] == pytest.approx(0.30e-3) and rows[8]["provenance"].endswith("routing power_law_1.2")
+    assert rows[4]["measured_s"] == pytest.approx(0.50e-3) and rows[4]["provenance"].endswith("routing power_law_1.01")
+    assert rows[2]["measured_s"] == pytest.approx(0.60e-3) and rows[2]["provenance"].endswith("routing balanced")
 
 
 def test_calibration_cells_write_shapes_exactly_and_times_to_six_digits():
