@@ -264,7 +264,7 @@ def test_block_scaled_and_mxfp8_expert_kernels_calibrate_the_engines_dtypes(tmp_
     _package_table(folder, "moe_perf", pd.DataFrame({
         "device": "NVIDIA B200", "kernel_source": [k[0] for k in kernels], "moe_dtype": [k[0] for k in kernels],
         "num_tokens": 16, "hidden_size": 2880, "inter_size": 2880, "topk": 4, "num_experts": 128, "moe_tp_size": 1,
-        "moe_ep_size": 1, "distribution": aic_rows.MOE_ROUTING, "latency": [k[1] for k in kernels]}))
+        "moe_ep_size": 1, "distribution": aic_rows.MOE_ROUTINGS[0], "latency": [k[1] for k in kernels]}))
     rows = {(r["dtype"], r["weight_dtype"]): r for r in aic_rows.moe_rows(gpu, folder, "vllm")}
     assert set(rows) == {("fp8", "fp8"), ("fp8", "mxfp4"), ("bf16", "mxfp4")}
     assert rows[("fp8", "fp8")]["measured_s"] == pytest.approx(0.32e-3)  # the block-scaled kernel, the faster

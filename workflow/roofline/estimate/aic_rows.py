@@ -59,7 +59,6 @@ MOE_MAX_DEVICES = 16
 #: routing of MOE_ROUTINGS the package measured is kept (a few shapes lack the 1.2 rows); each row names its own.
 #: Per-operator expected times (GEMM curves) are not affected
 MOE_ROUTINGS = ("power_law_1.2", "power_law_1.01", "balanced")
-MOE_ROUTING = MOE_ROUTINGS[0]
 #: quantization group of the package's int4 weight-only GEMMs (weights per fp16 scale)
 INT4_GROUP = 128
 #: MLA (DeepSeek-V3 geometry, the package's): latent rank, rope head size, decompressed q/k and v head sizes

@@ -60,7 +60,7 @@ class Framework:
 #: --fit`, all four constants and the waves; the same values both times): held-out TTFT MAPE 51.8%, TPOT 24.1%. The
 #: lockstep share fits 0 for every framework, so the lockstep terms of roofline.serving.aggregated (a prefill-first
 #: scheduler's whole-wave groups) do not enter the default predictions. Refit once more after the expert kernels
-#: moved to power-law routing (roofline.estimate.aic_rows.MOE_ROUTING): SGLang's hand-over 0.2 -> 0.1 s, the rest
+#: moved to power-law routing (roofline.estimate.aic_rows.MOE_ROUTINGS): SGLang's hand-over 0.2 -> 0.1 s, the rest
 #: unchanged; held-out TTFT 51.5%, TPOT 21.5%.
 FITTED = {"vllm": (0.0, 0.02, 0.0, 0.0), "sglang": (0.0, 0.15, 0.0, 0.1), "trtllm": (0.0, 0.08, 0.0, 0.1)}
 
