@@ -70,6 +70,10 @@ def test_embedding_kv_write_moe_combine():
     assert f.kv_cache_write(3, 8, 2, 1) == Cost(0, 0, 48, 0, 0, 24)
     # combine k=2 expert outputs of T=3, D=4: 2*3*2*4 = 48 FLOPs; read 2*12*2 = 48; write 24
     assert f.moe_combine(3, 4, 2, 2) == Cost(48, 0, 48, 24, 0, 0)
+    # expert parallelism: the device reads only the 5 rows it computed (2*5*4 = 40 FLOPs, 5*4*2 = 40 bytes read);
+    # a shared expert adds its T=3 rows (3*4 = 12 FLOPs, 24 bytes); the output is still T*D*a = 24
+    assert f.moe_combine(3, 4, 2, 2, rows=5) == Cost(40, 0, 40, 24, 0, 0)
+    assert f.moe_combine(3, 4, 2, 2, shared=True, rows=5) == Cost(52, 0, 64, 24, 0, 0)
 
 
 def test_distinct_experts():

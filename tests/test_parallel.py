@@ -121,10 +121,36 @@ def test_attention_data_parallel_all_to_all():
     sc = Scenario(batch=64, parallel=Parallel(tp=8, ep=8, attention_dp=True))
     ops = ops_by_name(model, "decode", sc)
     assert "attn_all_reduce" not in ops and "mlp_all_reduce" not in ops
-    # each device serves 64 / 8 = 8 sequences; their 8 x 8 token-expert rows leave through the link, 7/8 of them
-    assert ops["moe_dispatch"].count == 58 and ops["moe_dispatch"].cost.network == 7 / 8 * 64 * 7168 * 2
+    # each device serves 64 / 8 = 8 sequences; each token goes once to every rank holding one of its 8 experts
+    # (32 of the 256 per rank: f.distinct_ranks = 5.29 of the 8 ranks), 7/8 of those copies through the link; bf16
+    copies = 8 * f.distinct_ranks(256, 8, 8)
+    assert copies == pytest.approx(8 * 5.2947, rel=1e-4)
+    assert ops["moe_dispatch"].count == 58
+    assert ops["moe_dispatch"].cost.network == pytest.approx(7 / 8 * copies * 7168 * 2, rel=1e-12)
     assert ops["moe_combine_all_to_all"].cost == ops["moe_dispatch"].cost
     assert ops["q_a_proj"].cost.flops == 2 * 8 * 7168 * 1536  # 8 tokens, replicated attention weights
+    # fp8 activations: the dispatch moves the experts' fp8 inputs (1 byte), the combine their 16-bit outputs
+    fp8 = ops_by_name(model, "decode", replace(sc, weight_dtype="fp8", act_dtype="fp8"))
+    assert fp8["moe_dispatch"].cost.network == pytest.approx(7 / 8 * copies * 7168 * 1, rel=1e-12)
+    assert fp8["moe_combine_all_to_all"].cost.network == pytest.approx(7 / 8 * copies * 7168 * 2, rel=1e-12)
+    # the weighted combine reads only the expert rows this device computed (its group's busiest share of the
+    # 64 x 8 pairs), not all 8 per token: 2 FLOPs per product, + the shared expert's output
+    rows = f.expected_max_load(64 * 8, 8)
+    combine = ops["moe_combine"].cost
+    assert combine.flops == pytest.approx(2 * rows * 7168 + 8 * 7168, rel=1e-12)
+    assert combine.act_read == pytest.approx((rows + 8) * 7168 * 2, rel=1e-12)
+
+
+def test_distinct_ranks():
+    # 4 experts on 2 ranks (2 each), top-2 drawn without replacement: both on one rank with probability
+    # C(2,2)/C(4,2) = 1/6 per rank, so 2 (1 - 1/6) = 5/3 ranks are hit
+    assert f.distinct_ranks(4, 2, 2) == pytest.approx(5 / 3, rel=1e-12)
+    # one rank holds everything; a top-1 token reaches one rank; the balanced worst case is min(k, ep)
+    assert f.distinct_ranks(256, 8, 1) == 1.0 and f.distinct_ranks(256, 1, 8) == pytest.approx(1.0, rel=1e-12)
+    assert f.distinct_ranks(256, 8, 4, "balanced") == 4 and f.distinct_ranks(256, 8, 16, "balanced") == 8
+    # never more than min(k, ep); grows with ep toward k
+    values = [f.distinct_ranks(256, 8, ep) for ep in (2, 4, 8, 16, 32, 64)]
+    assert values == sorted(values) and all(v <= min(8, ep) for v, ep in zip(values, (2, 4, 8, 16, 32, 64)))
 
 
 # --------------------------------------------------------------------------------------- per-device memory

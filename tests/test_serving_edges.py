@@ -290,3 +290,43 @@ def test_the_open_loop_keeps_up_only_below_the_closed_loops_saturated_rate():
     below = serve_aggregated(served, Workload(isl=2048, osl=128, request_rate=0.95 * most))
     above = serve_aggregated(served, Workload(isl=2048, osl=128, request_rate=1.05 * most))
     assert below["keeps_up"] and not above["keeps_up"]
+
+
+def test_a_batching_prefill_worker_keeps_up_below_its_full_budget_rate_and_waits_about_a_step():
+    # A prefill step batches the prompts that arrived while the last one ran, so a worker stepping all the time
+    # with small batches is not saturated: it saturates only where full-budget steps cannot keep up. Before, its
+    # busy share (1 once steps batch) entered the M/D/1 wait at 0.995: ~100 steps of waiting (7.3 s where a
+    # measured DeepSeek-V3 TensorRT-LLM run waited 1.8 s), and the open loop reported it could not keep up
+    from roofline.serving import disaggregated as dis
+
+    model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
+    served = prepare_served(model, gpu, Scenario(parallel=Parallel()), framework="trtllm")
+    workload = Workload(isl=128, osl=128, request_rate=1.0)  # short prompts: a step of one is mostly weight reads
+    load = workload.load(served.spec)
+    prefill = served.stepper(load, 4096.0).prompts_alone()
+    budget = served.framework.max_batched_tokens
+    most = float(dis.saturation_rate(prefill, load, budget, "expected"))  # prompts/s of full-budget steps
+    full_step = budget / (load.computed * most)
+    row = serve_disaggregated(served, Workload(isl=128, osl=128, request_rate=0.5 * most),
+                              Disaggregation(1, 1, Parallel()))
+    assert row["keeps_up"]
+    # residual of the running step + the queue at utilization 1/2 (M/D/1: 1/2 step) + its own step, each at most
+    # a full-budget step, + the request's overheads and the cache hand-over
+    outside = served.framework.request_overhead_s + served.framework.handoff_s + row["kv_transfer_s"]
+    assert outside < row["ttft_expected_s"] <= outside + 2.0 * full_step
+    above = serve_disaggregated(served, Workload(isl=128, osl=128, request_rate=1.05 * most),
+                                Disaggregation(1, 1, Parallel()))
+    assert not above["keeps_up"]
+
+
+def test_the_step_budget_is_per_attention_replica_where_the_framework_schedules_each():
+    from roofline.serving.framework import framework_for
+
+    h200, adp = get_accelerator("h200-sxm"), Parallel(tp=8, ep=8, attention_dp=True)
+    # TensorRT-LLM's max_num_tokens and vLLM's max_num_batched_tokens hold per DP-attention replica: 8 x 8192
+    assert framework_for("trtllm", h200, 8).step_budget(adp) == 8 * 8192
+    assert framework_for("vllm", h200, 8).step_budget(adp) == 8 * 8192
+    # SGLang splits its chunked prefill size over the replicas: the engine's total stays 8192 (141 GB < 160 GiB)
+    assert framework_for("sglang", h200, 8).step_budget(adp) == 8192
+    # without DP attention one scheduler holds the whole budget
+    assert framework_for("trtllm", h200, 8).step_budget(Parallel(tp=8, ep=8)) == 8192

@@ -216,10 +216,13 @@ def kv_cache_write(T, elements_per_token, a, c) -> Cost:
 
 
 @formula("moe_combine", "elementwise")
-def moe_combine(T, D, k, a, shared=False) -> Cost:
-    """Weighted sum of the k expert outputs per token (+ the shared-expert output): 2 FLOPs per product."""
-    reads = k + (1 if shared else 0)
-    return Cost(flops=2 * T * k * D + (T * D if shared else 0), act_read=reads * T * D * a, act_write=T * D * a)
+def moe_combine(T, D, k, a, shared=False, rows=None) -> Cost:
+    """Weighted sum of the expert outputs of T tokens (+ the shared-expert output): 2 FLOPs per product. A device
+    reads the `rows` expert outputs it computed: all T k of them by default (tensor-parallel experts); under expert
+    parallelism only its own group's (the rest are summed where they were computed)."""
+    rows = T * k if rows is None else rows
+    return Cost(flops=2 * rows * D + (T * D if shared else 0), act_read=(rows + (T if shared else 0)) * D * a,
+                act_write=T * D * a)
 
 
 @formula("all_reduce", "communication")
@@ -248,6 +251,22 @@ def all_to_all(rows, D, n, a) -> Cost:
 def p2p_send(T, D, a) -> Cost:
     """Pipeline-stage hand-over of the activations x[T,D] to the next stage: read here, written there."""
     return Cost(flops=0.0 * T, act_read=T * D * a, act_write=T * D * a, network=T * D * a)
+
+
+def distinct_ranks(E, k, ep, routing="uniform"):
+    """Expected number of the ep expert-parallel ranks (E / ep experts each) that one token's k distinct experts
+    live on: the copies of the token an all-to-all that sends it once per rank moves (DeepEP's dispatch and
+    combine, TensorRT-LLM's MoE all-to-all; the experts on one rank share the copy).
+
+    uniform: the k experts are a uniform draw without replacement, so a rank holds none of them with probability
+    C(E - E/ep, k) / C(E, k) = prod_i (E - E/ep - i) / (E - i), and ep (1 - that) ranks are hit (top-8 of 256:
+    3.6 of ep 4, 5.3 of 8, 6.5 of 16, 7.3 of 32). balanced and all: each pick on a rank of its own, min(k, ep)."""
+    if ep <= 1:
+        return 1.0
+    if routing != "uniform":
+        return float(min(k, ep))
+    miss = float(np.prod([(E - E / ep - i) / (E - i) for i in range(int(k))]))
+    return ep * (1 - max(miss, 0.0))
 
 
 def expected_max_load(pairs, n):

@@ -367,7 +367,8 @@ def _moe(builder: _Builder, T):
     Tensor-parallel experts (ep = 1) see every token-expert pair at 1/tp of each expert's width. With ep > 1 the
     busiest of the ep expert groups gets formulas.expected_max_load of the pairs (uniform routing) at 1/(tp/ep) of
     the width, and touches 1/ep of the distinct experts. Under DP attention the tokens of all tp replicas meet at
-    the experts through an all-to-all dispatch and come back through an all-to-all combine."""
+    the experts through an all-to-all dispatch and come back through an all-to-all combine, one copy of a token
+    per rank its experts live on (formulas.distinct_ranks)."""
     m, count, plan = builder.m, builder.m.n_moe_layers, builder.plan
     E, k, ep, D = m.n_experts, m.top_k, plan.ep, m.hidden
     routing = builder.sc.expert_routing
@@ -377,11 +378,16 @@ def _moe(builder: _Builder, T):
     rows = f.expected_max_load(pairs, ep) if routing == "uniform" else pairs / ep
     touched = f.distinct_experts(tokens, E, k, routing) / ep
     all_to_all = count if plan.attention_dp else 0
-    builder.collective("moe_dispatch", "all_to_all", all_to_all, ep, rows=T * k, D=D, n=ep, a=builder.a)
+    # a token travels once to each rank that holds one of its experts, at the experts' input width (quantized
+    # before the dispatch, as DeepEP and TensorRT-LLM do for 8- and 4-bit activations), and its partial sums come
+    # back once per rank at the activation width
+    copies = T * f.distinct_ranks(E, k, ep, routing)
+    builder.collective("moe_dispatch", "all_to_all", all_to_all, ep, rows=copies, D=D, n=ep, a=builder.gemm_a)
     builder.mlp("expert_", count, rows, m.moe_intermediate / (plan.tp // ep), weight_sets=touched, expert=True)
-    builder.collective("moe_combine_all_to_all", "all_to_all", all_to_all, ep, rows=T * k, D=D, n=ep, a=builder.a)
+    builder.collective("moe_combine_all_to_all", "all_to_all", all_to_all, ep, rows=copies, D=D, n=ep, a=builder.a)
     if m.n_shared_experts:
         builder.mlp("shared_", count, T, m.moe_intermediate * m.n_shared_experts / builder.tp)
     if m.shared_expert_gate:
         builder.linear("shared_expert_gate", count, T, D, 1)
-    builder.add("moe_combine", "moe_combine", count, T=T, D=D, k=k, a=builder.a, shared=bool(m.n_shared_experts))
+    builder.add("moe_combine", "moe_combine", count, T=T, D=D, k=k, a=builder.a, shared=bool(m.n_shared_experts),
+                rows=rows if ep > 1 else None)

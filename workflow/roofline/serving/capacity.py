@@ -61,7 +61,7 @@ def capacity(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: 
              prefix_hit: float = 0.0, extra_weight_bytes: float = 0.0, draft=None) -> Capacity:
     """Capacity of one deployment (draft: a (model, scenario) whose cache rides along, or None)."""
     weights, activations, held, shared, mean = _per_device_bytes(
-        model, scenario, framework.max_batched_tokens, framework.reserve_full_length, isl, osl, prefix_hit,
+        model, scenario, framework.step_budget(scenario.parallel), framework.reserve_full_length, isl, osl, prefix_hit,
         extra_weight_bytes, draft)
     budget = framework.kv_budget_bytes(gpu.memory_bytes, weights, activations)
     replicas = scenario.parallel.tp if scenario.parallel.attention_dp else 1

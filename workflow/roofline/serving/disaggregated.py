@@ -6,8 +6,9 @@ The model (the README states it with its assumptions):
   an engine of its own; the deployment's devices are X x (prefill devices) + Y x (decode devices).
 * Prefill worker. Prompts reach each worker at rate X_r / X; a prefill step batches what arrived while the last one
   ran (at least one prompt, at most the framework's token budget), so C tokens per step solve C = max(c, arrivals x
-  t(C)); busy share rho = arrivals x t(C) / C. TTFT = the request's overhead + the rest of a running step (rho t / 2)
-  + the M/D/1 wait (rho / 2 (1 - rho) t) + its own step t(C) + the KV transfer.
+  c x t(C)); busy share b = arrivals x c x t(C) / C (1 once steps batch several prompts). Utilization u = arrivals
+  over what full-budget steps compute (B / (c t(B))). TTFT = the request's overhead + the rest of a running step
+  (b t / 2) + the queue beyond one step (M/D/1: u / 2 (1 - u) t) + its own step t(C) + the KV transfer.
 * KV transfer: the prompt's KV cache (every layer, every head) leaves the prefill worker's devices over their links
   in parallel (min(prefill devices, decode devices) links): latency + bytes / (links x link bandwidth), over the
   scale-up link when both pools fit one scale-up domain, else the scale-out network.
@@ -16,7 +17,7 @@ The model (the README states it with its assumptions):
 * Closed loop: X_r = N / (TTFT + (osl - 1) TPOT), D = X_r (osl - 1) TPOT / Y (solved by bisection on D), X_r at
   most what the prefill pool computes busy all the time (users beyond wait in its queue: TTFT = N / X_r - (osl - 1)
   TPOT); open loop: X_r = R.
-  Rate matching: the pool with the higher load share (prefill busy share, decode cache occupancy) `limits`;
+  Rate matching: the pool with the higher load share (prefill utilization, decode cache occupancy) `limits`;
   tokens/s per device counts every device of both pools.
 
 Bound side: roofline times, no host time or waiting, the transfer overlapped with the prefill (layer by layer),
@@ -57,24 +58,30 @@ def transfer_seconds(model, scenario, gpu, load: Load, pools: Pools) -> float:
     return latency + nbytes / (links * bandwidth)
 
 
-def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, side: str):
-    """(tokens per step C, step time, busy share) of one prefill worker receiving `arrivals` prompts/s."""
+def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, saturation, side: str):
+    """(tokens per step C, step time, busy share, utilization) of one prefill worker receiving `arrivals`
+    prompts/s. The busy share is the time it spends stepping: 1 wherever a step batches more than one prompt (the
+    fixed point C = arrivals x c x t(C)); the utilization is the arrivals over what full-budget steps compute
+    (`saturation`: saturation_rate), the load a queue beyond one step builds on."""
     C = np.minimum(load.computed, budget) + 0.0 * np.asarray(arrivals, dtype=float)
     for _ in range(ITERATIONS):
         step = prefill.heavy(0.0 * C, C, side)
         C = np.clip(np.maximum(load.computed, arrivals * load.computed * step), 1.0, budget)
     step = prefill.heavy(0.0 * C, C, side)
-    return C, step, arrivals * load.computed * step / C
+    busy = np.minimum(arrivals * load.computed * step / C, 1.0)
+    return C, step, busy, arrivals / saturation
 
 
 def _prefill_side(prefill: Stepper, load: Load, pools: Pools, budget, transfer_s, side: str,
-                  request_overhead_s: float, rate, lone):
-    """(TTFT, a prefill worker's busy share) at request rate `rate`."""
-    _, step, busy = _prefill_worker(prefill, load, budget, rate / pools.prefill_workers, side)
-    rho = np.minimum(busy, MAX_UTILIZATION)
+                  request_overhead_s: float, rate, lone, saturation):
+    """(TTFT, a prefill worker's utilization) at request rate `rate`: a prompt waits out the rest of the running
+    step, then its own step; the queue beyond grows with the utilization (M/D/1 in the step time), as arrivals
+    approach what full-budget steps compute."""
+    _, step, busy, used = _prefill_worker(prefill, load, budget, rate / pools.prefill_workers, saturation, side)
     if side == "bound":  # the transfer overlaps the prefill layer by layer; nothing waits
-        return np.maximum(lone, transfer_s) + 0.0 * rate, busy
-    return request_overhead_s + rho * step / 2 + rho / (2 * (1 - rho)) * step + step + transfer_s, busy
+        return np.maximum(lone, transfer_s) + 0.0 * rate, used
+    rho = np.minimum(used, MAX_UTILIZATION)
+    return request_overhead_s + busy * step / 2 + rho / (2 * (1 - rho)) * step + step + transfer_s, used
 
 
 def saturation_rate(prefill: Stepper, load: Load, budget, side: str):
@@ -109,8 +116,9 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
     active = np.minimum(offered, pools.decode_workers * running) if closed else offered
     lone = prefill.lone(load.computed)
     tpot = decode.light(1.0 + 0.0 * offered, side) / load.tokens_per_step
+    saturation = saturation_rate(prefill, load, budget, side)  # prompts/s of one prefill worker, busy all the time
     if closed:
-        most = MAX_UTILIZATION * pools.prefill_workers * saturation_rate(prefill, load, budget, side)
+        most = MAX_UTILIZATION * pools.prefill_workers * saturation
         decodes = load.osl > 1  # else prompts alone: the rate itself is bisected, no decode step runs
         lo = 0.0 * active
         # the root has D <= N / Y (the users' rate is at most N / ((osl - 1) TPOT)); the bracket leaves N out so
@@ -121,7 +129,8 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
             D = x if decodes else 0.0 * x
             tpot = decode.light(np.maximum(D, 1e-9), side) / load.tokens_per_step
             rate = pools.decode_workers * D / ((load.osl - 1) * tpot) if decodes else x
-            ttft, busy = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone)
+            ttft, used = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone,
+                                       saturation)
             short = np.minimum(active / (ttft + (load.osl - 1) * tpot), most) > rate  # more users' rate: x too low
             lo, hi = np.where(short, x, lo), np.where(short, hi, x)
     else:
@@ -129,13 +138,14 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         for _ in range(ITERATIONS):
             D = np.minimum(rate * (load.osl - 1) * tpot / pools.decode_workers, running)
             tpot = decode.light(D, side) / load.tokens_per_step
-        ttft, busy = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone)
+        ttft, used = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone,
+                                       saturation)
     in_flight = ttft + (load.osl - 1) * tpot
     if closed:
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
     if closed and side == "expected" and waves > 0:
         ttft = ttft + (first_wave(prefill, load, pools, budget, active, transfer_s, request_overhead_s) - ttft) / waves
     return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
-            "decode": D, "running": rate * in_flight, "prefill_utilization": busy,
+            "decode": D, "running": rate * in_flight, "prefill_utilization": used,
             "decode_utilization": D / np.maximum(running, 1e-9),
-            "keeps_up": np.ones_like(rate, dtype=bool) if closed else (busy < 1) & (D < running)}
+            "keeps_up": np.ones_like(rate, dtype=bool) if closed else (used < 1) & (D < running)}

@@ -4,15 +4,17 @@ Documented defaults (the version each was read from is named; a flag overrides e
 
 * vLLM (V1 engine, `vllm serve`, 0.8-0.19): chunked prefill always on, prompt chunks share a step with the decode
   tokens under `max_num_batched_tokens` = 8192 and `max_num_seqs` = 1024 on devices of >= 70 GiB other than A100
-  (2048 and 256 elsewhere; EngineArgs.get_batch_defaults); `gpu_memory_utilization` 0.9 of the device for weights,
-  activations and KV cache together; requests are admitted while cache blocks are free (preempted when they run out).
+  (2048 and 256 elsewhere; EngineArgs.get_batch_defaults), per data-parallel engine under DP attention;
+  `gpu_memory_utilization` 0.9 of the device for weights, activations and KV cache together; requests are admitted
+  while cache blocks are free (preempted when they run out).
 * SGLang (0.4-0.5, `sglang.launch_server`): `chunked_prefill_size` 8192 (devices under 160 GiB; 16384 above, 2048
-  under 35 GiB); prefill batches and decode batches alternate (`enable_mixed_chunk` off: a prefill step pauses
-  decoding); `mem_fraction_static` 0.88 at TP 1, 0.87 at TP 2, 0.85 at TP 4, 0.81 at TP 8 (weights + KV pool).
+  under 35 GiB; DP attention splits it over the replicas); prefill batches and decode batches alternate
+  (`enable_mixed_chunk` off: a prefill step pauses decoding); `mem_fraction_static` 0.88 at TP 1, 0.87 at TP 2,
+  0.85 at TP 4, 0.81 at TP 8 (weights + KV pool).
 * TensorRT-LLM (1.0-1.2, `trtllm-serve`): in-flight batching of context and generation requests in one step under
-  `max_num_tokens` = 8192, `max_batch_size` 2048; the KV cache takes `free_gpu_memory_fraction` 0.9 of the memory
-  left after weights and activations; the GUARANTEED_NO_EVICT scheduler admits a request only when the cache can
-  hold it at its full length.
+  `max_num_tokens` = 8192, `max_batch_size` 2048 (each per attention replica under DP attention); the KV cache
+  takes `free_gpu_memory_fraction` 0.9 of the memory left after weights and activations; the GUARANTEED_NO_EVICT
+  scheduler admits a request only when the cache can hold it at its full length.
 
 Per-step host time (scheduling, sampling, detokenizing, launching the step's graph) and the per-request time outside
 the steps (HTTP, tokenization, the first token's return) are not in any kernel table: they are fitted per framework
@@ -45,6 +47,15 @@ class Framework:
     request_overhead_s: float  # time per request outside the steps [s] (fitted)
     sync: float  # how far closed-loop users stay in lockstep groups, 0..1 (fitted; aggregated.cluster_size)
     handoff_s: float = 0.0  # disaggregated: time per request to route it and hand its cache over (fitted)
+    budget_per_rank: bool = False  # under DP attention each attention replica schedules its own budget
+
+    def step_budget(self, plan) -> int:
+        """Tokens one step of an engine of `plan` may compute: the budget, per attention replica where the
+        framework schedules each replica of DP attention on its own (TensorRT-LLM's max_num_tokens, vLLM's
+        max_num_batched_tokens per data-parallel engine), the whole engine's otherwise (SGLang splits its chunked
+        prefill size over the replicas)."""
+        replicas = plan.tp if plan.attention_dp and self.budget_per_rank else 1
+        return self.max_batched_tokens * replicas
 
     def kv_budget_bytes(self, memory_bytes: float, weight_bytes: float, activation_bytes: float) -> float:
         """Bytes of one device the KV cache may take under this framework's memory rule."""
@@ -61,8 +72,10 @@ class Framework:
 #: lockstep share fits 0 for every framework, so the lockstep terms of roofline.serving.aggregated (a prefill-first
 #: scheduler's whole-wave groups) do not enter the default predictions. Refit once more after the expert kernels
 #: moved to power-law routing (roofline.estimate.aic_rows.MOE_ROUTINGS): SGLang's hand-over 0.2 -> 0.1 s, the rest
-#: unchanged; held-out TTFT 51.5%, TPOT 21.5%.
-FITTED = {"vllm": (0.0, 0.02, 0.0, 0.0), "sglang": (0.0, 0.15, 0.0, 0.1), "trtllm": (0.0, 0.08, 0.0, 0.1)}
+#: unchanged; held-out TTFT 51.5%, TPOT 21.5%. Refit after the disaggregated prefill queue took its utilization
+#: from full-budget steps, the MoE all-to-all one copy per rank and the budget per DP-attention replica: SGLang's
+#: hand-over 0.1 -> 0.2 s, the rest unchanged; held-out TTFT 48.2%, TPOT 21.6%.
+FITTED = {"vllm": (0.0, 0.02, 0.0, 0.0), "sglang": (0.0, 0.15, 0.0, 0.2), "trtllm": (0.0, 0.08, 0.0, 0.1)}
 
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
@@ -76,12 +89,12 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
     big = memory >= 70 and "A100" not in gpu.name
     defaults = {
         "vllm": dict(max_batched_tokens=8192 if big else 2048, max_running=1024 if big else 256, mixed=True,
-                     memory_fraction=0.9, of_free_memory=False, reserve_full_length=False),
+                     memory_fraction=0.9, of_free_memory=False, reserve_full_length=False, budget_per_rank=True),
         "sglang": dict(max_batched_tokens=2048 if memory < 35 else 8192 if memory < 160 else 16384,
                        max_running=4096, mixed=False, memory_fraction=_sglang_fraction(tp), of_free_memory=False,
                        reserve_full_length=True),
         "trtllm": dict(max_batched_tokens=8192, max_running=2048, mixed=True, memory_fraction=0.9,
-                       of_free_memory=True, reserve_full_length=True),
+                       of_free_memory=True, reserve_full_length=True, budget_per_rank=True),
     }[key]
     if max_batched_tokens is not None:
         defaults["max_batched_tokens"] = max_batched_tokens

@@ -279,7 +279,8 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization)
                   for c in candidates]
-    budget = np.array([f.max_batched_tokens for f in frameworks], dtype=float)
+    budget = np.array([f.step_budget(c.prefill_plan or c.scenario.parallel) for f, c in zip(frameworks, candidates)],
+                      dtype=float)
     caps = _capacities(model, candidates, frameworks, workload, drafted)
     running = np.array([c.running for c in caps])
     slots = running * np.array([max(c.decode_workers, 1) for c in candidates]) * _prefill_fits(

@@ -88,7 +88,7 @@ class Served:
         model = draft_model(self.spec, self.model) if draft else self.model
         mix = Mix(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
                   queries=1.0 if draft else float(load.queries))
-        tokens = sequences * load.queries + self.framework.max_batched_tokens
+        tokens = sequences * load.queries + self.framework.step_budget((scenario or self.scenario).parallel)
         return _parts(model, self.gpu, scenario or self.scenario, mix, tokens, sequences, self.framework.key)
 
     def stepper(self, load: agg.Load, sequences: float, scenario: Scenario | None = None) -> agg.Stepper:
@@ -179,7 +179,7 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
     draft = draft_model(served.spec, served.model)
     cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
     _check_capacity(served, workload, cap, overflow)
-    scheduler = scheduler_for(served.framework, waves)
+    scheduler = scheduler_for(served.framework, served.plan, waves)
     stepper = served.stepper(load, max(cap.running_bound, cap.running, 1.0))
     if workload.concurrency is not None:
         offered = workload.concurrency
@@ -212,9 +212,9 @@ def _offered_bound(requests_per_s, workload: Workload):
     return requests_per_s if workload.request_rate is None else np.minimum(requests_per_s, workload.request_rate)
 
 
-def scheduler_for(framework: Framework, waves: float = 0.0) -> agg.Scheduler:
-    """The aggregated scheduler of a framework (its budget, mixing and fitted constants)."""
-    return agg.Scheduler(budget=framework.max_batched_tokens, mixed=framework.mixed,
+def scheduler_for(framework: Framework, plan: Parallel, waves: float = 0.0) -> agg.Scheduler:
+    """The aggregated scheduler of a framework on an engine of `plan` (its budget, mixing and fitted constants)."""
+    return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed,
                          step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
                          sync=framework.sync, waves=waves)
 
@@ -296,8 +296,8 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     closed = workload.concurrency is not None
     offered = workload.concurrency if closed else workload.request_rate
     def solve(users_or_rate, closed_loop: bool) -> dict:
-        return dis.solve(prefill, decode, load, shape, fw.max_batched_tokens, transfer, users_or_rate, closed_loop,
-                         cap.running, "expected", fw.request_overhead_s + fw.handoff_s, waves)
+        return dis.solve(prefill, decode, load, shape, fw.step_budget(pools.prefill_plan), transfer, users_or_rate,
+                         closed_loop, cap.running, "expected", fw.request_overhead_s + fw.handoff_s, waves)
 
     expected = solve(offered, closed)
     if not closed:
