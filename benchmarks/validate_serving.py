@@ -278,6 +278,10 @@ def main() -> None:
     print(f"\nmeasurements beyond their bound in those rows: {len(bad)}")
     if len(bad):
         print(bad.to_string())
+    everywhere = violations(frame)
+    print(f"\nmeasurements beyond their bound in all {len(frame)} rows served: {len(everywhere)}")
+    if len(everywhere):
+        print(everywhere.to_string())
 
 
 if __name__ == "__main__":

@@ -305,3 +305,20 @@ def test_calibration_cells_write_shapes_exactly_and_times_to_six_digits():
 
     assert _cell(1048576.0, "m") == 1048576 and _cell(1048576.0, "bytes") == "1.04858e+06"
     assert _cell(1.234567891e-05, "measured_s") == "1.23457e-05" and _cell(0.5, "m") == "0.5"
+
+
+def test_collectives_across_scale_up_domains_take_at_least_the_measured_in_domain_time():
+    # H100's tables measure all-reduces over 2, 4 and 8 GPUs (one NVLink domain). Over 16 (two nodes) no table
+    # holds a curve: the expected time is at least the measured 8-GPU time of the same message (the in-domain phase
+    # of the hierarchical all-reduce), labelled default; inside a domain, a span without a curve keeps the bound
+    h100, gb200 = hardware.get_accelerator("h100-sxm"), hardware.get_accelerator("gb200-gpu")
+    calibration = calibration_for(h100, "trtllm")
+    message, tiny = np.array([2.0 ** 20, 2.0 ** 25]), np.array([1e-9, 1e-9])
+    eight, label8 = calibration.collectives("all_reduce", 8, message, tiny)
+    sixteen, label16 = calibration.collectives("all_reduce", 16, message, tiny)
+    assert label8 == "calibrated" and label16 == "default"
+    assert np.all(sixteen == eight) and np.all(sixteen > tiny)
+    nvl = calibration_for(gb200, "trtllm")  # a 72-GPU domain measured at 2 and 4 only
+    assert nvl.domain == 72
+    inside, label = nvl.collectives("all_reduce", 16, message, tiny)
+    assert label == "default" and np.all(inside == tiny)

@@ -9,7 +9,7 @@ import pytest
 
 from roofline.cli import app as cli
 from roofline.engine import formulas as f
-from roofline.engine.analysis import resolve_plan, totals
+from roofline.engine.analysis import network_time, resolve_plan, totals
 from roofline.engine.errors import RooflineInputError
 from roofline.engine.graph import build_operators
 from roofline.engine.hardware import accelerator_from_entry, get_accelerator
@@ -335,3 +335,43 @@ def test_the_report_says_when_the_link_is_the_bottleneck():
     nvlink = sentence("h100-sxm", Parallel(tp=8), "decode")
     assert "28.7 kB" in nvlink and "set by the 3.00 µs latency" in nvlink
     assert sentence("h100-sxm", Parallel(), "decode") == ""  # one device: no collectives
+
+
+# ------------------------------------------------------------------------------ collectives across domains
+def _two_links():
+    """8 devices per domain at 100 B/s each way, 10 B/s per device beyond; no latency (exact integers)."""
+    return replace(H100, scaleup_bandwidth_bytes_per_s=100.0, scaleup_latency_s=0.0, scaleup_domain=8,
+                   scaleout_bandwidth_bytes_per_s=10.0, scaleout_latency_s=0.0)
+
+
+def test_a_collective_across_domains_is_hierarchical():
+    from roofline.engine.collectives import collective_seconds, split_bytes
+
+    gpu = _two_links()
+    # all-reduce of S = 1600 bytes over 16 = 2 domains x 8: the flat ring's bytes are 2 x 15/16 x 1600 = 3000;
+    # inside a domain 2 x 7/8 x 1600 = 2800 at 100 B/s = 28 s, between the two 2 x 1/2 x 1600 / 8 = 200 at 10 B/s
+    # = 20 s, at once: 28 s (a flat ring through the NIC: 3000 / 10 = 300 s)
+    assert split_bytes("all_reduce", 3000.0, 16.0, 8.0) == pytest.approx((2800.0, 200.0), rel=1e-12)
+    assert collective_seconds(gpu, "all_reduce", 3000.0, 16) == pytest.approx(28.0, rel=1e-12)
+    # all-gather of a 1600-byte output: flat 15/16 x 1600 = 1500; inside 7/8 x 1600 = 1400 (14 s), between
+    # 1/2 x 1600 / 8 = 100 (10 s)
+    assert collective_seconds(gpu, "all_gather", 1500.0, 16) == pytest.approx(14.0, rel=1e-12)
+    # all-to-all of 1600 bytes: 7/16 of them stay inside (700 -> 7 s), 8/16 leave (800 -> 80 s); flat 1500 -> 150 s
+    assert collective_seconds(gpu, "all_to_all", 1500.0, 16) == pytest.approx(80.0, rel=1e-12)
+    # inside one domain, and for a pipeline hand-over, every byte is on the span's link, as before
+    assert collective_seconds(gpu, "all_reduce", 1750.0, 8) == pytest.approx(17.5, rel=1e-12)
+    assert collective_seconds(gpu, "p2p", 1000.0, 16) == pytest.approx(100.0, rel=1e-12)
+
+
+def test_tensor_parallelism_across_two_nodes_prices_its_all_reduce_hierarchically():
+    # Llama-3.1-70B prefill of 2048 tokens at TP 16 on 8-GPU H100 nodes: each all-reduce of 2048 x 8192 x 2 bytes
+    # (S = 32 MiB) sends 2 x 7/8 S over NVLink (450 GB/s) and 2 x 1/2 S / 8 over the 50 GB/s NIC: 3 + 130.5 us and
+    # 5 + 83.9 us at once, the NVLink part the slower, against 5 + 1,258 us for a flat ring through the NIC
+    model, sc = get_model("llama-3.1-70b"), Scenario(batch=1, seq_len=2048, parallel=Parallel(tp=16))
+    op = ops_by_name(model, "prefill", sc)["attn_all_reduce"]
+    S = 2048 * 8192 * 2
+    t_network = network_time(H100, op)[1]
+    inside = 3e-6 + 2 * 7 / 8 * S / 450e9
+    outside = H100.scaleout_latency_s + 2 * 1 / 2 * S / 8 / 50e9
+    assert t_network == pytest.approx(max(inside, outside), rel=1e-9)
+    assert t_network < H100.scaleout_latency_s + op.cost.network / 50e9

@@ -301,22 +301,47 @@ def test_a_batching_prefill_worker_keeps_up_below_its_full_budget_rate_and_waits
 
     model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
     served = prepare_served(model, gpu, Scenario(parallel=Parallel()), framework="trtllm")
-    workload = Workload(isl=128, osl=128, request_rate=1.0)  # short prompts: a step of one is mostly weight reads
-    load = workload.load(served.spec)
+    pools = Disaggregation(1, 8, Parallel())  # 8 decode workers: the prefill worker is the one that fills up
+    load = Workload(isl=128, osl=128, request_rate=1.0).load(served.spec)  # short prompts: mostly weight reads
     prefill = served.stepper(load, 4096.0).prompts_alone()
     budget = served.framework.max_batched_tokens
     most = float(dis.saturation_rate(prefill, load, budget, "expected"))  # prompts/s of full-budget steps
-    full_step = budget / (load.computed * most)
-    row = serve_disaggregated(served, Workload(isl=128, osl=128, request_rate=0.5 * most),
-                              Disaggregation(1, 1, Parallel()))
-    assert row["keeps_up"]
-    # residual of the running step + the queue at utilization 1/2 (M/D/1: 1/2 step) + its own step, each at most
-    # a full-budget step, + the request's overheads and the cache hand-over
+    C, step, busy, used = (float(v) for v in dis._prefill_worker(prefill, load, budget, 0.5 * most, most,
+                                                                 "expected"))
+    assert C > load.computed and busy == pytest.approx(1.0) and used == pytest.approx(0.5)  # batching, half used
+    row = serve_disaggregated(served, Workload(isl=128, osl=128, request_rate=0.5 * most), pools)
+    assert row["keeps_up"] and row["limited_by"] == "prefill"
+    # the rest of the running step (busy x t / 2) + the queue at utilization 1/2 (M/D/1: t / 2) + its own step t,
+    # t = t(C) at the batching fixed point, + the request's overheads and the cache hand-over: 2 t in all
     outside = served.framework.request_overhead_s + served.framework.handoff_s + row["kv_transfer_s"]
-    assert outside < row["ttft_expected_s"] <= outside + 2.0 * full_step
-    above = serve_disaggregated(served, Workload(isl=128, osl=128, request_rate=1.05 * most),
-                                Disaggregation(1, 1, Parallel()))
-    assert not above["keeps_up"]
+    assert row["ttft_expected_s"] == pytest.approx(outside + 2.0 * step, rel=1e-6)
+    near = serve_disaggregated(served, Workload(isl=128, osl=128, request_rate=0.9 * most), pools)
+    above = serve_disaggregated(served, Workload(isl=128, osl=128, request_rate=1.05 * most), pools)
+    assert near["keeps_up"] and near["limited_by"] == "prefill" and near["ttft_expected_s"] > row["ttft_expected_s"]
+    assert not above["keeps_up"] and above["limited_by"] == "prefill"
+
+
+def test_a_prompt_spans_steps_of_one_replicas_chunk_and_its_bound_reads_the_whole_prompt():
+    # TensorRT-LLM steps 8 x 8192 tokens on 8 DP-attention replicas, but one request's 60,000-token prompt lives on
+    # one of them: at most 8192 of it per step, so at least 60000 / 8192 = 7.3 steps of prefill. And the TTFT bound
+    # (the prompt computed at once at the roofline) does not depend on the budget: the step grids reach the prompt
+    deepseek, h200 = get_model("deepseek-v3"), get_accelerator("h200-sxm")
+    served = prepare_served(deepseek, h200, FP8.with_(parallel=Parallel(tp=8, ep=8, attention_dp=True)), "trtllm")
+    row = serve_aggregated(served, Workload(isl=60000, osl=128, concurrency=1))
+    load = Workload(isl=60000, osl=128, concurrency=1).load(served.spec)
+    stepper = served.stepper(load, 64.0)
+    one_chunk = float(stepper.heavy(np.array([1.0]), np.array([8192.0]), "expected")[0])
+    assert row["ttft_expected_s"] >= 60000 / 8192 * one_chunk
+    llama, h100 = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
+    bounds = {budget: serve_aggregated(prepare_served(llama, h100, Scenario(parallel=Parallel()),
+                                                      max_batched_tokens=budget),
+                                       Workload(isl=32000, osl=128, concurrency=1))["ttft_s"]
+              for budget in (2048, 8192, 32768)}
+    assert bounds[2048] == pytest.approx(bounds[32768], rel=1e-9) == pytest.approx(bounds[8192], rel=1e-9)
+    for budget in (2048, 8192):  # expected at least the bound, in the disaggregated pools too
+        served = prepare_served(llama, h100, Scenario(parallel=Parallel()), max_batched_tokens=budget)
+        split = serve_disaggregated(served, Workload(isl=32000, osl=128, concurrency=1), Disaggregation(1, 1))
+        assert split["ttft_expected_s"] >= split["ttft_s"] == pytest.approx(bounds[8192], rel=1e-9)
 
 
 def test_the_step_budget_is_per_attention_replica_where_the_framework_schedules_each():

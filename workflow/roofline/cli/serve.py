@@ -39,7 +39,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--concurrency", type=positive_int("--concurrency"), help="closed-loop users")
     parser.add_argument("--request-rate", type=positive_float("--request-rate"), help="open loop: requests/s")
     parser.add_argument("--max-batched-tokens", type=positive_int("--max-batched-tokens"),
-                        help="tokens one step may compute (default: the framework's)")
+                        help="tokens one step may compute, per attention replica under --attention-dp for trtllm "
+                             "and vllm (default: the framework's)")
     parser.add_argument("--overflow", type=choice("--overflow", OVERFLOWS), default="refuse",
                         help="refuse: a concurrency the KV cache cannot hold is an error; queue: the rest wait")
     parser.add_argument("--benchmark-waves", type=positive_float("--benchmark-waves"),

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .collectives import collective_kind, collective_seconds, link_arrays, link_seconds
 from .columns import TOTAL_COLUMNS
 from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
 from .errors import RooflineInputError
@@ -26,7 +27,7 @@ from .graph import Op, attention_groups, build_operators, scenario_dtypes
 from .hardware import Accelerator
 from .models import ModelSpec, embedding_params, kv_elements_per_token, parameter_counts, routed_expert_params
 from .parallel import Parallel, busiest_stage_layer_share, check_plan, kv_heads_per_device, weight_params_per_device
-from .roofline import bound_class, dominant_bound, link_time, roof_times
+from .roofline import bound_class, dominant_bound, roof_times
 from .scenario import STAGES, Scenario, check_context, check_stage
 
 NAN = float("nan")
@@ -84,12 +85,12 @@ def prepare(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) 
 
 
 def network_time(gpu: Accelerator, op: Op):
-    """(link bandwidth [byte/s] or NaN, T_network [s]) of one instance: latency + network bytes / bandwidth for a
-    collective (span > 1), (NaN, 0) for every other operator."""
+    """(link bandwidth [byte/s] or NaN, T_network [s]) of one instance: the link the collective's span reaches, and
+    its time on the device's links (roofline.engine.collectives: latency + bytes / bandwidth inside a domain,
+    hierarchical across domains) for a collective (span > 1); (NaN, 0) for every other operator."""
     if op.span <= 1:
         return NAN, 0.0
-    bandwidth, latency = gpu.link(op.span)
-    return bandwidth, link_time(op.cost.network, bandwidth, latency)
+    return gpu.link(op.span)[0], collective_seconds(gpu, collective_kind(op.name), op.cost.network, op.span)
 
 
 def op_times(gpu: Accelerator, op: Op, peak: float, nbytes, maximum=max) -> tuple:
@@ -101,16 +102,16 @@ def op_times(gpu: Accelerator, op: Op, peak: float, nbytes, maximum=max) -> tupl
     return t_compute, t_memory, t_network, t
 
 
-def devices_time(gpus, flops, nbytes, network, dtype: str, span: int, expand):
+def devices_time(gpus, flops, nbytes, network, dtype: str, span: int, expand, kind: str = "all_reduce"):
     """The roofline bound t [s] of one operator (or kernel) on each device of `gpus` at once: op_times with the
     devices' peaks, bandwidths and links as arrays; `expand` lays a per-device vector out like the costs (a leading
-    device axis, or each device's candidates side by side)."""
+    device axis, or each device's candidates side by side); `kind`: the collective a span > 1 runs."""
     peak = expand(np.array([gpu.peak(dtype) for gpu in gpus], dtype=float))
     bandwidth = expand(np.array([gpu.bandwidth_bytes_per_s for gpu in gpus], dtype=float))
     t = roof_times(flops, nbytes, peak, bandwidth, 0.0, np.maximum)[2]
     if span > 1:
-        links = np.array([gpu.link(span) for gpu in gpus], dtype=float)
-        t = np.maximum(t, link_time(network, expand(links[:, 0]), expand(links[:, 1])))
+        links = link_arrays(gpus, span)
+        t = np.maximum(t, link_seconds(kind, network, span, tuple(expand(links[:, column]) for column in range(5))))
     return t
 
 

@@ -256,7 +256,8 @@ SERVE_COLUMNS = (
     "request_rate",  # request/s of an open-loop workload (NaN under a concurrency)
     "isl", "osl",  # prompt and output tokens per request
     "prefix_hit",  # share of prompt tokens found in the prefix cache
-    "max_batched_tokens",  # tokens one step may compute
+    "max_batched_tokens",  # tokens one step may compute: per attention replica under DP attention (TensorRT-LLM,
+    # vLLM; SGLang: the whole engine's), one request's prompt at most this many per step
     "ttft_s",  # s, bound: the request's own prompt at the roofline (disaggregated: plus the KV transfer)
     "tpot_s",  # s, bound: the roofline of the steps a token waits for (prompts fused evenly)
     "ttft_expected_s",  # s, expected time to first token, queueing included

@@ -1,7 +1,8 @@
 """The roofline, once: an operator's time under each roof and which roof bounds it.
 
-T_compute = FLOPs / P, T_memory = DRAM bytes / BW, T_network = link latency + network bytes / link bandwidth
-(collectives only, else 0); the bound on the operator's time is the largest of the three (perfect overlap of
+T_compute = FLOPs / P, T_memory = DRAM bytes / BW, T_network = the collective's time on the device's links
+(latency + bytes / bandwidth inside a scale-up domain, hierarchical across domains: roofline.engine.collectives;
+collectives only, else 0); the bound on the operator's time is the largest of the three (perfect overlap of
 compute, memory and link traffic inside one operator), and the operator is `compute`-, `memory`- or
 `network`-bound after the roof that sets it. Every caller (operator rows, totals, sweeps, calibration tables, the
 deployment search, the report's sentences) takes its times and its bound class from here.
@@ -26,11 +27,6 @@ def roof_times(flops, nbytes, peak: float, bandwidth: float, t_network=0.0, maxi
 
 def _positive(value) -> bool:
     return value is not None and (not isinstance(value, (int, float)) or value > 0)
-
-
-def link_time(network_bytes, bandwidth: float, latency: float):
-    """T_network [s] of one collective: one latency plus its bytes on one device's link at `bandwidth` [byte/s]."""
-    return latency + network_bytes / bandwidth
 
 
 def bound_class(t_compute: float, t_memory: float, t_network: float = 0.0) -> str:

@@ -36,7 +36,8 @@ POOLED_FIT = "pooled.fit.npz"
 class Calibration:
     """One device's curves (`own`, from its table; None without one) and the pooled fallback; `gap_s` is added to
     a standalone kernel estimated from `own` (kernel-duration tables), `measured` says whether its rows are
-    measured on the device; `framework` and `table` name what the estimates rest on."""
+    measured on the device; `framework` and `table` name what the estimates rest on; `domain` is the device's
+    scale-up domain."""
 
     own: Fit | None
     fallback: Fit | None = None  # the pooled fallback (loaded on first use: lookup.pooled)
@@ -44,6 +45,7 @@ class Calibration:
     gap_s: float = 0.0
     framework: str = ""
     table: str = "none"
+    domain: int = 1  # the device's scale-up domain: collectives beyond it cross the scale-out network
 
     @property
     def pooled(self) -> Fit:
@@ -92,11 +94,17 @@ class Calibration:
 
     def collectives(self, kind: str, span: int, message_bytes, t: np.ndarray) -> tuple[np.ndarray, str]:
         """(expected [s], estimate) of collectives of one kind over `span` devices: the measured curve (never
-        below the bound), else the bound."""
-        curve = self.own.comm.get((kind, span)) if self.own is not None else None
-        if curve is None:
-            return np.asarray(t, dtype=float), DEFAULT
-        return np.maximum(t, curve.seconds(message_bytes)), CALIBRATED if self.measured else DEFAULT
+        below the bound); across scale-up domains, at least the time the widest measured span inside one domain
+        takes for the same message (the in-domain phase of a hierarchical collective runs that one), labelled
+        default; else the bound."""
+        comm = self.own.comm if self.own is not None else {}
+        curve = comm.get((kind, span))
+        if curve is not None:
+            return np.maximum(t, curve.seconds(message_bytes)), CALIBRATED if self.measured else DEFAULT
+        narrower = [width for k, width in comm if k == kind and width <= self.domain < span]
+        if narrower:
+            return np.maximum(t, comm[(kind, max(narrower))].seconds(message_bytes)), DEFAULT
+        return np.asarray(t, dtype=float), DEFAULT
 
 
 def expected_from(grid: curves.Grid, floor: float, t, coordinates: list) -> np.ndarray:
@@ -116,14 +124,14 @@ def calibration_for(gpu: Accelerator, framework: str = "") -> Calibration:
     """The Calibration of `gpu` under `framework` ("" = roofline.estimate.calibration.framework_for's choice;
     one's own table keeps the framework it was timed under), cached per device spec and table."""
     key = (gpu.key, gpu.chip, gpu.name, gpu.bandwidth_bytes_per_s, tuple(gpu.peak_flops_per_s.items()),
-           gpu.calibration, gpu.framework, framework)
+           gpu.calibration, gpu.framework, framework, gpu.scaleup_domain)
     if key not in _CACHE:
         framework = framework if gpu.calibration else framework or framework_for(gpu)
         path = table_path(gpu, framework)
         own, facts = load_fit(path, gpu) if path else (None, {})
         _CACHE[key] = Calibration(own, None, bool(facts.get("measured")),
                                   LAUNCH_GAP_S if facts.get("kernel_durations") else 0.0, facts.get("framework", ""),
-                                  describe(path))
+                                  describe(path), gpu.scaleup_domain)
     return _CACHE[key]
 
 

@@ -19,11 +19,12 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..engine.collectives import collective_kind, link_arrays, link_seconds
 from ..engine.dtypes import DTYPE_BYTES
 from ..engine.graph import Op, attention_groups, scenario_dtypes
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
-from ..engine.roofline import link_time, roof_times
+from ..engine.roofline import roof_times
 from ..engine.scenario import Scenario
 from .calibration import CALIBRATED, CORE_CLASSES, DEFAULT, PARTIAL, coordinates, data_dir, third_axis
 from .curves import log10_intensity
@@ -51,9 +52,6 @@ FUSIONS = {
 #: kernel lookups per batched call at most about this many values (seconds_many): large enough that the calls are
 #: few, small enough that their temporaries stay in cache rather than in freshly mapped pages
 BATCH_VALUES = 1 << 16
-#: collective kind by a communication operator's name
-COLLECTIVE_KINDS = (("all_reduce", "all_reduce"), ("all_gather", "all_gather"), ("all_to_all", "all_to_all"),
-                    ("dispatch", "all_to_all"), ("send", "p2p"))
 
 
 @lru_cache(maxsize=1)
@@ -61,10 +59,6 @@ def overheads() -> dict:
     """{framework: {"kernel_gap_s": ..., "step_s": ...}} fitted on served runs (frameworks.json)."""
     path = data_dir() / "frameworks.json"
     return json.loads(path.read_text())["frameworks"] if path.is_file() else {}
-
-
-def collective_kind(name: str) -> str:
-    return next((kind for part, kind in COLLECTIVE_KINDS if part in name), "all_reduce")
 
 
 def operand_dtype(op: Op, scenario: Scenario, cls: str) -> str:
@@ -198,9 +192,9 @@ class Kernels:
                        0.0, np.maximum)[2]
         for i, op in enumerate(self.principal):
             if op.span > 1:
-                links = np.array([gpu.link(op.span) for gpu in gpus], dtype=float)
-                t[i] = np.maximum(t[i], link_time(self.network[i, columns], np.repeat(links[:, 0], sizes),
-                                                  np.repeat(links[:, 1], sizes)))
+                links = link_arrays(gpus, op.span)
+                t[i] = np.maximum(t[i], link_seconds(collective_kind(op.name), self.network[i, columns], op.span,
+                                                     tuple(np.repeat(links[:, k], sizes) for k in range(5))))
         return t, None if single else columns
 
     def seconds(self, calibration: Calibration, devices, standalone: bool = False):

@@ -12,11 +12,13 @@ The model (the README states it with its assumptions):
   prompt before it decodes again, so a group's members start and end decoding together: g = every request in
   flight, and after its first token a request waits out the rest of its group's prefill steps. Open-loop (Poisson)
   arrivals come one by one.
-* Steps. A step computes at most `budget` tokens (max_batched_tokens): its decode tokens D Q (Q = 1, or K + 1 when
-  verifying) and prompt chunks. A group's prompts take ceil(group x c / room) steps that carry prefill. A request's
-  decode steps see the other groups' prompts: (in flight - group) x c prompt tokens over its (osl - 1) / a steps,
-  in chunks of a group's prompts, or where more prompt tokens are due per step than a group brings, all that are due
-  (the scheduler packs every waiting prompt into a step, up to its room). The prompts allow at most room / (c x t)
+* Steps. A step computes at most `budget` tokens (max_batched_tokens, per attention replica where the framework
+  schedules each: Framework.step_budget): its decode tokens D Q (Q = 1, or K + 1 when verifying) and prompt chunks,
+  one request's at most `chunk` (a request lives on one replica). A group's prompts take ceil(group x c / room)
+  steps that carry prefill, a request's own at least c / chunk. A request's decode steps see the other groups'
+  prompts: (in flight - group) x c prompt tokens over its (osl - 1) / a steps, in chunks of a group's prompts, or
+  where more prompt tokens are due per step than a group brings, all that are due (the scheduler packs every
+  waiting prompt into a step, up to its room). The prompts allow at most room / (c x t)
   requests/s, t the time of a step whose room is all prompt tokens (exact where prompts queue: the chunk is then
   the room). vLLM and TensorRT-LLM run the chunk inside a decode step (weights read once),
   SGLang as a prefill step of its own that pauses decoding; TPOT = the mean time between a sequence's tokens over
@@ -96,6 +98,7 @@ class Scheduler:
 
     budget: float
     mixed: bool
+    chunk: float = np.inf  # prompt tokens of one request a step may take (one attention replica's budget)
     step_overhead_s: float = 0.0  # host time per step
     request_overhead_s: float = 0.0  # per request, outside the steps
     sync: float = 0.0  # 0: prompts arrive one by one; 1: whole groups arrive together (see cluster_size)
@@ -253,7 +256,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     others = load.computed * np.maximum(active - cluster, 0.0) / steps  # others' prompt tokens per decode step
     # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
     # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
-    chunk = np.minimum(room, np.maximum(cluster * load.computed, others))
+    chunk = np.minimum(room, np.maximum(cluster * np.minimum(load.computed, scheduler.chunk), others))
     light, heavy = stepper.light_and_heavy(D, chunk, side)
     extra = others / chunk  # heavy steps per decode step of a request
     # a group's n heavy steps yield its first tokens after (n + 1) / 2 of them on average where a step holds whole
@@ -261,6 +264,9 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # (a last, partial chunk counted at its share of a step)
     spans = np.minimum((cluster + 1) * load.computed / (2 * room), per_cluster)
     first = np.where(load.computed <= room, (per_cluster + 1) / 2, spans)
+    # a request lives on one attention replica: its prompt takes at least c / chunk steps, however large the room
+    # of all replicas together
+    first = np.maximum(first, load.computed / scheduler.chunk)
     if scheduler.mixed:
         share = np.minimum(extra, 1.0)
         per_token = (1 - share) * light + share * heavy
@@ -382,6 +388,8 @@ def _points(stepper: Stepper, scheduler: Scheduler, points: np.ndarray, shape: t
         stepper = stepper.at_points(np.broadcast_to(stepper.group, shape).ravel()[points])
     if np.ndim(scheduler.budget) > 0:
         scheduler = replace(scheduler, budget=np.broadcast_to(scheduler.budget, shape).ravel()[points])
+    if np.ndim(scheduler.chunk) > 0:
+        scheduler = replace(scheduler, chunk=np.broadcast_to(scheduler.chunk, shape).ravel()[points])
     return stepper, scheduler
 
 

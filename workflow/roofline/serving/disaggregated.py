@@ -58,30 +58,34 @@ def transfer_seconds(model, scenario, gpu, load: Load, pools: Pools) -> float:
     return latency + nbytes / (links * bandwidth)
 
 
-def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, saturation, side: str):
+def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, saturation, side: str, chunk=np.inf):
     """(tokens per step C, step time, busy share, utilization) of one prefill worker receiving `arrivals`
     prompts/s. The busy share is the time it spends stepping: 1 wherever a step batches more than one prompt (the
     fixed point C = arrivals x c x t(C)); the utilization is the arrivals over what full-budget steps compute
     (`saturation`: saturation_rate), the load a queue beyond one step builds on."""
-    C = np.minimum(load.computed, budget) + 0.0 * np.asarray(arrivals, dtype=float)
+    least = np.minimum(load.computed, chunk)  # one prompt's part of a step: at most one replica's chunk
+    C = np.minimum(least, budget) + 0.0 * np.asarray(arrivals, dtype=float)
     for _ in range(ITERATIONS):
         step = prefill.heavy(0.0 * C, C, side)
-        C = np.clip(np.maximum(load.computed, arrivals * load.computed * step), 1.0, budget)
+        C = np.clip(np.maximum(least, arrivals * load.computed * step), 1.0, budget)
     step = prefill.heavy(0.0 * C, C, side)
     busy = np.minimum(arrivals * load.computed * step / C, 1.0)
     return C, step, busy, arrivals / saturation
 
 
 def _prefill_side(prefill: Stepper, load: Load, pools: Pools, budget, transfer_s, side: str,
-                  request_overhead_s: float, rate, lone, saturation):
+                  request_overhead_s: float, rate, lone, saturation, chunk=np.inf):
     """(TTFT, a prefill worker's utilization) at request rate `rate`: a prompt waits out the rest of the running
     step, then its own step; the queue beyond grows with the utilization (M/D/1 in the step time), as arrivals
-    approach what full-budget steps compute."""
-    _, step, busy, used = _prefill_worker(prefill, load, budget, rate / pools.prefill_workers, saturation, side)
+    approach what full-budget steps compute. A prompt takes at most `chunk` tokens of a step (one attention
+    replica's budget), so a longer one spans c / chunk steps."""
+    _, step, busy, used = _prefill_worker(prefill, load, budget, rate / pools.prefill_workers, saturation, side,
+                                          chunk)
     if side == "bound":  # the transfer overlaps the prefill layer by layer; nothing waits
         return np.maximum(lone, transfer_s) + 0.0 * rate, used
     rho = np.minimum(used, MAX_UTILIZATION)
-    return request_overhead_s + busy * step / 2 + rho / (2 * (1 - rho)) * step + step + transfer_s, used
+    own = np.maximum(load.computed / chunk, 1.0) * step  # a prompt longer than one replica's chunk spans steps
+    return request_overhead_s + busy * step / 2 + rho / (2 * (1 - rho)) * step + own + transfer_s, used
 
 
 def saturation_rate(prefill: Stepper, load: Load, budget, side: str):
@@ -102,7 +106,8 @@ def first_wave(prefill: Stepper, load: Load, pools: Pools, budget, active, trans
 
 
 def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: float, transfer_s: float, offered,
-          closed: bool, running: float, side: str, request_overhead_s: float = 0.0, waves: float = 0.0) -> dict:
+          closed: bool, running: float, side: str, request_overhead_s: float = 0.0, waves: float = 0.0,
+          chunk=np.inf) -> dict:
     """Steady state of the two pools under N closed-loop users (`closed`) or a request rate; `running` is what
     one decode worker's cache holds. `prefill` steps are separate (no decodes), `decode` steps carry no prompts.
 
@@ -130,7 +135,7 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
             tpot = decode.light(np.maximum(D, 1e-9), side) / load.tokens_per_step
             rate = pools.decode_workers * D / ((load.osl - 1) * tpot) if decodes else x
             ttft, used = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone,
-                                       saturation)
+                                       saturation, chunk)
             short = np.minimum(active / (ttft + (load.osl - 1) * tpot), most) > rate  # more users' rate: x too low
             lo, hi = np.where(short, x, lo), np.where(short, hi, x)
     else:
@@ -139,7 +144,7 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
             D = np.minimum(rate * (load.osl - 1) * tpot / pools.decode_workers, running)
             tpot = decode.light(D, side) / load.tokens_per_step
         ttft, used = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone,
-                                       saturation)
+                                       saturation, chunk)
     in_flight = ttft + (load.osl - 1) * tpot
     if closed:
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)

@@ -37,7 +37,7 @@ class Framework:
     """What a served run inherits from its framework (defaults resolved for one device and plan)."""
 
     key: str
-    max_batched_tokens: int  # tokens one step may compute (decode + prompt chunks)
+    max_batched_tokens: int  # tokens one step may compute (decode + prompt chunks), per replica: step_budget
     max_running: int  # sequences one engine runs at once
     mixed: bool  # prompt chunks share a step with decode tokens (False: prefill steps pause decoding)
     memory_fraction: float  # of each device's memory the framework sizes its KV cache from (see kv_budget_bytes)
@@ -47,7 +47,7 @@ class Framework:
     request_overhead_s: float  # time per request outside the steps [s] (fitted)
     sync: float  # how far closed-loop users stay in lockstep groups, 0..1 (fitted; aggregated.cluster_size)
     handoff_s: float = 0.0  # disaggregated: time per request to route it and hand its cache over (fitted)
-    budget_per_rank: bool = False  # under DP attention each attention replica schedules its own budget
+    budget_per_rank: bool = False  # under DP attention each attention replica schedules its own token budget
 
     def step_budget(self, plan) -> int:
         """Tokens one step of an engine of `plan` may compute: the budget, per attention replica where the
@@ -65,17 +65,13 @@ class Framework:
 
 
 #: (host time per step [s], per request [s], lockstep share, disaggregated hand-over per request [s]), fitted on the
-#: served runs of benchmarks/validate_serving.py (every other row; reported on the rest). Refit 2026-12-02 after
-#: SGLang's tables lost their multi-pass quantize kernel as the element-wise stand-in and gained the fp8 attention
-#: its FlashAttention-3 backend runs, and again after the block-scaled fp8 expert kernels (`validate_serving.py
-#: --fit`, all four constants and the waves; the same values both times): held-out TTFT MAPE 51.8%, TPOT 24.1%. The
-#: lockstep share fits 0 for every framework, so the lockstep terms of roofline.serving.aggregated (a prefill-first
-#: scheduler's whole-wave groups) do not enter the default predictions. Refit once more after the expert kernels
-#: moved to power-law routing (roofline.estimate.aic_rows.MOE_ROUTINGS): SGLang's hand-over 0.2 -> 0.1 s, the rest
-#: unchanged; held-out TTFT 51.5%, TPOT 21.5%. Refit after the disaggregated prefill queue took its utilization
-#: from full-budget steps, the MoE all-to-all one copy per rank and the budget per DP-attention replica: SGLang's
-#: hand-over 0.1 -> 0.2 s, the rest unchanged; held-out TTFT 48.2%, TPOT 21.6%.
-FITTED = {"vllm": (0.0, 0.02, 0.0, 0.0), "sglang": (0.0, 0.15, 0.0, 0.2), "trtllm": (0.0, 0.08, 0.0, 0.1)}
+#: served runs of benchmarks/validate_serving.py (every other row by coordinate descent; reported on the rest).
+#: Refit on 2026-12-02 (evening) after the disaggregated prefill queue took its utilization from full-budget steps,
+#: the MoE all-to-all one copy per rank, the budget per DP-attention replica and collectives across scale-up
+#: domains went hierarchical: SGLang per request 0.15 -> 0.3 s, lockstep share 0 -> 0.25 (a quarter of a
+#: prefill-first scheduler's whole-wave groups: roofline.serving.aggregated.cluster_size), hand-over 0.1 -> 0 s;
+#: vLLM and TensorRT-LLM unchanged. Held-out TTFT MAPE 47.3%, TPOT 22.1% (before: 51.5%, 21.5%).
+FITTED = {"vllm": (0.0, 0.02, 0.0, 0.0), "sglang": (0.0, 0.3, 0.25, 0.0), "trtllm": (0.0, 0.08, 0.0, 0.1)}
 
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,

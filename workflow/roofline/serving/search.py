@@ -265,8 +265,9 @@ def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkl
         target = draft_model(workload.spec, model) if drafted else model
         mix = Mix(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
                   queries=1.0 if drafted else float(load.queries))
-        tables[drafted] = tabulate_many(target, jobs, mix, largest * load.queries + budget, largest,
-                                        framework=framework)
+        # the grids reach the largest step and a whole prompt computed at once (the TTFT bound)
+        tables[drafted] = tabulate_many(target, jobs, mix, largest * load.queries + max(budget, load.computed),
+                                        largest, framework=framework)
     return tables
 
 
@@ -293,8 +294,9 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     rows, cols = np.nonzero(grid[None, :] <= slots[index][:, None])  # served: the cache holds them
     candidate, concurrency = index[rows], grid[cols]
     if rows.size:
+        chunk = np.array([f.max_batched_tokens for f in frameworks], dtype=float)
         at_points = solvers.Points(index, rows, concurrency, budget[index], running[index],
-                                   np.array([caps[i].running_bound for i in index]))
+                                   np.array([caps[i].running_bound for i in index]), chunk[index])
         solver = solvers.aggregated if mode == "aggregated" else solvers.disaggregated
         out = solver([candidates[i] for i in index], at_points, tables, load, frameworks[0], model, drafted, spec)
     else:

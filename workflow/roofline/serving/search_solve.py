@@ -29,9 +29,10 @@ class Points:
     index: np.ndarray  # the search's index of each of the mode's candidates
     rows: np.ndarray  # each point's candidate: a place in `index`
     concurrency: np.ndarray
-    budget: np.ndarray  # per candidate, as the three below
+    budget: np.ndarray  # per candidate, as the four below
     running: np.ndarray
     running_bound: np.ndarray
+    chunk: np.ndarray  # one request's prompt tokens per step (one attention replica's budget)
 
     def chunks(self):
         """The points CHUNK at a time, each with its candidate's budget and capacities (the temporaries of a chunk
@@ -39,7 +40,7 @@ class Points:
         for start in range(0, len(self.rows), CHUNK):
             rows = self.rows[start:start + CHUNK]
             yield Chunk(rows, self.concurrency[start:start + CHUNK], self.budget[rows], self.running[rows],
-                        self.running_bound[rows])
+                        self.running_bound[rows], self.chunk[rows])
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Chunk:
     budget: np.ndarray
     running: np.ndarray
     running_bound: np.ndarray
+    chunk: np.ndarray
 
 
 def solve_chunks(points: Points, solve) -> dict:
@@ -85,7 +87,8 @@ def aggregated(selected, points: Points, tables, load, fw, model, drafted, spec)
 
     def solve(at: Chunk) -> dict:
         steps, N = stacked.at_points(rows[at.rows]), at.concurrency
-        expected = agg.closed_loop(steps, load, replace(scheduler, budget=at.budget), N, at.running, "expected")
+        expected = agg.closed_loop(steps, load, replace(scheduler, budget=at.budget, chunk=at.chunk), N, at.running,
+                                   "expected")
         return {"ttft_s": steps.lone_prompt + 0 * N,
                 "tpot_s": np.minimum(steps.light(expected["decode"], "bound") / load.tokens_per_step,
                                      expected["tpot"]),
@@ -110,7 +113,7 @@ def disaggregated(selected, points: Points, tables, load, fw, model, drafted, sp
         prefill, decode = prefills.at_points(prefill_rows[at.rows]), decodes.at_points(decode_rows[at.rows])
         pools, transfer, N = dis.Pools(*(v[at.rows] for v in layouts)), transfers[at.rows], at.concurrency
         expected = dis.solve(prefill, decode, load, pools, at.budget, transfer, N, True, at.running, "expected",
-                             fw.request_overhead_s + fw.handoff_s)
+                             fw.request_overhead_s + fw.handoff_s, chunk=at.chunk)
         per_worker = np.minimum(N / pools.decode_workers, at.running_bound)
         return {"ttft_s": np.maximum(prefill.lone(load.computed), transfer),
                 "tpot_s": np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step,

@@ -88,7 +88,9 @@ class Served:
         model = draft_model(self.spec, self.model) if draft else self.model
         mix = Mix(kv_len=load.mean_kv, prompt=float(load.isl), prefix=load.isl - load.computed,
                   queries=1.0 if draft else float(load.queries))
-        tokens = sequences * load.queries + self.framework.step_budget((scenario or self.scenario).parallel)
+        # the grid reaches a whole prompt computed at once (the TTFT bound) and the largest step
+        tokens = sequences * load.queries + max(self.framework.step_budget((scenario or self.scenario).parallel),
+                                                load.computed)
         return _parts(model, self.gpu, scenario or self.scenario, mix, tokens, sequences, self.framework.key)
 
     def stepper(self, load: agg.Load, sequences: float, scenario: Scenario | None = None) -> agg.Stepper:
@@ -214,7 +216,7 @@ def _offered_bound(requests_per_s, workload: Workload):
 
 def scheduler_for(framework: Framework, plan: Parallel, waves: float = 0.0) -> agg.Scheduler:
     """The aggregated scheduler of a framework on an engine of `plan` (its budget, mixing and fitted constants)."""
-    return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed,
+    return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed, chunk=framework.max_batched_tokens,
                          step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
                          sync=framework.sync, waves=waves)
 
@@ -297,7 +299,8 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     offered = workload.concurrency if closed else workload.request_rate
     def solve(users_or_rate, closed_loop: bool) -> dict:
         return dis.solve(prefill, decode, load, shape, fw.step_budget(pools.prefill_plan), transfer, users_or_rate,
-                         closed_loop, cap.running, "expected", fw.request_overhead_s + fw.handoff_s, waves)
+                         closed_loop, cap.running, "expected", fw.request_overhead_s + fw.handoff_s, waves,
+                         fw.max_batched_tokens)
 
     expected = solve(offered, closed)
     if not closed:

@@ -33,6 +33,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..engine.analysis import devices_time
+from ..engine.collectives import collective_kind
 from ..engine.graph import Op, build_operators, scenario_dtypes
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
@@ -237,5 +238,5 @@ def _bounds(gpus: list[Accelerator], ops: list[Op]) -> list[np.ndarray]:
         c = op.cost
         total += op.count * devices_time(gpus, np.asarray(c.flops, dtype=float), np.asarray(c.bytes, dtype=float),
                                          np.asarray(c.network, dtype=float), op.compute_dtype, op.span,
-                                         lambda values: values.reshape(lead))
+                                         lambda values: values.reshape(lead), collective_kind(op.name))
     return list(total)
