@@ -122,9 +122,10 @@ def test_attention_data_parallel_all_to_all():
     ops = ops_by_name(model, "decode", sc)
     assert "attn_all_reduce" not in ops and "mlp_all_reduce" not in ops
     # each device serves 64 / 8 = 8 sequences; each token goes once to every rank holding one of its 8 experts
-    # (32 of the 256 per rank: f.distinct_ranks = 5.29 of the 8 ranks), 7/8 of those copies through the link; bf16
-    copies = 8 * f.distinct_ranks(256, 8, 8)
-    assert copies == pytest.approx(8 * 5.2947, rel=1e-4)
+    # (a group of 32 per rank, 4 groups per token: f.distinct_ranks = 3.63 of the 8 ranks; 5.29 were the routing
+    # uniform), 7/8 of those copies through the link; bf16
+    copies = 8 * f.distinct_ranks(256, 8, 8, "uniform", 8, 4)
+    assert copies == pytest.approx(8 * 3.629, rel=1e-3) and f.distinct_ranks(256, 8, 8) == pytest.approx(5.2947, 1e-4)
     assert ops["moe_dispatch"].count == 58
     assert ops["moe_dispatch"].cost.network == pytest.approx(7 / 8 * copies * 7168 * 2, rel=1e-12)
     assert ops["moe_combine_all_to_all"].cost == ops["moe_dispatch"].cost
@@ -375,3 +376,54 @@ def test_tensor_parallelism_across_two_nodes_prices_its_all_reduce_hierarchicall
     outside = H100.scaleout_latency_s + 2 * 1 / 2 * S / 8 / 50e9
     assert t_network == pytest.approx(max(inside, outside), rel=1e-9)
     assert t_network < H100.scaleout_latency_s + op.cost.network / 50e9
+
+
+def _ranks_by_enumeration(E, k, ep, groups, per_token):
+    """Mean ranks hit over every equally likely choice: per_token of the groups, then k of their experts."""
+    from itertools import combinations
+
+    size, per_rank, total, count = E // groups, E // ep, 0, 0
+    for taken in combinations(range(groups), per_token):
+        pool = [e for g in taken for e in range(g * size, (g + 1) * size)]
+        for experts in combinations(pool, k):
+            total += len({e // per_rank for e in experts})
+            count += 1
+    return total / count
+
+
+def test_group_limited_routing_reaches_fewer_ranks():
+    # 4 experts in 2 groups on 2 ranks (a group each), one group per token: both experts on one rank, always
+    assert f.distinct_ranks(4, 2, 2, "uniform", groups=2, per_token=1) == pytest.approx(1.0, rel=1e-12)
+    # 8 experts in 4 groups on 2 ranks (two groups each), 2 groups per token, top-2 from their 4 experts:
+    # the rank's groups taken j = 0, 1, 2 with odds 1/6, 4/6, 1/6, then missed with odds 1, 1/6, 0: 5/18 per rank,
+    # 2 (1 - 5/18) = 13/9 ranks hit
+    assert f.distinct_ranks(8, 2, 2, "uniform", groups=4, per_token=2) == pytest.approx(13 / 9, rel=1e-12)
+    for E, k, ep, groups, per_token in ((8, 2, 2, 4, 2), (16, 3, 4, 4, 2), (16, 3, 8, 4, 2), (12, 2, 6, 3, 2)):
+        assert f.distinct_ranks(E, k, ep, "uniform", groups, per_token) == pytest.approx(
+            _ranks_by_enumeration(E, k, ep, groups, per_token), rel=1e-12)
+    # DeepSeek-V3 (256 experts, top-8 from 4 of 8 groups): at most 4 ranks at EP 8, 3.63 on average (5.29 uniform)
+    deepseek = get_model("deepseek-v3")
+    assert (deepseek.expert_groups, deepseek.groups_per_token) == (8, 4)
+    assert f.distinct_ranks(256, 8, 8, "uniform", 8, 4) == pytest.approx(3.629, abs=1e-3)
+    ops = ops_by_name(deepseek, "decode", Scenario(batch=64, parallel=Parallel(tp=8, ep=8, attention_dp=True)))
+    assert ops["moe_dispatch"].cost.network == pytest.approx(
+        7 / 8 * 8 * f.distinct_ranks(256, 8, 8, "uniform", 8, 4) * 7168 * 2, rel=1e-12)
+
+
+def test_routing_groups_come_from_the_checkpoint_and_are_checked():
+    import json
+    from pathlib import Path
+
+    from roofline.engine.hf_config import model_from_hf_dict
+
+    cfg = json.loads((Path(__file__).parent / "data" / "hf_configs" / "deepseek-v3.json").read_text())
+    spec = model_from_hf_dict(cfg, "ds")
+    assert (spec.expert_groups, spec.groups_per_token) == (8, 4)  # n_group, topk_group
+    plain = model_from_hf_dict({**cfg, "n_group": 1, "topk_group": 1}, "k2")  # Kimi-K2, GLM-4.5: plain top-k
+    assert (plain.expert_groups, plain.groups_per_token) == (1, 0)
+    with pytest.raises(RooflineInputError, match="n_group"):
+        model_from_hf_dict({**cfg, "n_group": 0}, "bad")
+    with pytest.raises(RooflineInputError, match="expert_groups 7 must divide the 256 experts"):
+        replace(spec, expert_groups=7).validate()
+    with pytest.raises(RooflineInputError, match="at least groups_per_token"):
+        replace(spec, groups_per_token=9).validate()

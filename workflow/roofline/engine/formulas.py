@@ -47,6 +47,7 @@ Byte widths: w weights, a activations, c KV cache.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -253,20 +254,39 @@ def p2p_send(T, D, a) -> Cost:
     return Cost(flops=0.0 * T, act_read=T * D * a, act_write=T * D * a, network=T * D * a)
 
 
-def distinct_ranks(E, k, ep, routing="uniform"):
+def distinct_ranks(E, k, ep, routing="uniform", groups=1, per_token=0):
     """Expected number of the ep expert-parallel ranks (E / ep experts each) that one token's k distinct experts
     live on: the copies of the token an all-to-all that sends it once per rank moves (DeepEP's dispatch and
     combine, TensorRT-LLM's MoE all-to-all; the experts on one rank share the copy).
 
     uniform: the k experts are a uniform draw without replacement, so a rank holds none of them with probability
     C(E - E/ep, k) / C(E, k) = prod_i (E - E/ep - i) / (E - i), and ep (1 - that) ranks are hit (top-8 of 256:
-    3.6 of ep 4, 5.3 of 8, 6.5 of 16, 7.3 of 32). balanced and all: each pick on a rank of its own, min(k, ep)."""
+    3.6 of ep 4, 5.3 of 8, 6.5 of 16, 7.3 of 32). Group-limited routing (DeepSeek-V3: `groups` 8, `per_token` 4):
+    the token first takes per_token of the groups, then its k experts uniformly from their P = per_token E / groups
+    experts; a rank misses unless one of its groups is taken and it holds one of the k (DeepSeek-V3: 2.9 of ep 4,
+    3.6 of 8, 5.3 of 16). balanced and all: each pick on a rank of its own, min(k, ep)."""
     if ep <= 1:
         return 1.0
     if routing != "uniform":
         return float(min(k, ep))
-    miss = float(np.prod([(E - E / ep - i) / (E - i) for i in range(int(k))]))
-    return ep * (1 - max(miss, 0.0))
+    if groups > 1 and 0 < per_token < groups:
+        return ep * (1 - _group_limited_miss(E, k, ep, groups, per_token))
+    return ep * (1 - _miss(E, E / ep, k))
+
+
+def _miss(pool, held, k):
+    """Chance that k distinct draws from `pool` items miss all `held` of them: prod_i (pool - held - i) / (pool - i)."""
+    return max(float(np.prod([(pool - held - i) / (pool - i) for i in range(int(k))])), 0.0)
+
+
+def _group_limited_miss(E, k, ep, groups, per_token):
+    """Chance that a rank holds none of a token's experts under group-limited routing (distinct_ranks)."""
+    pool = per_token * E / groups
+    if ep >= groups:  # a rank holds E / ep experts of one group: missed unless the group is taken and a draw hits
+        return 1 - per_token / groups + per_token / groups * _miss(pool, E / ep, k)
+    owned = groups // ep  # whole groups per rank: j of them taken with hypergeometric odds, then all draws elsewhere
+    return sum(math.comb(owned, j) * math.comb(groups - owned, per_token - j) / math.comb(groups, per_token)
+               * _miss(pool, j * E / groups, k) for j in range(0, min(owned, per_token) + 1))
 
 
 def expected_max_load(pairs, n):

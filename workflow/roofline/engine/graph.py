@@ -381,7 +381,7 @@ def _moe(builder: _Builder, T):
     # a token travels once to each rank that holds one of its experts, at the experts' input width (quantized
     # before the dispatch, as DeepEP and TensorRT-LLM do for 8- and 4-bit activations), and its partial sums come
     # back once per rank at the activation width
-    copies = T * f.distinct_ranks(E, k, ep, routing)
+    copies = T * f.distinct_ranks(E, k, ep, routing, m.expert_groups, m.groups_per_token)
     builder.collective("moe_dispatch", "all_to_all", all_to_all, ep, rows=copies, D=D, n=ep, a=builder.gemm_a)
     builder.mlp("expert_", count, rows, m.moe_intermediate / (plan.tp // ep), weight_sets=touched, expert=True)
     builder.collective("moe_combine_all_to_all", "all_to_all", all_to_all, ep, rows=copies, D=D, n=ep, a=builder.a)

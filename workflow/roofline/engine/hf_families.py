@@ -202,7 +202,16 @@ def _deepseek(cfg: dict, need, kw: dict, where: str) -> dict:
     )
     if cfg.get("moe_layer_freq", 1) != 1:
         raise RooflineInputError(f"{where}: moe_layer_freq {cfg['moe_layer_freq']} is not supported (only 1)")
-    return fields
+    return {**fields, **_routing_groups(cfg, need)}
+
+
+def _routing_groups(cfg: dict, need) -> dict:
+    """Group-limited routing (DeepSeek-V3: n_group 8, topk_group 4): a token's experts come from topk_group of
+    n_group equal groups; n_group 1 (Kimi-K2, GLM-4.5) or absent is plain top-k."""
+    groups = need("n_group", default=1, required=False, minimum=1)
+    if groups <= 1:
+        return {}
+    return dict(expert_groups=groups, groups_per_token=need("topk_group", default=groups, required=False, minimum=1))
 
 
 def _gpt_oss(cfg: dict, need, kw: dict, where: str) -> dict:
@@ -236,7 +245,8 @@ def _glm4_moe(cfg: dict, need, kw: dict, where: str) -> dict:
     return dict(n_experts=need("n_routed_experts"), top_k=need("num_experts_per_tok"),
                 moe_intermediate=need("moe_intermediate_size"), n_shared_experts=need("n_shared_experts"),
                 first_dense_layers=need("first_k_dense_replace"), qkv_bias=bool(cfg.get("attention_bias", False)),
-                qk_norm=bool(cfg.get("use_qk_norm", False)), rope_dim=_rope_dim(cfg, kw["head_dim"], 0.5, where))
+                qk_norm=bool(cfg.get("use_qk_norm", False)), rope_dim=_rope_dim(cfg, kw["head_dim"], 0.5, where),
+                **_routing_groups(cfg, need))
 
 
 def _qwen3_next(cfg: dict, need, kw: dict, where: str) -> dict:

@@ -76,6 +76,8 @@ class ModelSpec:
     mtp_layers: int = 0  # multi-token-prediction modules shipped beside the L layers (DeepSeek-V3's
     # num_nextn_predict_layers, Qwen3-Next's mtp_num_hidden_layers): only speculative decoding (--spec-method mtp)
     # runs them; they are outside every parameter count, as the checkpoints' published sizes leave them out
+    expert_groups: int = 1  # [G] group-limited routing (DeepSeek-V3's n_group): the experts in G equal groups...
+    groups_per_token: int = 0  # ...of which a token's top-k come from this many (topk_group; 0 = any group)
     attn_output_gate: bool = False  # q_proj also emits a per-channel sigmoid gate on the attention output (Qwen3-Next)
     shared_expert_gate: bool = False  # a sigmoid gate Linear(D, 1) on the shared expert's output (Qwen3-Next)
     # Gated DeltaNet linear attention (Qwen3-Next): a fixed [Hv, dk, dv] state per sequence instead of a KV cache
@@ -181,6 +183,11 @@ class ModelSpec:
             raise RooflineInputError(
                 f"{where}: MoE needs 0 < top_k <= n_experts and moe_intermediate > 0 "
                 f"(got top_k={self.top_k}, n_experts={self.n_experts}, moe_intermediate={self.moe_intermediate})")
+        if self.expert_groups > 1 and (not self.is_moe or self.n_experts % self.expert_groups
+                                       or self.groups_per_token > self.expert_groups):
+            raise RooflineInputError(
+                f"{where}: expert_groups {self.expert_groups} must divide the {self.n_experts} experts and be at "
+                f"least groups_per_token ({self.groups_per_token})")
 
     def _check_layers(self, where: str) -> None:
         """Layer kinds that add up to n_layers and carry their sizes; storage dtypes the engine knows."""
@@ -213,4 +220,4 @@ _INT_FIELDS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "head_dim", "inter
                "moe_intermediate", "n_shared_experts", "first_dense_layers", "q_lora_rank", "kv_lora_rank",
                "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "rope_dim", "nope_layers", "attention_chunk",
                "chunked_layers", "linear_layers", "linear_k_heads", "linear_v_heads", "linear_k_dim", "linear_v_dim",
-               "linear_conv_kernel", "mtp_layers")
+               "linear_conv_kernel", "mtp_layers", "expert_groups", "groups_per_token")
