@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from roofline.cli import app as cli
@@ -345,37 +346,45 @@ def _two_links():
                    scaleout_bandwidth_bytes_per_s=10.0, scaleout_latency_s=0.0)
 
 
-def test_a_collective_across_domains_is_hierarchical():
+def test_a_collective_across_domains_uses_both_links_and_the_cut():
     from roofline.engine.collectives import collective_seconds, split_bytes
 
     gpu = _two_links()
-    # all-reduce of S = 1600 bytes over 16 = 2 domains x 8: the flat ring's bytes are 2 x 15/16 x 1600 = 3000;
-    # inside a domain 2 x 7/8 x 1600 = 2800 at 100 B/s = 28 s, between the two 2 x 1/2 x 1600 / 8 = 200 at 10 B/s
-    # = 20 s, at once: 28 s (a flat ring through the NIC: 3000 / 10 = 300 s)
-    assert split_bytes("all_reduce", 3000.0, 16.0, 8.0) == pytest.approx((2800.0, 200.0), rel=1e-12)
-    assert collective_seconds(gpu, "all_reduce", 3000.0, 16) == pytest.approx(28.0, rel=1e-12)
-    # all-gather of a 1600-byte output: flat 15/16 x 1600 = 1500; inside 7/8 x 1600 = 1400 (14 s), between
-    # 1/2 x 1600 / 8 = 100 (10 s)
-    assert collective_seconds(gpu, "all_gather", 1500.0, 16) == pytest.approx(14.0, rel=1e-12)
-    # all-to-all of 1600 bytes: 7/16 of them stay inside (700 -> 7 s), 8/16 leave (800 -> 80 s); flat 1500 -> 150 s
-    assert collective_seconds(gpu, "all_to_all", 1500.0, 16) == pytest.approx(80.0, rel=1e-12)
+    # all-reduce of S = 1600 bytes over 16 = 2 domains x 8: the flat ring moves 2 x 15/16 x 1600 = 3000 bytes per
+    # device; 2 x 1/2 x 1600 / 8 = 200 of them must leave the domain on each NIC (20 s at 10 B/s); all 3000 on both
+    # links together take 3000 / 110 = 27.3 s: the bound is 27.3 s (the flat ring through the NIC: 300 s)
+    assert split_bytes("all_reduce", 3000.0, 16.0, 8.0) == pytest.approx((3000.0, 200.0), rel=1e-12)
+    assert collective_seconds(gpu, "all_reduce", 3000.0, 16) == pytest.approx(3000 / 110, rel=1e-12)
+    # all-gather of a 1600-byte output: 1500 bytes in all (13.6 s), a cut of 1/2 x 1600 / 8 = 100 (10 s)
+    assert collective_seconds(gpu, "all_gather", 1500.0, 16) == pytest.approx(1500 / 110, rel=1e-12)
+    # all-to-all of 1600 bytes of copies: a token crosses once per remote domain at best, 8/16 x 1600 / 8 = 100
+    # bytes (10 s), beside 7/16 x 1600 = 700 inside (800 in all: 7.3 s): 10 s (flat: 150 s)
+    assert split_bytes("all_to_all", 1500.0, 16.0, 8.0) == pytest.approx((800.0, 100.0), rel=1e-12)
+    assert collective_seconds(gpu, "all_to_all", 1500.0, 16) == pytest.approx(10.0, rel=1e-12)
     # inside one domain, and for a pipeline hand-over, every byte is on the span's link, as before
     assert collective_seconds(gpu, "all_reduce", 1750.0, 8) == pytest.approx(17.5, rel=1e-12)
     assert collective_seconds(gpu, "p2p", 1000.0, 16) == pytest.approx(100.0, rel=1e-12)
+    # arrays give what scalars give
+    assert collective_seconds(gpu, "all_reduce", np.array([3000.0, 1500.0]), 16) == pytest.approx(
+        [3000 / 110, 1500 / 110], rel=1e-12)
 
 
-def test_tensor_parallelism_across_two_nodes_prices_its_all_reduce_hierarchically():
-    # Llama-3.1-70B prefill of 2048 tokens at TP 16 on 8-GPU H100 nodes: each all-reduce of 2048 x 8192 x 2 bytes
-    # (S = 32 MiB) sends 2 x 7/8 S over NVLink (450 GB/s) and 2 x 1/2 S / 8 over the 50 GB/s NIC: 3 + 130.5 us and
-    # 5 + 83.9 us at once, the NVLink part the slower, against 5 + 1,258 us for a flat ring through the NIC
+def test_tensor_parallelism_across_two_nodes_prices_its_all_reduce_on_both_links():
+    # Llama-3.1-70B prefill of 2048 tokens at TP 16 on 8-GPU H100 nodes: each all-reduce of S = 2048 x 8192 x 2
+    # bytes moves 2 x 15/16 S per device in all, on NVLink (450 GB/s) and the NIC (50 GB/s) together: 3 + 125.8 us;
+    # the S / 8 that must leave each node per NIC takes 5 + 83.9 us; the flat ring through the NIC 5 + 1,258 us.
+    # The operator row's bandwidth is the effective one: t_network = latency + bytes / bandwidth
     model, sc = get_model("llama-3.1-70b"), Scenario(batch=1, seq_len=2048, parallel=Parallel(tp=16))
     op = ops_by_name(model, "prefill", sc)["attn_all_reduce"]
     S = 2048 * 8192 * 2
-    t_network = network_time(H100, op)[1]
-    inside = 3e-6 + 2 * 7 / 8 * S / 450e9
-    outside = H100.scaleout_latency_s + 2 * 1 / 2 * S / 8 / 50e9
-    assert t_network == pytest.approx(max(inside, outside), rel=1e-9)
+    bandwidth, t_network = network_time(H100, op)
+    both = H100.scaleup_latency_s + 2 * 15 / 16 * S / 500e9
+    cut = H100.scaleout_latency_s + S / 8 / 50e9
+    assert t_network == pytest.approx(max(both, cut), rel=1e-9)
     assert t_network < H100.scaleout_latency_s + op.cost.network / 50e9
+    assert H100.scaleout_latency_s + op.cost.network / bandwidth == pytest.approx(t_network, rel=1e-9)
+    assert network_time(H100, ops_by_name(model, "prefill", replace(sc, parallel=Parallel(tp=8)))[
+        "attn_all_reduce"])[0] == 450e9  # inside a node: NVLink's own
 
 
 def _ranks_by_enumeration(E, k, ep, groups, per_token):
@@ -427,3 +436,15 @@ def test_routing_groups_come_from_the_checkpoint_and_are_checked():
         replace(spec, expert_groups=7).validate()
     with pytest.raises(RooflineInputError, match="at least groups_per_token"):
         replace(spec, groups_per_token=9).validate()
+
+
+def test_routing_groups_must_hold_the_top_k():
+    import json
+    from pathlib import Path
+
+    from roofline.engine.hf_config import model_from_hf_dict
+
+    cfg = json.loads((Path(__file__).parent / "data" / "hf_configs" / "deepseek-v3.json").read_text())
+    # 64 groups of 4 experts, one group per token: 4 < top-8, a one-line error (it was a ZeroDivisionError)
+    with pytest.raises(RooflineInputError, match="top_k 8 experts do not fit in groups_per_token 1 of 64"):
+        model_from_hf_dict({**cfg, "n_group": 64, "topk_group": 1}, "bad")

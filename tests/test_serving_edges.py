@@ -332,6 +332,9 @@ def test_a_prompt_spans_steps_of_one_replicas_chunk_and_its_bound_reads_the_whol
     stepper = served.stepper(load, 64.0)
     one_chunk = float(stepper.heavy(np.array([1.0]), np.array([8192.0]), "expected")[0])
     assert row["ttft_expected_s"] >= 60000 / 8192 * one_chunk
+    # a benchmark's first wave of one request is that request: the same steps (it had been one 60,000-token step)
+    wave = serve_aggregated(served, Workload(isl=60000, osl=128, concurrency=1), waves=1.0)
+    assert wave["ttft_expected_s"] == pytest.approx(row["ttft_expected_s"], rel=1e-9)
     llama, h100 = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
     bounds = {budget: serve_aggregated(prepare_served(llama, h100, Scenario(parallel=Parallel()),
                                                       max_batched_tokens=budget),
@@ -355,3 +358,6 @@ def test_the_step_budget_is_per_attention_replica_where_the_framework_schedules_
     assert framework_for("sglang", h200, 8).step_budget(adp) == 8192
     # without DP attention one scheduler holds the whole budget
     assert framework_for("trtllm", h200, 8).step_budget(Parallel(tp=8, ep=8)) == 8192
+    # one request's prompt per step: one replica's budget (SGLang: its share of the engine's)
+    assert framework_for("trtllm", h200, 8).request_chunk(adp) == 8192
+    assert framework_for("sglang", h200, 8).request_chunk(adp) == 8192 / 8

@@ -18,7 +18,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .collectives import collective_kind, collective_seconds, link_arrays, link_seconds
+from .collectives import collective_kind, collective_seconds, effective_bandwidth, link_arrays, link_seconds
 from .columns import TOTAL_COLUMNS
 from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
 from .errors import RooflineInputError
@@ -85,12 +85,15 @@ def prepare(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) 
 
 
 def network_time(gpu: Accelerator, op: Op):
-    """(link bandwidth [byte/s] or NaN, T_network [s]) of one instance: the link the collective's span reaches, and
-    its time on the device's links (roofline.engine.collectives: latency + bytes / bandwidth inside a domain,
-    hierarchical across domains) for a collective (span > 1); (NaN, 0) for every other operator."""
+    """(link bandwidth [byte/s] or NaN, T_network [s]) of one instance of a collective (span > 1): its time on the
+    device's links (roofline.engine.collectives: latency + bytes / bandwidth inside a domain, both links and the
+    cut between domains across them) and the bandwidth its bytes moved at (the span's link inside a domain, the
+    effective one across: T_network = latency + bytes / bandwidth holds); (NaN, 0) for every other operator."""
     if op.span <= 1:
         return NAN, 0.0
-    return gpu.link(op.span)[0], collective_seconds(gpu, collective_kind(op.name), op.cost.network, op.span)
+    kind = collective_kind(op.name)
+    seconds = collective_seconds(gpu, kind, op.cost.network, op.span)
+    return effective_bandwidth(gpu, kind, op.cost.network, op.span, seconds), seconds
 
 
 def op_times(gpu: Accelerator, op: Op, peak: float, nbytes, maximum=max) -> tuple:

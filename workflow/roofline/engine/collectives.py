@@ -1,21 +1,22 @@
 """The time of a collective on a device's links: inside one scale-up domain, or across several joined by the
 scale-out network.
 
-Inside a domain every byte a collective sends per device (the formula's `network` bytes) crosses the scale-up link:
-latency + bytes / bandwidth. Across m domains of g devices (span n = g m), a flat ring would push all of them
-through the scale-out NIC, which no collective library does: NCCL (and its peers) run the collective
-hierarchically, the g devices of a domain sharing the traffic between domains over their g NICs. Per device, for
-S bytes of data per device (S_out for an all-gather's output):
+Inside a domain every byte a collective sends per device (the formula's `network` bytes, the flat ring's count)
+crosses the scale-up link: latency + bytes / bandwidth. Across m domains of g devices (span n = g m) a device
+has both links, and collective libraries use both: NCCL runs rings through every device of a domain and crosses
+between domains on several NICs at once, or runs the collective hierarchically; DeepEP's internode all-to-all
+sends a token once to each remote domain and fans it out there. The bound is what no such algorithm beats
+(without in-network reduction): the bytes that must leave each domain, spread over its g NICs (the cut), on the
+scale-out link, and all the bytes a device moves on both links together:
 
-* all-reduce: 2 (g - 1) / g S over the scale-up link, 2 (m - 1) / m S / g over the scale-out one (reduce-scatter
-  inside the domain, all-reduce of one g-th between the domains, all-gather inside);
-* all-gather: (g - 1) / g S_out up, (m - 1) / m S_out / g out;
-* all-to-all: each byte has its own destination, so (g - 1) / n S stays inside and (n - g) / n S leaves;
-* p2p (a pipeline hand-over): its bytes on the slower link it crosses.
+* all-reduce of S bytes: cut 2 (m - 1) / m S / g per device; in all 2 (n - 1) / n S (the flat ring's);
+* all-gather of an S_out-byte output: cut (m - 1) / m S_out / g; in all (n - 1) / n S_out;
+* all-to-all of S bytes per device (its copies for every rank): at best a token crosses once per remote domain,
+  so cut (n - g) / n S / g, with (g - 1) / n S inside its own domain;
+* p2p (a pipeline hand-over): flat, on the span's link.
 
-The two links run at once, so the bound is the slower of the two (each with its latency), never above the flat
-ring's time. NVLink SHARP or in-network reduction can do an all-reduce in fewer bytes still; the bound does not
-assume them.
+time = max(scale-out latency + cut / scale-out bandwidth, scale-up latency + all / (both bandwidths)), never above
+the flat ring through the NIC.
 """
 from __future__ import annotations
 
@@ -32,19 +33,18 @@ def collective_kind(name: str) -> str:
 
 
 def split_bytes(kind: str, network, n: float, g: float):
-    """(bytes per device over the scale-up link, over the scale-out link) of a collective whose flat-ring bytes per
-    device are `network`, over n devices in domains of g."""
+    """(bytes per device in all, the least of them that must leave its domain) of a collective whose flat-ring
+    bytes per device are `network`, over n devices in domains of g (module docstring)."""
     m = n / g
     if kind == "all_reduce":  # network = 2 (n - 1) / n S
-        data = network * n / (2 * (n - 1))
-        return 2 * (g - 1) / g * data, 2 * (m - 1) / m * data / g
+        return network, 2 * (m - 1) / m * (network * n / (2 * (n - 1))) / g
     if kind == "all_gather":  # network = (n - 1) / n S_out
-        data = network * n / (n - 1)
-        return (g - 1) / g * data, (m - 1) / m * data / g
+        return network, (m - 1) / m * (network * n / (n - 1)) / g
     if kind == "all_to_all":  # network = (n - 1) / n S
         data = network * n / (n - 1)
-        return (g - 1) / n * data, (n - g) / n * data
-    return 0.0 * network, network  # p2p: the hand-over crosses the slower link
+        cut = (n - g) / n * data / g
+        return (g - 1) / n * data + cut, cut
+    return network, network  # p2p: the hand-over, whole
 
 
 def link_arrays(gpus, span: int) -> np.ndarray:
@@ -63,13 +63,35 @@ def link_seconds(kind: str, network, span: int, links) -> np.ndarray:
     across = (span > domain) & (domain > 1) & (up_bandwidth > 0)
     if kind == "p2p" or not np.any(across):
         return flat
-    g = np.where(across, domain, 1.0)
-    inside, outside = split_bytes(kind, network, float(span), g)
-    hierarchical = np.maximum(up_latency + inside / np.where(across, up_bandwidth, 1.0), latency + outside / bandwidth)
-    return np.where(across, np.minimum(flat, hierarchical), flat)
+    total, cut = split_bytes(kind, network, float(span), np.where(across, domain, 1.0))
+    both = np.where(across, up_bandwidth, 0.0) + bandwidth
+    least = np.maximum(latency + cut / bandwidth, np.minimum(up_latency, latency) + total / both)
+    return np.where(across, np.minimum(flat, least), flat)
 
 
-def collective_seconds(gpu, kind: str, network, span: int) -> np.ndarray:
+def collective_seconds(gpu, kind: str, network, span: int):
     """Time [s] of one collective of `kind` moving `network` flat-ring bytes per device over `span` devices of
-    `gpu` (arrays broadcast)."""
-    return link_seconds(kind, network, span, tuple(link_arrays([gpu], span)[0]))
+    `gpu` (arrays broadcast; a float for a float)."""
+    bandwidth, latency = gpu.link(span)
+    g, up = gpu.scaleup_domain, gpu.scaleup_bandwidth_bytes_per_s
+    if kind == "p2p" or span <= g or g <= 1 or up <= 0:
+        return latency + network / bandwidth
+    if np.ndim(network):
+        return link_seconds(kind, network, span, (bandwidth, latency, up, gpu.scaleup_latency_s, g))
+    total, cut = split_bytes(kind, float(network), float(span), float(g))
+    least = max(latency + cut / bandwidth, min(gpu.scaleup_latency_s, latency) + total / (up + bandwidth))
+    return min(latency + network / bandwidth, least)
+
+
+def effective_bandwidth(gpu, kind: str, network, span: int, seconds):
+    """The bandwidth [byte/s] a collective's `network` bytes moved at, given its time: the span's link inside a
+    domain; across domains network / (time - the scale-out latency), both links and the cut together (so that
+    time = latency + bytes / bandwidth holds in the operator rows)."""
+    bandwidth, latency = gpu.link(span)
+    if kind == "p2p" or span <= gpu.scaleup_domain or gpu.scaleup_domain <= 1 or gpu.scaleup_bandwidth_bytes_per_s <= 0:
+        return bandwidth
+    if not np.ndim(network) and not np.ndim(seconds):
+        return network / (seconds - latency) if seconds > latency and network > 0 else bandwidth
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.asarray(seconds) > latency, np.asarray(network) / (np.asarray(seconds) - latency),
+                        bandwidth)

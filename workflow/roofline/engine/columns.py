@@ -24,7 +24,8 @@ OP_COLUMNS = (
     "t_s",  # s = max(t_compute_s, t_memory_s, t_network_s)
     "bound",  # memory | compute | network: the largest of the three times
     "bytes_network",  # byte on this device's link (communication rows; 0 elsewhere), not DRAM traffic
-    "network_bandwidth_bytes_per_s",  # byte/s, per direction, of the link the collective crosses (NaN elsewhere)
+    "network_bandwidth_bytes_per_s",  # byte/s, per direction, of the link the collective crosses; across scale-up
+    # domains the effective bandwidth of both links (roofline.engine.collectives) (NaN elsewhere)
     "t_network_s",  # s = link latency + bytes_network / network_bandwidth (0 for non-communication rows)
 )
 

@@ -263,7 +263,8 @@ def distinct_ranks(E, k, ep, routing="uniform", groups=1, per_token=0):
     C(E - E/ep, k) / C(E, k) = prod_i (E - E/ep - i) / (E - i), and ep (1 - that) ranks are hit (top-8 of 256:
     3.6 of ep 4, 5.3 of 8, 6.5 of 16, 7.3 of 32). Group-limited routing (DeepSeek-V3: `groups` 8, `per_token` 4):
     the token first takes per_token of the groups, then its k experts uniformly from their P = per_token E / groups
-    experts; a rank misses unless one of its groups is taken and it holds one of the k (DeepSeek-V3: 2.9 of ep 4,
+    experts; a rank misses unless one of its groups is taken and it holds one of the k (exact where ranks and groups
+    nest, one inside the other; a lower estimate otherwise, which the bound may use) (DeepSeek-V3: 2.9 of ep 4,
     3.6 of 8, 5.3 of 16). balanced and all: each pick on a rank of its own, min(k, ep)."""
     if ep <= 1:
         return 1.0

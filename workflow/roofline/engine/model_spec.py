@@ -188,6 +188,11 @@ class ModelSpec:
             raise RooflineInputError(
                 f"{where}: expert_groups {self.expert_groups} must divide the {self.n_experts} experts and be at "
                 f"least groups_per_token ({self.groups_per_token})")
+        groups = self.groups_per_token or self.expert_groups
+        if self.expert_groups > 1 and self.top_k > groups * self.n_experts // self.expert_groups:
+            raise RooflineInputError(
+                f"{where}: top_k {self.top_k} experts do not fit in groups_per_token {groups} of {self.expert_groups} "
+                f"expert groups ({self.n_experts // self.expert_groups} experts each)")
 
     def _check_layers(self, where: str) -> None:
         """Layer kinds that add up to n_layers and carry their sizes; storage dtypes the engine knows."""

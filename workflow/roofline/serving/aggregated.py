@@ -252,7 +252,8 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         tpot = stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step
         return {"tpot": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room, "most": np.inf + 0.0 * D}
     cluster = cluster_size(load, scheduler, active, D)
-    per_cluster = np.ceil(cluster * load.computed / room)  # heavy steps one cluster's prompts take
+    # heavy steps one cluster's prompts take: at least c / chunk, one replica's share of a step per prompt
+    per_cluster = np.maximum(np.ceil(cluster * load.computed / room), load.computed / scheduler.chunk)
     others = load.computed * np.maximum(active - cluster, 0.0) / steps  # others' prompt tokens per decode step
     # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
     # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
@@ -416,8 +417,8 @@ def first_wave(stepper: Stepper, load: Load, scheduler: Scheduler, active):
     """Mean TTFT of the first `active` requests of a closed-loop benchmark, all sent at once: admitted in groups
     of g prompts (what one step's budget admits), the i-th group after i groups' steps."""
     group = np.clip(np.floor(scheduler.budget / load.computed), 1.0, np.maximum(active, 1.0))
-    per_group = np.ceil(group * load.computed / scheduler.budget)
-    chunk = np.minimum(group * load.computed, scheduler.budget)
+    per_group = np.maximum(np.ceil(group * load.computed / scheduler.budget), load.computed / scheduler.chunk)
+    chunk = np.minimum(group * np.minimum(load.computed, scheduler.chunk), scheduler.budget)
     groups = np.ceil(active / group)
     heavy = stepper.heavy(0.0 * active, chunk, "expected")
     return scheduler.request_overhead_s + (groups + 1) / 2 * per_group * heavy

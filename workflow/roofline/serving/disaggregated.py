@@ -95,14 +95,16 @@ def saturation_rate(prefill: Stepper, load: Load, budget, side: str):
     return full / (load.computed * prefill.heavy(0.0 * full, full, side))
 
 
-def first_wave(prefill: Stepper, load: Load, pools: Pools, budget, active, transfer_s, request_overhead_s: float):
+def first_wave(prefill: Stepper, load: Load, pools: Pools, budget, active, transfer_s, request_overhead_s: float,
+               chunk=np.inf):
     """Mean TTFT of the first `active` requests of a closed-loop benchmark, all sent at once: each prefill worker
-    takes its share in full-budget steps, the i-th step's prompts waiting i steps."""
+    takes its share in groups of what one full-budget step admits, each group's steps (a prompt at least c / chunk
+    of them) after the groups before it: on average (groups + 1) / 2 groups' steps."""
     prompts = np.ceil(active / pools.prefill_workers)
     per_step = np.clip(np.floor(budget / load.computed), 1.0, np.maximum(prompts, 1.0))
-    steps = np.ceil(prompts / per_step) * np.ceil(per_step * load.computed / budget)
-    heavy = prefill.heavy(0.0 * active, np.minimum(per_step * load.computed, budget), "expected")
-    return request_overhead_s + (steps + 1) / 2 * heavy + transfer_s
+    per_group = np.maximum(np.ceil(per_step * load.computed / budget), load.computed / chunk)
+    heavy = prefill.heavy(0.0 * active, np.minimum(per_step * np.minimum(load.computed, chunk), budget), "expected")
+    return request_overhead_s + (np.ceil(prompts / per_step) + 1) / 2 * per_group * heavy + transfer_s
 
 
 def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: float, transfer_s: float, offered,
@@ -149,7 +151,8 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
     if closed:
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
     if closed and side == "expected" and waves > 0:
-        ttft = ttft + (first_wave(prefill, load, pools, budget, active, transfer_s, request_overhead_s) - ttft) / waves
+        ttft = ttft + (first_wave(prefill, load, pools, budget, active, transfer_s, request_overhead_s, chunk)
+                       - ttft) / waves
     return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
             "decode": D, "running": rate * in_flight, "prefill_utilization": used,
             "decode_utilization": D / np.maximum(running, 1e-9),

@@ -57,6 +57,14 @@ class Framework:
         replicas = plan.tp if plan.attention_dp and self.budget_per_rank else 1
         return self.max_batched_tokens * replicas
 
+    def request_chunk(self, plan) -> float:
+        """Prompt tokens of one request a step of an engine of `plan` may take: the request lives on one attention
+        replica, whose budget is max_batched_tokens (TensorRT-LLM, vLLM) or its share of it (SGLang's chunked
+        prefill size divided over the replicas)."""
+        if plan.attention_dp and not self.budget_per_rank:
+            return self.max_batched_tokens / plan.tp
+        return float(self.max_batched_tokens)
+
     def kv_budget_bytes(self, memory_bytes: float, weight_bytes: float, activation_bytes: float) -> float:
         """Bytes of one device the KV cache may take under this framework's memory rule."""
         if self.of_free_memory:

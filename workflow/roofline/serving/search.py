@@ -294,7 +294,8 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     rows, cols = np.nonzero(grid[None, :] <= slots[index][:, None])  # served: the cache holds them
     candidate, concurrency = index[rows], grid[cols]
     if rows.size:
-        chunk = np.array([f.max_batched_tokens for f in frameworks], dtype=float)
+        chunk = np.array([f.request_chunk(c.prefill_plan or c.scenario.parallel)
+                          for f, c in zip(frameworks, candidates)], dtype=float)
         at_points = solvers.Points(index, rows, concurrency, budget[index], running[index],
                                    np.array([caps[i].running_bound for i in index]), chunk[index])
         solver = solvers.aggregated if mode == "aggregated" else solvers.disaggregated

@@ -216,7 +216,7 @@ def _offered_bound(requests_per_s, workload: Workload):
 
 def scheduler_for(framework: Framework, plan: Parallel, waves: float = 0.0) -> agg.Scheduler:
     """The aggregated scheduler of a framework on an engine of `plan` (its budget, mixing and fitted constants)."""
-    return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed, chunk=framework.max_batched_tokens,
+    return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed, chunk=framework.request_chunk(plan),
                          step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
                          sync=framework.sync, waves=waves)
 
@@ -300,7 +300,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     def solve(users_or_rate, closed_loop: bool) -> dict:
         return dis.solve(prefill, decode, load, shape, fw.step_budget(pools.prefill_plan), transfer, users_or_rate,
                          closed_loop, cap.running, "expected", fw.request_overhead_s + fw.handoff_s, waves,
-                         fw.max_batched_tokens)
+                         fw.request_chunk(pools.prefill_plan))
 
     expected = solve(offered, closed)
     if not closed:

@@ -16,10 +16,13 @@ NETWORK_SENTENCE_SHARE = 0.05
 
 def link_of(gpu: Accelerator, bandwidth: float) -> tuple[str, float]:
     """(name, latency [s]) of the link of `gpu` that a collective crossed, known by its bandwidth (the operator
-    table's network_bandwidth_bytes_per_s): the scale-up link, else the scale-out network."""
+    table's network_bandwidth_bytes_per_s): the scale-up link, the scale-out network, or across scale-up domains
+    both together (roofline.engine.collectives: an effective bandwidth)."""
     if bandwidth == gpu.scaleup_bandwidth_bytes_per_s:
         return gpu.scaleup_link, gpu.scaleup_latency_s
-    return "the scale-out network", gpu.scaleout_latency_s
+    if bandwidth == gpu.scaleout_bandwidth_bytes_per_s:
+        return "the scale-out network", gpu.scaleout_latency_s
+    return f"{gpu.scaleup_link} and the scale-out network together, effectively", gpu.scaleout_latency_s
 
 
 def network_sentence(stage: str, total: pd.Series, ops: pd.DataFrame, gpu: Accelerator) -> str:
