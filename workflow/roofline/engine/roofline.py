@@ -1,11 +1,11 @@
 """The roofline, once: an operator's time under each roof and which roof bounds it.
 
 T_compute = FLOPs / P, T_memory = DRAM bytes / BW, T_network = the collective's time on the device's links
-(latency + bytes / bandwidth inside a scale-up domain, hierarchical across domains: roofline.engine.collectives;
-collectives only, else 0); the bound on the operator's time is the largest of the three (perfect overlap of
-compute, memory and link traffic inside one operator), and the operator is `compute`-, `memory`- or
-`network`-bound after the roof that sets it. Every caller (operator rows, totals, sweeps, calibration tables, the
-deployment search, the report's sentences) takes its times and its bound class from here.
+(latency + bytes / bandwidth inside a scale-up domain; across domains both links and the cut between domains:
+roofline.engine.collectives; collectives only, else 0); the bound on the operator's time is the largest of the
+three (perfect overlap of compute, memory and link traffic inside one operator), and the operator is `compute`-,
+`memory`- or `network`-bound after the roof that sets it. Every caller (operator rows, totals, sweeps, calibration
+tables, the deployment search, the report's sentences) takes its times and its bound class from here.
 
 Everything accepts Python floats or NumPy arrays (sweeps pass arrays; `maximum=np.maximum` then).
 """

@@ -95,7 +95,7 @@ class Calibration:
     def collectives(self, kind: str, span: int, message_bytes, t: np.ndarray) -> tuple[np.ndarray, str]:
         """(expected [s], estimate) of collectives of one kind over `span` devices: the measured curve (never
         below the bound); across scale-up domains, at least the time the widest measured span inside one domain
-        takes for the same message (the in-domain phase of a hierarchical collective runs that one), labelled
+        takes for the same message (an in-domain phase, as hierarchical collectives run, costs that), labelled
         default; else the bound."""
         comm = self.own.comm if self.own is not None else {}
         curve = comm.get((kind, span))
