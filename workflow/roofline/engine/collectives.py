@@ -54,6 +54,19 @@ def link_arrays(gpus, span: int) -> np.ndarray:
                      for gpu in gpus], dtype=float)
 
 
+def _least(kind: str, network, span: int, bandwidth, latency, up_bandwidth, up_latency, g):
+    """The bound across domains of g (module docstring): the cut on the scale-out link or all bytes on both links,
+    whichever takes longer, never above the flat ring through the NIC (scalars or arrays)."""
+    total, cut = split_bytes(kind, network, float(span), g)
+    least = np.maximum(latency + cut / bandwidth, np.minimum(up_latency, latency) + total / (up_bandwidth + bandwidth))
+    return np.minimum(latency + network / bandwidth, least)
+
+
+def _across(gpu, kind: str, span: int) -> bool:
+    """Whether a collective of `kind` over `span` devices of `gpu` spans scale-up domains (p2p never counts)."""
+    return kind != "p2p" and span > gpu.scaleup_domain > 1 and gpu.scaleup_bandwidth_bytes_per_s > 0
+
+
 def link_seconds(kind: str, network, span: int, links) -> np.ndarray:
     """Time [s] of one collective of `kind` moving `network` flat-ring bytes per device over `span` devices, on
     links given as link_arrays' five columns (each an array that broadcasts against `network`)."""
@@ -63,24 +76,20 @@ def link_seconds(kind: str, network, span: int, links) -> np.ndarray:
     across = (span > domain) & (domain > 1) & (up_bandwidth > 0)
     if kind == "p2p" or not np.any(across):
         return flat
-    total, cut = split_bytes(kind, network, float(span), np.where(across, domain, 1.0))
-    both = np.where(across, up_bandwidth, 0.0) + bandwidth
-    least = np.maximum(latency + cut / bandwidth, np.minimum(up_latency, latency) + total / both)
-    return np.where(across, np.minimum(flat, least), flat)
+    least = _least(kind, network, span, bandwidth, latency, np.where(across, up_bandwidth, 0.0), up_latency,
+                   np.where(across, domain, 1.0))
+    return np.where(across, least, flat)
 
 
 def collective_seconds(gpu, kind: str, network, span: int):
     """Time [s] of one collective of `kind` moving `network` flat-ring bytes per device over `span` devices of
     `gpu` (arrays broadcast; a float for a float)."""
     bandwidth, latency = gpu.link(span)
-    g, up = gpu.scaleup_domain, gpu.scaleup_bandwidth_bytes_per_s
-    if kind == "p2p" or span <= g or g <= 1 or up <= 0:
+    if not _across(gpu, kind, span):
         return latency + network / bandwidth
-    if np.ndim(network):
-        return link_seconds(kind, network, span, (bandwidth, latency, up, gpu.scaleup_latency_s, g))
-    total, cut = split_bytes(kind, float(network), float(span), float(g))
-    least = max(latency + cut / bandwidth, min(gpu.scaleup_latency_s, latency) + total / (up + bandwidth))
-    return min(latency + network / bandwidth, least)
+    least = _least(kind, network, span, bandwidth, latency, gpu.scaleup_bandwidth_bytes_per_s, gpu.scaleup_latency_s,
+                   float(gpu.scaleup_domain))
+    return least if np.ndim(least) else float(least)
 
 
 def effective_bandwidth(gpu, kind: str, network, span: int, seconds):
@@ -88,7 +97,7 @@ def effective_bandwidth(gpu, kind: str, network, span: int, seconds):
     domain; across domains network / (time - the scale-out latency), both links and the cut together (so that
     time = latency + bytes / bandwidth holds in the operator rows)."""
     bandwidth, latency = gpu.link(span)
-    if kind == "p2p" or span <= gpu.scaleup_domain or gpu.scaleup_domain <= 1 or gpu.scaleup_bandwidth_bytes_per_s <= 0:
+    if not _across(gpu, kind, span):
         return bandwidth
     if not np.ndim(network) and not np.ndim(seconds):
         return network / (seconds - latency) if seconds > latency and network > 0 else bandwidth

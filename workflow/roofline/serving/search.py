@@ -280,8 +280,8 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization)
                   for c in candidates]
-    budget = np.array([f.step_budget(c.prefill_plan or c.scenario.parallel) for f, c in zip(frameworks, candidates)],
-                      dtype=float)
+    plans = [c.prefill_plan or c.scenario.parallel for c in candidates]  # the plan whose steps carry the prompts
+    budget = np.array([f.step_budget(plan) for f, plan in zip(frameworks, plans)], dtype=float)
     caps = _capacities(model, candidates, frameworks, workload, drafted)
     running = np.array([c.running for c in caps])
     slots = running * np.array([max(c.decode_workers, 1) for c in candidates]) * _prefill_fits(
@@ -294,8 +294,7 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     rows, cols = np.nonzero(grid[None, :] <= slots[index][:, None])  # served: the cache holds them
     candidate, concurrency = index[rows], grid[cols]
     if rows.size:
-        chunk = np.array([f.request_chunk(c.prefill_plan or c.scenario.parallel)
-                          for f, c in zip(frameworks, candidates)], dtype=float)
+        chunk = np.array([f.request_chunk(plan) for f, plan in zip(frameworks, plans)], dtype=float)
         at_points = solvers.Points(index, rows, concurrency, budget[index], running[index],
                                    np.array([caps[i].running_bound for i in index]), chunk[index])
         solver = solvers.aggregated if mode == "aggregated" else solvers.disaggregated
