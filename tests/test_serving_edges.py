@@ -23,12 +23,14 @@ from roofline.serving.speculative import Speculation
 FP8 = Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")
 
 
-def _served_70b():
-    return prepare_served(get_model("llama-3.1-70b"), get_accelerator("h200-sxm"), FP8.with_(parallel=Parallel()))
+def _served_70b(framework: str = "vllm"):
+    return prepare_served(get_model("llama-3.1-70b"), get_accelerator("h200-sxm"), FP8.with_(parallel=Parallel()),
+                          framework=framework)
 
 
-def test_an_open_loop_beyond_capacity_delivers_its_saturated_state_and_an_unbounded_ttft():
-    served = _served_70b()
+@pytest.mark.parametrize("framework", ["vllm", "sglang", "trtllm"])
+def test_an_open_loop_beyond_capacity_delivers_its_saturated_state_and_an_unbounded_ttft(framework):
+    served = _served_70b(framework)
     low = serve_aggregated(served, Workload(isl=1024, osl=1024, request_rate=0.5))
     assert low["keeps_up"] and low["requests_per_s_expected"] == pytest.approx(0.5)
     saturated = serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=int(low["kv_capacity_requests"])))
@@ -41,6 +43,19 @@ def test_an_open_loop_beyond_capacity_delivers_its_saturated_state_and_an_unboun
         assert row["tokens_per_s_expected"] <= row["tokens_per_s"] <= rate * 1024
     # below saturation the bound is at most the offered load: 0.5 requests/s x 1024 tokens = 512 tokens/s
     assert low["tokens_per_s_expected"] <= low["tokens_per_s"] <= 512.0 + 1e-9
+
+
+@pytest.mark.parametrize("framework", ["vllm", "sglang", "trtllm"])
+def test_an_open_loop_far_past_saturation_on_a_slow_device_stays_finite(framework):
+    # SGLang's prefill-first loop on an L40S at 50 requests/s grew its requests in flight geometrically until they
+    # overflowed (inf - inf = NaN) and the step tables were read at a NaN index: an IndexError, not a row
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("l40s"), Scenario(parallel=Parallel()),
+                            framework=framework)
+    for rate in (50.0, 1e5):
+        row = serve_aggregated(served, Workload(isl=2000, osl=200, request_rate=rate))
+        assert not row["keeps_up"] and math.isinf(row["ttft_expected_s"])
+        assert 0 < row["tokens_per_s_expected"] <= row["tokens_per_s"] and math.isfinite(row["tpot_expected_s"])
+        assert row["decode_batch_expected"] <= row["kv_capacity_requests"]
 
 
 def test_a_disaggregated_open_loop_beyond_its_prefill_pool_is_capped_too():

@@ -433,7 +433,8 @@ def open_loop(stepper: Stepper, load: Load, scheduler: Scheduler, request_rate, 
     for _ in range(OPEN_ITERATIONS):
         times = step_mix(stepper, load, scheduler, D, np.maximum(active, 1.0), side, closed=False)
         D = 0.5 * D + 0.5 * np.minimum(rate * (load.osl - 1) * times["tpot"], largest)
-        active = rate * (times["ttft"] + (load.osl - 1) * times["tpot"])
+        # past saturation both grow geometrically: held at `largest` (a run that does not keep up), not overflowed
+        active = np.minimum(rate * (times["ttft"] + (load.osl - 1) * times["tpot"]), largest)
     keeps_up = (times["rho"] < 1) & (active <= running) & (D < largest)
     return {"ttft": times["ttft"], "tpot": times["tpot"], "e2e": times["ttft"] + (load.osl - 1) * times["tpot"],
             "requests_per_s": rate, "decode": D, "running": active, "prefill_utilization": times["rho"],
