@@ -525,3 +525,13 @@ def test_the_overlay_reads_the_same_kernels_as_the_checked_reader():
 
     assert len(fast) == len(checked) > 1000 and sorted(map(key, fast)) == sorted(map(key, checked))
     assert measured_ceilings(fast) == measured_ceilings(checked)
+
+
+def test_the_pareto_axes_write_every_tick_in_full():
+    # plotly's "D2" ticks wrote 20 and 50 as "2" and "5": an axis that read "2, 5, 10^2"
+    from roofline.figures.interactive import _log_ticks
+
+    ticks = _log_ticks([15.0, 310.0, float("nan")])
+    assert ticks["tickvals"] == [10.0, 20.0, 50.0, 100.0, 200.0, 500.0]
+    assert ticks["ticktext"] == ["10", "20", "50", "100", "200", "500"]
+    assert _log_ticks([1500.0, 4.2e6])["ticktext"][:3] == ["1k", "2k", "5k"] and _log_ticks([]) == {}

@@ -78,12 +78,14 @@ def test_model_context_has_every_section_filled(built, data):
     tables, _ = data
     check_context(context)  # no NaN, no unformatted float anywhere
     assert 3 <= len(context["summary"]) <= 5
-    # page 1: one decision table per stage, one row per GPU, fastest first (both fit)
+    # page 1: one decision table per stage, one row per GPU, fastest expected time first (both fit), as page 1's
+    # sentences and the search rank
     assert [d["stage"] for d in context["decision"]] == ["prefill", "decode"]
     totals = tables["totals"].set_index(["gpu", "stage"])
     for table in context["decision"]:
         column = "ttft_s" if table["stage"] == "prefill" else "tpot_s"
-        expected = sorted(["rtx-a6000", "h100-sxm"], key=lambda g: totals.loc[(g, table["stage"]), column])
+        expected = sorted(["rtx-a6000", "h100-sxm"],
+                          key=lambda g: totals.loc[(g, table["stage"]), column.replace("_s", "_expected_s")])
         assert [r["gpu_key"] for r in table["rows"]] == expected
         for row in table["rows"]:
             total = totals.loc[(row["gpu_key"], table["stage"])]
@@ -314,9 +316,10 @@ def test_executive_summary_is_written_from_the_numbers(built, data):
     assert f"faster on {HOSTILE_GPU} (the only GPU where it applies)" in summary
     totals = tables["totals"].set_index(["gpu", "stage"])
     prefill = totals.loc[("h100-sxm", "prefill")]
-    assert (f"Memory: the largest footprint, prefill's {units.nbytes(prefill['footprint_bytes'])} (weights "
+    assert (f"Memory: every configured GPU holds both stages; the largest footprint is prefill's "
+            f"{units.nbytes(prefill['footprint_bytes'])} on {prefill['deployment']} (weights "
             f"{units.nbytes(prefill['weight_bytes'])}, KV cache {units.nbytes(prefill['kv_cache_bytes'])}, activations "
-            f"{units.nbytes(prefill['activation_bytes'])}), fits every configured GPU in both stages.") in summary
+            f"{units.nbytes(prefill['activation_bytes'])}).") in summary
 
 
 @pytest.fixture(scope="module")
@@ -409,7 +412,7 @@ def test_footprint_names_each_stage_in_model_report_and_summary(long_context):
     assert deepseek["footprint_note"].startswith("Prefill and decode do not fit in 46.4 GB usable of 48 GiB; their "
                                                  "times assume they did")
     summary_text = " ".join(contexts["llama-3.1-8b"]["summary"])
-    assert (f"prefill needs {units.nbytes(prefill['footprint_bytes'])} (weights "
+    assert (f"prefill needs {units.nbytes(prefill['footprint_bytes'])} on 1 x H100 SXM5 80GB (weights "
             f"{units.nbytes(prefill['weight_bytes'])}") in summary_text
     assert f"decode needs {units.nbytes(decode['footprint_bytes'])}" in summary_text
     html = render_html(contexts["llama-3.1-8b"])
@@ -724,3 +727,21 @@ def test_report_code_names_no_figure_kind():
         found += [(path.name, kind) for kind in FIGURES if re.search(rf"\.{kind}\b", path.read_text())]
     assert not found, f"figure kinds named in the report: {found}"
 
+
+
+def test_the_lever_sentence_keeps_the_part_of_a_label_every_gpu_shares():
+    # "more devices" names each GPU's doubled deployment; the sentence spoke of every GPU under the first one's
+    # ("32 devices (TP 16, PP 2) ... on every configured GPU") although the H200's doubled plan is 16 devices
+    from roofline.report.text import lever_sentence
+
+    latency = pd.DataFrame({
+        "treatment": ["more_devices"] * 2 + ["overlap"] * 2, "gpu": ["a", "b", "a", "b"],
+        "label": ["twice the tensor parallelism: 32 devices (TP 16, PP 2)",
+                  "twice the tensor parallelism: 16 devices (TP 16)", "comm. overlap", "comm. overlap"],
+        "speedup": [1.48, 1.28, 1.10, 1.31]})
+    text = lever_sentence("prefill", latency, {"a": "GPU A", "b": "GPU B"})
+    assert text.startswith("The largest single latency lever for prefill (by its median speed-up over the GPUs) is "
+                           "twice the tensor parallelism: ")
+    assert "devices" not in text and "on every configured GPU." in text
+    one = lever_sentence("prefill", latency[latency["gpu"] == "a"], {"a": "GPU A"})
+    assert "32 devices (TP 16, PP 2)" in one and "median" not in one

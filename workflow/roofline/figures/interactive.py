@@ -194,11 +194,35 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
                 "recommended plan, star: the chosen one" if first is not None else "no plan")
     layout = _layout(f"{model_name}: deployments on the Pareto frontier", subtitle,
                      f"tokens/s per user ({side}, = 1 / TPOT)", f"tokens/s per device ({side})", legend="device")
-    for axis in ("xaxis", "yaxis"):  # a short range: labels at 1, 2 and 5 of each decade, not decades alone
-        layout[axis]["dtick"] = "D2"
+    # a short range: labels at 1, 2 and 5 of each decade, not decades alone, each written out (plotly's "D2" writes
+    # 20 and 50 as "2" and "5")
+    for axis, column in (("xaxis", per_user), ("yaxis", per_device)):
+        ticks = _log_ticks(table[column])
+        if ticks:
+            layout[axis].pop("dtick", None)
+        layout[axis].update(ticks or {"dtick": "D2"})
     if tpot_target_s:
         layout["shapes"] = [{"type": "line", "xref": "x", "yref": "paper", "x0": 1 / tpot_target_s,
                              "x1": 1 / tpot_target_s, "y0": 0, "y1": 1, "line": {"dash": "dot", "color": "#777"}}]
     return {"data": traces, "layout": layout}
 
 
+def _log_ticks(values) -> dict:
+    """Tick values at 1, 2 and 5 x 10^k over the finite positive `values`, labelled in full ('20', '5k'), for a
+    log axis; {} where there are none."""
+    values = np.asarray(values, dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
+    if not len(values):
+        return {}
+    low, high = np.floor(np.log10(values.min())), np.ceil(np.log10(values.max()))
+    ticks = [m * 10.0 ** k for k in np.arange(low, high + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if values.min() / 2 <= t <= values.max() * 2]
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": [_short(t) for t in ticks]}
+
+
+def _short(value: float) -> str:
+    """5 -> '5', 0.2 -> '0.2', 2000 -> '2k', 5e6 -> '5M'."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:g}{suffix}"
+    return f"{value:g}"

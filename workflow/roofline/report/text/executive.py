@@ -16,7 +16,7 @@ from .words import is_throughput, network_share, spread_clause, step_bound, valu
 def footprint_parts(row: pd.Series) -> str:
     """'571 GB (weights 4.02 GB, KV cache 17.2 GB, activations 550 GB)': the busiest device of the deployment, with
     the deployment named when it has several devices."""
-    where = f" per device of {row['deployment']}" if int(row["devices"]) > 1 else ""
+    where = f" per device of {row['deployment']}" if int(row["devices"]) > 1 else f" on {row['deployment']}"
     return (f"{units.nbytes(row['footprint_bytes'])}{where} (weights {units.nbytes(row['weight_bytes_per_device'])}, "
             f"KV cache {units.nbytes(row['kv_cache_bytes_per_device'])}, activations "
             f"{units.nbytes(row['activation_bytes'])})")
@@ -30,9 +30,11 @@ def fit_sentence(totals: pd.DataFrame, names: dict[str, str],
     largest = {s: totals[totals["stage"] == s].sort_values("footprint_bytes").iloc[-1] for s in stages}
     if totals["fits"].astype(bool).all():
         stage = max(stages, key=lambda s: largest[s]["footprint_bytes"])
-        where = "every configured GPU" if len(names) > 1 else "the GPU"
-        return (f"Memory: the largest footprint, {stage}'s {footprint_parts(largest[stage])}, fits {where}"
-                f"{' in both stages' if len(stages) > 1 else ''}.")
+        # the verdict first: the footprint quoted is one deployment's, and read before it, "fits every GPU" was
+        # taken to hold that deployment's bytes against every GPU
+        where = "every configured GPU holds" if len(names) > 1 else "the GPU holds"
+        return (f"Memory: {where} {'both stages' if len(stages) > 1 else f'the {stage} step'}; the largest "
+                f"footprint is {stage}'s {footprint_parts(largest[stage])}.")
     parts = []
     for stage in stages:
         fits = totals[totals["stage"] == stage].set_index("gpu")["fits"].astype(bool)

@@ -93,7 +93,12 @@ def lever_sentence(stage: str, latency: pd.DataFrame, names: dict[str, str]) -> 
     rows = latency[latency["treatment"] == median.index[0]]
     speedups = dict(zip(rows["gpu"], rows["speedup"]))
     good = {k: v for k, v in speedups.items() if round(v, 2) >= GAIN}
-    text = (f"The largest single latency lever for {stage} is {rows['label'].iloc[0]}: "
+    # a label that names one GPU's deployment (more devices: "...: 32 devices (TP 16, PP 2)") differs per GPU: the
+    # sentence speaks of all of them, so it keeps the part every GPU shares
+    labels = rows["label"].unique()
+    label = labels[0] if len(labels) == 1 else labels[0].split(":")[0]
+    ranked = " (by its median speed-up over the GPUs)" if len(names) > 1 else ""
+    text = (f"The largest single latency lever for {stage}{ranked} is {label}: "
             f"{value_range(good, units.times)} faster")
     if len(good) == len(names):
         return text + (" on every configured GPU." if len(names) > 1 else ".")
