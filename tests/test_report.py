@@ -745,3 +745,17 @@ def test_the_lever_sentence_keeps_the_part_of_a_label_every_gpu_shares():
     assert "devices" not in text and "on every configured GPU." in text
     one = lever_sentence("prefill", latency[latency["gpu"] == "a"], {"a": "GPU A"})
     assert "32 devices (TP 16, PP 2)" in one and "median" not in one
+
+
+def test_the_served_table_says_which_configured_gpus_it_leaves_out_and_why():
+    # the plan section searched 4 of 6 configured GPUs and the served table showed 4 rows without a word on the rest
+    from roofline.report.served import coverage_note
+
+    table = pd.DataFrame({"gpu": ["h100-sxm"]})
+    table.attrs["search"] = {"names": [["h100-sxm", "H100"], ["h200-sxm", "H200"]]}
+    configured = {"h100-sxm": "H100", "h200-sxm": "H200", "l40s": "L40S"}
+    assert coverage_note([table], configured) == ("Not searched (the plan section's gpus): L40S. "
+                                                  "Searched, no deployment that fits: H200.")
+    assert coverage_note([table], {"h100-sxm": "H100"}) == ""
+    table.attrs["search"] = {}
+    assert coverage_note([table], configured) == ""  # a table without its search: nothing is claimed

@@ -37,7 +37,7 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
         "facts": model_facts(model_spec(spec), scenario, totals.iloc[0]),
         "summary": [sentence for sentence in (served.served_sentence(plans),) if sentence]
         + text.executive_summary(spec["name"], totals, treatments, gpus, scenario, ops),
-        "served": served.served_section(plans),
+        "served": served.served_section(plans, {key: gpu.name for key, gpu in gpus.items()}),
         "decision": decision.decision_tables(totals, treatments, gpus, stages),
         "plans": decision.recommended_plans(plans, gpus_all) if plans is not None and not served.is_served(plans)
         else None,

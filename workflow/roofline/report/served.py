@@ -91,16 +91,35 @@ def workload_text(plans: pd.DataFrame) -> str:
     return ", ".join(part for part in (framework, lengths, *wanted) if part)
 
 
-def served_section(plans: pd.DataFrame | None) -> dict | None:
+def served_section(plans: pd.DataFrame | None, configured: dict[str, str] | None = None) -> dict | None:
     """Page 1's served block ({"workload", "columns" (shown_columns), "rows" (cells by column key), "constant",
-    "reason"}), None when the plan table is not the serving model's."""
+    "reason", "coverage" (coverage_note over `configured`: {gpu key: name})}), None when the plan table is not the
+    serving model's."""
     if not is_served(plans):
         return None
     targets = plans.attrs.get("workload") or {}
     rows = [served_cells(row, targets) for _, row in _ordered(plans, targets).iterrows()]
     columns, constant = shown_columns(rows)
     return {"workload": workload_text(plans), "columns": columns, "rows": rows, "constant": constant,
-            "reason": plans.attrs.get("reason", "") if not rows else ""}
+            "reason": plans.attrs.get("reason", "") if not rows else "",
+            "coverage": coverage_note([plans], configured or {})}
+
+
+def coverage_note(tables: list[pd.DataFrame], configured: dict[str, str]) -> str:
+    """Which configured GPUs the served table leaves out, and why: not among the search's candidates (the `plan`
+    section's gpus), or searched with no deployment in the table (none fits; "" when every one is there)."""
+    searched = {key for table in tables for key, _ in (table.attrs.get("search") or {}).get("names", [])}
+    shown = {key for table in tables for key in table["gpu"]}
+    if not searched:  # a table written without its search: only what it shows is known
+        return ""
+    outside = [name for key, name in configured.items() if key not in searched]
+    empty = [name for key, name in configured.items() if key in searched and key not in shown]
+    notes = []
+    if outside:
+        notes.append(f"Not searched (the plan section's gpus): {', '.join(outside)}.")
+    if empty:
+        notes.append(f"Searched, no deployment that fits: {', '.join(empty)}.")
+    return " ".join(notes)
 
 
 def shown_columns(rows: list[dict]) -> tuple[list[dict], str]:
@@ -141,9 +160,11 @@ def _estimate_note(row: pd.Series) -> str:
     return "" if label in ("calibrated", "") else f" (expected times: a {label} estimate, see the caveats)"
 
 
-def summary_served(plans: dict[str, pd.DataFrame], specs: dict) -> dict | None:
+def summary_served(plans: dict[str, pd.DataFrame], specs: dict,
+                   configured: dict[str, str] | None = None) -> dict | None:
     """The summary's served table: per model (config order), each GPU's recommended deployment under load (the
-    rows of `served_section`), {"workload", "columns", "rows"}; None when no plan table is the serving model's.
+    rows of `served_section`), {"workload", "columns", "rows", "coverage"}; None when no plan table is the serving
+    model's.
     Each row: {"model", "name", "href", "pdf", "first", "cells"}."""
     rows, workload = [], ""
     for model, spec in specs["models"].items():
@@ -159,4 +180,6 @@ def summary_served(plans: dict[str, pd.DataFrame], specs: dict) -> dict | None:
     if not rows:
         return None
     columns, constant = shown_columns([row["cells"] for row in rows])
-    return {"workload": workload, "columns": columns, "rows": rows, "constant": constant}
+    searched = [table for table in plans.values() if is_served(table)]
+    return {"workload": workload, "columns": columns, "rows": rows, "constant": constant,
+            "coverage": coverage_note(searched, configured or {})}

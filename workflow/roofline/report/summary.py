@@ -186,7 +186,7 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict, plans: dict[st
         "page": "summary",
         "header": title_block(specs, "Roofline summary",
                               f"{plural(len(groups), 'model')} × {plural(len(gpus), 'GPU')}"),
-        "served": summary_served(plans or {}, specs),
+        "served": summary_served(plans or {}, specs, {key: gpu.name for key, gpu in gpus.items()}),
         "decision": decision_table(totals, specs, gpus),
         "groups": groups, "columns": columns,
         "constant": ("The same in every row: " + "; ".join(constant) + ".") if constant else "",

@@ -88,7 +88,7 @@ def served_lines(served: dict, by_model: bool = False) -> list[str]:
                   [first + [cell(cells[c["key"]], set()) for c in columns] for cells, first in rows],
                   ([False] if by_model else []) + [c["numeric"] for c in columns])
     return lines + ["", escape(f"{served['constant']} Serving model, {served['workload']}; expected times, the "
-                               "roofline bound in parentheses.".strip())]
+                               f"roofline bound in parentheses. {served.get('coverage', '')}".strip())]
 
 
 def model_page(context: dict, figures: list[dict]) -> str:
