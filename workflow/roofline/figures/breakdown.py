@@ -77,7 +77,7 @@ def _panel(ax, ops: pd.DataFrame, stage: str, gpus: dict[str, Accelerator], clas
                     bar.set_alpha(MISFIT_ALPHA)
             bottom += values
     texts = [_total(ax, xi, total, (key, stage) in misfits, crowded) for key, xi, total in zip(keys, x, bottom)]
-    _gpu_names(ax, keys, x, plans, crowded)
+    _gpu_names(ax, [gpus[k].name for k in keys], keys, x, plans, crowded)
     # short words: a rotated label longer than the panel runs up into the figure title (the decode panel's did)
     ax.set_ylabel(f"{'TTFT' if stage == 'prefill' else 'TPOT'}, bound [{unit}]")
     ax.set_title(stage, fontsize=8)
@@ -96,10 +96,10 @@ def _total(ax, xi: float, total: float, misfit: bool, crowded: bool):
                        color=MISFIT_COLOR if misfit else "black")
 
 
-def _gpu_names(ax, keys: list[str], x, plans: dict[str, str], crowded: bool) -> None:
-    """The GPU names under the bars, with the multi-device plans; slanted, or upright when there are many or long
-    ones (never off the left edge)."""
-    names = [plain(shorten(k, 24)) + (f" ({plans[k]})" if plans.get(k) else "") for k in keys]
+def _gpu_names(ax, names: list[str], keys: list[str], x, plans: dict[str, str], crowded: bool) -> None:
+    """The GPUs' display names (as every other figure and table writes them) under the bars, with the
+    multi-device plans; slanted, or upright when there are many or long ones (never off the left edge)."""
+    names = [plain(shorten(name, 16)) + (f" ({plans[k]})" if plans.get(k) else "") for name, k in zip(names, keys)]
     if crowded or any(plans.get(k) for k in keys):
         ax.set_xticks(x, names, rotation=90, ha="right", va="center", rotation_mode="anchor", fontsize=5.5)
     else:
