@@ -25,8 +25,9 @@ def roofline_figure(ops: pd.DataFrame, gpu: Accelerator, scenario: dict, model_n
     fig, ax = canvas()
     stages = [s for s in STAGES if s in set(points["stage"])]
     measured = measured_series(gpu, gemm_dtype(scenario))  # the device's calibration table, if it has one
+    extra = measured_note(gpu, gemm_dtype(scenario)) if measured else ""
     note = fig.text(LEGEND_X, ax.get_position().y0, "marker area ~ share\nof stage time;\nlabels: share of\n"
-                    "stage time" + (measured_note(gpu) if measured else ""), fontsize=6, color="#555555", va="bottom")
+                    "stage time" + extra, fontsize=6, color="#555555", va="bottom")
     put_legends(fig, {s: {"marker": "o", "ls": "none", "color": STAGE_COLORS[s], "markersize": 5} for s in stages},
                 "Stage", points["op_class"], bottom=note.get_window_extent(fig.canvas.get_renderer()).y1 + 4)
     put_title(fig, lambda limit: f"{plain(shorten(model_name, limit))} on "

@@ -68,27 +68,32 @@ def measured_series(gpu: Accelerator, dtype: str) -> Series | None:
     return Series(x, y, MEASURED_COLOR, MEASURED_MARKER, 12.0, label="measured kernels")
 
 
-def measured_note(gpu: Accelerator) -> str:
-    """The legend note's lines for the measured overlay."""
-    roofs = measured_ceilings(_rows(gpu))["bandwidth_bytes_per_s"]
-    return "\n× (grey) measured kernels" + ("\ndashed grey: measured\nceilings" if roofs else "")
+def _measured_roofs(gpu: Accelerator, dtype: str) -> tuple[float, float]:
+    """(bandwidth, matmul peak at `dtype`) the device's measured kernels reach; 0 where not measured."""
+    ceilings = measured_ceilings(_rows(gpu))
+    peaks = ceilings["peak_flops_per_s"]
+    return ceilings["bandwidth_bytes_per_s"] or 0.0, peaks.get(dtype) or peaks.get(SAME_RATE.get(dtype, "")) or 0.0
+
+
+def measured_note(gpu: Accelerator, dtype: str) -> str:
+    """The legend note's lines for the measured overlay, the measured roofs' values with them (written on the
+    plot, they sat on the link labels and under the peaks' own)."""
+    bandwidth, peak = _measured_roofs(gpu, dtype)
+    if not bandwidth:
+        return "\n× (grey) measured kernels"
+    values = f"{fmt_value(bandwidth / 1e12)} TB/s" + (f",\n{fmt_value(peak / 1e12)} TFLOP/s" if peak else "")
+    return f"\n× (grey) measured kernels\ndashed grey: measured\nceilings ({values})"
 
 
 def draw_measured_roofs(ax, gpu: Accelerator, dtype: str, xlim: tuple[float, float]) -> bool:
-    """Dashed measured roofs (bandwidth, and the matmul peak at `dtype` if measured) on an already-limited `ax`."""
-    ceilings = measured_ceilings(_rows(gpu))
-    bandwidth = ceilings["bandwidth_bytes_per_s"]
-    peaks = ceilings["peak_flops_per_s"]
-    peak = peaks.get(dtype) or peaks.get(SAME_RATE.get(dtype, ""))
+    """Dashed measured roofs (bandwidth, and the matmul peak at `dtype` if measured) on an already-limited `ax`;
+    their values are in the legend note (measured_note)."""
+    bandwidth, peak = _measured_roofs(gpu, dtype)
     if not bandwidth:
         return False
     ridge = peak / bandwidth if peak else xlim[1]
     style = {"color": MEASURED_COLOR, "lw": 0.9, "ls": (0, (5, 2)), "zorder": 2}
     ax.plot([xlim[0], ridge], [bandwidth * xlim[0], bandwidth * ridge], **style)
-    ax.annotate(f"measured {fmt_value(bandwidth / 1e12)} TB/s", (xlim[0] * 1.6, bandwidth * xlim[0] * 1.6),
-                fontsize=5.5, color=MEASURED_COLOR, va="top", ha="left", rotation=0)
     if peak:
         ax.plot([ridge, xlim[1]], [peak, peak], **style)
-        ax.annotate(f"measured {fmt_value(peak / 1e12)} TFLOP/s", (xlim[1] / 1.2, peak / 1.15), fontsize=5.5,
-                    color=MEASURED_COLOR, va="top", ha="right")
     return True
