@@ -535,3 +535,24 @@ def test_the_pareto_axes_write_every_tick_in_full():
     assert ticks["tickvals"] == [10.0, 20.0, 50.0, 100.0, 200.0, 500.0]
     assert ticks["ticktext"] == ["10", "20", "50", "100", "200", "500"]
     assert _log_ticks([1500.0, 4.2e6])["ticktext"][:3] == ["1k", "2k", "5k"] and _log_ticks([]) == {}
+
+
+def test_links_a_hair_apart_share_one_named_dash_dot_roof():
+    # NVLink 4 (450 GB/s, H100 and H200) and the MI300X's xGMI (448 GB/s) drew two lines a hair apart: room for one
+    # label, the other went unnamed
+    from types import SimpleNamespace
+
+    import matplotlib.pyplot as plt
+
+    from roofline.figures.ceilings import draw_links
+
+    fig, ax = plt.subplots()
+    plot = SimpleNamespace(ax=ax, xlim=(0.1, 1e4), link_lines=[], weak=[])
+    roofs = [SimpleNamespace(links=[("NVLink 4", 450e9)], main_peak=989e12),
+             SimpleNamespace(links=[("NVLink 4", 450e9), ("scale-out", 25e9)], main_peak=989e12),
+             SimpleNamespace(links=[("Infinity Fabric (xGMI)", 448e9)], main_peak=1307e12)]
+    draw_links(plot, roofs)
+    names = [entry[1] for entry in plot.link_lines]
+    assert names == ["NVLink 4 / xGMI 448-450 GB/s", "scale-out 25.0 GB/s"]
+    assert len(ax.lines) == 2 and ax.lines[0].get_xdata()[-1] == pytest.approx(1307e12 / 450e9)
+    plt.close(fig)

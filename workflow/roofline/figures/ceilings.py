@@ -21,6 +21,10 @@ LABEL_BOX = {"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "
 DASHED = (0, (4, 3))
 
 
+#: link bandwidths within this share of each other share one dash-dot roof (draw_links)
+LINK_MERGE = 0.05
+
+
 @dataclass
 class Ceilings:
     """The lines drawn on one roofline's axes and the labels placed so far (the obstacles of the next label)."""
@@ -33,7 +37,7 @@ class Ceilings:
     weak: list = field(default_factory=list)  # dashed ceilings and network roofs
     guides: list = field(default_factory=list)  # dotted ridge lines
     memory_lines: dict = field(default_factory=dict)  # roof index -> its memory-roof lines (its bandwidth label)
-    link_lines: list = field(default_factory=list)  # (roof, link name, bandwidth, Line2D)
+    link_lines: list = field(default_factory=list)  # (roof, link label, bandwidth, Line2D)
     path_of: dict = field(default_factory=dict)  # Line2D -> its vertices in display coordinates
     markers: BoxArray = field(default_factory=BoxArray)  # display boxes of the points
     taken: list = field(default_factory=list)  # display boxes of the labels placed
@@ -129,19 +133,42 @@ def draw_roofs(plot: Ceilings, roofs: list[Roof], shade: bool, show_ridges: bool
 
 
 def draw_links(plot: Ceilings, roofs: list[Roof]) -> None:
-    """Dash-dot network roofs up to the main peak, one per link (several GPUs on one link, as NVLink 4 of the H100
-    and the H200, share one)."""
+    """Dash-dot network roofs up to the main peak, one per link bandwidth: GPUs on one link (NVLink 4 of the H100
+    and the H200) share a line, and so do links within LINK_MERGE of each other (NVLink 4's 450 GB/s and the
+    MI300X's 448 GB/s xGMI), named together ("NVLink 4 / xGMI 448-450 GB/s"): two lines a
+    hair apart left room for one label, and the other went unnamed."""
     x_low, x_high = plot.xlim
-    drawn = set()
+    groups: list[dict] = []
     for roof in roofs:
         for name, link_bw in roof.links:
-            if (name, link_bw) in drawn:
-                continue
-            drawn.add((name, link_bw))
-            xs = np.array([x_low, min(x_high, roof.main_peak / link_bw)])
-            (line,) = plot.ax.plot(xs, link_bw * xs, color=LINK_COLOR, lw=0.9, ls="-.", zorder=2)
-            plot.link_lines.append((roof, name, link_bw, line))
-            plot.weak.append(line)
+            group = next((g for g in groups if abs(link_bw / g["bandwidth"] - 1) <= LINK_MERGE), None)
+            if group is None:
+                groups.append(group := {"roof": roof, "bandwidth": link_bw, "names": {}, "end": x_low})
+            group["names"].setdefault(name, set()).add(link_bw)
+            group["end"] = max(group["end"], min(x_high, roof.main_peak / group["bandwidth"]))
+    for group in groups:
+        xs = np.array([x_low, group["end"]])
+        (line,) = plot.ax.plot(xs, group["bandwidth"] * xs, color=LINK_COLOR, lw=0.9, ls="-.", zorder=2)
+        bandwidths = sorted(set().union(*group["names"].values()))
+        value = _span_label(bandwidths[0], bandwidths[-1])
+        names = list(group["names"]) if len(group["names"]) == 1 else [_short_link(n) for n in group["names"]]
+        plot.link_lines.append((group["roof"], f"{' / '.join(names)} {value}", group["bandwidth"], line))
+        plot.weak.append(line)
+
+
+def _short_link(name: str) -> str:
+    """A link's short name where several share a label: the parenthesised one ('Infinity Fabric (xGMI)' -> 'xGMI')."""
+    return name[name.rfind("(") + 1:-1] if name.endswith(")") and "(" in name else name
+
+
+def _span_label(low: float, high: float) -> str:
+    """'450 GB/s'; '448-450 GB/s' (one unit written once); '990 GB/s-1.00 TB/s'."""
+    first, last = bandwidth_label(low), bandwidth_label(high)
+    if first == last:
+        return first
+    if first.split()[1:] == last.split()[1:]:
+        return f"{first.split()[0]}-{last}"
+    return f"{first}-{last}"
 
 
 def label_peaks(plot: Ceilings, roof: Roof) -> None:
@@ -200,7 +227,7 @@ def label_links(plot: Ceilings) -> None:
         x_end = float(line.get_xdata()[-1])
         if x_end <= x_start:
             continue
-        _along(plot, f"{name} {bandwidth_label(link_bw)}", link_bw, x_start, (x_end, link_bw * x_end), LINK_COLOR,
+        _along(plot, name, link_bw, x_start, (x_end, link_bw * x_end), LINK_COLOR,
                lambda other, line=line: other is not line)
 
 
