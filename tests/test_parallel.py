@@ -183,7 +183,7 @@ def test_decode_time_falls_with_tp_until_the_latency_floor():
     times = {tp: totals(model, H100, "decode", Scenario(parallel=Parallel(tp=tp))) for tp in (1, 2, 4, 8)}
     assert times[1]["t_s"] > times[2]["t_s"] > times[4]["t_s"] > times[8]["t_s"]
     # the floor: 2 all-reduces per layer + the embedding all-reduce + the logits all-gather, each at least the
-    # link latency (3 us on NVLink 4); the all-reduce time cannot shrink with more devices
+    # link latency (2 us on NVLink 4); the all-reduce time cannot shrink with more devices
     collectives = 2 * 80 + 2
     for tp in (2, 4, 8):
         assert times[tp]["t_network_s"] >= collectives * H100.scaleup_latency_s
@@ -335,7 +335,7 @@ def test_the_report_says_when_the_link_is_the_bottleneck():
     assert "set by the link's bandwidth" in pcie
     # NVLink at batch 1: 28.7 kB per all-reduce is 64 ns of link time; the 3 us latency sets it
     nvlink = sentence("h100-sxm", Parallel(tp=8), "decode")
-    assert "28.7 kB" in nvlink and "set by the 3.00 µs latency" in nvlink
+    assert "28.7 kB" in nvlink and "set by the 2.00 µs latency" in nvlink
     assert sentence("h100-sxm", Parallel(), "decode") == ""  # one device: no collectives
 
 
