@@ -206,7 +206,7 @@ def _along(plot: Ceilings, text: str, bandwidth: float, x_start: float, end: tup
         # apart) the next line would otherwise strike the label through
         return ax.annotate(text, (x, bandwidth * x), xytext=offset, textcoords="offset points", rotation=angle,
                            rotation_mode="anchor", ha="left", va="bottom", fontsize=6.5, color=color, zorder=3,
-                           bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.85})
+                           bbox={**LABEL_BOX, "alpha": 0.85})
 
     candidates = [(x_start * (x_end / x_start) ** f,) for f in np.linspace(0.03, 0.7, 15)]
     plot.keep(plot.best(make, candidates, paths=plot.paths(others)))
