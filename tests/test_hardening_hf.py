@@ -21,7 +21,8 @@ def _refused(path, *expected):
     with pytest.raises(RooflineInputError) as error:
         resolve_config(_config(path))
     message = str(error.value)
-    assert "\n" not in message and len(message) < 400, message
+    # one line of a few hundred characters: the file's path, the value cut to 60, the supported families (23)
+    assert "\n" not in message and len(message) < 500, message
     for text in ("models.mine", *expected):
         assert text in message, message
     return message

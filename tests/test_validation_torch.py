@@ -114,6 +114,30 @@ ARCHS: dict[str, tuple[str, dict]] = {
                                       num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
                                       shared_expert_intermediate_size=32, decoder_sparse_step=1, mlp_only_layers=[],
                                       full_attention_interval=4)),
+    # ---- families read from config.json only
+    # DeepSeek-V2-Lite: plain q_proj, greedy top-k (n_group ignored), router without a score-correction bias
+    "deepseek-v2-lite": ("deepseek_v2", dict(_COMMON, num_hidden_layers=2, intermediate_size=96,
+                                             num_key_value_heads=4, moe_intermediate_size=32, n_routed_experts=8,
+                                             num_experts_per_tok=2, n_shared_experts=2, first_k_dense_replace=1,
+                                             q_lora_rank=None, kv_lora_rank=16, qk_nope_head_dim=8,
+                                             qk_rope_head_dim=4, v_head_dim=10, topk_method="greedy", n_group=1,
+                                             topk_group=1)),
+    # DeepSeek-V2: q_lora path, group-limited routing (2 groups, 1 per token)
+    "deepseek-v2": ("deepseek_v2", dict(_COMMON, num_hidden_layers=3, intermediate_size=96, num_key_value_heads=4,
+                                        moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2,
+                                        n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=24,
+                                        kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=10,
+                                        topk_method="group_limited_greedy", n_group=2, topk_group=1)),
+    # a gated shared expert two expert widths wide, q/k/v biases
+    "qwen2-moe": ("qwen2_moe", dict(_COMMON, intermediate_size=96, num_key_value_heads=2, num_experts=8,
+                                    num_experts_per_tok=2, moe_intermediate_size=32,
+                                    shared_expert_intermediate_size=64, decoder_sparse_step=1, mlp_only_layers=[])),
+    "gemma": ("gemma", dict(_COMMON, intermediate_size=96, num_key_value_heads=2, head_dim=16)),
+    "granite": ("granite", dict(_COMMON, intermediate_size=96, num_key_value_heads=2)),
+    "granitemoe": ("granitemoe", dict(_COMMON, intermediate_size=32, num_key_value_heads=2, num_local_experts=4,
+                                      num_experts_per_tok=2)),
+    # LayerNorm, a plain biased MLP (c_fc, c_proj), biased q/k/v/o, a window on every layer
+    "starcoder2": ("starcoder2", dict(_COMMON, intermediate_size=96, num_key_value_heads=2, sliding_window=WINDOW)),
 }
 
 # HF leaf module name -> engine operator group
@@ -372,7 +396,7 @@ def test_parameter_count_matches_torch(arch, tmp_dir):
     assert total == run["params"]
 
 
-@pytest.mark.parametrize("arch", ["mistral-swa", "gemma2", "phi3-swa", "gemma3", "gpt-oss"])
+@pytest.mark.parametrize("arch", ["mistral-swa", "gemma2", "phi3-swa", "gemma3", "gpt-oss", "starcoder2"])
 @pytest.mark.parametrize("seq_len", [WINDOW - 2, WINDOW - 1, WINDOW, WINDOW + 1, 2 * WINDOW + 3])
 def test_sliding_window_decode_keys_match_the_hf_cache(arch, seq_len, tmp_dir):
     """HF's sliding cache keeps the last W-1 tokens and the new token attends them plus itself; the engine's decode

@@ -26,7 +26,8 @@ _INT, _BOOL, _STR, _LIST = (int,), (bool,), (str,), (list,)
 #: transformers writes null for an unset field). Checked once, before any family code runs, so a reader can trust
 #: `cfg.get(name)`: a wrong type is one line, not a TypeError later.
 FIELD_TYPES: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("model_type", "_name_or_path", "hidden_act", "hidden_activation", "activation_function"), _STR),
+    **dict.fromkeys(("model_type", "_name_or_path", "hidden_act", "hidden_activation", "activation_function",
+                     "topk_method"), _STR),
     **dict.fromkeys((
         "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size",
         "max_position_embeddings", "max_window_layers", "decoder_sparse_step", "num_experts", "num_local_experts",
@@ -34,9 +35,9 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
         "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "moe_layer_freq", "n_embd",
         "n_layer", "n_head", "n_positions", "ffn_dim", "num_ln_in_parallel_attn", "num_key_value_heads", "head_dim",
         "sliding_window", "n_inner", "ffn_hidden_size", "num_kv_heads", "word_embed_proj_dim", "q_lora_rank",
-        "n_shared_experts"), _INT),
+        "n_shared_experts", "shared_expert_intermediate_size"), _INT),
     **dict.fromkeys(("use_sliding_window", "tie_word_embeddings", "multi_query", "new_decoder_architecture",
-                     "parallel_attn", "bias"), _BOOL),
+                     "parallel_attn", "bias", "use_bias"), _BOOL),
     **dict.fromkeys(("layer_types", "mlp_only_layers"), _LIST),
 }
 #: Fields whose null means something other than "unset" (DeepSeek: q_lora_rank null = a plain q_proj,

@@ -109,6 +109,15 @@ def _falcon(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
                 linear_bias=bool(cfg.get("bias", False)))
 
 
+def _starcoder2(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
+    """StarCoder2: LayerNorm, a plain MLP (c_fc, c_proj) of intermediate_size, biases on every linear unless
+    use_bias is false (HF Starcoder2: q/k/v/o, c_fc and c_proj; not lm_head). num_key_value_heads is required
+    (transformers' default, 2, is StarCoder2-3B's)."""
+    return dict(n_kv_heads=need("num_key_value_heads"), intermediate=need("intermediate_size"),
+                activation=need("hidden_act"), norm="layernorm", mlp_type="plain",
+                max_position=need("max_position_embeddings"), linear_bias=bool(cfg.get("use_bias", True)))
+
+
 # --------------------------------------------- window readers: (sliding_window, layers that use it)
 def _no_window(cfg: dict, need, n_layers: int) -> tuple[int | None, int]:
     return None, 0
@@ -214,6 +223,28 @@ def _routing_groups(cfg: dict, need) -> dict:
     return dict(expert_groups=groups, groups_per_token=need("topk_group", default=groups, required=False, minimum=1))
 
 
+def _deepseek_v2(cfg: dict, need, kw: dict, where: str) -> dict:
+    """DeepSeek-V2 (and V2-Lite): DeepSeek-V3's MLA and MoE, its router without the score-correction bias (the
+    family's traits); expert groups only under topk_method group_limited_greedy (V2: 8 groups, 3 per token; V2-Lite's
+    greedy is plain top-k whatever n_group says)."""
+    fields = _deepseek(cfg, need, kw, where)
+    if cfg.get("topk_method", "greedy") != "group_limited_greedy":
+        fields.pop("expert_groups", None)
+        fields.pop("groups_per_token", None)
+    return fields
+
+
+def _shared_expert(cfg: dict, need, kw: dict, where: str) -> dict:
+    """A shared expert of shared_expert_intermediate_size behind a sigmoid gate Linear(D, 1) (Qwen2-MoE, Qwen3-Next):
+    priced as that many expert widths of moe_intermediate_size, so it must be a whole number of them."""
+    expert, shared = need("moe_intermediate_size"), need("shared_expert_intermediate_size", default=0,
+                                                         required=False)
+    if expert <= 0 or shared % expert:
+        raise RooflineInputError(f"{where}: shared_expert_intermediate_size {shared} is not a multiple of "
+                                 f"moe_intermediate_size {expert}; supported: a whole number of expert widths")
+    return dict(n_shared_experts=shared // expert, shared_expert_gate=shared > 0)
+
+
 def _gpt_oss(cfg: dict, need, kw: dict, where: str) -> dict:
     """gpt-oss: every layer MoE (experts of intermediate_size, with biases), biased attention with sinks."""
     bias = cfg.get("attention_bias", True)
@@ -255,15 +286,9 @@ def _qwen3_next(cfg: dict, need, kw: dict, where: str) -> dict:
     L = kw["n_layers"]
     interval = need("full_attention_interval", default=4, required=False, minimum=1)
     linear = _layer_count(cfg, L, "linear_attention", sum(1 for i in range(L) if (i + 1) % interval))
-    expert, shared = need("moe_intermediate_size"), need("shared_expert_intermediate_size", default=0,
-                                                         required=False)
-    if expert <= 0 or shared % expert:
-        raise RooflineInputError(f"{where}: shared_expert_intermediate_size {shared} is not a multiple of "
-                                 f"moe_intermediate_size {expert}; supported: a whole number of expert widths")
     return dict(linear_layers=linear, linear_k_heads=need("linear_num_key_heads"),
                 linear_v_heads=need("linear_num_value_heads"), linear_k_dim=need("linear_key_head_dim"),
                 linear_v_dim=need("linear_value_head_dim"), linear_conv_kernel=need("linear_conv_kernel_dim"),
-                n_shared_experts=shared // expert, shared_expert_gate=shared > 0,
                 rope_dim=_rope_dim(cfg, kw["head_dim"], 0.25, where))
 
 
@@ -304,7 +329,16 @@ FAMILIES: dict[str, Family] = {
     "llama4_text": Family({}, _gated(width="intermediate_size_mlp"), extras=(_llama4,)),
     "glm4_moe": Family({"qkv_bias": True, "router_bias": True}, extras=(_glm4_moe,)),
     "qwen3_next": Family({"qk_norm": True, "attn_output_gate": True, "shared_expert_gate": True},
-                         extras=(_qwen3_next, _qwen3_moe)),
+                         extras=(_qwen3_next, _shared_expert, _qwen3_moe)),
+    # ---- read from config.json only (no catalog row): checked against transformers' modules by
+    # tests/test_validation_torch.py (FLOPs per module and parameters)
+    "deepseek_v2": Family({}, _gated(kv_heads_default=True), extras=(_deepseek_v2,)),
+    "qwen2_moe": Family({"qkv_bias": True, "shared_expert_gate": True}, windows=_qwen2_window,
+                        extras=(_shared_expert, _qwen3_moe)),
+    "gemma": Family({}, tied=True),
+    "granite": Family({}, _gated(kv_heads_default=True)),
+    "granitemoe": Family({}, _gated(kv_heads_default=True), extras=(_mixtral,)),
+    "starcoder2": Family({}, _starcoder2, _every_layer, tied=True),
 }
 #: model_type spellings that load with another family's reader (Kimi-K2 is a DeepSeek-V3 with other sizes)
 FAMILY_ALIASES = {"kimi_k2": "deepseek_v3"}

@@ -1,0 +1,112 @@
+"""Architectures read from a config.json alone (no catalog row): DeepSeek-V2, Qwen2-MoE, Gemma, Granite, Granite-MoE
+and StarCoder2. tests/test_validation_torch.py checks their FLOPs per module, parameters and KV cache against
+transformers' own modules on tiny shapes; here the full-size configs' parameter counts meet the published ones,
+the family rules (routing groups, shared experts, biases) are exact on small integers, and each serves end to end."""
+import json
+
+import pytest
+
+from roofline.cli.app import main
+from roofline.engine import models
+from roofline.engine.errors import RooflineInputError
+
+#: the fields of each model's config.json on the Hugging Face Hub that the loader reads
+CONFIGS = {
+    "DeepSeek-V2-Lite": dict(model_type="deepseek_v2", vocab_size=102400, hidden_size=2048,
+                             intermediate_size=10944, moe_intermediate_size=1408, num_hidden_layers=27,
+                             num_attention_heads=16, num_key_value_heads=16, n_shared_experts=2, n_routed_experts=64,
+                             num_experts_per_tok=6, kv_lora_rank=512, q_lora_rank=None, qk_nope_head_dim=128,
+                             qk_rope_head_dim=64, v_head_dim=128, first_k_dense_replace=1, moe_layer_freq=1,
+                             tie_word_embeddings=False, max_position_embeddings=163840, hidden_act="silu",
+                             topk_method="greedy", n_group=1, topk_group=1),
+    "DeepSeek-V2": dict(model_type="deepseek_v2", vocab_size=102400, hidden_size=5120, intermediate_size=12288,
+                        moe_intermediate_size=1536, num_hidden_layers=60, num_attention_heads=128,
+                        num_key_value_heads=128, n_shared_experts=2, n_routed_experts=160, num_experts_per_tok=6,
+                        kv_lora_rank=512, q_lora_rank=1536, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                        v_head_dim=128, first_k_dense_replace=1, moe_layer_freq=1, tie_word_embeddings=False,
+                        max_position_embeddings=163840, hidden_act="silu", topk_method="group_limited_greedy",
+                        n_group=8, topk_group=3),
+    "Qwen1.5-MoE-A2.7B": dict(model_type="qwen2_moe", vocab_size=151936, hidden_size=2048, intermediate_size=5632,
+                              moe_intermediate_size=1408, shared_expert_intermediate_size=5632, num_hidden_layers=24,
+                              num_attention_heads=16, num_key_value_heads=16, num_experts=60, num_experts_per_tok=4,
+                              tie_word_embeddings=False, max_position_embeddings=8192, hidden_act="silu",
+                              decoder_sparse_step=1),
+    "Qwen2-57B-A14B": dict(model_type="qwen2_moe", vocab_size=151936, hidden_size=3584, intermediate_size=18944,
+                           moe_intermediate_size=2560, shared_expert_intermediate_size=20480, num_hidden_layers=28,
+                           num_attention_heads=28, num_key_value_heads=4, num_experts=64, num_experts_per_tok=8,
+                           tie_word_embeddings=False, max_position_embeddings=131072, hidden_act="silu",
+                           decoder_sparse_step=1),
+    "gemma-7b": dict(model_type="gemma", vocab_size=256000, hidden_size=3072, intermediate_size=24576,
+                     num_hidden_layers=28, num_attention_heads=16, num_key_value_heads=16, head_dim=256,
+                     hidden_act="gelu", max_position_embeddings=8192),
+    "granite-3.1-8b-base": dict(model_type="granite", vocab_size=49155, hidden_size=4096, intermediate_size=12800,
+                                num_hidden_layers=40, num_attention_heads=32, num_key_value_heads=8,
+                                tie_word_embeddings=True, max_position_embeddings=131072, hidden_act="silu"),
+    "granite-3.0-3b-a800m-base": dict(model_type="granitemoe", vocab_size=49155, hidden_size=1536,
+                                      intermediate_size=512, num_hidden_layers=32, num_attention_heads=24,
+                                      num_key_value_heads=8, num_local_experts=40, num_experts_per_tok=8,
+                                      tie_word_embeddings=True, max_position_embeddings=4096, hidden_act="silu"),
+    "starcoder2-3b": dict(model_type="starcoder2", vocab_size=49152, hidden_size=3072, intermediate_size=12288,
+                          num_hidden_layers=30, num_attention_heads=24, num_key_value_heads=2, sliding_window=4096,
+                          use_bias=True, max_position_embeddings=16384, hidden_act="gelu_pytorch_tanh"),
+}
+
+
+@pytest.mark.parametrize("name, total_B, active_B", [
+    # model cards: DeepSeek-V2-Lite 15.7B total (2.4B active without the 0.21B embedding table: 2.661 - 0.210),
+    # DeepSeek-V2 236B / 21B, Qwen1.5-MoE-A2.7B 14.3B / 2.7B, Qwen2-57B-A14B 57.4B / 14B, Gemma 7B 8.54B,
+    # Granite 3.1 8B 8.17B, Granite 3.0 3B-A800M 3.3B / 800M, StarCoder2-3B 3.03B
+    ("DeepSeek-V2-Lite", 15.706, 2.661), ("DeepSeek-V2", 235.741, 21.376), ("Qwen1.5-MoE-A2.7B", 14.316, 2.689),
+    ("Qwen2-57B-A14B", 57.409, 14.249), ("gemma-7b", 8.538, 8.538), ("granite-3.1-8b-base", 8.171, 8.171),
+    ("granite-3.0-3b-a800m-base", 3.299, 0.883), ("starcoder2-3b", 3.030, 3.030),
+])
+def test_full_size_configs_have_the_published_parameter_counts(name, total_B, active_B):
+    total, active = models.parameter_counts(models.model_from_hf_dict(dict(CONFIGS[name]), name))
+    assert (round(total / 1e9, 3), round(active / 1e9, 3)) == (total_B, active_B)
+
+
+def test_deepseek_v2_routes_in_groups_only_under_group_limited_greedy():
+    v2 = models.model_from_hf_dict(dict(CONFIGS["DeepSeek-V2"]), "v2")
+    assert (v2.expert_groups, v2.groups_per_token, v2.router_bias) == (8, 3, False)
+    # V2-Lite's greedy top-k ignores n_group, whatever it says
+    lite = models.model_from_hf_dict(dict(CONFIGS["DeepSeek-V2-Lite"], n_group=8, topk_group=3), "lite")
+    assert (lite.expert_groups, lite.q_lora_rank, lite.is_mla) == (1, None, True)
+
+
+def test_qwen2_moe_shared_expert_is_whole_expert_widths():
+    # 20480 / 2560 = 8 expert widths, behind a sigmoid gate; q/k/v biased like Qwen2
+    m = models.model_from_hf_dict(dict(CONFIGS["Qwen2-57B-A14B"]), "q")
+    assert (m.n_shared_experts, m.shared_expert_gate, m.qkv_bias, m.first_dense_layers) == (8, True, True, 0)
+    with pytest.raises(RooflineInputError, match="shared_expert_intermediate_size 20000 is not a multiple of "
+                                                 "moe_intermediate_size 2560"):
+        models.model_from_hf_dict(dict(CONFIGS["Qwen2-57B-A14B"], shared_expert_intermediate_size=20000), "q")
+
+
+def test_starcoder2_is_a_plain_biased_layernorm_model_with_a_window_on_every_layer():
+    m = models.model_from_hf_dict(dict(CONFIGS["starcoder2-3b"]), "sc")
+    assert (m.mlp_type, m.norm, m.linear_bias, m.sliding_window, m.sliding_layers, m.tie_embeddings) == \
+        ("plain", "layernorm", True, 4096, 30, True)
+    # one layer: q 3072^2 + k, v 2 x 3072 x 256 + o 3072^2 = 20,447,232 weights, biases 3072 + 2 x 256 + 3072 =
+    # 6,656; MLP 2 x 3072 x 12288 = 75,497,472 weights + 12288 + 3072 = 15,360 biases; 2 LayerNorms 4 x 3072
+    per_layer = 20_447_232 + 6_656 + 75_497_472 + 15_360 + 12_288
+    total, _ = models.parameter_counts(m)
+    assert total == 30 * per_layer + 49152 * 3072 + 2 * 3072  # + the tied table + the final LayerNorm
+    with pytest.raises(RooflineInputError, match="field 'use_bias' is 'yes'; expected true or false"):
+        models.model_from_hf_dict(dict(CONFIGS["starcoder2-3b"], use_bias="yes"), "sc")
+
+
+def test_unknown_model_type_lists_the_new_families():
+    with pytest.raises(RooflineInputError, match="did you mean 'qwen2_moe'") as error:
+        models.model_from_hf_dict({"model_type": "qwen2moe"}, "x")
+    for family in ("deepseek_v2", "gemma", "granite", "granitemoe", "starcoder2"):
+        assert family in str(error.value)
+
+
+@pytest.mark.parametrize("name", ["DeepSeek-V2-Lite", "Qwen1.5-MoE-A2.7B", "granite-3.0-3b-a800m-base"])
+def test_config_only_families_serve_end_to_end(name, tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS[name]))
+    assert main(["serve", "--model", str(path), "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                 "--concurrency", "16", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["fits"] and 0 < row["tpot_s"] <= row["tpot_expected_s"] and 0 < row["ttft_s"] <= row["ttft_expected_s"]
