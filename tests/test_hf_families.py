@@ -1,7 +1,8 @@
-"""Architectures read from a config.json alone (no catalog row): DeepSeek-V2, Qwen2-MoE, Gemma, Granite, Granite-MoE
-and StarCoder2. tests/test_validation_torch.py checks their FLOPs per module, parameters and KV cache against
-transformers' own modules on tiny shapes; here the full-size configs' parameter counts meet the published ones,
-the family rules (routing groups, shared experts, biases) are exact on small integers, and each serves end to end."""
+"""Architectures read from a config.json alone (no catalog row): DeepSeek-V2, Qwen2-MoE, Gemma, Granite, Granite-MoE,
+StarCoder2, OLMo-2, OLMoE, Cohere and Cohere2, and the language models of Mistral Small 3.1 and Qwen2(.5)-VL.
+tests/test_validation_torch.py checks their FLOPs per module, parameters and KV cache against transformers' own
+modules on tiny shapes; here the full-size configs' parameter counts meet the published ones, the family rules
+(routing groups, shared experts, biases, norms) are exact on small integers, and each serves end to end."""
 import json
 
 import pytest
@@ -49,16 +50,36 @@ CONFIGS = {
     "starcoder2-3b": dict(model_type="starcoder2", vocab_size=49152, hidden_size=3072, intermediate_size=12288,
                           num_hidden_layers=30, num_attention_heads=24, num_key_value_heads=2, sliding_window=4096,
                           use_bias=True, max_position_embeddings=16384, hidden_act="gelu_pytorch_tanh"),
+    "OLMo-2-1124-7B": dict(model_type="olmo2", vocab_size=100352, hidden_size=4096, intermediate_size=11008,
+                           num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=32,
+                           max_position_embeddings=4096, hidden_act="silu", tie_word_embeddings=False),
+    "OLMoE-1B-7B-0924": dict(model_type="olmoe", vocab_size=50304, hidden_size=2048, intermediate_size=1024,
+                             num_hidden_layers=16, num_attention_heads=16, num_key_value_heads=16, num_experts=64,
+                             num_experts_per_tok=8, max_position_embeddings=4096, hidden_act="silu",
+                             tie_word_embeddings=False),
+    "c4ai-command-r-v01": dict(model_type="cohere", vocab_size=256000, hidden_size=8192, intermediate_size=22528,
+                               num_hidden_layers=40, num_attention_heads=64, num_key_value_heads=64,
+                               max_position_embeddings=8192, hidden_act="silu", use_qk_norm=False),
+    "c4ai-command-r-plus": dict(model_type="cohere", vocab_size=256000, hidden_size=12288, intermediate_size=33792,
+                                num_hidden_layers=64, num_attention_heads=96, num_key_value_heads=8,
+                                max_position_embeddings=8192, hidden_act="silu", use_qk_norm=True),
+    "c4ai-command-r7b-12-2024": dict(model_type="cohere2", vocab_size=256000, hidden_size=4096,
+                                     intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                                     num_key_value_heads=8, max_position_embeddings=8192, hidden_act="silu",
+                                     sliding_window=4096, sliding_window_pattern=4),
 }
 
 
 @pytest.mark.parametrize("name, total_B, active_B", [
     # model cards: DeepSeek-V2-Lite 15.7B total (2.4B active without the 0.21B embedding table: 2.661 - 0.210),
     # DeepSeek-V2 236B / 21B, Qwen1.5-MoE-A2.7B 14.3B / 2.7B, Qwen2-57B-A14B 57.4B / 14B, Gemma 7B 8.54B,
-    # Granite 3.1 8B 8.17B, Granite 3.0 3B-A800M 3.3B / 800M, StarCoder2-3B 3.03B
+    # Granite 3.1 8B 8.17B, Granite 3.0 3B-A800M 3.3B / 800M, StarCoder2-3B 3.03B, OLMo 2 7B 7.30B, OLMoE 6.9B /
+    # 1.3B, Command R 35B, Command R+ 104B, Command R7B 8.03B
     ("DeepSeek-V2-Lite", 15.706, 2.661), ("DeepSeek-V2", 235.741, 21.376), ("Qwen1.5-MoE-A2.7B", 14.316, 2.689),
     ("Qwen2-57B-A14B", 57.409, 14.249), ("gemma-7b", 8.538, 8.538), ("granite-3.1-8b-base", 8.171, 8.171),
     ("granite-3.0-3b-a800m-base", 3.299, 0.883), ("starcoder2-3b", 3.030, 3.030),
+    ("OLMo-2-1124-7B", 7.299, 7.299), ("OLMoE-1B-7B-0924", 6.919, 1.282), ("c4ai-command-r-v01", 34.981, 34.981),
+    ("c4ai-command-r-plus", 103.811, 103.811), ("c4ai-command-r7b-12-2024", 8.028, 8.028),
 ])
 def test_full_size_configs_have_the_published_parameter_counts(name, total_B, active_B):
     total, active = models.parameter_counts(models.model_from_hf_dict(dict(CONFIGS[name]), name))
@@ -95,14 +116,53 @@ def test_starcoder2_is_a_plain_biased_layernorm_model_with_a_window_on_every_lay
         models.model_from_hf_dict(dict(CONFIGS["starcoder2-3b"], use_bias="yes"), "sc")
 
 
+def test_whole_projection_qk_norms_weigh_h_d_and_hkv_d():
+    # OLMo-2 7B: RMSNorm(32 x 128) on q and RMSNorm(32 x 128) on k = 8,192 weights per layer (Qwen3's per-head
+    # norms would be 2 x 128); Command R+: per-head LayerNorms on 96 query and 8 KV heads of 128 = 13,312
+    olmo = models.model_from_hf_dict(dict(CONFIGS["OLMo-2-1124-7B"]), "o")
+    plain = models.model_from_hf_dict(dict(CONFIGS["OLMo-2-1124-7B"], model_type="llama"), "l")
+    assert models.parameter_counts(olmo)[0] - models.parameter_counts(plain)[0] == 32 * 8_192
+    plus = models.model_from_hf_dict(dict(CONFIGS["c4ai-command-r-plus"]), "p")
+    assert (plus.qk_norm_full, models.attention_params(plus) - models.attention_params(
+        models.model_from_hf_dict(dict(CONFIGS["c4ai-command-r-plus"], use_qk_norm=False), "r"))) == (True, 13_312)
+
+
+def test_cohere_is_one_shift_free_layernorm_per_parallel_block():
+    m = models.model_from_hf_dict(dict(CONFIGS["c4ai-command-r-v01"]), "c")
+    assert (m.norm, m.parallel_block, m.norms_per_layer, m.tie_embeddings) == ("layernorm_nobias", True, 1, True)
+    # 40 layers: attention 4 x 8192^2 + MLP 3 x 8192 x 22528 + one norm of 8192; the tied table; the final norm
+    total, _ = models.parameter_counts(m)
+    assert total == 40 * (4 * 8192**2 + 3 * 8192 * 22528 + 8192) + 256000 * 8192 + 8192
+
+
+def test_cohere2_rotates_only_its_sliding_window_layers():
+    # 32 layers, pattern 4: layers 3, 7, ..., 31 are global (8 of them) and have no RoPE
+    m = models.model_from_hf_dict(dict(CONFIGS["c4ai-command-r7b-12-2024"]), "r7b")
+    assert (m.sliding_window, m.sliding_layers, m.nope_layers) == (4096, 24, 8)
+
+
+@pytest.mark.parametrize("outer, inner", [("mistral3", "mistral"), ("qwen2_5_vl", "qwen2"), ("qwen2_vl", "qwen2")])
+def test_vision_language_files_read_their_language_model(outer, inner):
+    text = dict(model_type=inner, vocab_size=131072, hidden_size=5120, intermediate_size=32768, num_hidden_layers=40,
+                num_attention_heads=32, num_key_value_heads=8, head_dim=128, max_position_embeddings=131072,
+                hidden_act="silu")
+    wrapped = models.model_from_hf_dict({"model_type": outer, "text_config": text, "vision_config": {}}, "w")
+    assert (wrapped.family, wrapped.n_layers, wrapped.head_dim) == (inner, 40, 128)
+    if outer.startswith("qwen"):  # older Qwen2-VL files list the language model's fields at the top level
+        flat = models.model_from_hf_dict(dict(text, model_type=outer, vision_config={}), "f")
+        assert (flat.family, flat.qkv_bias) == ("qwen2", True)
+
+
 def test_unknown_model_type_lists_the_new_families():
     with pytest.raises(RooflineInputError, match="did you mean 'qwen2_moe'") as error:
         models.model_from_hf_dict({"model_type": "qwen2moe"}, "x")
-    for family in ("deepseek_v2", "gemma", "granite", "granitemoe", "starcoder2"):
+    for family in ("deepseek_v2", "gemma", "granite", "granitemoe", "starcoder2", "olmo2", "olmoe", "cohere",
+                   "cohere2"):
         assert family in str(error.value)
 
 
-@pytest.mark.parametrize("name", ["DeepSeek-V2-Lite", "Qwen1.5-MoE-A2.7B", "granite-3.0-3b-a800m-base"])
+@pytest.mark.parametrize("name", ["DeepSeek-V2-Lite", "Qwen1.5-MoE-A2.7B", "granite-3.0-3b-a800m-base",
+                                  "OLMoE-1B-7B-0924", "c4ai-command-r7b-12-2024"])
 def test_config_only_families_serve_end_to_end(name, tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(CONFIGS[name]))

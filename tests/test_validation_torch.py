@@ -138,6 +138,16 @@ ARCHS: dict[str, tuple[str, dict]] = {
                                       num_experts_per_tok=2)),
     # LayerNorm, a plain biased MLP (c_fc, c_proj), biased q/k/v/o, a window on every layer
     "starcoder2": ("starcoder2", dict(_COMMON, intermediate_size=96, num_key_value_heads=2, sliding_window=WINDOW)),
+    # q_norm / k_norm over the whole projections (H d, Hkv d weights)
+    "olmo2": ("olmo2", dict(_COMMON, intermediate_size=96, num_key_value_heads=2)),
+    "olmoe": ("olmoe", dict(_COMMON, intermediate_size=32, num_key_value_heads=2, num_experts=4,
+                            num_experts_per_tok=2)),
+    # one shift-free LayerNorm per parallel block; Command R+'s per-head q/k LayerNorms
+    "cohere": ("cohere", dict(_COMMON, intermediate_size=96, num_key_value_heads=2)),
+    "cohere-qk-norm": ("cohere", dict(_COMMON, intermediate_size=96, num_key_value_heads=2, use_qk_norm=True)),
+    # 3 windowed layers with RoPE, then a global one without: 4 layers, pattern 4
+    "cohere2": ("cohere2", dict(_COMMON, num_hidden_layers=4, intermediate_size=96, num_key_value_heads=2,
+                                sliding_window=WINDOW, sliding_window_pattern=4)),
 }
 
 # HF leaf module name -> engine operator group
@@ -396,7 +406,8 @@ def test_parameter_count_matches_torch(arch, tmp_dir):
     assert total == run["params"]
 
 
-@pytest.mark.parametrize("arch", ["mistral-swa", "gemma2", "phi3-swa", "gemma3", "gpt-oss", "starcoder2"])
+@pytest.mark.parametrize("arch", ["mistral-swa", "gemma2", "phi3-swa", "gemma3", "gpt-oss", "starcoder2",
+                                  "cohere2"])
 @pytest.mark.parametrize("seq_len", [WINDOW - 2, WINDOW - 1, WINDOW, WINDOW + 1, 2 * WINDOW + 3])
 def test_sliding_window_decode_keys_match_the_hf_cache(arch, seq_len, tmp_dir):
     """HF's sliding cache keeps the last W-1 tokens and the new token attends them plus itself; the engine's decode

@@ -288,7 +288,10 @@ def _standard_attention(builder: _Builder, B, S, T, prefill):
     builder.linear("q_proj", L, T, D, H * d * (2 if m.attn_output_gate else 1), bias)
     builder.linear("k_proj", L, T, D, Hkv * d, bias)
     builder.linear("v_proj", L, T, D, Hkv * d, bias)
-    if m.qk_norm:
+    if m.qk_norm_full:  # one norm over each token's whole projection (OLMo-2's RMSNorm(H d)): the same elements
+        builder.norm("q_norm", L, T, H * d)
+        builder.norm("k_norm", L, T, Hkv * d)
+    elif m.qk_norm:
         builder.norm("q_norm", L, T * H, d)
         builder.norm("k_norm", L, T * Hkv, d)
     if m.positions == "rope":

@@ -14,7 +14,10 @@ from typing import NamedTuple
 from .errors import RooflineInputError
 
 #: multimodal model_types whose language model is the `text_config` (read with that family's reader)
-TEXT_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+#: (Mistral Small 3.1, Qwen2-VL and Qwen2.5-VL: a Mistral / Qwen2 language model; older Qwen2-VL files list its
+#: fields at the top level instead, read through FAMILY_ALIASES)
+TEXT_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral", "qwen2_vl": "qwen2",
+                 "qwen2_5_vl": "qwen2"}
 #: transformers' Gemma3TextConfig defaults: Gemma 3's multimodal files list only the fields that differ from them
 WRAPPED_DEFAULTS = {"gemma3_text": {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
                                     "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
@@ -116,6 +119,14 @@ def _starcoder2(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
     return dict(n_kv_heads=need("num_key_value_heads"), intermediate=need("intermediate_size"),
                 activation=need("hidden_act"), norm="layernorm", mlp_type="plain",
                 max_position=need("max_position_embeddings"), linear_bias=bool(cfg.get("use_bias", True)))
+
+
+def _cohere(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
+    """Cohere (Command R, R+): a gated MLP beside attention in one parallel block behind one LayerNorm without a
+    shift (the family's traits); use_qk_norm (Command R+) adds LayerNorms over q and k with weights per head."""
+    qk_norm = bool(cfg.get("use_qk_norm", False))
+    return {**_gated(kv_heads_default=True)(cfg, need, where, hidden, n_heads), "norm": "layernorm_nobias",
+            "qk_norm": qk_norm, "qk_norm_full": qk_norm}
 
 
 # --------------------------------------------- window readers: (sliding_window, layers that use it)
@@ -245,6 +256,12 @@ def _shared_expert(cfg: dict, need, kw: dict, where: str) -> dict:
     return dict(n_shared_experts=shared // expert, shared_expert_gate=shared > 0)
 
 
+def _global_nope(cfg: dict, need, kw: dict, where: str) -> dict:
+    """Cohere2 (Command R7B, Command A): only the sliding-window layers rotate q and k; the global layers have no
+    position embedding (HF Cohere2Attention applies RoPE where sliding_window is set)."""
+    return dict(nope_layers=kw["n_layers"] - kw["sliding_layers"])
+
+
 def _gpt_oss(cfg: dict, need, kw: dict, where: str) -> dict:
     """gpt-oss: every layer MoE (experts of intermediate_size, with biases), biased attention with sinks."""
     bias = cfg.get("attention_bias", True)
@@ -339,7 +356,12 @@ FAMILIES: dict[str, Family] = {
     "granite": Family({}, _gated(kv_heads_default=True)),
     "granitemoe": Family({}, _gated(kv_heads_default=True), extras=(_mixtral,)),
     "starcoder2": Family({}, _starcoder2, _every_layer, tied=True),
+    "olmo2": Family({"qk_norm": True, "qk_norm_full": True}, _gated(kv_heads_default=True)),
+    "olmoe": Family({"qk_norm": True, "qk_norm_full": True}, _gated(kv_heads_default=True), extras=(_mixtral,)),
+    "cohere": Family({"parallel_block": True, "norms_per_layer": 1}, _cohere, tied=True),
+    "cohere2": Family({"parallel_block": True, "norms_per_layer": 1}, _cohere, _local_global(4),
+                      extras=(_global_nope,), tied=True),
 }
 #: model_type spellings that load with another family's reader (Kimi-K2 is a DeepSeek-V3 with other sizes)
-FAMILY_ALIASES = {"kimi_k2": "deepseek_v3"}
+FAMILY_ALIASES = {"kimi_k2": "deepseek_v3", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
 SUPPORTED_FAMILIES = tuple(FAMILIES)

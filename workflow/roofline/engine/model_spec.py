@@ -18,7 +18,7 @@ from .errors import RooflineInputError, unknown
 ACTIVATION_FLOPS = {"silu": 4, "gelu": 8, "gelu_new": 8, "gelu_pytorch_tanh": 8, "relu": 1}
 
 MLP_TYPES = ("gated", "plain")
-NORM_TYPES = ("rmsnorm", "layernorm")
+NORM_TYPES = ("rmsnorm", "layernorm", "layernorm_nobias")
 POSITION_TYPES = ("rope", "learned")
 
 
@@ -48,6 +48,7 @@ class ModelSpec:
     parallel_block: bool = False  # attention and MLP both read the layer input, outputs summed (Falcon)
     norms_per_layer: int = 2  # Gemma-2 has 4 (pre and post, around attention and MLP)
     qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3)
+    qk_norm_full: bool = False  # ...with weights over the whole projections, H d and Hkv d (OLMo-2, Cohere)
     # sliding-window attention
     sliding_window: int | None = None  # [W]
     sliding_layers: int = 0  # how many of the L layers use the window

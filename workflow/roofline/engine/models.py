@@ -34,7 +34,7 @@ def attention_params(m: ModelSpec) -> int:
     if m.linear_bias or m.attn_out_bias:
         params += D
     if m.qk_norm:
-        params += 2 * d
+        params += (H + Hkv) * d if m.qk_norm_full else 2 * d
     if m.attention_sinks:
         params += H
     return params
