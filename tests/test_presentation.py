@@ -86,3 +86,18 @@ def test_an_accelerator_added_as_the_readme_shows_gets_tp_plans():
     sentence = fit_sentence(totals, {"acme-x0": "ACME X0"}, {"acme-x0": resolved.gpus["acme-x0"]})
     assert "no interconnect" in sentence and "limited to one device" in sentence
     assert "parallel: auto, or a plan with more devices, spreads it" not in sentence
+
+
+def test_header_shows_moe_routing_and_mla_only_for_models_that_read_them():
+    from roofline.report.page import title_block
+    scenario = {"batch": 1, "seq_len": 2048, "weight_dtype": "fp16", "act_dtype": "fp16", "kv_dtype": "fp16",
+                "attention": "flash", "logits": "last", "expert_routing": "uniform", "mla_mode": "absorbed"}
+
+    def shown(*models):
+        specs = {"scenario": scenario, "stages": ["decode"], "config_sha256": "0" * 64,
+                 "models": {f"m{i}": {"n_experts": e, "kv_lora_rank": c} for i, (e, c) in enumerate(models)}}
+        return [name for name, _ in title_block(specs, "t", "s")["scenario"]]
+
+    assert "MoE routing" not in shown((0, 0)) and "MLA" not in shown((0, 0))  # a dense model
+    assert "MoE routing" in shown((8, 0)) and "MLA" not in shown((8, 0))  # Mixtral
+    assert {"MoE routing", "MLA"} <= set(shown((0, 0), (256, 512)))  # a summary with DeepSeek-V3 among them

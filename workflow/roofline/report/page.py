@@ -65,11 +65,18 @@ def title_block(specs: dict, title: str, subtitle: str, hash_kind: str = "config
             ("batch", str(scenario["batch"])), ("sequence length", f"{scenario['seq_len']} tokens"),
             ("weights", weights_label(scenario)), ("activations", scenario["act_dtype"]),
             ("KV cache", scenario["kv_dtype"]), ("attention", scenario["attention"]),
-            ("logits", scenario["logits"]), ("MoE routing", scenario["expert_routing"]),
-            ("MLA", scenario["mla_mode"]),
+            ("logits", scenario["logits"]),
+            *([("MoE routing", scenario["expert_routing"])] if _any(specs, "n_experts") else []),
+            *([("MLA", scenario["mla_mode"])] if _any(specs, "kv_lora_rank") else []),
         ],
         "stages": ", ".join(specs["stages"]),
     }
+
+
+def _any(specs: dict, field: str) -> bool:
+    """Whether a model of the page has `field` (MoE experts, an MLA latent): the scenario keys that only such
+    models read are shown for them alone."""
+    return any(model.get(field) for model in specs.get("models", {}).values())
 
 
 #: a part of a model name longer than this may break anywhere in the summary (else it would widen the column)
