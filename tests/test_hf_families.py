@@ -170,3 +170,84 @@ def test_config_only_families_serve_end_to_end(name, tmp_path, capsys):
                  "--concurrency", "16", "--format", "json"]) == 0
     row = json.loads(capsys.readouterr().out)
     assert row["fits"] and 0 < row["tpot_s"] <= row["tpot_expected_s"] and 0 < row["ttft_s"] <= row["ttft_expected_s"]
+
+
+# ---------------------------------------------------------------------------- 2026 checkpoints (wrapped, quantized)
+MINIMAX_M2_5 = dict(model_type="minimax_m2", num_hidden_layers=62, hidden_size=3072, num_attention_heads=48,
+                    num_key_value_heads=8, head_dim=128, intermediate_size=1536, vocab_size=200064,
+                    num_experts_per_tok=8, num_local_experts=256, max_position_embeddings=196608, rotary_dim=64,
+                    hidden_act="silu", tie_word_embeddings=False, use_qk_norm=True, qk_norm_type="per_layer",
+                    use_routing_bias=True, use_mtp=True, num_mtp_modules=3, shared_intermediate_size=0,
+                    quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128]})
+QWEN3_5_397B = dict(attn_output_gate=True, full_attention_interval=4, head_dim=256, hidden_act="silu",
+                    hidden_size=4096, linear_conv_kernel_dim=4, linear_key_head_dim=128, linear_num_key_heads=16,
+                    linear_num_value_heads=64, linear_value_head_dim=128, max_position_embeddings=262144,
+                    mlp_only_layers=[], model_type="qwen3_5_moe_text", moe_intermediate_size=1024,
+                    mtp_num_hidden_layers=1, num_attention_heads=32, num_experts=512, num_experts_per_tok=10,
+                    num_hidden_layers=60, num_key_value_heads=2, shared_expert_intermediate_size=1024,
+                    vocab_size=248320, rope_parameters={"partial_rotary_factor": 0.25})
+
+
+def test_minimax_m2_5_has_its_published_size():
+    # MiniMax-M2: 229B total, 10B active without the embedding table and lm_head (11.03 - 2 x 200064 x 3072 = 9.80)
+    m = models.model_from_hf_dict(dict(MINIMAX_M2_5), "minimax-m2.5")
+    total, active = models.parameter_counts(m)
+    assert (round(total / 1e9, 2), round(active / 1e9, 2)) == (228.69, 11.03)
+    assert (m.rope_dim, m.qk_norm_full, m.router_bias, m.mtp_layers, m.native_weight_dtype) == \
+        (64, True, True, 3, "fp8")
+
+
+def test_qwen3_5_moe_is_qwen3_next_s_hybrid_without_a_dense_width():
+    # Qwen3.5-397B-A17B's language model: 45 Gated DeltaNet + 15 gated attention layers, 512 experts and one shared
+    # expert; 397B with its vision tower (0.6B), 17B active
+    wrapped = {"model_type": "qwen3_5_moe", "text_config": dict(QWEN3_5_397B), "tie_word_embeddings": False,
+               "vision_config": {"depth": 27}}
+    m = models.model_from_hf_dict(wrapped, "qwen3.5-397b")
+    total, active = models.parameter_counts(m)
+    assert (m.family, m.linear_layers, m.n_shared_experts, m.rope_dim, m.intermediate) == ("qwen3_next", 45, 1, 64, 0)
+    assert (round(total / 1e9, 2), round(active / 1e9, 2)) == (396.35, 17.35)
+
+
+def test_kimi_k2_5_reads_its_text_config_and_int4_experts():
+    text = dict(model_type="kimi_k2", hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
+                num_hidden_layers=61, num_attention_heads=64, num_key_value_heads=64, n_routed_experts=384,
+                n_shared_experts=1, num_experts_per_tok=8, first_k_dense_replace=1, kv_lora_rank=512, q_lora_rank=1536,
+                qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, vocab_size=163840, hidden_act="silu",
+                max_position_embeddings=262144, n_group=1, topk_group=1, bad_words_ids=None,
+                quantization_config={"quant_method": "compressed-tensors", "config_groups": {"group_0": {
+                    "weights": {"num_bits": 4, "type": "int", "group_size": 32, "strategy": "group"}}},
+                    "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*"]})
+    m = models.model_from_hf_dict({"model_type": "kimi_k25", "text_config": text, "tie_word_embeddings": False}, "k")
+    assert (m.family, m.n_experts, m.native_weight_dtype, m.native_expert_dtype) == ("deepseek_v3", 384, "", "int4")
+    assert round(models.parameter_counts(m)[0] / 1e9, 2) == 1026.41  # Kimi-K2's 1T
+
+
+@pytest.mark.parametrize("quantization, fields", [
+    # compressed-tensors over every linear (llm-compressor FP8): the whole checkpoint
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}},
+      "ignore": ["lm_head"]}, {"native_weight_dtype": "fp8"}),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 4, "type": "float",
+                                                                                "group_size": 16}}}},
+     {"native_weight_dtype": "nvfp4"}),
+    # ModelOpt files that name their producer but no quant_method (Qwen3-32B-FP8-Static-PerTensor)
+    ({"quant_algo": "FP8", "producer": {"name": "modelopt", "version": "0.31.0"}}, {"native_weight_dtype": "fp8"}),
+])
+def test_more_quantization_configs_set_the_native_dtypes(quantization, fields):
+    m = models.model_from_hf_dict(dict(CONFIGS["granite-3.1-8b-base"], quantization_config=quantization), "q")
+    assert {name: getattr(m, name) for name in fields} == fields
+
+
+def test_an_unsupported_compressed_tensors_scheme_is_one_line():
+    bad = {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 2, "type": "int"}}}}
+    with pytest.raises(RooflineInputError, match=r"compressed-tensors\) weights \(2, 'int'\) are not supported"):
+        models.model_from_hf_dict(dict(CONFIGS["granite-3.1-8b-base"], quantization_config=bad), "q")
+
+
+def test_qwen3_vl_takes_the_outer_file_s_tied_embeddings():
+    # Qwen3-VL-4B ties its embeddings at the top level of the file, not in text_config
+    text = dict(model_type="qwen3_vl_text", hidden_size=2560, intermediate_size=9728, num_hidden_layers=36,
+                num_attention_heads=32, num_key_value_heads=8, head_dim=128, vocab_size=151936, hidden_act="silu",
+                max_position_embeddings=262144)
+    m = models.model_from_hf_dict({"model_type": "qwen3_vl", "text_config": text, "tie_word_embeddings": True}, "v")
+    assert (m.family, m.tie_embeddings, m.qk_norm) == ("qwen3", True, True)
+    assert round(models.parameter_counts(m)[0] / 1e9, 2) == 4.02  # Qwen3-VL-4B's 4.4B less its 0.4B vision tower

@@ -145,6 +145,20 @@ ARCHS: dict[str, tuple[str, dict]] = {
     # one shift-free LayerNorm per parallel block; Command R+'s per-head q/k LayerNorms
     "cohere": ("cohere", dict(_COMMON, intermediate_size=96, num_key_value_heads=2)),
     "cohere-qk-norm": ("cohere", dict(_COMMON, intermediate_size=96, num_key_value_heads=2, use_qk_norm=True)),
+    # Qwen3.5's language models (Qwen3-Next's hybrid, MoE and dense; its Gated DeltaNet projects q/k/v, z, b and a
+    # separately). Qwen3-VL's text model has no causal-LM class of its own to build here: it is Qwen3's decoder
+    "qwen3-5-moe": ("qwen3_5_moe_text", dict(_COMMON, num_hidden_layers=4, num_key_value_heads=2, head_dim=16,
+                                             linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8,
+                                             linear_value_head_dim=12, linear_conv_kernel_dim=4, num_experts=8,
+                                             num_experts_per_tok=2, moe_intermediate_size=32,
+                                             shared_expert_intermediate_size=32, full_attention_interval=4)),
+    "qwen3-5": ("qwen3_5_text", dict(_COMMON, num_hidden_layers=4, intermediate_size=96, num_key_value_heads=2,
+                                     head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4,
+                                     linear_key_head_dim=8, linear_value_head_dim=12, linear_conv_kernel_dim=4,
+                                     full_attention_interval=4)),
+    # every layer MoE, a biased sigmoid router, q/k norms over the whole projections, RoPE on half of each head
+    "minimax-m2": ("minimax_m2", dict(_COMMON, intermediate_size=32, num_key_value_heads=2, head_dim=16,
+                                      num_local_experts=4, num_experts_per_tok=2, rotary_dim=8)),
     # 3 windowed layers with RoPE, then a global one without: 4 layers, pattern 4
     "cohere2": ("cohere2", dict(_COMMON, num_hidden_layers=4, intermediate_size=96, num_key_value_heads=2,
                                 sliding_window=WINDOW, sliding_window_pattern=4)),
@@ -164,6 +178,8 @@ _HF_LEAF = {
 #: Qwen3-Next's Gated DeltaNet module (`linear_attn`): its children keep their names; its own FLOPs are the
 #: matmuls of the chunked delta rule (prefill) = engine gated_delta_rule
 _HF_LINEAR_ATTENTION = ("in_proj_qkvz", "in_proj_ba", "conv1d", "out_proj")
+_HF_SPLIT_PROJECTIONS = {"in_proj_qkv": "in_proj_qkvz", "in_proj_z": "in_proj_qkvz", "in_proj_b": "in_proj_ba",
+                         "in_proj_a": "in_proj_ba"}
 _HF_ATTENTION = ("self_attn", "attn", "self_attention")  # own FLOPs of these modules = the attention matmuls
 
 
@@ -177,6 +193,8 @@ def hf_group(fqn: str) -> str | None:
         return "gated_delta_rule"
     if parent == "linear_attn" and leaf in _HF_LINEAR_ATTENTION:
         return leaf
+    if parent == "linear_attn" and leaf in _HF_SPLIT_PROJECTIONS:  # Qwen3.5: the fused projections, split
+        return _HF_SPLIT_PROJECTIONS[leaf]
     if leaf == "rotary_emb":  # transformers 4.x: cos/sin tables from an inv_freq x positions matmul
         return "rotary_table"
     if leaf == "c_proj":  # GPT-2 Conv1D: attn.c_proj is the output projection, mlp.c_proj the second MLP matmul
@@ -378,6 +396,9 @@ KNOWN_DIFFERENT = {
     ("llama4", "prefill"): {"experts"}, ("llama4", "decode"): {"experts"},
     ("llama4-chunk8", "prefill"): {"experts"}, ("llama4-chunk8", "decode"): {"experts", "attention"},
     ("qwen3-next", "prefill"): {"conv1d", "gated_delta_rule"}, ("qwen3-next", "decode"): {"conv1d", "gated_delta_rule"},
+    ("qwen3-5-moe", "prefill"): {"conv1d", "gated_delta_rule"},
+    ("qwen3-5-moe", "decode"): {"conv1d", "gated_delta_rule"},
+    ("qwen3-5", "prefill"): {"conv1d", "gated_delta_rule"}, ("qwen3-5", "decode"): {"conv1d", "gated_delta_rule"},
 }
 
 

@@ -35,9 +35,9 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
         "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "moe_layer_freq", "n_embd",
         "n_layer", "n_head", "n_positions", "ffn_dim", "num_ln_in_parallel_attn", "num_key_value_heads", "head_dim",
         "sliding_window", "n_inner", "ffn_hidden_size", "num_kv_heads", "word_embed_proj_dim", "q_lora_rank",
-        "n_shared_experts", "shared_expert_intermediate_size"), _INT),
+        "n_shared_experts", "shared_expert_intermediate_size", "rotary_dim", "num_mtp_modules"), _INT),
     **dict.fromkeys(("use_sliding_window", "tie_word_embeddings", "multi_query", "new_decoder_architecture",
-                     "parallel_attn", "bias", "use_bias"), _BOOL),
+                     "parallel_attn", "bias", "use_bias", "use_mtp"), _BOOL),
     **dict.fromkeys(("layer_types", "mlp_only_layers"), _LIST),
 }
 #: Fields whose null means something other than "unset" (DeepSeek: q_lora_rank null = a plain q_proj,
@@ -220,9 +220,13 @@ def _language_model(cfg: dict, where: str) -> tuple[str, dict]:
     if family in TEXT_WRAPPERS and isinstance(cfg.get("text_config"), dict):
         # a multimodal checkpoint (Gemma 3, Llama 4): the language model is its text_config; the vision tower is
         # not part of a text-only pass. Fields the file leaves out take transformers' defaults for the family.
-        family = TEXT_WRAPPERS[family]
-        cfg = {**WRAPPED_DEFAULTS.get(family, {}), **cfg["text_config"], "model_type": family,
-               "quantization_config": cfg.get("quantization_config")}
+        family, text = TEXT_WRAPPERS[family], cfg["text_config"]
+        outer = {name: cfg[name] for name in ("quantization_config", "tie_word_embeddings") if name in cfg}
+        cfg = {**WRAPPED_DEFAULTS.get(family, {}), **text, **outer, "model_type": family}
+        if "quantization_config" not in outer:  # Kimi-K2.5 quantizes inside text_config
+            cfg["quantization_config"] = text.get("quantization_config")
+        check_field_types(cfg, where)
+        cfg = {name: value for name, value in cfg.items() if value is not None or name in NULL_IS_A_VALUE}
     family = FAMILY_ALIASES.get(family, family)
     if family not in FAMILIES:
         raise unknown(f"{where}: model_type", family, SUPPORTED_FAMILIES)
@@ -244,11 +248,34 @@ def _native_dtypes(quantization: dict | None, where: str) -> dict:
     if method in ("gptq", "awq") and bits:
         return {"native_weight_dtype": bits}
     algo = {"NVFP4": "nvfp4", "FP8": "fp8"}.get(str(quantization.get("quant_algo", "")).upper())
-    if method == "modelopt" and algo:
+    producer = quantization.get("producer")
+    if algo and (method == "modelopt" or (not method and isinstance(producer, dict)
+                                          and producer.get("name") == "modelopt")):
         return {"native_weight_dtype": algo}
+    if method == "compressed-tensors":
+        return _compressed_tensors(quantization, where)
     raise RooflineInputError(
         f"{where}: quantization_config quant_method '{method}' is not supported; supported: mxfp4, fp8, gptq or awq "
-        "with bits 4 or 8, modelopt with quant_algo NVFP4 or FP8 (or delete quantization_config for 16-bit)")
+        "with bits 4 or 8, modelopt with quant_algo NVFP4 or FP8, compressed-tensors with int4, int8, fp8 or nvfp4 "
+        "weights (or delete quantization_config for 16-bit)")
+
+
+#: compressed-tensors weight schemes (num_bits, type) -> storage dtype (a 4-bit float is NVFP4's e2m1 in groups)
+_COMPRESSED = {(4, "int"): "int4", (8, "int"): "int8", (8, "float"): "fp8", (4, "float"): "nvfp4"}
+
+
+def _compressed_tensors(quantization: dict, where: str) -> dict:
+    """The dtype of a compressed-tensors checkpoint (llm-compressor): its first config group's weights; the routed
+    experts alone where the ignore list keeps the attention 16-bit (Kimi-K2.5: int4 experts, group 32)."""
+    groups = quantization.get("config_groups")
+    weights = next(iter(groups.values()), {}).get("weights") if isinstance(groups, dict) and groups else None
+    scheme = (weights.get("num_bits"), str(weights.get("type", "")).lower()) if isinstance(weights, dict) else None
+    if scheme not in _COMPRESSED:
+        raise RooflineInputError(f"{where}: quantization_config (compressed-tensors) weights {scheme!r:.60} are not "
+                                 "supported; supported: 4- or 8-bit int, 8-bit float, 4-bit float (NVFP4)")
+    ignored = quantization.get("ignore") or []
+    experts_only = any("self_attn" in str(pattern) for pattern in ignored)
+    return {"native_expert_dtype" if experts_only else "native_weight_dtype": _COMPRESSED[scheme]}
 
 
 def _windows(cfg: dict, need, reader: Family, n_layers: int) -> tuple[int | None, int]:

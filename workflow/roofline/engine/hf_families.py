@@ -15,9 +15,11 @@ from .errors import RooflineInputError
 
 #: multimodal model_types whose language model is the `text_config` (read with that family's reader)
 #: (Mistral Small 3.1, Qwen2-VL and Qwen2.5-VL: a Mistral / Qwen2 language model; older Qwen2-VL files list its
-#: fields at the top level instead, read through FAMILY_ALIASES)
+#: fields at the top level instead, read through FAMILY_ALIASES; Kimi-K2.5: a Kimi-K2; Qwen3-VL: a Qwen3 or Qwen3-MoE;
+#: Qwen3.5: Qwen3-Next's hybrid, dense or MoE)
 TEXT_WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral", "qwen2_vl": "qwen2",
-                 "qwen2_5_vl": "qwen2"}
+                 "qwen2_5_vl": "qwen2", "kimi_k25": "deepseek_v3", "qwen3_vl": "qwen3", "qwen3_vl_moe": "qwen3_moe",
+                 "qwen3_5": "qwen3_5", "qwen3_5_moe": "qwen3_next"}
 #: transformers' Gemma3TextConfig defaults: Gemma 3's multimodal files list only the fields that differ from them
 WRAPPED_DEFAULTS = {"gemma3_text": {"vocab_size": 262208, "num_attention_heads": 8, "num_key_value_heads": 4,
                                     "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
@@ -60,15 +62,18 @@ def _layer_list(cfg: dict, name: str, n_layers: int, where: str, values: tuple |
 
 
 # ------------------------------------------------------------- shape readers: MLP, heads, norm, positions
-def _gated(kv_heads_default: bool = False, width: str = "intermediate_size") -> Callable[..., dict]:
+def _gated(kv_heads_default: bool = False, width: str = "intermediate_size",
+           dense_optional: bool = False) -> Callable[..., dict]:
     """The reader of Llama-style fields: RMSNorm, a gated MLP of `width`, num_key_value_heads required unless
     `kv_heads_default` (transformers' defaults differ by family, Mistral/Mixtral 8, Qwen2 32, ...: only Llama, Phi-3,
-    Qwen3 and DeepSeek fall back to the query-head count)."""
+    Qwen3 and DeepSeek fall back to the query-head count). `dense_optional`: a file whose every layer is MoE may
+    leave the dense width out (Qwen3.5-MoE); ModelSpec requires it where a dense layer needs it."""
 
     def shape(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
         n_kv = need("num_key_value_heads", default=n_heads if kv_heads_default else None,
                     required=not kv_heads_default)
-        return dict(n_kv_heads=n_kv, intermediate=need(width), activation=need("hidden_act", "hidden_activation"),
+        intermediate = need(width, default=0, required=False) if dense_optional else need(width)
+        return dict(n_kv_heads=n_kv, intermediate=intermediate, activation=need("hidden_act", "hidden_activation"),
                     norm="rmsnorm", mlp_type="gated", max_position=need("max_position_embeddings"))
 
     return shape
@@ -262,6 +267,21 @@ def _global_nope(cfg: dict, need, kw: dict, where: str) -> dict:
     return dict(nope_layers=kw["n_layers"] - kw["sliding_layers"])
 
 
+def _minimax_m2(cfg: dict, need, kw: dict, where: str) -> dict:
+    """MiniMax-M2: every layer MoE (experts of intermediate_size; a sigmoid router with a score-correction bias, the
+    family's traits), q/k RMSNorms over the whole projections, RoPE on rotary_dim channels of each head (released
+    files; transformers 5 writes partial_rotary_factor). Its MTP modules (use_mtp: num_mtp_modules) are not part of a
+    forward pass: only speculative decoding reads them."""
+    head_dim = kw["head_dim"]
+    rotary = cfg.get("rotary_dim")
+    if rotary is None:
+        rotary = _rope_dim(cfg, head_dim, 1.0, where)
+    elif not 0 < rotary <= head_dim:
+        raise RooflineInputError(f"{where}: field 'rotary_dim' is {rotary}; expected 1 to head_dim ({head_dim})")
+    mtp = need("num_mtp_modules", default=0, required=False) if cfg.get("use_mtp") else 0
+    return {**_mixtral(cfg, need, kw, where), "rope_dim": rotary, "mtp_layers": mtp}
+
+
 def _gpt_oss(cfg: dict, need, kw: dict, where: str) -> dict:
     """gpt-oss: every layer MoE (experts of intermediate_size, with biases), biased attention with sinks."""
     bias = cfg.get("attention_bias", True)
@@ -346,7 +366,7 @@ FAMILIES: dict[str, Family] = {
     "llama4_text": Family({}, _gated(width="intermediate_size_mlp"), extras=(_llama4,)),
     "glm4_moe": Family({"qkv_bias": True, "router_bias": True}, extras=(_glm4_moe,)),
     "qwen3_next": Family({"qk_norm": True, "attn_output_gate": True, "shared_expert_gate": True},
-                         extras=(_qwen3_next, _shared_expert, _qwen3_moe)),
+                         _gated(dense_optional=True), extras=(_qwen3_next, _shared_expert, _qwen3_moe)),
     # ---- read from config.json only (no catalog row): checked against transformers' modules by
     # tests/test_validation_torch.py (FLOPs per module and parameters)
     "deepseek_v2": Family({}, _gated(kv_heads_default=True), extras=(_deepseek_v2,)),
@@ -359,9 +379,15 @@ FAMILIES: dict[str, Family] = {
     "olmo2": Family({"qk_norm": True, "qk_norm_full": True}, _gated(kv_heads_default=True)),
     "olmoe": Family({"qk_norm": True, "qk_norm_full": True}, _gated(kv_heads_default=True), extras=(_mixtral,)),
     "cohere": Family({"parallel_block": True, "norms_per_layer": 1}, _cohere, tied=True),
+    # Qwen3.5's dense models: Qwen3-Next's Gated DeltaNet and gated attention layers with a dense MLP
+    "qwen3_5": Family({"qk_norm": True, "attn_output_gate": True}, _gated(kv_heads_default=True),
+                      extras=(_qwen3_next,)),
+    "minimax_m2": Family({"router_bias": True, "qk_norm": True, "qk_norm_full": True}, extras=(_minimax_m2,)),
     "cohere2": Family({"parallel_block": True, "norms_per_layer": 1}, _cohere, _local_global(4),
                       extras=(_global_nope,), tied=True),
 }
 #: model_type spellings that load with another family's reader (Kimi-K2 is a DeepSeek-V3 with other sizes)
-FAMILY_ALIASES = {"kimi_k2": "deepseek_v3", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
+#: and the model_types transformers gives the language models of multimodal checkpoints saved on their own
+FAMILY_ALIASES = {"kimi_k2": "deepseek_v3", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen3_vl_text": "qwen3",
+                  "qwen3_vl_moe_text": "qwen3_moe", "qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_next"}
 SUPPORTED_FAMILIES = tuple(FAMILIES)
