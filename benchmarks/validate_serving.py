@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 from roofline.engine import hardware, models  # noqa: E402
 from roofline.engine.errors import RooflineInputError  # noqa: E402
+from roofline.engine.model_spec import ModelSpec  # noqa: E402
 from roofline.engine.parallel import Parallel  # noqa: E402
 from roofline.engine.scenario import Scenario  # noqa: E402
 from roofline.estimate.expected import analyze  # noqa: E402
@@ -43,10 +45,15 @@ MODELS = {
     "nvidia/DeepSeek-R1-NVFP4": "deepseek-v3", "nvidia/DeepSeek-V3.1-NVFP4": "deepseek-v3",
     "openai/gpt-oss-120b": "gpt-oss-120b",
 }
+#: models with no catalog row, read from the config.json the package ships (model_configs/{org}--{name}_config.json):
+#: the keys they get here
+FROM_CONFIG = {"MiniMaxAI/MiniMax-M2.5": "minimax-m2.5", "moonshotai/Kimi-K2.5": "kimi-k2.5",
+               "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b"}
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "b300_sxm": "b300",
            "gb200": "gb200-gpu", "gb300": "gb300-gpu"}
 #: precision -> (weight, activation, KV cache) dtypes
-PRECISIONS = {"fp8": ("fp8", "fp8", "fp8"), "bf16": ("bf16", "bf16", "bf16"), "fp4": ("nvfp4", "nvfp4", "fp8")}
+PRECISIONS = {"fp8": ("fp8", "fp8", "fp8"), "bf16": ("bf16", "bf16", "bf16"), "fp4": ("nvfp4", "nvfp4", "fp8"),
+              "int4": ("native", "bf16", "bf16")}  # Kimi-K2.5's own int4 experts (W4A16), 16-bit elsewhere
 DENSE = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b")
 #: a closed-loop benchmark's length in waves of N requests (the first wave arrives at once); fitted with --fit
 WAVES = 10.0
@@ -58,6 +65,18 @@ ROUNDS = 1
 #: default on Blackwell (TensorRT-LLM's gpt-oss deployment guide; Hopper's default, Triton, keeps BF16 activations).
 #: The package measures both kernels; the W4A16 ones are 2.5-3.5x slower at decode batches
 W4A8_DEVICES = ("b200", "b300", "gb200-gpu", "gb300-gpu")
+
+
+@lru_cache(maxsize=None)
+def model_of(key: str) -> ModelSpec:
+    """The catalog's model, or one read from the package's config.json (FROM_CONFIG)."""
+    paths = {name: path for path, name in FROM_CONFIG.items()}
+    if key not in paths:
+        return models.get_model(key)
+    from importlib import resources
+    name = paths[key].replace("/", "--") + "_config.json"
+    return models.model_from_hf_config(str(resources.files("aiconfigurator_core").joinpath("model_configs", name)),
+                                       key)
 
 
 def precision(row) -> tuple[str, str, str]:
@@ -84,7 +103,7 @@ def silicon() -> pd.DataFrame:
     several = (data["mode"] == "agg") & (ratio > 1) & (ratio == ratio.round())
     data["replicas"] = np.where(several, ratio, 1.0)
     data["concurrency"] = data.concurrency / data.replicas
-    data["model"], data["gpu"] = data.model_path.map(MODELS), data.system.map(SYSTEMS)
+    data["model"], data["gpu"] = data.model_path.map({**MODELS, **FROM_CONFIG}), data.system.map(SYSTEMS)
     data["precision"] = data.precision.fillna("bf16")
     return data[data.model.notna() & data.gpu.notna()].reset_index(drop=True)
 
@@ -103,7 +122,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     """The served row of one measured run (raises RooflineInputError where it cannot be served)."""
     if not row.concurrency == row.concurrency:
         raise RooflineInputError("no concurrency recorded")
-    model, gpu = models.get_model(row.model), hardware.get_accelerator(row.gpu)
+    model, gpu = model_of(row.model), hardware.get_accelerator(row.gpu)
     weight, act, kv = precision(row)
     prefix = "decode_" if row["mode"] == "disagg" else ""
     decode = plan(row[f"{prefix}tp_size"], row[f"{prefix}attention_dp_size"], row[f"{prefix}moe_tp_size"],
@@ -129,7 +148,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
 def today_row(row) -> tuple[float, float]:
     """Today's step model: (TTFT = one request's prefill, TPOT = one decode step at batch = concurrency per decode
     worker and the mean KV length), expected times."""
-    model, gpu = models.get_model(row.model), hardware.get_accelerator(row.gpu)
+    model, gpu = model_of(row.model), hardware.get_accelerator(row.gpu)
     weight, act, kv = precision(row)
     disagg = row["mode"] == "disagg"
     prefix = "decode_" if disagg else ""

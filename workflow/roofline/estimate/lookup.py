@@ -23,6 +23,7 @@ from .calibration import (
     manifest,
     points,
     read_table,
+    shipped_frameworks,
     shipped_path,
     table_path,
 )
@@ -46,12 +47,30 @@ class Calibration:
     framework: str = ""
     table: str = "none"
     domain: int = 1  # the device's scale-up domain: collectives beyond it cross the scale-out network
+    sibling_paths: tuple = ()  # the device's tables of the other frameworks (read on first use: siblings)
+    device: Accelerator | None = None
+    _siblings: list | None = None
 
     @property
     def pooled(self) -> Fit:
         if self.fallback is None:
             self.fallback = pooled()
         return self.fallback
+
+    @property
+    def siblings(self) -> list[Fit]:
+        """The fits of the device's tables measured under the other frameworks (its default first)."""
+        if self._siblings is None:
+            self._siblings = [load_fit(path, self.device)[0] for path in self.sibling_paths]
+        return self._siblings
+
+    def _sibling_grid(self, cls: str, dtype: str, operand: str, phase: str):
+        """(fit, grid) of the first sibling that measured this very kernel (exact key), else (None, None)."""
+        for fit in self.siblings:
+            grid, exact = self._grid(fit, cls, dtype, operand, phase)
+            if grid is not None and exact:
+                return fit, grid
+        return None, None
 
     def _grid(self, fit: Fit | None, cls: str, dtype: str, operand: str, phase: str):
         """(Grid, exact): the curve of the key, or of its same-rate dtype or operand (fp16 and bf16 count as one),
@@ -80,6 +99,9 @@ class Calibration:
         fit, gap = self.own, self.gap_s
         if grid is None and cls in ELEMENTWISE_CLASSES:
             grid, _ = self._grid(self.own, "elementwise", dtype, "", "")
+            label = DEFAULT
+        if grid is None:  # a kernel this framework's table lacks, measured on the same device under another one
+            fit, grid = self._sibling_grid(cls, dtype, operand, phase)
             label = DEFAULT
         if grid is None:
             fit, gap = self.pooled, LAUNCH_GAP_S
@@ -129,9 +151,12 @@ def calibration_for(gpu: Accelerator, framework: str = "") -> Calibration:
         framework = framework if gpu.calibration else framework or framework_for(gpu)
         path = table_path(gpu, framework)
         own, facts = load_fit(path, gpu) if path else (None, {})
+        chip = gpu.chip or gpu.key
+        siblings = tuple(str(shipped_path(chip, other)) for other in shipped_frameworks(chip)
+                         if str(shipped_path(chip, other)) != path)
         _CACHE[key] = Calibration(own, None, bool(facts.get("measured")),
                                   LAUNCH_GAP_S if facts.get("kernel_durations") else 0.0, facts.get("framework", ""),
-                                  describe(path), gpu.scaleup_domain)
+                                  describe(path), gpu.scaleup_domain, siblings, gpu)
     return _CACHE[key]
 
 
@@ -152,11 +177,11 @@ def describe(path: str | None) -> str:
 @lru_cache(maxsize=1)
 def pooled() -> Fit:
     """The fallback curves: FALLBACK_TABLES's shipped tables (default framework) and vidur element-wise tables,
-    each row relative to its own device's bound; shipped as POOLED_FIT."""
+    each row relative to its own device's bound; shipped as POOLED_FIT. Read with every grid made monotone in the
+    bound (curves.monotone): cross-device data leave spikes a device's own table does not."""
     path = data_dir() / POOLED_FIT
-    if path.is_file():
-        return curves.load(path)[0]
-    return fit_pooled()
+    fit = curves.load(path)[0] if path.is_file() else fit_pooled()
+    return Fit(grids=curves.MonotoneGrids(fit.grids), comm=fit.comm, floor_s=fit.floor_s)
 
 
 def fit_pooled() -> Fit:
