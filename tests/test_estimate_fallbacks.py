@@ -57,3 +57,19 @@ def test_every_pooled_grid_is_monotone_in_the_bound():
 def test_a_device_without_other_tables_has_no_siblings():
     assert calibration_for(hardware.get_accelerator("mi300x"), "").sibling_paths == ()
     assert len(calibration_for(hardware.get_accelerator("h200-sxm"), "vllm").sibling_paths) == 2
+
+
+def test_a_gemm_of_a_few_outputs_is_priced_as_the_stream_it_is():
+    # Qwen3-Next's shared-expert gate is Linear(2048, 1): 4000 tokens x 2048 x 1 x 2 = 16.4 MFLOP over 8.2 MB of
+    # bf16 input. The GEMM tables' narrowest outputs are 128 wide; read there it came to 20-100x its bound (215 us
+    # for a 2 us bound on a B200). As a stream it is at most a few times its bound
+    from roofline.estimate.step import GEMV_OUTPUTS, gemm_outputs
+    model = models.get_model("qwen3-next-80b-a3b")
+    scenario = Scenario(batch=1, seq_len=4000, framework="trtllm")
+    ops, _ = analyze(model, hardware.get_accelerator("h200-sxm"), "prefill", scenario)
+    gate = next(op for op in ops if op["op"] == "shared_expert_gate")
+    assert gate["t_s"] <= gate["t_expected_s"] <= 5 * gate["t_s"] + 10e-6
+    from roofline.engine.graph import build_operators
+    by_name = {op.name: op for op in build_operators(model, "prefill", scenario.for_model(model))}
+    assert gemm_outputs(by_name["shared_expert_gate"], scenario, np.asarray) == 1
+    assert gemm_outputs(by_name["router"], scenario, np.asarray) == 512 >= GEMV_OUTPUTS  # a GEMM: its tables

@@ -71,6 +71,21 @@ def operand_dtype(op: Op, scenario: Scenario, cls: str) -> str:
     return scenario.kv_dtype if cls == "attention" else ""
 
 
+#: a GEMM with fewer outputs per row than this is a matrix-vector product (a gate Linear(D, 1), Mixtral's 8-expert
+#: router): GEMV-class kernels stream its input like an element-wise kernel, and the measured GEMM tables hold no
+#: such shape (their narrowest outputs are 128 wide; read there they gave 20-100x the bound)
+GEMV_OUTPUTS = 16
+
+
+def gemm_outputs(op: Op, scenario: Scenario, pick) -> float:
+    """Outputs per row N of a GEMM operator: FLOPs 2 M N K over input bytes M K x its width (the widest over
+    candidates)."""
+    width = DTYPE_BYTES[scenario.act_dtype]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = pick(op.cost.flops) * width / (2 * pick(op.cost.act_read))
+    return float(np.nanmax(n)) if np.size(n) else 0.0
+
+
 def fuse(ops, framework: str) -> list[tuple[tuple[Op, ...], str]]:
     """The operators as the framework's kernels, (operators, class): fused groups (FUSIONS) where all members are
     present with one count (the member of the group's class first), every other operator alone."""
@@ -126,7 +141,9 @@ class Kernels:
         pick = pick or _as_array
         self.framework, self.count = framework, np.array([g[0][0].count for g in groups], dtype=float)
         self.principal = [g[0][0] for g in groups]
-        self.classes = [cls for _, cls in groups]
+        self.classes = ["elementwise" if cls == "gemm" and len(members) == 1
+                        and gemm_outputs(members[0], scenario, pick) < GEMV_OUTPUTS else cls
+                        for members, cls in groups]
         costs = {op.name: (pick(op.cost.flops), pick(op.cost.bytes), pick(op.cost.network)) for op in ops}
         rows = [[sum(costs[op.name][field] for op in members) for members, _ in groups] for field in range(3)]
         for number, (members, cls) in enumerate(groups):
