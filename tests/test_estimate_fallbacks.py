@@ -73,3 +73,14 @@ def test_a_gemm_of_a_few_outputs_is_priced_as_the_stream_it_is():
     by_name = {op.name: op for op in build_operators(model, "prefill", scenario.for_model(model))}
     assert gemm_outputs(by_name["shared_expert_gate"], scenario, np.asarray) == 1
     assert gemm_outputs(by_name["router"], scenario, np.asarray) == 512 >= GEMV_OUTPUTS  # a GEMM: its tables
+
+
+def test_gated_deltanet_kernels_are_no_table_s_measurement():
+    # Qwen3-Next's convolution and delta rule are priced on the softmax-attention curve of the H200's table, which
+    # measured neither: their estimate is default, and so the step's is partial, not calibrated
+    ops, totals = analyze(models.get_model("qwen3-next-80b-a3b"), hardware.get_accelerator("h200-sxm"), "decode",
+                          Scenario(batch=8, seq_len=2048))
+    labels = {op["op"]: op["estimate"] for op in ops}
+    assert (labels["conv1d"], labels["gated_delta_rule"], labels["fused_attention"]) == \
+        ("default", "default", "calibrated")
+    assert totals["estimate"] == "partial"
