@@ -251,3 +251,15 @@ def test_qwen3_vl_takes_the_outer_file_s_tied_embeddings():
     m = models.model_from_hf_dict({"model_type": "qwen3_vl", "text_config": text, "tie_word_embeddings": True}, "v")
     assert (m.family, m.tie_embeddings, m.qk_norm) == ("qwen3", True, True)
     assert round(models.parameter_counts(m)[0] / 1e9, 2) == 4.02  # Qwen3-VL-4B's 4.4B less its 0.4B vision tower
+
+
+def test_mimo_is_qwen2_with_its_mtp_layer_beside_it():
+    # MiMo-7B-Base: 7.62B in its 36 decoder layers (HF counts 7.83B with the MTP layer); one MTP layer for
+    # --spec-method mtp
+    cfg = dict(model_type="mimo", num_hidden_layers=36, hidden_size=4096, num_attention_heads=32,
+               num_key_value_heads=8, head_dim=128, intermediate_size=11008, vocab_size=151680,
+               max_position_embeddings=32768, hidden_act="silu", attention_bias=True, use_sliding_window=False,
+               sliding_window=32768, max_window_layers=32, num_nextn_predict_layers=1, tie_word_embeddings=False)
+    m = models.model_from_hf_dict(cfg, "mimo-7b")
+    assert (m.family, m.qkv_bias, m.mtp_layers, m.sliding_layers) == ("qwen2", True, 1, 0)
+    assert round(models.parameter_counts(m)[0] / 1e9, 2) == 7.62

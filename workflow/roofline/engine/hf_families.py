@@ -386,8 +386,9 @@ FAMILIES: dict[str, Family] = {
     "cohere2": Family({"parallel_block": True, "norms_per_layer": 1}, _cohere, _local_global(4),
                       extras=(_global_nope,), tied=True),
 }
-#: model_type spellings that load with another family's reader (Kimi-K2 is a DeepSeek-V3 with other sizes)
+#: model_type spellings that load with another family's reader (Kimi-K2 is a DeepSeek-V3 with other sizes; MiMo-7B
+#: is Qwen2's decoder with multi-token-prediction layers beside it)
 #: and the model_types transformers gives the language models of multimodal checkpoints saved on their own
-FAMILY_ALIASES = {"kimi_k2": "deepseek_v3", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen3_vl_text": "qwen3",
+FAMILY_ALIASES = {"kimi_k2": "deepseek_v3", "mimo": "qwen2", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen3_vl_text": "qwen3",
                   "qwen3_vl_moe_text": "qwen3_moe", "qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_next"}
 SUPPORTED_FAMILIES = tuple(FAMILIES)
