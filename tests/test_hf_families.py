@@ -4,6 +4,7 @@ tests/test_validation_torch.py checks their FLOPs per module, parameters and KV 
 modules on tiny shapes; here the full-size configs' parameter counts meet the published ones, the family rules
 (routing groups, shared experts, biases, norms) are exact on small integers, and each serves end to end."""
 import json
+import re
 
 import pytest
 
@@ -239,7 +240,8 @@ def test_more_quantization_configs_set_the_native_dtypes(quantization, fields):
 
 def test_an_unsupported_compressed_tensors_scheme_is_one_line():
     bad = {"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 2, "type": "int"}}}}
-    with pytest.raises(RooflineInputError, match=r"compressed-tensors\) weights \(2, 'int'\) are not supported"):
+    with pytest.raises(RooflineInputError, match=r"compressed-tensors\) weights \{'num_bits': 2, 'type': 'int'\} are "
+                                                 "not supported"):
         models.model_from_hf_dict(dict(CONFIGS["granite-3.1-8b-base"], quantization_config=bad), "q")
 
 
@@ -263,3 +265,68 @@ def test_mimo_is_qwen2_with_its_mtp_layer_beside_it():
     m = models.model_from_hf_dict(cfg, "mimo-7b")
     assert (m.family, m.qkv_bias, m.mtp_layers, m.sliding_layers) == ("qwen2", True, 1, 0)
     assert round(models.parameter_counts(m)[0] / 1e9, 2) == 7.62
+
+
+# --------------------------------------------------------------------------- found by a review of the readers
+def test_modelopt_nvfp4_files_that_keep_attention_16_bit_quantize_the_experts_alone():
+    # nvidia/MiniMax-M2.5-NVFP4 lists every layer's self_attn in its ignore list: 16-bit attention, NVFP4 experts
+    quantization = {"quant_method": "modelopt", "quant_algo": "NVFP4",
+                    "ignore": ["lm_head", "model.layers.0.self_attn*", "model.layers.1.self_attn*"]}
+    m = models.model_from_hf_dict(dict(MINIMAX_M2_5, quantization_config=quantization), "m")
+    assert (m.native_weight_dtype, m.native_expert_dtype) == ("", "nvfp4")
+
+
+@pytest.mark.parametrize("quantization, message", [
+    ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}, "quant_algo 'MIXED_PRECISION' is not supported"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": [1]}}, "weights None are not supported"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": [4], "type": "int"}}}},
+     "weights {'num_bits': [4], 'type': 'int'} are not supported"),
+    ({"quant_method": "compressed-tensors", "ignore": 5,
+      "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}, "field 'ignore' is 5; expected a list"),
+])
+def test_malformed_quantization_configs_are_one_line(quantization, message):
+    with pytest.raises(RooflineInputError, match=re.escape(message)) as error:
+        models.model_from_hf_dict(dict(CONFIGS["granite-3.1-8b-base"], quantization_config=quantization), "q")
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("text_config", [None, [1, 2], "x"])
+def test_a_wrapper_without_its_text_config_says_so(text_config):
+    with pytest.raises(RooflineInputError, match="model_type 'kimi_k25' keeps its language model in 'text_config'"):
+        models.model_from_hf_dict({"model_type": "kimi_k25", "text_config": text_config}, "k")
+
+
+def test_fields_a_file_may_leave_out_take_transformers_defaults():
+    # Gemma head_dim 256 (not 3072 / 16 = 192), MiniMax-M2 head_dim 128, Qwen2-MoE's shared expert 5632 wide,
+    # Cohere2's window 4096 on 3 of every 4 layers
+    gemma = {k: v for k, v in CONFIGS["gemma-7b"].items() if k != "head_dim"}
+    assert models.model_from_hf_dict(gemma, "g").head_dim == 256
+    minimax = {k: v for k, v in MINIMAX_M2_5.items() if k != "head_dim"}
+    assert models.model_from_hf_dict(minimax, "m").head_dim == 128
+    qwen = {k: v for k, v in CONFIGS["Qwen1.5-MoE-A2.7B"].items() if k != "shared_expert_intermediate_size"}
+    assert models.model_from_hf_dict(qwen, "q").n_shared_experts == 4  # 5632 / 1408
+    cohere2 = {k: v for k, v in CONFIGS["c4ai-command-r7b-12-2024"].items() if k != "sliding_window"}
+    assert (models.model_from_hf_dict(cohere2, "c").sliding_window,
+            models.model_from_hf_dict(cohere2, "c").sliding_layers) == (4096, 24)
+
+
+def test_flags_and_layer_kinds_are_type_checked():
+    with pytest.raises(RooflineInputError, match="field 'use_qk_norm' is 'false'; expected true or false"):
+        models.model_from_hf_dict(dict(CONFIGS["c4ai-command-r-plus"], use_qk_norm="false"), "c")
+    with pytest.raises(RooflineInputError, match="field 'layer_types' is \\[1, 2, 3, 4\\]; expected a list of layer"):
+        models.model_from_hf_dict(dict(QWEN3_5_397B, num_hidden_layers=4, layer_types=[1, 2, 3, 4]), "q")
+
+
+def test_attention_bias_is_read_and_an_mlp_bias_refused():
+    # Granite 3.1 8B with attention_bias: q, k, v, o biases = 4096 + 2 x 1024 + 4096 = 10,240 per layer x 40
+    plain = models.parameter_counts(models.model_from_hf_dict(dict(CONFIGS["granite-3.1-8b-base"]), "g"))[0]
+    biased = models.model_from_hf_dict(dict(CONFIGS["granite-3.1-8b-base"], attention_bias=True), "g")
+    assert models.parameter_counts(biased)[0] - plain == 40 * 10_240
+    with pytest.raises(RooflineInputError, match="mlp_bias true is not supported"):
+        models.model_from_hf_dict(dict(CONFIGS["granite-3.1-8b-base"], mlp_bias=True), "g")
+
+
+def test_minimax_partial_rotary_factor_wins_over_rotary_dim():
+    # transformers sets partial_rotary_factor from rotary_dim only where none is given
+    m = models.model_from_hf_dict(dict(MINIMAX_M2_5, partial_rotary_factor=0.25), "m")
+    assert m.rope_dim == 32

@@ -12,7 +12,14 @@ import stat
 from pathlib import Path
 
 from .errors import RooflineInputError, unknown
-from .hf_families import FAMILIES, FAMILY_ALIASES, SUPPORTED_FAMILIES, TEXT_WRAPPERS, WRAPPED_DEFAULTS, Family
+from .hf_families import (
+    ACCEPTED_MODEL_TYPES,
+    FAMILIES,
+    FAMILY_ALIASES,
+    TEXT_WRAPPERS,
+    WRAPPED_DEFAULTS,
+    Family,
+)
 from .model_spec import MAX_DIMENSION, ModelSpec
 
 #: config.json fields holding names; every other field _need reads must be an integer
@@ -37,7 +44,8 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
         "sliding_window", "n_inner", "ffn_hidden_size", "num_kv_heads", "word_embed_proj_dim", "q_lora_rank",
         "n_shared_experts", "shared_expert_intermediate_size", "rotary_dim", "num_mtp_modules"), _INT),
     **dict.fromkeys(("use_sliding_window", "tie_word_embeddings", "multi_query", "new_decoder_architecture",
-                     "parallel_attn", "bias", "use_bias", "use_mtp"), _BOOL),
+                     "parallel_attn", "bias", "use_bias", "use_mtp", "use_qk_norm", "attention_bias", "mlp_bias"),
+                    _BOOL),
     **dict.fromkeys(("layer_types", "mlp_only_layers"), _LIST),
 }
 #: Fields whose null means something other than "unset" (DeepSeek: q_lora_rank null = a plain q_proj,
@@ -134,6 +142,10 @@ def check_field_types(cfg: dict, where: str) -> None:
         if wrong_bool or not isinstance(value, allowed):
             expected = " or ".join(_TYPE_NAMES[kind] for kind in allowed) + " (or null)"
             raise RooflineInputError(f"{where}: field '{name}' is {_shown(value)}; expected {expected}")
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list) and not all(isinstance(kind, str) for kind in kinds):
+        raise RooflineInputError(f"{where}: field 'layer_types' is {_shown(kinds)}; expected a list of layer kinds "
+                                 "('full_attention', 'sliding_attention', 'linear_attention', ...)")
     name = cfg.get("_name_or_path")
     if name is not None and len(name) > MAX_NAME_LENGTH:
         raise RooflineInputError(f"{where}: field '_name_or_path' is {_shown(name)}; at most {MAX_NAME_LENGTH} "
@@ -164,6 +176,7 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
     `source` (default `where`) is the spec's source."""
     family, cfg = _language_model(cfg, where)
     reader = FAMILIES[family]
+    cfg = {**reader.defaults, **cfg}
     need = lambda *names, **kw: _need(cfg, where, *names, **kw)  # noqa: E731
     hidden, n_layers, n_heads = (need(name) for name in reader.dimensions)
     shape = reader.shape(cfg, need, where, hidden, n_heads)
@@ -216,20 +229,24 @@ def _language_model(cfg: dict, where: str) -> tuple[str, dict]:
     family = cfg.get("model_type")
     if family is None:
         raise RooflineInputError(f"{where}: the file has no 'model_type' field; supported: "
-                                 f"{', '.join(SUPPORTED_FAMILIES)}")
+                                 f"{', '.join(ACCEPTED_MODEL_TYPES)}")
     if family in TEXT_WRAPPERS and isinstance(cfg.get("text_config"), dict):
         # a multimodal checkpoint (Gemma 3, Llama 4): the language model is its text_config; the vision tower is
         # not part of a text-only pass. Fields the file leaves out take transformers' defaults for the family.
-        family, text = TEXT_WRAPPERS[family], cfg["text_config"]
+        wrapper, family, text = family, TEXT_WRAPPERS[family], cfg["text_config"]
         outer = {name: cfg[name] for name in ("quantization_config", "tie_word_embeddings") if name in cfg}
-        cfg = {**WRAPPED_DEFAULTS.get(family, {}), **text, **outer, "model_type": family}
+        # errors name the file's own model_type ("model_type 'qwen3_5_moe' needs field ...")
+        cfg = {**WRAPPED_DEFAULTS.get(family, {}), **text, **outer, "model_type": wrapper}
         if "quantization_config" not in outer:  # Kimi-K2.5 quantizes inside text_config
             cfg["quantization_config"] = text.get("quantization_config")
         check_field_types(cfg, where)
         cfg = {name: value for name, value in cfg.items() if value is not None or name in NULL_IS_A_VALUE}
+    elif family in TEXT_WRAPPERS and family not in FAMILY_ALIASES:
+        raise RooflineInputError(f"{where}: model_type '{family}' keeps its language model in 'text_config', which "
+                                 f"the file lacks or holds no object: {_shown(cfg.get('text_config'))}")
     family = FAMILY_ALIASES.get(family, family)
     if family not in FAMILIES:
-        raise unknown(f"{where}: model_type", family, SUPPORTED_FAMILIES)
+        raise unknown(f"{where}: model_type", family, ACCEPTED_MODEL_TYPES)
     return family, cfg
 
 
@@ -247,16 +264,20 @@ def _native_dtypes(quantization: dict | None, where: str) -> dict:
     bits = {4: "int4", 8: "int8"}.get(quantization.get("bits"))
     if method in ("gptq", "awq") and bits:
         return {"native_weight_dtype": bits}
-    algo = {"NVFP4": "nvfp4", "FP8": "fp8"}.get(str(quantization.get("quant_algo", "")).upper())
+    algo_name = str(quantization.get("quant_algo", "")).upper()
     producer = quantization.get("producer")
-    if algo and (method == "modelopt" or (not method and isinstance(producer, dict)
-                                          and producer.get("name") == "modelopt")):
-        return {"native_weight_dtype": algo}
+    if method == "modelopt" or (not method and isinstance(producer, dict) and producer.get("name") == "modelopt"):
+        algo = {"NVFP4": "nvfp4", "FP8": "fp8"}.get(algo_name)
+        if not algo:
+            raise RooflineInputError(f"{where}: quantization_config (modelopt) quant_algo '{algo_name[:40]}' is not "
+                                     "supported; supported: NVFP4, FP8 (a MIXED_PRECISION file: give --weight-dtype "
+                                     "and --expert-weight-dtype)")
+        return _quantized(algo, quantization, where)
     if method == "compressed-tensors":
         return _compressed_tensors(quantization, where)
     raise RooflineInputError(
-        f"{where}: quantization_config quant_method '{method}' is not supported; supported: mxfp4, fp8, gptq or awq "
-        "with bits 4 or 8, modelopt with quant_algo NVFP4 or FP8, compressed-tensors with int4, int8, fp8 or nvfp4 "
+        f"{where}: quantization_config quant_method '{method[:40]}' is not supported; supported: mxfp4, fp8, gptq or "
+        "awq with bits 4 or 8, modelopt with quant_algo NVFP4 or FP8, compressed-tensors with int4, int8, fp8 or nvfp4 "
         "weights (or delete quantization_config for 16-bit)")
 
 
@@ -265,17 +286,30 @@ _COMPRESSED = {(4, "int"): "int4", (8, "int"): "int8", (8, "float"): "fp8", (4, 
 
 
 def _compressed_tensors(quantization: dict, where: str) -> dict:
-    """The dtype of a compressed-tensors checkpoint (llm-compressor): its first config group's weights; the routed
-    experts alone where the ignore list keeps the attention 16-bit (Kimi-K2.5: int4 experts, group 32)."""
+    """The dtype of a compressed-tensors checkpoint (llm-compressor): its first config group's weights."""
     groups = quantization.get("config_groups")
-    weights = next(iter(groups.values()), {}).get("weights") if isinstance(groups, dict) and groups else None
-    scheme = (weights.get("num_bits"), str(weights.get("type", "")).lower()) if isinstance(weights, dict) else None
+    first = next(iter(groups.values()), None) if isinstance(groups, dict) and groups else None
+    weights = first.get("weights") if isinstance(first, dict) else None
+    bits, kind = (weights.get("num_bits"), weights.get("type")) if isinstance(weights, dict) else (None, None)
+    scheme = (bits, kind.lower()) if isinstance(bits, int) and isinstance(kind, str) else None
     if scheme not in _COMPRESSED:
-        raise RooflineInputError(f"{where}: quantization_config (compressed-tensors) weights {scheme!r:.60} are not "
+        shown = _shown(weights, 60)
+        raise RooflineInputError(f"{where}: quantization_config (compressed-tensors) weights {shown} are not "
                                  "supported; supported: 4- or 8-bit int, 8-bit float, 4-bit float (NVFP4)")
-    ignored = quantization.get("ignore") or []
+    return _quantized(_COMPRESSED[scheme], quantization, where)
+
+
+def _quantized(dtype: str, quantization: dict, where: str) -> dict:
+    """`dtype` for every linear of the layers, or for the routed experts alone where the file's ignore list keeps
+    the attention 16-bit (ModelOpt's NVFP4 MiniMax, Kimi and Qwen3.5 files; Kimi-K2.5's int4 experts). The engine
+    has one dtype for the other linears, so a file that also keeps shared experts or dense layers 16-bit is read
+    as keeping them all."""
+    ignored = quantization.get("ignore", quantization.get("exclude_modules")) or []
+    if not isinstance(ignored, list):
+        raise RooflineInputError(f"{where}: quantization_config field 'ignore' is {_shown(ignored)}; expected a list "
+                                 "of module names or patterns")
     experts_only = any("self_attn" in str(pattern) for pattern in ignored)
-    return {"native_expert_dtype" if experts_only else "native_weight_dtype": _COMPRESSED[scheme]}
+    return {"native_expert_dtype" if experts_only else "native_weight_dtype": dtype}
 
 
 def _windows(cfg: dict, need, reader: Family, n_layers: int) -> tuple[int | None, int]:

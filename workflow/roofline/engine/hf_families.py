@@ -267,6 +267,16 @@ def _global_nope(cfg: dict, need, kw: dict, where: str) -> dict:
     return dict(nope_layers=kw["n_layers"] - kw["sliding_layers"])
 
 
+def _attention_bias(cfg: dict, need, kw: dict, where: str) -> dict:
+    """attention_bias (Granite, Cohere, OLMo-2): biases on q, k, v and o; mlp_bias, which no released checkpoint of
+    these sets, is refused rather than left out."""
+    if cfg.get("mlp_bias"):
+        raise RooflineInputError(f"{where}: mlp_bias true is not supported (biases on the MLP's linears alone); "
+                                 "supported: mlp_bias false")
+    bias = bool(cfg.get("attention_bias", False))
+    return dict(qkv_bias=bias, attn_out_bias=bias) if bias else {}
+
+
 def _minimax_m2(cfg: dict, need, kw: dict, where: str) -> dict:
     """MiniMax-M2: every layer MoE (experts of intermediate_size; a sigmoid router with a score-correction bias, the
     family's traits), q/k RMSNorms over the whole projections, RoPE on rotary_dim channels of each head (released
@@ -274,7 +284,9 @@ def _minimax_m2(cfg: dict, need, kw: dict, where: str) -> dict:
     forward pass: only speculative decoding reads them."""
     head_dim = kw["head_dim"]
     rotary = cfg.get("rotary_dim")
-    if rotary is None:
+    parameters = cfg.get("rope_parameters")
+    if cfg.get("partial_rotary_factor") or (isinstance(parameters, dict) and parameters.get("partial_rotary_factor")) \
+            or rotary is None:  # transformers: rotary_dim only where no partial_rotary_factor is given
         rotary = _rope_dim(cfg, head_dim, 1.0, where)
     elif not 0 < rotary <= head_dim:
         raise RooflineInputError(f"{where}: field 'rotary_dim' is {rotary}; expected 1 to head_dim ({head_dim})")
@@ -342,6 +354,7 @@ class Family(NamedTuple):
     extras: tuple[Callable[..., dict], ...] = ()
     tied: bool = False
     dimensions: tuple[str, str, str] = ("hidden_size", "num_hidden_layers", "num_attention_heads")
+    defaults: dict = {}  # transformers' defaults where a file may leave a field out and they are not derived ones
 
 
 _LEARNED = {"positions": "learned", "linear_bias": True}
@@ -371,24 +384,31 @@ FAMILIES: dict[str, Family] = {
     # tests/test_validation_torch.py (FLOPs per module and parameters)
     "deepseek_v2": Family({}, _gated(kv_heads_default=True), extras=(_deepseek_v2,)),
     "qwen2_moe": Family({"qkv_bias": True, "shared_expert_gate": True}, windows=_qwen2_window,
-                        extras=(_shared_expert, _qwen3_moe)),
-    "gemma": Family({}, tied=True),
-    "granite": Family({}, _gated(kv_heads_default=True)),
-    "granitemoe": Family({}, _gated(kv_heads_default=True), extras=(_mixtral,)),
+                        extras=(_shared_expert, _qwen3_moe), defaults={"shared_expert_intermediate_size": 5632}),
+    "gemma": Family({}, tied=True, defaults={"head_dim": 256}),
+    "granite": Family({}, _gated(kv_heads_default=True), extras=(_attention_bias,)),
+    "granitemoe": Family({}, _gated(kv_heads_default=True), extras=(_mixtral, _attention_bias)),
     "starcoder2": Family({}, _starcoder2, _every_layer, tied=True),
-    "olmo2": Family({"qk_norm": True, "qk_norm_full": True}, _gated(kv_heads_default=True)),
+    "olmo2": Family({"qk_norm": True, "qk_norm_full": True}, _gated(kv_heads_default=True),
+                    extras=(_attention_bias,)),
     "olmoe": Family({"qk_norm": True, "qk_norm_full": True}, _gated(kv_heads_default=True), extras=(_mixtral,)),
-    "cohere": Family({"parallel_block": True, "norms_per_layer": 1}, _cohere, tied=True),
+    "cohere": Family({"parallel_block": True, "norms_per_layer": 1}, _cohere, extras=(_attention_bias,), tied=True),
     # Qwen3.5's dense models: Qwen3-Next's Gated DeltaNet and gated attention layers with a dense MLP
     "qwen3_5": Family({"qk_norm": True, "attn_output_gate": True}, _gated(kv_heads_default=True),
-                      extras=(_qwen3_next,)),
-    "minimax_m2": Family({"router_bias": True, "qk_norm": True, "qk_norm_full": True}, extras=(_minimax_m2,)),
+                      extras=(_qwen3_next,), defaults={"head_dim": 256, "num_key_value_heads": 4}),
+    "minimax_m2": Family({"router_bias": True, "qk_norm": True, "qk_norm_full": True}, extras=(_minimax_m2,),
+                         defaults={"head_dim": 128}),
     "cohere2": Family({"parallel_block": True, "norms_per_layer": 1}, _cohere, _local_global(4),
-                      extras=(_global_nope,), tied=True),
+                      extras=(_global_nope, _attention_bias), tied=True, defaults={"sliding_window": 4096}),
 }
 #: model_type spellings that load with another family's reader (Kimi-K2 is a DeepSeek-V3 with other sizes; MiMo-7B
 #: is Qwen2's decoder with multi-token-prediction layers beside it)
 #: and the model_types transformers gives the language models of multimodal checkpoints saved on their own
-FAMILY_ALIASES = {"kimi_k2": "deepseek_v3", "mimo": "qwen2", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2", "qwen3_vl_text": "qwen3",
-                  "qwen3_vl_moe_text": "qwen3_moe", "qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_next"}
+FAMILY_ALIASES = {"kimi_k2": "deepseek_v3", "mimo": "qwen2", "qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2",
+                  "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe", "qwen3_5_text": "qwen3_5",
+                  "qwen3_5_moe_text": "qwen3_next"}
 SUPPORTED_FAMILIES = tuple(FAMILIES)
+#: the model_types an error lists: the families, their aliases and the multimodal wrappers (not the *_text names
+#: transformers gives a wrapper's language model saved alone, which load too)
+ACCEPTED_MODEL_TYPES = tuple(sorted({*FAMILIES, *TEXT_WRAPPERS,
+                                     *(alias for alias in FAMILY_ALIASES if not alias.endswith("_text"))}))
