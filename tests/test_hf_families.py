@@ -330,3 +330,16 @@ def test_minimax_partial_rotary_factor_wins_over_rotary_dim():
     # transformers sets partial_rotary_factor from rotary_dim only where none is given
     m = models.model_from_hf_dict(dict(MINIMAX_M2_5, partial_rotary_factor=0.25), "m")
     assert m.rope_dim == 32
+
+
+def test_whole_projection_qk_norms_all_reduce_their_statistics_under_tp():
+    # MiniMax-M2.5 at TP 4, 8 tokens: each of its 62 layers all-reduces the fp32 sum of squares of q and of k:
+    # 2 x 62 collectives of 8 tokens x 4 bytes; on one device none
+    from roofline.engine.graph import build_operators
+    from roofline.engine.parallel import Parallel
+    from roofline.engine.scenario import Scenario
+    m = models.model_from_hf_dict(dict(MINIMAX_M2_5), "m")
+    ops = {op.name: op for op in build_operators(m, "decode", Scenario(batch=8, seq_len=1024, parallel=Parallel(tp=4)))}
+    reduce = ops["qk_norm_all_reduce"]
+    assert (reduce.count, reduce.span, reduce.cost.act_read) == (124, 4, 8 * 4)
+    assert "qk_norm_all_reduce" not in {op.name for op in build_operators(m, "decode", Scenario(batch=8))}

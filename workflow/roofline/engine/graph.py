@@ -291,6 +291,9 @@ def _standard_attention(builder: _Builder, B, S, T, prefill):
     if m.qk_norm_full:  # one norm over each token's whole projection (OLMo-2's RMSNorm(H d)): the same elements
         builder.norm("q_norm", L, T, H * d)
         builder.norm("k_norm", L, T, Hkv * d)
+        # ...whose statistics span every device's slice under TP: at least one all-reduce of each token's fp32 sum
+        # of squares per norm (vLLM's MiniMaxText01RMSNormTP; its OLMo-2 all-gathers q and k instead, more bytes)
+        builder.collective("qk_norm_all_reduce", "all_reduce", 2 * L, tp, T=T, D=1, n=tp, a=4)
     elif m.qk_norm:
         builder.norm("q_norm", L, T * H, d)
         builder.norm("k_norm", L, T * Hkv, d)

@@ -8,6 +8,7 @@ from .. import units
 
 #: the collectives' names in sentences
 COLLECTIVE_NAMES = {"attn_all_reduce": "all-reduce", "mlp_all_reduce": "all-reduce", "embed_all_reduce": "all-reduce",
+                    "qk_norm_all_reduce": "all-reduce",
                     "logits_all_gather": "all-gather", "moe_dispatch": "all-to-all",
                     "moe_combine_all_to_all": "all-to-all", "pp_send": "pipeline send"}
 #: below this share of a step the collectives are not worth a sentence
