@@ -218,6 +218,11 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
         raise RooflineInputError(f"{error} (read from {source or where})") from None
 
 
+def _without_nulls(cfg: dict) -> dict:
+    """`cfg` without its null fields (unset, as transformers writes them), but those whose null is a value."""
+    return {name: value for name, value in cfg.items() if value is not None or name in NULL_IS_A_VALUE}
+
+
 def _language_model(cfg: dict, where: str) -> tuple[str, dict]:
     """(family, fields) of the language model a config.json describes: typed fields, nulls dropped, a multimodal
     file's text_config unwrapped, model_type aliases resolved; one line for anything else."""
@@ -225,7 +230,7 @@ def _language_model(cfg: dict, where: str) -> tuple[str, dict]:
         raise RooflineInputError(f"{where}: expected a JSON object with the model's fields, got a "
                                  f"{type(cfg).__name__}")
     check_field_types(cfg, where)
-    cfg = {name: value for name, value in cfg.items() if value is not None or name in NULL_IS_A_VALUE}
+    cfg = _without_nulls(cfg)
     family = cfg.get("model_type")
     if family is None:
         raise RooflineInputError(f"{where}: the file has no 'model_type' field; supported: "
@@ -240,7 +245,7 @@ def _language_model(cfg: dict, where: str) -> tuple[str, dict]:
         if "quantization_config" not in outer:  # Kimi-K2.5 quantizes inside text_config
             cfg["quantization_config"] = text.get("quantization_config")
         check_field_types(cfg, where)
-        cfg = {name: value for name, value in cfg.items() if value is not None or name in NULL_IS_A_VALUE}
+        cfg = _without_nulls(cfg)
     elif family in TEXT_WRAPPERS and family not in FAMILY_ALIASES:
         raise RooflineInputError(f"{where}: model_type '{family}' keeps its language model in 'text_config', which "
                                  f"the file lacks or holds no object: {_shown(cfg.get('text_config'))}")

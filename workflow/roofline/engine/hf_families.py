@@ -34,13 +34,16 @@ def _layer_count(cfg: dict, n_layers: int, kind: str, fallback: int) -> int:
     return fallback
 
 
-def _rope_dim(cfg: dict, head_dim: int, default_factor: float, where: str) -> int:
-    """Rotated channels per head: head_dim x partial_rotary_factor (top level, or in transformers 5's
-    rope_parameters), a fraction in (0, 1]."""
+def _partial_rotary_factor(cfg: dict):
+    """partial_rotary_factor at the top level, or in transformers 5's rope_parameters; None when neither gives it."""
     parameters = cfg.get("rope_parameters")
-    factor = cfg.get("partial_rotary_factor") or (parameters.get("partial_rotary_factor")
-                                                  if isinstance(parameters, dict) else None)
-    factor = factor or default_factor
+    return cfg.get("partial_rotary_factor") or (parameters.get("partial_rotary_factor")
+                                                if isinstance(parameters, dict) else None)
+
+
+def _rope_dim(cfg: dict, head_dim: int, default_factor: float, where: str) -> int:
+    """Rotated channels per head: head_dim x partial_rotary_factor (_partial_rotary_factor), a fraction in (0, 1]."""
+    factor = _partial_rotary_factor(cfg) or default_factor
     if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
         raise RooflineInputError(f"{where}: field 'partial_rotary_factor' is {factor!r:.40}; expected a fraction "
                                  "greater than 0 and at most 1")
@@ -284,9 +287,7 @@ def _minimax_m2(cfg: dict, need, kw: dict, where: str) -> dict:
     forward pass: only speculative decoding reads them."""
     head_dim = kw["head_dim"]
     rotary = cfg.get("rotary_dim")
-    parameters = cfg.get("rope_parameters")
-    if cfg.get("partial_rotary_factor") or (isinstance(parameters, dict) and parameters.get("partial_rotary_factor")) \
-            or rotary is None:  # transformers: rotary_dim only where no partial_rotary_factor is given
+    if rotary is None or _partial_rotary_factor(cfg):  # transformers: rotary_dim only where no factor is given
         rotary = _rope_dim(cfg, head_dim, 1.0, where)
     elif not 0 < rotary <= head_dim:
         raise RooflineInputError(f"{where}: field 'rotary_dim' is {rotary}; expected 1 to head_dim ({head_dim})")
@@ -330,8 +331,8 @@ def _glm4_moe(cfg: dict, need, kw: dict, where: str) -> dict:
 
 
 def _qwen3_next(cfg: dict, need, kw: dict, where: str) -> dict:
-    """Qwen3-Next: Gated DeltaNet layers, every full_attention_interval-th layer gated softmax attention; MoE with a
-    gated shared expert of shared_expert_intermediate_size (a multiple of moe_intermediate_size)."""
+    """Qwen3-Next (and Qwen3.5): Gated DeltaNet layers, every full_attention_interval-th layer gated softmax
+    attention (the MoE and its shared expert are read by _shared_expert and _qwen3_moe)."""
     L = kw["n_layers"]
     interval = need("full_attention_interval", default=4, required=False, minimum=1)
     linear = _layer_count(cfg, L, "linear_attention", sum(1 for i in range(L) if (i + 1) % interval))

@@ -152,8 +152,8 @@ def calibration_for(gpu: Accelerator, framework: str = "") -> Calibration:
         path = table_path(gpu, framework)
         own, facts = load_fit(path, gpu) if path else (None, {})
         chip = gpu.chip or gpu.key
-        siblings = tuple(str(shipped_path(chip, other)) for other in shipped_frameworks(chip)
-                         if str(shipped_path(chip, other)) != path)
+        shipped = (str(shipped_path(chip, other)) for other in shipped_frameworks(chip))
+        siblings = tuple(sibling for sibling in shipped if sibling != path)
         _CACHE[key] = Calibration(own, None, bool(facts.get("measured")),
                                   LAUNCH_GAP_S if facts.get("kernel_durations") else 0.0, facts.get("framework", ""),
                                   describe(path), gpu.scaleup_domain, siblings, gpu)

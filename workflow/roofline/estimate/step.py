@@ -147,6 +147,7 @@ class Kernels:
         pick = pick or _as_array
         self.framework, self.count = framework, np.array([g[0][0].count for g in groups], dtype=float)
         self.principal = [g[0][0] for g in groups]
+        self.unmeasured = [i for i, op in enumerate(self.principal) if op.name in UNMEASURED]
         self.classes = ["elementwise" if cls == "gemm" and len(members) == 1
                         and gemm_outputs(members[0], scenario, pick) < GEMV_OUTPUTS else cls
                         for members, cls in groups]
@@ -281,9 +282,8 @@ def seconds_many(calibration: Calibration, jobs: list, standalone: bool = False)
             pending, size = {}, 0
     _resolve(calibration, pending, standalone)
     for (kernels, _), (_, labels) in zip(jobs, results):
-        for i, op in enumerate(kernels.principal):
-            if op.name in UNMEASURED:
-                labels[i] = DEFAULT
+        for i in kernels.unmeasured:
+            labels[i] = DEFAULT
     return results
 
 
