@@ -101,3 +101,11 @@ def test_header_shows_moe_routing_and_mla_only_for_models_that_read_them():
     assert "MoE routing" not in shown((0, 0)) and "MLA" not in shown((0, 0))  # a dense model
     assert "MoE routing" in shown((8, 0)) and "MLA" not in shown((8, 0))  # Mixtral
     assert {"MoE routing", "MLA"} <= set(shown((0, 0), (256, 512)))  # a summary with DeepSeek-V3 among them
+
+
+def test_a_range_whose_ends_read_the_same_is_one_value():
+    # 10.1% and 10.4% both print as '10%': the prefill sentence said '10%–10% of its time'
+    from roofline.report import units
+    from roofline.report.text.words import value_range
+    assert value_range({"a": 0.101, "b": 0.104}, units.percent) == "10%"
+    assert value_range({"a": 0.91, "b": 0.97}, units.percent) == "91%–97%"

@@ -78,9 +78,11 @@ def where_it_applies(applies: dict, names: dict[str, str]) -> str:
 
 
 def value_range(values: dict[str, float], fmt) -> str:
-    """'1.20×', or '1.20×–3.40×' when the values differ by more than half a percent."""
+    """'1.20×', or '1.20×–3.40×' when the values differ by more than half a percent and read differently as
+    written ('10%–10%' said one thing twice)."""
     low, high = min(values.values()), max(values.values())
-    return fmt(low) if math.isclose(low, high, rel_tol=5e-3) else f"{fmt(low)}–{fmt(high)}"
+    first, last = fmt(low), fmt(high)
+    return first if math.isclose(low, high, rel_tol=5e-3) or first == last else f"{first}–{last}"
 
 
 
