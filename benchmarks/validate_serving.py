@@ -48,7 +48,9 @@ MODELS = {
 #: models with no catalog row, read from the config.json the package ships (model_configs/{org}--{name}_config.json):
 #: the keys they get here
 FROM_CONFIG = {"MiniMaxAI/MiniMax-M2.5": "minimax-m2.5", "moonshotai/Kimi-K2.5": "kimi-k2.5",
-               "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b"}
+               "Qwen/Qwen3.5-397B-A17B": "qwen3.5-397b-a17b", "zhipuai/GLM-5": "glm-5"}
+#: served model paths whose config.json the package ships under another organization's name
+CONFIG_FILES = {"zhipuai/GLM-5": "zai-org/GLM-5"}
 SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "b300_sxm": "b300",
            "gb200": "gb200-gpu", "gb300": "gb300-gpu"}
 #: precision -> (weight, activation, KV cache) dtypes
@@ -74,7 +76,7 @@ def model_of(key: str) -> ModelSpec:
     if key not in paths:
         return models.get_model(key)
     from importlib import resources
-    name = paths[key].replace("/", "--") + "_config.json"
+    name = CONFIG_FILES.get(paths[key], paths[key]).replace("/", "--") + "_config.json"
     return models.model_from_hf_config(str(resources.files("aiconfigurator_core").joinpath("model_configs", name)),
                                        key)
 

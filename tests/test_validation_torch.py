@@ -159,6 +159,13 @@ ARCHS: dict[str, tuple[str, dict]] = {
     # every layer MoE, a biased sigmoid router, q/k norms over the whole projections, RoPE on half of each head
     "minimax-m2": ("minimax_m2", dict(_COMMON, intermediate_size=32, num_key_value_heads=2, head_dim=16,
                                       num_local_experts=4, num_experts_per_tok=2, rotary_dim=8)),
+    # GLM-5's DeepSeek Sparse Attention: DeepSeek-V3's MLA and MoE with a lightning indexer of 2 heads of 8 keeping
+    # the top 4 keys (< S = 12: the cap bites)
+    "glm-moe-dsa": ("glm_moe_dsa", dict(_COMMON, num_hidden_layers=3, intermediate_size=96, num_key_value_heads=4,
+                                        moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2,
+                                        n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1,
+                                        q_lora_rank=24, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4,
+                                        v_head_dim=10, index_n_heads=2, index_head_dim=8, index_topk=4)),
     # 3 windowed layers with RoPE, then a global one without: 4 layers, pattern 4
     "cohere2": ("cohere2", dict(_COMMON, num_hidden_layers=4, intermediate_size=96, num_key_value_heads=2,
                                 sliding_window=WINDOW, sliding_window_pattern=4)),
@@ -189,6 +196,10 @@ def hf_group(fqn: str) -> str | None:
     leaf, parent = parts[-1], parts[-2] if len(parts) > 1 else ""
     if leaf in _HF_ATTENTION:
         return "attention"
+    if leaf == "indexer":  # DeepSeek Sparse Attention: the indexer's own FLOPs are its scores
+        return "indexer_scores"
+    if parent == "indexer" and leaf in ("wq_b", "wk", "weights_proj"):
+        return f"indexer_{leaf}"
     if leaf == "linear_attn":
         return "gated_delta_rule"
     if parent == "linear_attn" and leaf in _HF_LINEAR_ATTENTION:
@@ -399,6 +410,8 @@ KNOWN_DIFFERENT = {
     ("qwen3-5-moe", "prefill"): {"conv1d", "gated_delta_rule"},
     ("qwen3-5-moe", "decode"): {"conv1d", "gated_delta_rule"},
     ("qwen3-5", "prefill"): {"conv1d", "gated_delta_rule"}, ("qwen3-5", "decode"): {"conv1d", "gated_delta_rule"},
+    ("glm-moe-dsa", "prefill"): {"indexer_scores"},
+    ("glm-moe-dsa", "decode"): {"indexer_scores", "attention", "kv_b_proj"},
 }
 
 
@@ -695,3 +708,26 @@ def test_full_size_flops_match_torch_on_the_meta_device(key, stage):
     known = KNOWN_DIFFERENT.get((family, stage), set()) | {"experts"}
     _compare(_without(engine, known), _without(run[stage], known), f"{key} {stage} (full size)", spec, stage,
              batch=1, seq_len=META_S)
+
+
+def test_known_difference_sparse_attention(tmp_dir):
+    """GLM-5's DeepSeek Sparse Attention (2 MLA layers of 3, indexer Hi = 2 heads of di = 8, top-k 4, B = 2, S = 12).
+    HF's eager reference scores the full S x S block of (query, key) pairs with 2 di + 2 FLOPs per head (the dot
+    product and the weighted sum; ReLU and the key scale are not matmuls) and attends every key under a mask; the
+    engine's kernels visit the causal pairs with Hi (2 di + 3) + 1 FLOPs (ReLU and scale counted) and attend the top
+    4 keys only: in decode min(S + 1, 4) = 4 keys of the latent, re-expanded (naive mode) and attended."""
+    run = run_hf("glm-moe-dsa", tmp_dir)
+    spec = model_from_hf_config(run["path"])
+    L, Hi, di, H = spec.n_layers, spec.index_n_heads, spec.index_head_dim, spec.n_heads
+    assert (L, Hi, di, spec.index_topk) == (3, 2, 8, 4)
+    prefill = engine_groups(spec, "prefill", matching_scenario(spec, run))
+    decode = engine_groups(spec, "decode", matching_scenario(spec, run))
+    assert run["prefill"]["indexer_scores"] == L * B * S * S * Hi * (2 * di + 2)  # 3 x 2 x 144 x 36 = 31,104
+    assert prefill["indexer_scores"] == L * B * f.causal_pairs(S) * (Hi * (2 * di + 3) + 1)  # 78 pairs x 39
+    assert run["decode"]["indexer_scores"] == L * B * (S + 1) * Hi * (2 * di + 2)
+    assert decode["indexer_scores"] == L * B * (S + 1) * (Hi * (2 * di + 3) + 1)
+    dq, dv, C = spec.qk_head_dim, spec.v_head_dim, spec.kv_lora_rank  # 12, 10, 16
+    assert run["decode"]["attention"] == L * B * H * (S + 1) * (2 * dq + 2 * dv)
+    assert decode["attention"] == L * B * H * 4 * (2 * dq + 2 * dv)
+    assert run["decode"]["kv_b_proj"] * 4 == decode["kv_b_proj"] * (S + 1)  # 4 of the 13 cached rows re-expanded
+    assert run["decode"]["kv_b_proj"] == L * B * (S + 1) * 2 * C * H * (spec.qk_nope_head_dim + dv)

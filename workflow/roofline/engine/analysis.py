@@ -25,7 +25,14 @@ from .errors import RooflineInputError
 from .formulas import distinct_experts
 from .graph import Op, attention_groups, build_operators, scenario_dtypes
 from .hardware import Accelerator
-from .models import ModelSpec, embedding_params, kv_elements_per_token, parameter_counts, routed_expert_params
+from .models import (
+    ModelSpec,
+    embedding_params,
+    indexer_cache_bytes_per_token,
+    kv_elements_per_token,
+    parameter_counts,
+    routed_expert_params,
+)
 from .parallel import Parallel, busiest_stage_layer_share, check_plan, kv_heads_per_device, weight_params_per_device
 from .roofline import bound_class, dominant_bound, roof_times
 from .scenario import STAGES, Scenario, check_context, check_stage
@@ -69,6 +76,16 @@ def check_device_dtypes(gpu: Accelerator, scenario: Scenario) -> None:
                 f"act_dtype={scenario.act_dtype}, kv_dtype={scenario.kv_dtype}); it publishes: {have}; {hint}")
 
 
+def check_indexer_device(model: ModelSpec, gpu: Accelerator) -> None:
+    """Refuse a sparse-attention model on a device without fp8: its indexer computes in fp8 whatever the scenario's
+    dtypes (graph._indexer)."""
+    if model.is_sparse_attention and "fp8" not in gpu.peak_flops_per_s:
+        raise RooflineInputError(
+            f"model '{model.key}': its sparse-attention indexer computes in fp8 (DeepGEMM's fp8 MQA logits, as vLLM, "
+            f"SGLang and TensorRT-LLM run it), and gpu '{gpu.key}' publishes no fp8 peak (it publishes: "
+            f"{', '.join(gpu.peak_flops_per_s) or 'none'}); choose an fp8-capable device")
+
+
 def prepare(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> Scenario:
     """Check the inputs once (everything that needs model, device, stage and scenario together; one-line errors) and
     return the scenario with concrete dtypes (`weight_dtype: native` resolved for `model`) and a concrete plan
@@ -78,6 +95,7 @@ def prepare(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) 
     check_stage(stage)
     check_context(model, stage, scenario)
     check_device_dtypes(gpu, scenario)
+    check_indexer_device(model, gpu)
     if isinstance(scenario.parallel, Parallel):
         check_plan(model, gpu, scenario.parallel)
         return scenario
@@ -155,7 +173,8 @@ def kv_cache_bytes(model: ModelSpec, stage: str, scenario: Scenario, batch=None,
     S = scenario.seq_len if seq_len is None else seq_len
     tokens = S if stage == "prefill" else S + 1
     c = DTYPE_BYTES[scenario.kv_dtype]
-    per_token_layer = kv_elements_per_token(model, scenario.mla_mode) * c
+    # a sparse-attention model's indexer keeps its own fp8 key cache beside the latent (independent of kv_dtype)
+    per_token_layer = kv_elements_per_token(model, scenario.mla_mode) * c + indexer_cache_bytes_per_token(model)
     total = model.linear_layers * linear_state_elements(model) * c
     for _suffix, window, count in attention_groups(model):
         kept = tokens if window is None else np.minimum(tokens, window)

@@ -22,7 +22,7 @@ def did_you_mean(value: object, allowed: Iterable[str]) -> str:
 def unknown(what: str, value: object, allowed: Iterable[str]) -> RooflineInputError:
     """Error for a value that is not one of `allowed`, listing them and suggesting the nearest."""
     allowed = sorted(allowed)
-    shown = ", ".join(allowed) if len(allowed) <= 40 else ", ".join(allowed[:40]) + ", ..."
+    shown = ", ".join(allowed) if len(allowed) <= 60 else ", ".join(allowed[:60]) + ", ..."
     return RooflineInputError(f"{what}: unknown value '{clip(value)}'{did_you_mean(value, allowed)}; allowed: {shown}")
 
 

@@ -29,7 +29,7 @@ from . import formulas as f
 from .dtypes import DTYPE_BYTES, matmul_dtype, unquantized_dtype, weight_bytes_per_element
 from .errors import RooflineInputError
 from .formulas import FORMULAS
-from .models import ACTIVATION_FLOPS, ModelSpec, kv_elements_per_token
+from .models import ACTIVATION_FLOPS, ModelSpec, indexer_cache_bytes_per_token, kv_elements_per_token
 from .parallel import Parallel, kv_heads_per_device
 from .scenario import Scenario
 
@@ -243,13 +243,15 @@ def _keys_attended(S, window, prefill):
     return S + 1 if window is None else np.minimum(S + 1, window)
 
 
-def _attention_core(builder: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, from_cache=None):
+def _attention_core(builder: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=None, from_cache=None, topk=None):
     """QK^T, softmax, PV (eager) or one fused kernel (flash), per attention group (full / sliding window / chunked).
 
     Decode reads K and V from the KV cache (at the cache dtype, booked as KV traffic); prefill reads the K and V
     its projections just produced (at the activation dtype, booked as activation traffic), as do MLA's naive
     decode steps, which re-expand the latent into fresh per-head K and V. `from_cache` overrides the default.
     Flash visits `pairs` (query, key) pairs per head; eager computes the full block of Skv keys per query.
+    `topk` (DeepSeek Sparse Attention) caps the keys a query attends at its indexer's choice: a decode query
+    reads min(S + 1, topk) cached rows, a prompt's queries visit sum_i min(i, topk) pairs (every key is read).
     """
     from_cache = (not prefill) if from_cache is None else from_cache
     if from_cache:
@@ -259,6 +261,7 @@ def _attention_core(builder: _Builder, B, S, prefill, H, Hkv, d, dv, kv_width=No
     Sq = S if prefill else 1
     groups = []  # (suffix, layers, keys per query, pairs per head, cache row width)
     for suffix, window, count in attention_groups(builder.m):
+        window = window if topk is None else topk  # a sparse model has no sliding window (ModelSpec.validate)
         Skv = _keys_attended(S, window, prefill)
         groups.append((suffix, count, Skv, f.causal_pairs(S, window) if prefill else Skv, kv_width))
     if builder.m.chunked_layers:
@@ -349,22 +352,50 @@ def _mla_attention(builder: _Builder, B, S, T, prefill):
     builder.add("rope", "rope", L, T=T, heads=H + 1, rot_dim=R, a=builder.a)
     kv_per_token = kv_elements_per_token(m, mode) // (builder.tp if mode == "decompressed" else 1)
     builder.add("kv_cache_write", "kv_cache_write", L, T=T, elements_per_token=kv_per_token, a=builder.a, c=builder.c)
+    topk = m.index_topk or None
+    if topk:
+        _indexer(builder, B, S, T, prefill)
     if prefill or mode == "decompressed":
         builder.linear("kv_b_proj", L, T, C, H * (dn + dv))
-        _attention_core(builder, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv)
+        _attention_core(builder, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv, topk=topk)
     elif mode == "naive":
         # every step re-expands the whole cached latent of each sequence into per-head K_nope and V
         # (the rope key R of each cached row is read with it; the expanded K/V are fresh activations)
-        Skv = _keys_attended(S, None, False)
+        Skv = _keys_attended(S, topk, False)
         builder.add("kv_b_proj", "linear", L, dtype=builder.gemm_dtype,
                     adjust=lambda cost: cost._replace(kv_read=cost.kv_read * (C + R) / C),
                     T=B * Skv, K=C, N=H * (dn + dv), w=builder.w, a=builder.a, cached_input_width=builder.c)
-        _attention_core(builder, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv, from_cache=False)
+        _attention_core(builder, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv, from_cache=False, topk=topk)
     else:  # absorbed: q_nope @ W_UK gives a query in latent space; attention reads the shared latent (Hkv = 1)
         builder.linear("q_absorb", L, T * H, dn, C, weight_sets=H)
-        _attention_core(builder, B, S, prefill, H=H, Hkv=1, d=C + R, dv=C, kv_width=C + R)
+        _attention_core(builder, B, S, prefill, H=H, Hkv=1, d=C + R, dv=C, kv_width=C + R, topk=topk)
         builder.linear("out_absorb", L, T * H, C, dv, weight_sets=H)
     builder.linear("o_proj", L, T, H * dv, D)
+
+
+def _indexer(builder: _Builder, B, S, T, prefill):
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5), whole on every tensor-parallel rank
+    (vLLM and SGLang replicate its weights): wq_b on the compressed query, wk and its LayerNorm, weights_proj, RoPE
+    on the rotary channels of its query heads and key, the write of its fp8 key cache, and the scores of every
+    cached key (prefill: the causal pairs) with the top-k choice, computed in fp8 as every implementation does
+    (DeepGEMM's fp8 MQA logits; check_indexer_device refuses a device without fp8). Left out: the Hadamard
+    rotation of q and k and their fp8 quantization (element-wise on tensors already counted)."""
+    m, L = builder.m, builder.m.n_layers
+    Hi, di, D, topk = m.index_n_heads, m.index_head_dim, m.hidden, m.index_topk
+    builder.linear("indexer_wq_b", L, T, m.q_lora_rank or D, Hi * di)
+    builder.linear("indexer_wk", L, T, D, di)
+    builder.add("indexer_k_norm", "norm", L, T=T, D=di, a=builder.a, params_per_channel=2)
+    builder.linear("indexer_weights_proj", L, T, D, Hi)
+    builder.add("indexer_rope", "rope", L, T=T, heads=Hi + 1, rot_dim=m.qk_rope_head_dim, a=builder.a)
+    key_bytes = indexer_cache_bytes_per_token(m)
+    builder.add("indexer_cache_write", "kv_cache_write", L, T=T, elements_per_token=di, a=builder.a,
+                c=key_bytes / di)
+    Skv = S if prefill else S + 1
+    pairs = f.causal_pairs(S) if prefill else Skv
+    selected = f.causal_pairs(S, topk) if prefill else np.minimum(Skv, topk)
+    builder.add("indexer_scores", "indexer_scores", L, dtype="fp8", adjust=f.from_activations if prefill else None,
+                B=B, Hi=Hi, di=di, S=S if prefill else 1, pairs=pairs, Skv=Skv, selected=selected,
+                key_bytes=key_bytes)
 
 
 def _moe(builder: _Builder, T):

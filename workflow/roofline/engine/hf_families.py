@@ -233,6 +233,14 @@ def _deepseek(cfg: dict, need, kw: dict, where: str) -> dict:
     return {**fields, **_routing_groups(cfg, need)}
 
 
+def _sparse_indexer(cfg: dict, need, kw: dict, where: str) -> dict:
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): the lightning indexer's heads, head width and the keys each
+    query keeps (index_n_heads, index_head_dim, index_topk; all required: no default is shared by the
+    implementations)."""
+    return dict(index_n_heads=need("index_n_heads", minimum=1), index_head_dim=need("index_head_dim", minimum=1),
+                index_topk=need("index_topk", minimum=1))
+
+
 def _routing_groups(cfg: dict, need) -> dict:
     """Group-limited routing (DeepSeek-V3: n_group 8, topk_group 4): a token's experts come from topk_group of
     n_group equal groups; n_group 1 (Kimi-K2, GLM-4.5) or absent is plain top-k."""
@@ -384,6 +392,9 @@ FAMILIES: dict[str, Family] = {
     # ---- read from config.json only (no catalog row): checked against transformers' modules by
     # tests/test_validation_torch.py (FLOPs per module and parameters)
     "deepseek_v2": Family({}, _gated(kv_heads_default=True), extras=(_deepseek_v2,)),
+    # DeepSeek-V3.2 and GLM-5 (glm_moe_dsa): DeepSeek-V3's MLA and MoE with DeepSeek Sparse Attention's indexer
+    "deepseek_v32": Family({"router_bias": True}, _gated(kv_heads_default=True), extras=(_deepseek, _sparse_indexer)),
+    "glm_moe_dsa": Family({"router_bias": True}, _gated(kv_heads_default=True), extras=(_deepseek, _sparse_indexer)),
     "qwen2_moe": Family({"qkv_bias": True, "shared_expert_gate": True}, windows=_qwen2_window,
                         extras=(_shared_expert, _qwen3_moe), defaults={"shared_expert_intermediate_size": 5632}),
     "gemma": Family({}, tied=True, defaults={"head_dim": 256}),

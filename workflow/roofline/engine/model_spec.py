@@ -66,6 +66,11 @@ class ModelSpec:
     qk_nope_head_dim: int = 0
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
+    # DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): a lightning indexer scores every cached token for each query
+    # (index_n_heads heads of index_head_dim over its own fp8 key cache) and MLA attends the index_topk best only
+    index_n_heads: int = 0  # [Hi]
+    index_head_dim: int = 0  # [di]
+    index_topk: int = 0  # [Kt] keys each query attends; 0 = dense attention
     # 2025-26 architectures (gpt-oss, Gemma 3, Llama 4, GLM-4.5, Qwen3-Next)
     attn_out_bias: bool = False  # o_proj has a bias too (gpt-oss: q/k/v/o all biased)
     attention_sinks: bool = False  # one learned sink logit per head per layer (gpt-oss): H parameters
@@ -102,6 +107,11 @@ class ModelSpec:
     @property
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
+
+    @property
+    def is_sparse_attention(self) -> bool:
+        """DeepSeek Sparse Attention: an indexer picks the index_topk keys each query attends."""
+        return self.index_topk > 0
 
     @property
     def n_moe_layers(self) -> int:
@@ -207,6 +217,11 @@ class ModelSpec:
                                       self.linear_v_dim, self.linear_conv_kernel) <= 0:
             raise RooflineInputError(f"{where}: linear attention needs linear_k_heads, linear_v_heads, linear_k_dim, "
                                      "linear_v_dim and linear_conv_kernel > 0")
+        if self.is_sparse_attention and (not self.is_mla or min(self.index_n_heads, self.index_head_dim) <= 0
+                                         or self.sliding_layers or self.chunked_layers):
+            raise RooflineInputError(f"{where}: sparse attention (index_topk {self.index_topk}) needs MLA "
+                                     "(kv_lora_rank > 0), index_n_heads and index_head_dim > 0, and no sliding-window "
+                                     "or chunked layers")
         if self.chunked_layers and not self.attention_chunk:
             raise RooflineInputError(f"{where}.attention_chunk: {self.attention_chunk} is not allowed with "
                                      f"chunked_layers {self.chunked_layers}; must be > 0")
@@ -224,6 +239,7 @@ MAX_DIMENSION = 1 << 24
 _INT_FIELDS = ("n_layers", "hidden", "n_heads", "n_kv_heads", "head_dim", "intermediate", "vocab", "max_position",
                "learned_positions", "norms_per_layer", "sliding_window", "sliding_layers", "n_experts", "top_k",
                "moe_intermediate", "n_shared_experts", "first_dense_layers", "q_lora_rank", "kv_lora_rank",
-               "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "rope_dim", "nope_layers", "attention_chunk",
+               "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "index_n_heads", "index_head_dim",
+               "index_topk", "rope_dim", "nope_layers", "attention_chunk",
                "chunked_layers", "linear_layers", "linear_k_heads", "linear_v_heads", "linear_k_dim", "linear_v_dim",
                "linear_conv_kernel", "mtp_layers", "expert_groups", "groups_per_token")

@@ -26,7 +26,7 @@ def attention_params(m: ModelSpec) -> int:
         dq, dv, C, R = m.qk_head_dim, m.v_head_dim, m.kv_lora_rank, m.qk_rope_head_dim
         q = (D * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * H * dq) if m.q_lora_rank else D * H * dq
         kv = D * (C + R) + C + C * H * (m.qk_nope_head_dim + dv)
-        return q + kv + H * dv * D
+        return q + kv + H * dv * D + indexer_params(m)
     gate = 2 if m.attn_output_gate else 1  # a gated q_proj emits query and gate
     params = gate * D * H * d + 2 * D * Hkv * d + H * d * D
     if m.qkv_bias or m.linear_bias:
@@ -38,6 +38,29 @@ def attention_params(m: ModelSpec) -> int:
     if m.attention_sinks:
         params += H
     return params
+
+
+def indexer_params(m: ModelSpec) -> int:
+    """Weights of one DeepSeek Sparse Attention indexer: wq_b [q_lora_rank, Hi di] (on the compressed query; a model
+    without q_lora_rank projects the hidden state), wk [D, di], its LayerNorm k_norm (scale and shift, di each)
+    and weights_proj [D, Hi] (one weight per indexer head); 0 for dense attention."""
+    if not m.is_sparse_attention:
+        return 0
+    Hi, di = m.index_n_heads, m.index_head_dim
+    return (m.q_lora_rank or m.hidden) * Hi * di + m.hidden * di + 2 * di + m.hidden * Hi
+
+
+#: the indexer's key cache: fp8 keys with one fp32 scale per block of this many channels (DeepSeek-V3.2's
+#: reference and vLLM/SGLang's indexer caches), whatever the KV cache's own dtype
+INDEXER_SCALE_BLOCK = 128
+
+
+def indexer_cache_bytes_per_token(m: ModelSpec) -> int:
+    """Bytes one token adds to one layer's indexer key cache: di fp8 keys + 4 bytes per INDEXER_SCALE_BLOCK; 0 for
+    dense attention."""
+    if not m.is_sparse_attention:
+        return 0
+    return m.index_head_dim + 4 * -(-m.index_head_dim // INDEXER_SCALE_BLOCK)
 
 
 def linear_attention_params(m: ModelSpec) -> int:

@@ -79,8 +79,9 @@ GEMV_OUTPUTS = 32
 
 
 #: kernels no table measures that are looked up on a measured curve of their class (Gated DeltaNet's convolution and
-#: delta rule on the softmax-attention curves): their estimate is `default`, whatever the curve's
-UNMEASURED = ("conv1d", "gated_delta_rule")
+#: delta rule, DeepSeek Sparse Attention's indexer scores on the softmax-attention curves; the package's DSA tables
+#: time whole attention modules, not this kernel): their estimate is `default`, whatever the curve's
+UNMEASURED = ("conv1d", "gated_delta_rule", "indexer_scores")
 
 
 def gemm_outputs(op: Op, scenario: Scenario, pick) -> float:
@@ -109,12 +110,15 @@ def fuse(ops, framework: str) -> list[tuple[tuple[Op, ...], str]]:
 
 
 def keys_per_sequence(model: ModelSpec, op: Op, seq_len):
-    """Keys one decode query attends (graph._keys_attended): S + 1, within a window or the current chunk."""
+    """Keys one decode query attends (graph._keys_attended): S + 1, within a window, the current chunk or the
+    sparse-attention indexer's top-k (the indexer itself scores all S + 1)."""
     seq = np.asarray(seq_len, dtype=float)
     if op.name.endswith("_chunked"):
         return seq % model.attention_chunk + 1
     suffix = "_swa" if op.name.endswith("_swa") else ""
     window = next((w for s, w, _ in attention_groups(model) if s == suffix), None)
+    if model.is_sparse_attention and op.name not in UNMEASURED:
+        window = model.index_topk
     return seq + 1 if window is None else np.minimum(seq + 1, window)
 
 

@@ -10,7 +10,9 @@ Documented defaults (the version each was read from is named; a flag overrides e
 * SGLang (0.4-0.5, `sglang.launch_server`): `chunked_prefill_size` 8192 (devices under 160 GiB; 16384 above, 2048
   under 35 GiB; DP attention splits it over the replicas); prefill batches and decode batches alternate
   (`enable_mixed_chunk` off: a prefill step pauses decoding); `mem_fraction_static` 0.88 at TP 1, 0.87 at TP 2,
-  0.85 at TP 4, 0.81 at TP 8 (weights + KV pool).
+  0.85 at TP 4, 0.81 at TP 8 (weights + KV pool); requests are admitted against a reserve of their outputs scaled
+  by `new_token_ratio`, which decays to its floor while nothing is retracted, and retracted when the pool runs out:
+  in steady state the pool holds requests at about their mean in-flight length, as vLLM's.
 * TensorRT-LLM (1.0-1.2, `trtllm-serve`): in-flight batching of context and generation requests in one step under
   `max_num_tokens` = 8192, `max_batch_size` 2048 (each per attention replica under DP attention); the KV cache
   takes `free_gpu_memory_fraction` 0.9 of the memory left after weights and activations; the GUARANTEED_NO_EVICT
@@ -96,7 +98,7 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
                      memory_fraction=0.9, of_free_memory=False, reserve_full_length=False, budget_per_rank=True),
         "sglang": dict(max_batched_tokens=2048 if memory < 35 else 8192 if memory < 160 else 16384,
                        max_running=4096, mixed=False, memory_fraction=_sglang_fraction(tp), of_free_memory=False,
-                       reserve_full_length=True),
+                       reserve_full_length=False),
         "trtllm": dict(max_batched_tokens=8192, max_running=2048, mixed=True, memory_fraction=0.9,
                        of_free_memory=True, reserve_full_length=True, budget_per_rank=True),
     }[key]
