@@ -20,7 +20,7 @@ from roofline.estimate import expected as estimator
 HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 NEW_MODELS = ("qwen3-8b", "qwen3-32b", "qwen3-235b-a22b", "gpt-oss-20b", "gpt-oss-120b", "gemma-3-12b",
               "gemma-3-27b", "llama-4-scout", "llama-4-maverick", "glm-4.5", "glm-4.5-air", "kimi-k2",
-              "qwen3-next-80b-a3b")
+              "qwen3-next-80b-a3b", "deepseek-v3.2", "glm-5")
 
 
 def _ops(spec, stage, **scenario):
@@ -155,7 +155,7 @@ def test_catalog_row_is_the_published_config(key):
     ("gpt-oss-20b", 20.915, 4.187), ("gpt-oss-120b", 116.829, 5.712), ("gemma-3-12b", 11.766, None),
     ("gemma-3-27b", 27.009, None), ("llama-4-scout", 107.770, 17.173), ("llama-4-maverick", 400.712, 17.185),
     ("glm-4.5", 352.798, 33.632), ("glm-4.5-air", 106.852, 13.424), ("kimi-k2", 1026.408, 32.862),
-    ("qwen3-next-80b-a3b", 79.674, 3.875),
+    ("qwen3-next-80b-a3b", 79.674, 3.875), ("deepseek-v3.2", 671.878, 38.404), ("glm-5", 743.911, 41.785),
 ])
 def test_parameter_counts_match_the_published_ones(key, total_B, active_B):
     m = models.get_model(key)

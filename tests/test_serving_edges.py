@@ -154,8 +154,8 @@ def test_small_gains_of_waiting_users_do_not_add_up_unseen():
 
 
 def test_mtp_needs_the_models_own_module():
-    assert {k for k, m in catalog().items() if m.mtp_layers} == {"deepseek-v3", "glm-4.5", "glm-4.5-air",
-                                                                "qwen3-next-80b-a3b"}
+    assert {k for k, m in catalog().items() if m.mtp_layers} == {"deepseek-v3", "deepseek-v3.2", "glm-4.5",
+                                                                "glm-4.5-air", "glm-5", "qwen3-next-80b-a3b"}
     spec = Speculation("mtp", 1, acceptance=0.8)
     assert spec.validate(get_model("deepseek-v3")) is spec
     with pytest.raises(RooflineInputError, match="--spec-method: mtp .* llama-3.1-70b ships none"):

@@ -137,7 +137,8 @@ def _int(text: str, default: int = 0) -> int:
 #: rule below) holding ModelSpec fields of the same name
 _CSV_LAYER_COUNTS = ("attention_chunk", "chunked_layers", "nope_layers", "rope_dim", "linear_layers",
                      "linear_k_heads", "linear_v_heads", "linear_k_dim", "linear_v_dim", "linear_conv_kernel",
-                     "mtp_layers", "expert_groups", "groups_per_token")
+                     "mtp_layers", "expert_groups", "groups_per_token", "index_n_heads", "index_head_dim",
+                     "index_topk")
 
 
 def _from_models_csv(row: dict[str, str]) -> ModelSpec:

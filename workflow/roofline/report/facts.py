@@ -9,7 +9,7 @@ import pandas as pd
 from ..display import weights_label
 from ..engine.dtypes import DTYPE_BYTES, PEAK_DTYPES
 from ..engine.hardware import Accelerator
-from ..engine.models import ModelSpec, kv_elements_per_token
+from ..engine.models import ModelSpec, indexer_cache_bytes_per_token, kv_elements_per_token
 from . import units
 
 
@@ -40,12 +40,18 @@ def model_spec(entry: dict) -> ModelSpec:
 def attention_facts(m: ModelSpec, scenario: dict) -> list[tuple[str, str]]:
     """Attention shape and the KV cache it stores per token (MLA: the latent, or decompressed per-head K and V)."""
     per_layer = kv_elements_per_token(m, scenario["mla_mode"])
-    per_token = units.nbytes(per_layer * m.n_layers * DTYPE_BYTES[scenario["kv_dtype"]])
+    indexer = indexer_cache_bytes_per_token(m)
+    per_token = units.nbytes((per_layer * DTYPE_BYTES[scenario["kv_dtype"]] + indexer) * m.n_layers)
     over = f"{per_token} per token over {m.n_layers} layers at {scenario['kv_dtype']}"
+    if indexer:
+        over += f", with the sparse-attention indexer's {indexer} bytes of fp8 keys per token per layer"
     if m.is_mla:
         q = f"; query latent {m.q_lora_rank:,}" if m.q_lora_rank else ""
         attention = (f"multi-head latent attention (MLA), {m.n_heads} heads; q/k head dim {m.qk_head_dim} "
                      f"({m.qk_nope_head_dim} without RoPE + {m.qk_rope_head_dim} RoPE), v head dim {m.v_head_dim}{q}")
+        if m.is_sparse_attention:
+            attention += (f"; DeepSeek Sparse Attention: an indexer of {m.index_n_heads} heads × {m.index_head_dim} "
+                          f"picks the {m.index_topk:,} keys each query attends")
         if scenario["mla_mode"] == "decompressed":
             kv = (f"{m.n_heads} heads × ({m.qk_head_dim} + {m.v_head_dim}) = {per_layer:,} elements per token per "
                   f"layer (MLA {scenario['mla_mode']}: per-head K and V); {over}")
