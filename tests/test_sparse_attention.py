@@ -144,3 +144,15 @@ def test_glm_5_serves_end_to_end(tmp_path, capsys):
     row = json.loads(capsys.readouterr().out)
     assert row["fits"] and 0 < row["tpot_s"] <= row["tpot_expected_s"] and 0 < row["ttft_s"] <= row["ttft_expected_s"]
     assert np.isfinite(row["tokens_per_s_expected"]) and row["estimate"] == "partial"
+
+
+def test_a_config_with_a_device_without_fp8_stops_before_any_job_and_the_search_skips_it(tmp_path):
+    from roofline.pipeline import config as rc
+    from roofline.serving.candidates import parallel_plans
+    config = {"models": {"glm-5": {}}, "gpus": {"h200-sxm": {}, "rtx-a6000": {}}, "stages": ["decode"],
+              "scenario": {}}
+    with pytest.raises(RooflineInputError, match="model 'glm-5': its sparse-attention indexer .* gpu 'rtx-a6000'"):
+        rc.resolve_config(config, tmp_path)
+    glm = models.get_model("glm-5")
+    assert parallel_plans(glm, hardware.get_accelerator("a100-sxm-80gb"), 8) == []
+    assert parallel_plans(glm, hardware.get_accelerator("h200-sxm"), 8)

@@ -334,6 +334,7 @@ def resolve_plan(model: ModelSpec, gpu: Accelerator, scenario: Scenario, stages=
     nothing up to 64 stages fits, the largest plan tried is returned and its totals say it does not fit. Every plan
     returned passes check_plan: the tp candidates are checked, the pipeline ones keep a checked tp, fit the layers
     and have a scale-out network (callers need not check it again)."""
+    check_indexer_device(model, gpu)
     if scenario.parallel != "auto":
         return scenario
     candidates = []

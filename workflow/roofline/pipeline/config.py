@@ -16,7 +16,7 @@ import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from ..engine.analysis import check_device_dtypes, resolve_plan
+from ..engine.analysis import check_device_dtypes, check_indexer_device, resolve_plan
 from ..engine.errors import RooflineInputError, clip, unknown
 from ..engine.hardware import Accelerator, accelerator_from_entry, check_plausible  # noqa: F401 (re-export)
 from ..engine.hardware import catalog as gpu_catalog
@@ -266,6 +266,7 @@ def _plan(model: ModelSpec, gpu: Accelerator, gpu_plan, scenario: Scenario, stag
     or the device cannot run stops here, naming where the plan came from."""
     where = f"gpus.{gpu.key}.parallel" if gpu_plan is not None else "scenario.parallel"
     planned = replace(scenario, parallel=gpu_plan if gpu_plan is not None else scenario.parallel)
+    check_indexer_device(model, gpu)  # not a plan's fault: its own line
     try:
         if planned.parallel != "auto":
             check_plan(model, gpu, planned.parallel)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..engine.analysis import check_device_dtypes, deployment_label
+from ..engine.analysis import check_device_dtypes, check_indexer_device, deployment_label
 from ..engine.dtypes import DTYPE_BYTES
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import Accelerator
@@ -81,7 +81,12 @@ POWERS_OF_TWO = tuple(2**i for i in range(13))
 def parallel_plans(model: ModelSpec, gpu: Accelerator, max_devices: int) -> list[Parallel]:
     """Every plan of at most `max_devices` devices (tp x pp) that the engine accepts for this model and device
     (roofline.engine.parallel.check_plan: heads, layers, experts, scale-up domain and network): tp and pp powers of two;
-    for MoE models also ep (a power of two dividing tp) and data-parallel attention (ep = tp)."""
+    for MoE models also ep (a power of two dividing tp) and data-parallel attention (ep = tp). None on a device that
+    cannot run the model at all (a sparse-attention indexer without fp8: analysis.check_indexer_device)."""
+    try:
+        check_indexer_device(model, gpu)
+    except RooflineInputError:
+        return []
     plans = []
     for tp in (n for n in POWERS_OF_TWO if n <= max_devices):
         for pp in (n for n in POWERS_OF_TWO if tp * n <= max_devices):
