@@ -17,7 +17,7 @@ from roofline.engine.graph import build_operators
 from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import Scenario
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "hf_configs"
+HF_CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 
 #: GLM-5 (zai-org/GLM-5 config.json, the fields the loader reads)
 GLM_5 = dict(model_type="glm_moe_dsa", first_k_dense_replace=3, hidden_act="silu", hidden_size=6144,
@@ -48,10 +48,10 @@ def ops_of(model, stage, batch, seq_len, kv_dtype="bf16"):
 
 def test_indexer_scores_formula_on_small_integers():
     # B 2 sequences, Hi 2 heads of di 4, one query each over 5 keys, 3 selected, keys of 8 bytes:
-    # FLOPs 2 x 5 pairs x (2 heads x (2 x 4 + 3) + 1) = 230; queries 2 x 1 x 2 x (4 + 8) = 48 bytes;
-    # indices 2 x 3 x 4 = 24 bytes; keys 2 x 5 x 8 = 80 bytes
+    # FLOPs 2 x 5 pairs x (2 heads x (2 x 4 + 3) + 1) = 230; queries and their fp32 weights 2 x 1 x 2 x (4 + 4) =
+    # 32 bytes; indices 2 x 3 x 4 = 24 bytes; keys 2 x 5 x 8 = 80 bytes
     cost = f.indexer_scores(B=2, Hi=2, di=4, S=1, pairs=5, Skv=5, selected=3, key_bytes=8)
-    assert (cost.flops, cost.act_read, cost.act_write, cost.kv_read) == (230, 48, 24, 80)
+    assert (cost.flops, cost.act_read, cost.act_write, cost.kv_read) == (230, 32, 24, 80)
 
 
 def test_indexer_weights_and_key_cache_bytes():
@@ -65,6 +65,10 @@ def test_indexer_weights_and_key_cache_bytes():
     assert kv_cache_bytes(m, "prefill", scenario) == 3 * 10 * 2 * (12 * 2 + 8)
     dense = models.model_from_hf_dict({**TINY, "model_type": "deepseek_v3"}, "tiny-dense")
     assert models.parameter_counts(m)[0] - models.parameter_counts(dense)[0] == 2 * 168
+    # an fp8 cache holds FlashMLA's sparse layout: 8 fp8 latent values + one fp32 scale + 4 RoPE dims at 2 bytes = 20,
+    # with the indexer's 8: 28 per token and layer (GLM-5: 512 + 16 + 128 = 656, and 132)
+    assert kv_cache_bytes(m, "prefill", scenario.with_(kv_dtype="fp8")) == 3 * 10 * 2 * 28
+    assert models.sparse_latent_fp8_bytes_per_token(models.model_from_hf_dict(dict(GLM_5), "glm-5")) == 656
 
 
 def test_decode_reads_every_indexer_key_and_the_top_k_latents():
@@ -100,7 +104,7 @@ def test_glm_5_and_deepseek_v3_2_have_their_published_sizes():
     total, active = models.parameter_counts(glm)
     assert round(total / 1e9, 1) == 743.9  # published: 744B
     assert (glm.index_n_heads, glm.index_head_dim, glm.index_topk) == (32, 128, 2048)
-    v3 = json.loads((SHARED / "deepseek-v3.json").read_text())
+    v3 = json.loads((HF_CONFIGS / "deepseek-v3.json").read_text())
     dense = models.model_from_hf_dict(dict(v3), "deepseek-v3")
     sparse = models.model_from_hf_dict({**v3, "model_type": "deepseek_v32", "index_n_heads": 64,
                                         "index_head_dim": 128, "index_topk": 2048}, "deepseek-v3.2")
@@ -156,3 +160,29 @@ def test_a_config_with_a_device_without_fp8_stops_before_any_job_and_the_search_
     glm = models.get_model("glm-5")
     assert parallel_plans(glm, hardware.get_accelerator("a100-sxm-80gb"), 8) == []
     assert parallel_plans(glm, hardware.get_accelerator("h200-sxm"), 8)
+
+
+def test_every_tensor_parallel_rank_holds_the_whole_indexer_and_its_keys():
+    from roofline.engine.analysis import kv_share_per_device
+    from roofline.engine.parallel import weight_params_per_device
+    m = tiny()
+    total = models.parameter_counts(m)[0]
+    # 2 ranks: everything but the replicated parts is halved; the two indexers (2 x 168) stay whole on each
+    whole, split = weight_params_per_device(m, Parallel(tp=1)), weight_params_per_device(m, Parallel(tp=2))
+    assert whole == total
+    dense = models.model_from_hf_dict({**TINY, "model_type": "deepseek_v3"}, "tiny-dense")
+    dense_split = weight_params_per_device(dense, Parallel(tp=2))
+    assert split - dense_split == 2 * 168
+    # decompressed MLA splits its per-head K/V (2 heads x (8 + 4) x 2 bytes = 48 per token and layer) over the ranks,
+    # not the indexer's 8 bytes: (48 / 2 + 8) / (48 + 8)
+    scenario = Scenario(kv_dtype="bf16", mla_mode="decompressed", parallel=Parallel(tp=2))
+    assert kv_share_per_device(m, scenario, 1) == pytest.approx((48 / 2 + 8) / 56)
+
+
+def test_expected_time_lookups_key_the_core_on_its_top_k_and_the_indexer_on_every_key():
+    from roofline.estimate.step import keys_per_sequence
+    m = tiny()
+    ops = ops_of(m, "decode", batch=1, seq_len=9)
+    assert keys_per_sequence(m, ops["fused_attention"], 9) == 3
+    assert keys_per_sequence(m, ops["indexer_scores"], 9) == 10
+    assert keys_per_sequence(m, ops["fused_attention"], 1) == 2

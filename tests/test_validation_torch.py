@@ -711,7 +711,8 @@ def test_full_size_flops_match_torch_on_the_meta_device(key, stage):
 
 
 def test_known_difference_sparse_attention(tmp_dir):
-    """GLM-5's DeepSeek Sparse Attention (2 MLA layers of 3, indexer Hi = 2 heads of di = 8, top-k 4, B = 2, S = 12).
+    """GLM-5's DeepSeek Sparse Attention (3 MLA layers, the first with a dense MLP; indexer Hi = 2 heads of di = 8,
+    top-k 4, B = 2, S = 12).
     HF's eager reference scores the full S x S block of (query, key) pairs with 2 di + 2 FLOPs per head (the dot
     product and the weighted sum; ReLU and the key scale are not matmuls) and attends every key under a mask; the
     engine's kernels visit the causal pairs with Hi (2 di + 3) + 1 FLOPs (ReLU and scale counted) and attend the top

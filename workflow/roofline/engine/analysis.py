@@ -29,6 +29,7 @@ from .models import (
     ModelSpec,
     embedding_params,
     indexer_cache_bytes_per_token,
+    kv_bytes_per_token_layer,
     kv_elements_per_token,
     parameter_counts,
     routed_expert_params,
@@ -173,8 +174,8 @@ def kv_cache_bytes(model: ModelSpec, stage: str, scenario: Scenario, batch=None,
     S = scenario.seq_len if seq_len is None else seq_len
     tokens = S if stage == "prefill" else S + 1
     c = DTYPE_BYTES[scenario.kv_dtype]
-    # a sparse-attention model's indexer keeps its own fp8 key cache beside the latent (independent of kv_dtype)
-    per_token_layer = kv_elements_per_token(model, scenario.mla_mode) * c + indexer_cache_bytes_per_token(model)
+    # (a sparse-attention model's indexer keeps its own fp8 key cache beside the latent, whatever kv_dtype)
+    per_token_layer = kv_bytes_per_token_layer(model, scenario.mla_mode, c)
     total = model.linear_layers * linear_state_elements(model) * c
     for _suffix, window, count in attention_groups(model):
         kept = tokens if window is None else np.minimum(tokens, window)
@@ -192,8 +193,12 @@ def kv_share_per_device(model: ModelSpec, scenario: Scenario, batch) -> float:
     if plan.attention_dp:
         ceil = np.ceil if isinstance(batch, np.ndarray) else math.ceil
         return share * ceil(batch / plan.tp) / batch
+    if model.is_mla and scenario.mla_mode == "decompressed":  # per-head K/V split; a sparse indexer's keys whole
+        heads = kv_elements_per_token(model, "decompressed") * DTYPE_BYTES[scenario.kv_dtype]
+        indexer = indexer_cache_bytes_per_token(model)
+        return share * (heads / plan.tp + indexer) / (heads + indexer)
     if model.is_mla:
-        return share / (plan.tp if scenario.mla_mode == "decompressed" else 1)
+        return share
     return share * kv_heads_per_device(model.n_kv_heads, plan.tp) / model.n_kv_heads
 
 

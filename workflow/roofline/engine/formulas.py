@@ -176,11 +176,12 @@ def indexer_scores(B, Hi, di, S, pairs, Skv, selected, key_bytes) -> Cost:
     """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5): for each of `pairs` (query, key) pairs
     of a sequence, sum over Hi heads of w_h relu(q_h . k) (2 di + 3 FLOPs per head: the dot product, the ReLU and
     the weighted sum) times the key's scale (1), then the best keys per query, `selected` indices per sequence in
-    all (int32). Reads the S fp8 queries (di bytes and an fp32 scale per head) with their fp32 head weights and the
-    Skv cached keys of `key_bytes` each (fp8 keys and their scales); the logits stay on chip (a kernel that writes
-    them moves more: the expected time's business) and the top-k selection is comparisons, not FLOPs."""
+    all (int32). Reads the S fp8 queries (di bytes per head) with their fp32 head weights (the queries' scales
+    folded in, as DeepSeek's reference and vLLM do) and the Skv cached keys of `key_bytes` each (fp8 keys and their
+    scales); the logits stay on chip (a kernel that writes them moves more: the expected time's business) and the
+    top-k selection is comparisons, not FLOPs."""
     flops = B * pairs * (Hi * (2 * di + 3) + 1)
-    return Cost(flops=flops, act_read=B * S * Hi * (di + 8), act_write=B * selected * 4, kv_read=B * Skv * key_bytes)
+    return Cost(flops=flops, act_read=B * S * Hi * (di + 4), act_write=B * selected * 4, kv_read=B * Skv * key_bytes)
 
 
 @formula("norm", "norm")

@@ -63,6 +63,23 @@ def indexer_cache_bytes_per_token(m: ModelSpec) -> int:
     return m.index_head_dim + 4 * -(-m.index_head_dim // INDEXER_SCALE_BLOCK)
 
 
+def sparse_latent_fp8_bytes_per_token(m: ModelSpec) -> int:
+    """Bytes of one token's MLA latent in one layer of a sparse-attention model's fp8 cache: FlashMLA's sparse layout
+    that vLLM and SGLang store (C fp8 values, an fp32 scale per 128 of them, the R RoPE dims at 16 bits: 656 for
+    DeepSeek-V3.2 and GLM-5, against 576 one byte each)."""
+    C, R = m.kv_lora_rank, m.qk_rope_head_dim
+    return C + 4 * -(-C // INDEXER_SCALE_BLOCK) + 2 * R
+
+
+def kv_bytes_per_token_layer(m: ModelSpec, mla_mode: str, kv_bytes: float) -> float:
+    """Bytes one token adds to one attention layer's cache at `kv_bytes` per element (kv_elements_per_token), in a
+    sparse-attention model's fp8 cache the FlashMLA sparse layout, plus its indexer's keys."""
+    latent = kv_elements_per_token(m, mla_mode) * kv_bytes
+    if m.is_sparse_attention and kv_bytes == 1 and mla_mode != "decompressed":
+        latent = sparse_latent_fp8_bytes_per_token(m)
+    return latent + indexer_cache_bytes_per_token(m)
+
+
 def linear_attention_params(m: ModelSpec) -> int:
     """Weights of one Gated DeltaNet block (Qwen3-Next): in_proj_qkvz [D, 2 Hk dk + 2 Hv dv], in_proj_ba [D, 2 Hv],
     depthwise conv [conv channels x K], dt_bias and A_log [Hv] each, the gated RMSNorm [dv], out_proj [Hv dv, D]."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .errors import RooflineInputError, unknown
-from .models import embedding_params, norm_params, parameter_counts, routed_expert_params
+from .models import embedding_params, indexer_params, norm_params, parameter_counts, routed_expert_params
 
 #: the largest number of devices a plan may use (a GB200 NVL72 rack is 72; a few racks of scale-out beyond)
 MAX_DEVICES = 4096
@@ -129,8 +129,9 @@ def check_plan(model, gpu, plan: Parallel) -> None:
 
 # ------------------------------------------------------------------------------------------ per-device memory
 def _replicated_and_kv_params(m) -> tuple[int, int]:
-    """(parameters every tensor-parallel device holds whole: norms, routers, MLA's latent projections; the K/V
-    projection parameters of standard attention, split by KV head), summed over all layers."""
+    """(parameters every tensor-parallel device holds whole: norms, routers, MLA's latent projections and a sparse
+    model's indexer (vLLM's ReplicatedLinear); the K/V projection parameters of standard attention, split by KV
+    head), summed over all layers."""
     D = m.hidden
     replicated = m.n_layers * m.norms_per_layer * norm_params(m, D)
     if m.is_moe:
@@ -138,7 +139,7 @@ def _replicated_and_kv_params(m) -> tuple[int, int]:
     if m.is_mla:
         C, R = m.kv_lora_rank, m.qk_rope_head_dim
         latent = D * (C + R) + C + ((D * m.q_lora_rank + m.q_lora_rank) if m.q_lora_rank else 0)
-        return replicated + m.n_attention_layers * latent, 0
+        return replicated + m.n_attention_layers * (latent + indexer_params(m)), 0
     kv = m.n_attention_layers * 2 * m.n_kv_heads * m.head_dim * (D + (1 if (m.qkv_bias or m.linear_bias) else 0))
     return replicated, kv
 

@@ -9,7 +9,7 @@ import pandas as pd
 from ..display import weights_label
 from ..engine.dtypes import DTYPE_BYTES, PEAK_DTYPES
 from ..engine.hardware import Accelerator
-from ..engine.models import ModelSpec, indexer_cache_bytes_per_token, kv_elements_per_token
+from ..engine.models import ModelSpec, indexer_cache_bytes_per_token, kv_bytes_per_token_layer, kv_elements_per_token
 from . import units
 
 
@@ -41,7 +41,8 @@ def attention_facts(m: ModelSpec, scenario: dict) -> list[tuple[str, str]]:
     """Attention shape and the KV cache it stores per token (MLA: the latent, or decompressed per-head K and V)."""
     per_layer = kv_elements_per_token(m, scenario["mla_mode"])
     indexer = indexer_cache_bytes_per_token(m)
-    per_token = units.nbytes((per_layer * DTYPE_BYTES[scenario["kv_dtype"]] + indexer) * m.n_layers)
+    per_token = units.nbytes(kv_bytes_per_token_layer(m, scenario["mla_mode"], DTYPE_BYTES[scenario["kv_dtype"]])
+                             * m.n_layers)
     over = f"{per_token} per token over {m.n_layers} layers at {scenario['kv_dtype']}"
     if indexer:
         over += f", with the sparse-attention indexer's {indexer} bytes of fp8 keys per token per layer"

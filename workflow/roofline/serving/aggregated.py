@@ -242,6 +242,16 @@ def cluster_size(load: Load, scheduler: Scheduler, active, D):
     return 1.0 + scheduler.sync * (group - 1.0)
 
 
+def _cluster_steps(load: Load, scheduler: Scheduler, active, D, room):
+    """Heavy steps one cluster's prompts take (at least c / chunk): ceil(prompts x c / room) expected over the arrivals
+    cluster_size averages (alone w.p. 1 - sync, with the whole group w.p. sync); the ceiling of the mean cluster
+    jumped a step where the mean crossed an integer (10 closed-loop users then served fewer requests/s than 8)."""
+    def steps(prompts):
+        return np.maximum(np.ceil(prompts * load.computed / room), load.computed / scheduler.chunk)
+    group = cluster_size(load, replace(scheduler, sync=1.0), active, D) if scheduler.sync else 1.0
+    return (1 - scheduler.sync) * steps(1.0) + scheduler.sync * steps(group)
+
+
 def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str, closed: bool = True) -> dict:
     """Times at decode occupancy D with `active` requests in flight: TPOT, TTFT, prompt-room use (`closed`: users
     who send a request as their last one ends; False: independent arrivals)."""
@@ -252,8 +262,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         tpot = stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step
         return {"tpot": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room, "most": np.inf + 0.0 * D}
     cluster = cluster_size(load, scheduler, active, D)
-    # heavy steps one cluster's prompts take: at least c / chunk, one replica's share of a step per prompt
-    per_cluster = np.maximum(np.ceil(cluster * load.computed / room), load.computed / scheduler.chunk)
+    per_cluster = _cluster_steps(load, scheduler, active, D, room)
     others = load.computed * np.maximum(active - cluster, 0.0) / steps  # others' prompt tokens per decode step
     # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
     # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
