@@ -186,3 +186,20 @@ def test_expected_time_lookups_key_the_core_on_its_top_k_and_the_indexer_on_ever
     assert keys_per_sequence(m, ops["fused_attention"], 9) == 3
     assert keys_per_sequence(m, ops["indexer_scores"], 9) == 10
     assert keys_per_sequence(m, ops["fused_attention"], 1) == 2
+
+
+def test_prefix_cached_prompts_charge_each_attention_row_its_uncached_pairs():
+    from roofline.serving.steps import uncached_attention
+    m = tiny()
+    scenario = prepare(m, hardware.get_accelerator("h100-sxm"), "prefill", Scenario(attention="flash"))
+    whole = {op.name: op.cost for op in uncached_attention(m, scenario, 6.0, 0.0)}
+    rest = {op.name: op.cost for op in uncached_attention(m, scenario, 6.0, 2.0)}
+    # 6 queries, 2 cached: the indexer's causal pairs 21 - 3 = 18 of 21; the top-3 core's 15 - 3 = 12 of 15
+    # (1 + 2 + 3 + 3 + 3 + 3 against 1 + 2); every kind of traffic in proportion
+    assert rest["indexer_scores"].flops == pytest.approx(whole["indexer_scores"].flops * 18 / 21)
+    assert rest["fused_attention"].flops == pytest.approx(whole["fused_attention"].flops * 12 / 15)
+    assert rest["fused_attention"].bytes == pytest.approx(whole["fused_attention"].bytes * 12 / 15)
+    eager = prepare(m, hardware.get_accelerator("h100-sxm"), "prefill", Scenario(attention="eager"))
+    blocks = {op.name: op.cost.flops for op in uncached_attention(m, eager, 6.0, 2.0)}
+    full = {op.name: op.cost.flops for op in uncached_attention(m, eager, 6.0, 0.0)}
+    assert blocks["qk_matmul"] == pytest.approx(full["qk_matmul"] * 4 / 6)  # the full S x S block: 4 of 6 rows

@@ -18,7 +18,7 @@ from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import ATTENTION_IMPLS, Scenario
 from roofline.serving.candidates import activation_dtype
 from roofline.serving.step_tables import PARTS, PIECES, _Pieces, tabulate_many
-from roofline.serving.steps import LOGIT_OPS, Mix, Pricing, _prefill_ops, _queries, _sum, grid
+from roofline.serving.steps import LOGIT_OPS, Mix, Pricing, _queries, _sum, grid, uncached_attention
 
 WEIGHTS = ("fp16", "fp8", "int4")
 KVS = ("fp16", "fp8", "int8")
@@ -69,7 +69,7 @@ def _reference(model, gpu, scenario, mix, tokens, sequences, framework):
         "logits": [op for op in decode_ops if op.name in LOGIT_OPS],
         "attention": [_queries(op, float(mix.queries)) for op in build_operators(
             model, "decode", scenario, batch=D, seq_len=float(mix.kv_len)) if op.op_class == "attention"],
-        "prompt": [op for op in _prefill_ops(model, scenario, float(mix.prompt)) if op.op_class == "attention"],
+        "prompt": uncached_attention(model, scenario, float(mix.prompt), float(mix.prefix)),
     }
     decode = Pricing(model, scenario, "decode", float(mix.kv_len), framework)
     prefill = Pricing(model, scenario, "prefill", float(mix.prompt), framework)
@@ -98,7 +98,7 @@ def test_batched_tables_equal_the_single_step_pricing(key, framework):
                     np.testing.assert_allclose(getattr(parts, f"{part}_{side}"), value, rtol=1e-12, atol=0,
                                                err_msg=f"{key} {scenario} {gpu.key} {part} {side}")
             replicas = scenario.parallel.tp if scenario.for_model(model).parallel.attention_dp else 1
-            per_token = (1 - (S0 / S) ** 2) / (S - S0) / replicas
+            per_token = 1 / (S - S0) / replicas  # the rows are the uncached queries' share already
             assert parts.prompt_bound == pytest.approx(float(reference["prompt"][0]) * per_token, rel=1e-12)
             assert parts.prompt_expected == pytest.approx(float(reference["prompt"][1]) * per_token, rel=1e-12)
 

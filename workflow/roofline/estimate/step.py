@@ -109,16 +109,21 @@ def fuse(ops, framework: str) -> list[tuple[tuple[Op, ...], str]]:
     return out + [((op,), op.op_class) for op in ops if op.name not in taken]
 
 
+def row_window(model: ModelSpec, op: Op) -> int | None:
+    """The keys an attention row's query sees at most: its group's sliding window, a sparse model's top-k (not for
+    the indexer, which scores every key), None for full causal attention (chunked rows: model.attention_chunk)."""
+    suffix = "_swa" if op.name.endswith("_swa") else ""
+    window = next((w for s, w, _ in attention_groups(model) if s == suffix), None)
+    return model.index_topk if model.is_sparse_attention and op.name not in UNMEASURED else window
+
+
 def keys_per_sequence(model: ModelSpec, op: Op, seq_len):
     """Keys one decode query attends (graph._keys_attended): S + 1, within a window, the current chunk or the
     sparse-attention indexer's top-k (the indexer itself scores all S + 1)."""
     seq = np.asarray(seq_len, dtype=float)
     if op.name.endswith("_chunked"):
         return seq % model.attention_chunk + 1
-    suffix = "_swa" if op.name.endswith("_swa") else ""
-    window = next((w for s, w, _ in attention_groups(model) if s == suffix), None)
-    if model.is_sparse_attention and op.name not in UNMEASURED:
-        window = model.index_topk
+    window = row_window(model, op)
     return seq + 1 if window is None else np.minimum(seq + 1, window)
 
 

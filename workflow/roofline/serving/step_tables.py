@@ -16,8 +16,8 @@ identical in, and every device's expected times of one calibration come from one
   count every stage's layers), so the other pieces of plans that differ only in pp share their kernel times;
 * logits: lm_head and its all-gather, per sampled row (no KV dtype, no attention kernel either);
 * attention: the decode attention at (D sequences, cached length, Q queries each);
-* prompt: one whole prompt's attention (prefill graph), per computed token: the whole prompt's x (1 - (S0 / S)^2) /
-  (S - S0) (the causal pairs its S - S0 new queries attend; / tp under data-parallel attention).
+* prompt: one whole prompt's attention (prefill graph), per computed token: each row scaled to the pairs its S - S0
+  uncached queries attend (steps.uncached_attention), / (S - S0) (/ tp under data-parallel attention).
 
 A part's bound is the sum of its pieces' bounds; its expected time the sum of their kernels' times, at least that
 bound. Splitting the token-wise part changes no kernel (no fusion takes the pipeline send): the one fusion with
@@ -41,7 +41,7 @@ from ..engine.scenario import Scenario
 from ..estimate.calibration import DEFAULT
 from ..estimate.lookup import calibration_for
 from ..estimate.step import Kernels, combine, kernel_times, step_label
-from .steps import LOGIT_OPS, Mix, Parts, Pricing, _kernels, _prefill_ops, _queries, grid
+from .steps import LOGIT_OPS, Mix, Parts, Pricing, _kernels, _queries, grid, uncached_attention
 
 #: token-wise operators whose cost follows the KV dtype (the rest of the token-wise part does not)
 KV_WRITE_OPS = ("kv_cache_write",)
@@ -103,7 +103,7 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
     for scenario, gpus in jobs.items():
         resolved = scenario.for_model(model)
         replicas = resolved.parallel.tp if resolved.parallel.attention_dp else 1
-        per_token = (1 - (S0 / S) ** 2) / max(S - S0, 1.0) / replicas
+        per_token = 1 / max(S - S0, 1.0) / replicas  # the prompt piece is the uncached queries' share already
         keys = {part: [pieces.key(name, resolved) for name in names] for part, names in PARTS.items()}
         members = {part: tuple(ids[key] for key in part_keys) for part, part_keys in keys.items()}
         for gpu in gpus:
@@ -170,8 +170,8 @@ class _Pieces:
         """(operators, stage, cached length) of one piece of `scenario`."""
         model, mix = self.model, self.mix
         if name == "prompt":
-            ops = [op for op in _prefill_ops(model, scenario, float(mix.prompt)) if op.op_class == "attention"]
-            return ops, "prefill", float(mix.prompt)
+            length = float(mix.prompt)
+            return uncached_attention(model, scenario, length, float(mix.prefix)), "prefill", length
         if name == "attention":
             ops = build_operators(model, "decode", scenario, batch=self.sequences, seq_len=float(mix.kv_len))
             ops = [_queries(op, float(mix.queries)) for op in ops if op.op_class == "attention"]

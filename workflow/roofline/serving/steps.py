@@ -12,8 +12,9 @@ the weights once. Its time is the sum of four parts, each a function of one numb
 * logits(R): lm_head (and its all-gather) on the R rows that sample: the decode tokens and the prompts that end;
 * attention(D): the decode graph's attention rows at (D, cached length), with Q queries per sequence (FLOPs and
   query/output traffic x Q, the cached keys read once);
-* prompt_attention: the prefill graph's attention of one whole prompt of S tokens per computed token, scaled by the
-  causal pairs its S - S0 new queries attend: (S^2 - S0^2) / S^2 of the whole prompt's.
+* prompt_attention: the prefill graph's attention of one whole prompt of S tokens per computed token, each row
+  scaled by the (query, key) pairs its S - S0 new queries attend (uncached_attention: (S^2 - S0^2) / S^2 of a causal
+  row's, less for windowed, chunked and top-k rows, (S - S0) / S of eager and linear-attention rows).
 
 NB: a prompt's attention is charged evenly over its chunks (exact over a whole prompt: its causal pairs); MLA prompts
 are priced on the decode graph's absorbed projections rather than kv_b_proj (the same order of FLOPs per token).
@@ -34,13 +35,14 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..engine import formulas as f
 from ..engine.analysis import op_times
 from ..engine.graph import Op, build_operators
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.scenario import Scenario
 from ..estimate.lookup import calibration_for
-from ..estimate.step import Kernels
+from ..estimate.step import Kernels, row_window
 
 #: operators priced per sampled row rather than per token
 LOGIT_OPS = ("lm_head", "logits_all_gather")
@@ -174,13 +176,13 @@ class StepPricer:
         attention = Pricing(self.model, self.scenario, "decode", np.maximum(L, 1), self.framework)
         t = t + _masked(_sum(self.gpu, [_queries(op, Q) for op in self._decode(np.maximum(D, 1), np.maximum(L, 1))
                                         if op.op_class == "attention"], expected, attention)[index], D > 0)
-        for length in np.unique(S[P > 0]):  # a few distinct prompt lengths (usually one)
-            ops = [op for op in _prefill_ops(self.model, self.scenario, float(length)) if op.op_class == "attention"]
+        plan = self.scenario.parallel
+        for length, cached in {(a, b) for a, b in zip(S[P > 0], S0[P > 0])}:  # a few (usually one) prompt shapes
+            ops = uncached_attention(self.model, self.scenario, float(length), float(cached))
             prompt = Pricing(self.model, self.scenario, "prefill", float(length), self.framework)
-            whole = _sum(self.gpu, ops, expected, prompt)[index]
-            plan = self.scenario.parallel
-            share = P / np.maximum(length - S0, 1.0) * (1 - (S0 / length) ** 2) / (plan.tp if plan.attention_dp else 1)
-            t = t + np.where((S == length) & (P > 0), share * whole, 0.0)
+            part = _sum(self.gpu, ops, expected, prompt)[index]
+            share = P / np.maximum(length - cached, 1.0) / (plan.tp if plan.attention_dp else 1)
+            t = t + np.where((S == length) & (S0 == cached) & (P > 0), share * part, 0.0)
         return t
 
     def _decode(self, batch, seq_len):
@@ -194,6 +196,27 @@ def _masked(values, active):
 @lru_cache(maxsize=256)
 def _prefill_ops(model: ModelSpec, scenario: Scenario, length: float) -> tuple[Op, ...]:
     return build_operators(model, "prefill", scenario, batch=1, seq_len=length)
+
+
+def uncached_attention(model: ModelSpec, scenario: Scenario, length: float, cached: float) -> list[Op]:
+    """The attention rows of one whole prompt of `length` tokens, each scaled to the share its `length - cached`
+    uncached queries compute (prefix caching): their (query, key) pairs over all, by the row's pattern (causal,
+    windowed, chunked, a sparse model's top-k core; the full S x S block of eager kernels and linear attention in
+    proportion to the queries). The scaled rows keep their intensity."""
+    ops = [op for op in _prefill_ops(model, scenario, length) if op.op_class == "attention"]
+    if cached <= 0:
+        return ops
+    return [op._replace(cost=type(op.cost)(*(v * _uncached_share(model, op, length, cached) for v in op.cost)))
+            for op in ops]
+
+
+def _uncached_share(model: ModelSpec, op: Op, S: float, S0: float) -> float:
+    if op.name.startswith(("qk_matmul", "softmax", "sv_matmul")) or op.name in ("conv1d", "gated_delta_rule"):
+        return (S - S0) / S
+    if op.name.endswith("_chunked"):
+        return 1 - f.chunked_causal_pairs(S0, model.attention_chunk) / f.chunked_causal_pairs(S, model.attention_chunk)
+    window = row_window(model, op)
+    return float(1 - f.causal_pairs(S0, window) / f.causal_pairs(S, window))
 
 
 def _queries(op: Op, Q) -> Op:
