@@ -177,7 +177,7 @@ class StepPricer:
         t = t + _masked(_sum(self.gpu, [_queries(op, Q) for op in self._decode(np.maximum(D, 1), np.maximum(L, 1))
                                         if op.op_class == "attention"], expected, attention)[index], D > 0)
         plan = self.scenario.parallel
-        for length, cached in {(a, b) for a, b in zip(S[P > 0], S0[P > 0])}:  # a few (usually one) prompt shapes
+        for length, cached in np.unique(np.stack([S[P > 0], S0[P > 0]], axis=-1).reshape(-1, 2), axis=0):  # few
             ops = uncached_attention(self.model, self.scenario, float(length), float(cached))
             prompt = Pricing(self.model, self.scenario, "prefill", float(length), self.framework)
             part = _sum(self.gpu, ops, expected, prompt)[index]
