@@ -376,3 +376,25 @@ def test_the_step_budget_is_per_attention_replica_where_the_framework_schedules_
     # one request's prompt per step: one replica's budget (SGLang: its share of the engine's)
     assert framework_for("trtllm", h200, 8).request_chunk(adp) == 8192
     assert framework_for("sglang", h200, 8).request_chunk(adp) == 8192 / 8
+
+
+def test_the_serving_search_runs_each_device_under_its_own_framework():
+    # a gpus: entry's framework wins over the workload's (the plan's or the scenario's), as in the step model; a
+    # device without one takes the workload's
+    from dataclasses import replace as replaced
+
+    from roofline.serving.search import ServedWorkload, search
+    from roofline.serving.search_rows import rows
+    h200, h100 = replaced(get_accelerator("h200-sxm"), framework="sglang"), get_accelerator("h100-sxm")
+    result = search(get_model("llama-3.1-8b"), [h200, h100], ServedWorkload(isl=1024, osl=256, framework="trtllm"),
+                    ("fp8",), ("fp8",), 1, "aggregated", concurrencies=[8, 64])
+    served = sorted(set(result.candidate.tolist()))
+    assert {(result.candidates[c].gpu.key, result.framework_of(c)) for c in served} == {
+        ("h200-sxm", "sglang"), ("h100-sxm", "trtllm")}
+    named = {(r["gpu"], r["framework"]) for r in rows(result, range(len(result.candidate)))}
+    assert named == {("h200-sxm", "sglang"), ("h100-sxm", "trtllm")}
+    # under SGLang's prefill-first scheduler the same plan serves differently from TensorRT-LLM's
+    alone = search(get_model("llama-3.1-8b"), [replaced(h200, framework="trtllm")],
+                   ServedWorkload(isl=1024, osl=256), ("fp8",), ("fp8",), 1, "aggregated", concurrencies=[8, 64])
+    mine = result.columns["tpot_expected_s"][[result.candidates[c].gpu.key == "h200-sxm" for c in result.candidate]]
+    assert not np.allclose(np.sort(mine), np.sort(alone.columns["tpot_expected_s"]))

@@ -111,6 +111,12 @@ class ServedSearch:
     labels: list[tuple[str, str]] = field(default_factory=list)
     #: configurations evaluated: every candidate x concurrency of the search space
     evaluated: int = 0
+    #: per candidate: the serving framework it ran under (candidate_framework; empty: the workload's for all)
+    frameworks: list[str] = field(default_factory=list)
+
+    def framework_of(self, candidate: int) -> str:
+        """The framework candidate number `candidate` was evaluated under."""
+        return self.frameworks[candidate] if self.frameworks else self.workload.framework
 
     def __len__(self) -> int:
         return self.evaluated
@@ -229,22 +235,36 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorklo
     if mode in ("disaggregated", "all"):
         parts.append((disaggregated_candidates(model, gpus, scenarios, max_devices or 16),
                       DISAGGREGATED_GRID if concurrencies is None else grid))
-    candidates = [c for part, _ in parts for c in part]
+    # each candidate under its device's own framework first, else the workload's (the step model's rule,
+    # roofline.estimate.calibration.framework_for): one evaluation per (mode, framework)
+    groups = []
+    for part, values in parts:
+        by_framework: dict[str, list[Candidate]] = {}
+        for c in part:
+            by_framework.setdefault(candidate_framework(workload, c.gpu), []).append(c)
+        groups += [(members, values, key) for key, members in by_framework.items()]
+    candidates = [c for members, _, _ in groups for c in members]
     if not candidates:
         raise RooflineInputError(f"gpus: no candidate: none of {', '.join(g.key for g in gpus)} computes at the "
                                  f"dtypes asked or holds {model.key} within the devices allowed")
     index, concurrency, columns, labels, offset = [], [], [], [], 0
-    for part, values in parts:
-        if part:
-            served, evaluated, label = evaluate(model, part, workload, values, memory_utilization)
-            index.append(served[0] + offset)
-            concurrency.append(served[1])
-            columns.append(evaluated)
-            labels += label
+    for part, values, key in groups:
+        served, evaluated, label = evaluate(model, part, replace(workload, framework=key), values, memory_utilization)
+        index.append(served[0] + offset)
+        concurrency.append(served[1])
+        columns.append(evaluated)
+        labels += label
         offset += len(part)
     merged = columns[0] if len(columns) == 1 else {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
     return ServedSearch(model, workload, candidates, np.concatenate(index), np.concatenate(concurrency), merged,
-                        time.perf_counter() - start, labels, sum(len(part) * len(values) for part, values in parts))
+                        time.perf_counter() - start, labels, sum(len(part) * len(values) for part, values in parts),
+                        [key for members, _, key in groups for _ in members])
+
+
+def candidate_framework(workload: ServedWorkload, gpu: Accelerator) -> str:
+    """The framework a candidate on `gpu` is served under: the device's own (its `gpus:` entry), else the
+    workload's (--framework, the plan section's, the scenario's), else DEFAULT_FRAMEWORK."""
+    return gpu.framework or workload.framework or DEFAULT_FRAMEWORK
 
 
 def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkload, largest: float,

@@ -26,7 +26,7 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
         batch = int(result.concurrency[i])
         decode = _decode_step(result, cand, max(float(c["decode_batch_expected"][i]), 1.0))
         prefill = cand.prefill_plan
-        fw = framework_for(w.framework, cand.gpu, plan.tp)
+        fw = framework_for(result.framework_of(int(result.candidate[i])), cand.gpu, plan.tp)
         estimate, table = result.labels[result.candidate[i]]
         footprint = _footprint(result, cand, batch, float(c["kv_capacity_requests"][i]))
         row = {
