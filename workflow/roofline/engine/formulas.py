@@ -24,7 +24,9 @@ Conventions (stated once, used everywhere):
   every kernel), router softmax/top-k (T x E elements, < 0.1% of the MoE block), Gemma-2 logit soft-capping and
   embedding scaling (element-wise on tensors already counted), bias-add FLOPs (see above), the quantization and
   dequantization arithmetic of int8/int4/fp8/fp4 tensors (hidden under the memory time of the ops that need it),
-  Llama 4's parameter-free L2 q/k norm and gpt-oss's attention-sink softmax column (one logit per query row).
+  Llama 4's parameter-free L2 q/k norm and gpt-oss's attention-sink softmax column (one logit per query row), and
+  DeepSeek Sparse Attention's top-k selection (comparisons, not arithmetic) and the Hadamard rotation of its
+  indexer's q and k (d log d adds per vector, beside the d^2-scale projections).
 * Communication (multi-device deployments, roofline.engine.parallel): a collective moves `network` bytes over the
   link of each device, booked apart from DRAM bytes; its time is latency + network bytes / link bandwidth (per
   device, per direction), beside its DRAM time (read the send buffer, write the received data). All-reduce is the ring

@@ -50,17 +50,18 @@ def indexer_params(m: ModelSpec) -> int:
     return (m.q_lora_rank or m.hidden) * Hi * di + m.hidden * di + 2 * di + m.hidden * Hi
 
 
-#: the indexer's key cache: fp8 keys with one fp32 scale per block of this many channels (DeepSeek-V3.2's
-#: reference and vLLM/SGLang's indexer caches), whatever the KV cache's own dtype
-INDEXER_SCALE_BLOCK = 128
+#: fp8 caches of sparse-attention models keep one fp32 scale per block of this many channels: the indexer's keys
+#: (DeepSeek-V3.2's reference, vLLM's and SGLang's indexer caches, whatever the KV cache's own dtype) and the MLA
+#: latent in FlashMLA's sparse layout
+FP8_SCALE_BLOCK = 128
 
 
 def indexer_cache_bytes_per_token(m: ModelSpec) -> int:
-    """Bytes one token adds to one layer's indexer key cache: di fp8 keys + 4 bytes per INDEXER_SCALE_BLOCK; 0 for
+    """Bytes one token adds to one layer's indexer key cache: di fp8 keys + 4 bytes per FP8_SCALE_BLOCK; 0 for
     dense attention."""
     if not m.is_sparse_attention:
         return 0
-    return m.index_head_dim + 4 * -(-m.index_head_dim // INDEXER_SCALE_BLOCK)
+    return m.index_head_dim + 4 * -(-m.index_head_dim // FP8_SCALE_BLOCK)
 
 
 def sparse_latent_fp8_bytes_per_token(m: ModelSpec) -> int:
@@ -68,7 +69,7 @@ def sparse_latent_fp8_bytes_per_token(m: ModelSpec) -> int:
     that vLLM and SGLang store (C fp8 values, an fp32 scale per 128 of them, the R RoPE dims at 16 bits: 656 for
     DeepSeek-V3.2 and GLM-5, against 576 one byte each)."""
     C, R = m.kv_lora_rank, m.qk_rope_head_dim
-    return C + 4 * -(-C // INDEXER_SCALE_BLOCK) + 2 * R
+    return C + 4 * -(-C // FP8_SCALE_BLOCK) + 2 * R
 
 
 def kv_bytes_per_token_layer(m: ModelSpec, mla_mode: str, kv_bytes: float) -> float:

@@ -206,8 +206,12 @@ def uncached_attention(model: ModelSpec, scenario: Scenario, length: float, cach
     ops = [op for op in _prefill_ops(model, scenario, length) if op.op_class == "attention"]
     if cached <= 0:
         return ops
-    return [op._replace(cost=type(op.cost)(*(v * _uncached_share(model, op, length, cached) for v in op.cost)))
-            for op in ops]
+    return [_scaled(op, _uncached_share(model, op, length, cached)) for op in ops]
+
+
+def _scaled(op: Op, share: float) -> Op:
+    """`op` with every FLOP and byte of its cost times `share`."""
+    return op._replace(cost=op.cost._replace(**{kind: v * share for kind, v in op.cost._asdict().items()}))
 
 
 def _uncached_share(model: ModelSpec, op: Op, S: float, S0: float) -> float:
