@@ -7,7 +7,8 @@ step model (TTFT = one request's prefill; TPOT = one decode step at batch = conc
 the acceptance subsets, and every measurement that beats its bound.
 
 Each row is served at its own plan (tp, ep, data-parallel attention; disaggregated: both pools and their worker
-counts), precision (fp8 runs: fp8 weights, activations and KV cache; fp4: NVFP4 weights and activations, fp8 KV;
+counts), precision (fp8 runs: fp8 weights, activations and KV cache; fp4: NVFP4 weights and activations, fp8 KV,
+the attention projections 16-bit where the model's NVFP4 checkpoint keeps them so (NVFP4_FILES);
 unlabelled and bf16 runs: bf16 throughout), isl/osl, concurrency (the closed loop; users beyond the cache's capacity
 wait: `--overflow queue`; a run whose client concurrency is a whole multiple of the recorded batch ran that many
 data-parallel replicas, each served at its share) and framework. --fit refits the per-framework constants (host
@@ -67,6 +68,36 @@ ROUNDS = 1
 #: default on Blackwell (TensorRT-LLM's gpt-oss deployment guide; Hopper's default, Triton, keeps BF16 activations).
 #: The package measures both kernels; the W4A16 ones are 2.5-3.5x slower at decode batches
 W4A8_DEVICES = ("b200", "b300", "gb200-gpu", "gb300-gpu")
+
+
+#: each model's NVFP4 checkpoint as the package ships its quantization file (model_configs/): its fp4 runs keep the
+#: attention projections 16-bit where the file's exclude (ignore) list names self_attn (attention_16bit)
+NVFP4_FILES = {"deepseek-v3": "nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json",
+               "kimi-k2.5": "nvidia--Kimi-K2.5-NVFP4_config.json",
+               "glm-5": "nvidia--GLM-5-NVFP4_hf_quant_config.json",
+               "minimax-m2.5": "nvidia--MiniMax-M2.5-NVFP4_hf_quant_config.json",
+               "qwen3.5-397b-a17b": "nvidia--Qwen3.5-397B-A17B-NVFP4_hf_quant_config.json",
+               "qwen3-235b-a22b": "nvidia--Qwen3-235B-A22B-NVFP4_hf_quant_config.json"}
+
+
+@lru_cache(maxsize=None)
+def attention_16bit(key: str) -> bool:
+    """Whether `key`'s NVFP4 checkpoint leaves the attention projections unquantized (NVIDIA's DeepSeek-V3.1, Kimi,
+    GLM-5, MiniMax and Qwen3.5 files do; Qwen3-235B's and the dense models' quantize them)."""
+    if key not in NVFP4_FILES:
+        return False
+    import json
+    from importlib import resources
+    data = json.loads(resources.files("aiconfigurator_core").joinpath("model_configs", NVFP4_FILES[key]).read_text())
+    quantization = data.get("quantization") or data.get("quantization_config") or data
+    excluded = quantization.get("exclude_modules") or quantization.get("ignore") or []
+    return any("self_attn" in str(pattern) for pattern in excluded)
+
+
+def attention_dtype(row) -> str:
+    """The attention projections' weight dtype of a run: bf16 in an fp4 run of a checkpoint that keeps them 16-bit,
+    else as the other weights ("")."""
+    return "bf16" if row.precision == "fp4" and attention_16bit(row.model) else ""
 
 
 @lru_cache(maxsize=None)
@@ -131,7 +162,8 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
                   row[f"{prefix}moe_ep_size"])
     if decode is None:
         raise RooflineInputError("plan not expressible (tensor parallelism inside data-parallel attention)")
-    scenario = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, parallel=decode)
+    scenario = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, parallel=decode,
+                        attention_weight_dtype=attention_dtype(row))
     served = prepare_served(model, gpu, scenario, framework=row.backend,
                             fitted=(fitted or {}).get(row.backend))
     workload = Workload(isl=int(row.isl), osl=int(row.osl), concurrency=int(row.concurrency))
@@ -159,7 +191,8 @@ def today_row(row) -> tuple[float, float]:
     prefill = plan(row.prefill_tp_size, row.prefill_attention_dp_size, row.prefill_moe_tp_size,
                    row.prefill_moe_ep_size) if disagg else decode
     batch = max(int(round(row.concurrency / (row.decode_num_workers if disagg else 1))), 1)
-    base = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, framework=row.backend)
+    base = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, framework=row.backend,
+                    attention_weight_dtype=attention_dtype(row))
     ttft = analyze(model, gpu, "prefill", base.with_(parallel=prefill, batch=1, seq_len=int(row.isl)))[1]
     tpot = analyze(model, gpu, "decode", base.with_(parallel=decode, batch=batch,
                                                     seq_len=int(row.isl + row.osl // 2)))[1]

@@ -85,6 +85,10 @@ def seconds(value: float) -> str:
 
 
 def weights_label(scenario: dict) -> str:
-    """The weights' dtypes of a scenario dict: 'fp16', or 'fp16, experts mxfp4' (gpt-oss's native checkpoint)."""
-    expert = scenario.get("expert_weight_dtype")
-    return f"{scenario['weight_dtype']}, experts {expert}" if expert else scenario["weight_dtype"]
+    """The weights' dtypes of a scenario dict: 'fp16', 'fp16, experts mxfp4' (gpt-oss's native checkpoint) or
+    'nvfp4, attention bf16'."""
+    label = scenario["weight_dtype"]
+    for part in ("expert", "attention"):
+        if scenario.get(f"{part}_weight_dtype"):
+            label += f", {part if part == 'attention' else 'experts'} {scenario[f'{part}_weight_dtype']}"
+    return label

@@ -179,8 +179,8 @@ def in_option_words(error: RooflineInputError) -> str:
 
 def _as_options(message: str) -> str:
     """Name scenario fields as the command-line options that set them ('scenario.seq_len=4' -> '--seq-len 4')."""
-    fields = ("expert_weight_dtype|weight_group_size|weight_dtype|act_dtype|kv_dtype|seq_len|batch|expert_routing|"
-              "mla_mode|memory_utilization")
+    fields = ("expert_weight_dtype|attention_weight_dtype|weight_group_size|weight_dtype|act_dtype|kv_dtype|seq_len|"
+              "batch|expert_routing|mla_mode|memory_utilization")
     return re.sub(rf"(?:scenario\.)?(?<![-\w])({fields})\b(=?)",
                   lambda m: "--" + m.group(1).replace("_", "-") + (" " if m.group(2) else ""), message)
 

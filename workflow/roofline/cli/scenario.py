@@ -50,6 +50,9 @@ def add_dtypes(parser, defaults: Scenario) -> None:
                             default=getattr(defaults, f"{name}_dtype"))
     parser.add_argument("--expert-weight-dtype", type=choice("--expert-weight-dtype", STORAGE_DTYPES),
                         default=None, help="MoE experts' weights (default: as --weight-dtype)")
+    parser.add_argument("--attention-weight-dtype", type=choice("--attention-weight-dtype", STORAGE_DTYPES),
+                        default=None, help="attention projections' weights (default: as --weight-dtype; routers "
+                        "are 16-bit in any case)")
     parser.add_argument("--weight-group-size", type=positive_int("--weight-group-size"),
                         default=defaults.weight_group_size, help="int4 weights per fp16 scale")
 
@@ -80,7 +83,8 @@ def scenario(args) -> Scenario:
                     kv_dtype=args.kv_dtype, attention=args.attention, logits=args.logits,
                     expert_routing=args.expert_routing, mla_mode=args.mla_mode, parallel=parallel(args),
                     memory_utilization=args.memory_utilization, expert_weight_dtype=args.expert_weight_dtype or "",
-                    weight_group_size=args.weight_group_size).validate()
+                    weight_group_size=args.weight_group_size,
+                    attention_weight_dtype=args.attention_weight_dtype or "").validate()
 
 
 def _absolute(path: str) -> str:

@@ -82,7 +82,8 @@ def table(args) -> tuple[list[dict], dict]:
     chosen = Scenario(weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                       attention=args.attention, expert_routing=args.expert_routing, mla_mode=args.mla_mode,
                       parallel=scenario.parallel(args), expert_weight_dtype=args.expert_weight_dtype or "",
-                      weight_group_size=args.weight_group_size).validate()
+                      weight_group_size=args.weight_group_size,
+                      attention_weight_dtype=args.attention_weight_dtype or "").validate()
     served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),
                             args.max_batched_tokens, args.memory_utilization)
     workload = Workload(isl=args.isl, osl=args.osl, concurrency=args.concurrency, request_rate=args.request_rate,

@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from .columns import TOTAL_COLUMNS
 from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
 from .errors import RooflineInputError
 from .formulas import distinct_experts
-from .graph import Op, attention_groups, build_operators, scenario_dtypes
+from .graph import Op, attention_groups, build_operators
 from .hardware import Accelerator
 from .models import (
     ModelSpec,
@@ -31,10 +32,13 @@ from .models import (
     indexer_cache_bytes_per_token,
     kv_bytes_per_token_layer,
     kv_elements_per_token,
+    mixer_params,
     parameter_counts,
     routed_expert_params,
+    router_params,
 )
 from .parallel import Parallel, busiest_stage_layer_share, check_plan, kv_heads_per_device, weight_params_per_device
+from .parts import part_gemm, scenario_dtypes
 from .roofline import bound_class, dominant_bound, roof_times
 from .scenario import STAGES, Scenario, check_context, check_stage
 
@@ -57,6 +61,8 @@ def _required_peak_dtypes(scenario: Scenario) -> tuple[tuple[str, str], ...]:
     needs = {dtypes.gemm: "weight GEMMs (weight_dtype x act_dtype)"}
     needs.setdefault(matmul_dtype(scenario.expert_dtype, scenario.act_dtype),
                      "expert GEMMs (expert_weight_dtype x act_dtype)")
+    needs.setdefault(part_gemm(scenario, scenario.attention_weights_dtype)[0],
+                     "attention projections (attention_weight_dtype)")
     needs.setdefault(dtypes.attention, f"attention (kv_dtype x {act16})")
     needs.setdefault(dtypes.act16, f"norms and element-wise operators ({act16})")
     needs.setdefault(dtypes.head, "lm_head (16 bits unless quantize_embeddings)")
@@ -210,31 +216,40 @@ def linear_state_elements(model: ModelSpec) -> int:
     return m.linear_v_heads * m.linear_k_dim * m.linear_v_dim + channels * (m.linear_conv_kernel - 1)
 
 
-def _weight_widths(model: ModelSpec, scenario: Scenario) -> tuple[float, float, float]:
-    """Bytes per parameter of the transformer blocks, of the routed experts and of the embedding table and lm_head
-    (16 bits unless quantize_embeddings), int4 with its group scales."""
+class WeightWidths(NamedTuple):
+    """Bytes per parameter of each part of the weights (int4 with its group scales)."""
+
+    block: float  # the transformer blocks' other weights (dense MLPs, shared experts, norms)
+    expert: float  # the routed experts
+    table: float  # the embedding table and lm_head (16 bits unless quantize_embeddings)
+    attention: float  # the attention blocks' projections
+    router: float  # the MoE routers (16 bits at least)
+
+
+def _weight_widths(model: ModelSpec, scenario: Scenario) -> WeightWidths:
     scenario = scenario.for_model(model)
-    group = scenario.weight_group_size
-    return (weight_bytes_per_element(scenario.weight_dtype, group),
-            weight_bytes_per_element(scenario.expert_dtype, group),
-            weight_bytes_per_element(scenario_dtypes(scenario).head_weight, group))
+    group, dtypes = scenario.weight_group_size, scenario_dtypes(scenario)
+    return WeightWidths(*(weight_bytes_per_element(dtype, group) for dtype in (
+        scenario.weight_dtype, scenario.expert_dtype, dtypes.head_weight, scenario.attention_weights_dtype,
+        dtypes.router_weight)))
 
 
 @lru_cache(maxsize=4096)
 def weight_bytes(model: ModelSpec, scenario: Scenario) -> float:
-    """All weights resident in memory (total parameters, every expert): routed experts at the experts' dtype, the
-    embedding table and lm_head at theirs, the rest at the weight dtype."""
-    block, expert, table = _weight_widths(model, scenario)
-    experts, tables = routed_expert_params(model), embedding_params(model)
-    return (parameter_counts(model)[0] - experts - tables) * block + experts * expert + tables * table
+    """All weights resident in memory (total parameters, every expert), each part at its width (WeightWidths)."""
+    widths = _weight_widths(model, scenario)
+    parts = {"expert": routed_expert_params(model), "table": embedding_params(model),
+             "attention": mixer_params(model), "router": router_params(model)}
+    rest = parameter_counts(model)[0] - sum(parts.values())
+    return rest * widths.block + sum(count * getattr(widths, part) for part, count in parts.items())
 
 
 @lru_cache(maxsize=4096)
 def weight_bytes_per_device(model: ModelSpec, scenario: Scenario) -> float:
     """Weights the busiest device of the deployment holds (roofline.engine.parallel.weight_params_per_device), each part
     at its own width."""
-    block, expert, table = _weight_widths(model, scenario)
-    return weight_params_per_device(model, scenario.parallel, block, table, expert)
+    w = _weight_widths(model, scenario)
+    return weight_params_per_device(model, scenario.parallel, w.block, w.table, w.expert, w.attention, w.router)
 
 
 def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario, ops: Sequence[Op], B, S) -> dict:
@@ -394,16 +409,19 @@ def critical_batch(model: ModelSpec, gpu: Accelerator, scenario: Scenario) -> fl
     ridge = gpu.ridge(matmul_dtype(scenario.weight_dtype, scenario.act_dtype))
     # the weight GEMMs depend on the dtypes and on MoE routing / MLA mode only: cache on those
     key = (scenario.weight_dtype, scenario.act_dtype, scenario.expert_routing, scenario.mla_mode,
-           scenario.quantize_embeddings, scenario.expert_weight_dtype, scenario.weight_group_size)
+           scenario.quantize_embeddings, scenario.expert_weight_dtype, scenario.weight_group_size,
+           scenario.attention_weight_dtype)
     return _critical_batch(model, ridge, key)
 
 
 @lru_cache(maxsize=4096)
 def _critical_batch(model: ModelSpec, ridge: float, key: tuple, limit: int = 1 << 20) -> float:
-    weight_dtype, act_dtype, expert_routing, mla_mode, quantize_embeddings, expert_weight_dtype, group_size = key
+    weight_dtype, act_dtype, expert_routing, mla_mode, quantize_embeddings, expert_weight_dtype, group_size, \
+        attention_weight_dtype = key
     scenario = Scenario(batch=1, seq_len=1, weight_dtype=weight_dtype, act_dtype=act_dtype,
                         expert_routing=expert_routing, mla_mode=mla_mode, quantize_embeddings=quantize_embeddings,
-                        expert_weight_dtype=expert_weight_dtype, weight_group_size=group_size)
+                        expert_weight_dtype=expert_weight_dtype, weight_group_size=group_size,
+                        attention_weight_dtype=attention_weight_dtype)
     if _decode_gemm_intensity(model, scenario, limit) < ridge:
         return NAN
     low, high = 1, limit  # invariant: AI(high) >= ridge; AI grows with batch

@@ -37,7 +37,7 @@ SCENARIO_COLUMNS = (
     "batch", "seq_len", "weight_dtype", "act_dtype", "kv_dtype", "attention", "logits", "expert_routing", "mla_mode",
     "memory_utilization",
     "quantize_embeddings",
-    "expert_weight_dtype", "weight_group_size",
+    "expert_weight_dtype", "weight_group_size", "attention_weight_dtype",
 )
 
 #: Totals per (model, gpu, stage, scenario).

@@ -26,11 +26,12 @@ from typing import NamedTuple
 import numpy as np
 
 from . import formulas as f
-from .dtypes import DTYPE_BYTES, matmul_dtype, unquantized_dtype, weight_bytes_per_element
+from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
 from .errors import RooflineInputError
 from .formulas import FORMULAS
 from .models import ACTIVATION_FLOPS, ModelSpec, indexer_cache_bytes_per_token, kv_elements_per_token
 from .parallel import Parallel, kv_heads_per_device
+from .parts import ATTENTION_PROJECTIONS, ROUTERS, part_gemm, scenario_dtypes
 from .scenario import Scenario
 
 
@@ -44,31 +45,6 @@ class Op(NamedTuple):
     cost: f.Cost
     compute_dtype: str
     span: int = 1
-
-
-class ScenarioDtypes(NamedTuple):
-    """The dtypes a scenario computes and stores at, beyond its three fields (rules in roofline.engine.dtypes)."""
-
-    gemm: str  # weight GEMMs: weight_dtype x act_dtype
-    act16: str  # every activation but a GEMM's input, and the non-matmul operators' compute: 16 bits at least
-    attention: str  # attention over the KV cache: kv_dtype x act16
-    head_weight: str  # embedding table and lm_head: 16 bits at least unless quantize_embeddings
-    head_input: str  # lm_head's input
-    head: str  # lm_head's compute: head_weight x head_input
-
-
-@lru_cache(maxsize=1024)
-def scenario_dtypes(sc: Scenario) -> ScenarioDtypes:
-    """Which dtype each part of the graph uses: 8-bit activations only as GEMM inputs; embedding table and lm_head
-    at 16 bits unless sc.quantize_embeddings (rules in roofline.engine.dtypes)."""
-    act16 = unquantized_dtype(sc.act_dtype, sc.kv_dtype, sc.weight_dtype)
-    if sc.quantize_embeddings:
-        head_weight, head_input = sc.weight_dtype, sc.act_dtype
-    else:
-        head_weight, head_input = unquantized_dtype(sc.weight_dtype, act16), act16
-    return ScenarioDtypes(gemm=matmul_dtype(sc.weight_dtype, sc.act_dtype), act16=act16,
-                          attention=matmul_dtype(sc.kv_dtype, act16), head_weight=head_weight, head_input=head_input,
-                          head=matmul_dtype(head_weight, head_input))
 
 
 _LINEAR, _NORM = FORMULAS["linear"], FORMULAS["norm"]
@@ -98,6 +74,12 @@ class _Builder:
         # the embedding table and lm_head stay at 16 bits unless quantize_embeddings
         self.table_width = weight_bytes_per_element(self.dtypes.head_weight, sc.weight_group_size)
         self.ops: list[Op] = []
+        # (bytes per weight, GEMM compute dtype, GEMM input bytes) of each weight part (part_gemm)
+        self.parts = {"dense": (self.w, self.gemm_dtype, self.gemm_a),
+                      "expert": (self.w_expert, self.expert_gemm_dtype, self.gemm_a)}
+        for part, dtype in (("attention", sc.attention_weights_dtype), ("router", self.dtypes.router_weight)):
+            compute, act = part_gemm(sc, dtype)
+            self.parts[part] = (weight_bytes_per_element(dtype, sc.weight_group_size), compute, DTYPE_BYTES[act])
 
     def add(self, name, formula, count, dtype=None, span=1, adjust=None, **shape):
         """Row `name`: `count` instances of the registered `formula` at `shape` (its keyword arguments), of the
@@ -115,11 +97,13 @@ class _Builder:
 
     # the two most frequent rows call their registry entry directly: one keyword hop less per row
     def linear(self, name, count, T, K, N, bias=False, expert=False, weight_sets=1):
-        """A weight GEMM; `expert` ones use the experts' weight dtype (scenario.expert_dtype)."""
+        """A weight GEMM; `expert` ones use the experts' weight dtype (scenario.expert_dtype), routers and
+        attention projections theirs (part_weight_dtype)."""
         if count:
-            w, dtype = (self.w_expert, self.expert_gemm_dtype) if expert else (self.w, self.gemm_dtype)
-            cost = _LINEAR.cost(T=T, K=K, N=N, w=w, a=self.gemm_a, bias=bias, weight_sets=weight_sets,
-                                out_width=self.a)
+            part = "expert" if expert else "router" if name in ROUTERS else (
+                "attention" if name in ATTENTION_PROJECTIONS else "dense")
+            w, dtype, a = self.parts[part]
+            cost = _LINEAR.cost(T=T, K=K, N=N, w=w, a=a, bias=bias, weight_sets=weight_sets, out_width=self.a)
             self.ops.append(Op(name, _LINEAR.op_class, count, cost, dtype, 1))
 
     def norm(self, name, count, T, D):

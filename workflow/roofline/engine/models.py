@@ -113,6 +113,17 @@ def routed_expert_params(m: ModelSpec) -> int:
     return m.n_moe_layers * m.n_experts * expert_params(m) if m.is_moe else 0
 
 
+def router_params(m: ModelSpec) -> int:
+    """Weights of the routers of all MoE layers (16-bit in every quantized checkpoint)."""
+    return m.n_moe_layers * (m.hidden * m.n_experts + (m.n_experts if m.router_bias else 0)) if m.is_moe else 0
+
+
+def mixer_params(m: ModelSpec) -> int:
+    """Weights of the attention and linear-attention blocks of all layers (Scenario.attention_weight_dtype; their
+    few norm scales with them)."""
+    return m.n_attention_layers * attention_params(m) + m.linear_layers * linear_attention_params(m)
+
+
 def norm_params(m: ModelSpec, width: int) -> int:
     return width * (2 if m.norm == "layernorm" else 1)
 
@@ -131,14 +142,14 @@ def parameter_counts(m: ModelSpec) -> tuple[int, int]:
     embed = V * D + m.learned_positions * D
     head = 0 if m.tie_embeddings else V * D
     per_layer_common = m.norms_per_layer * norm_params(m, D)
-    mixers = m.n_attention_layers * attention_params(m) + m.linear_layers * linear_attention_params(m)
+    mixers = mixer_params(m)
     dense_mlp = mlp_params(m, m.intermediate)
     total = (embed + head + norm_params(m, D) + m.n_layers * per_layer_common + mixers
              + m.n_dense_layers * dense_mlp)
     active = total
     if m.is_moe:
         expert = expert_params(m)
-        router = D * m.n_experts + (m.n_experts if m.router_bias else 0)
+        router = router_params(m) // m.n_moe_layers
         shared = mlp_params(m, m.moe_intermediate * m.n_shared_experts) if m.n_shared_experts else 0
         shared += D if m.shared_expert_gate else 0
         total += m.n_moe_layers * (router + m.n_experts * expert + shared)

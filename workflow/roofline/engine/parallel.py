@@ -28,7 +28,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .errors import RooflineInputError, unknown
-from .models import embedding_params, indexer_params, norm_params, parameter_counts, routed_expert_params
+from .models import (
+    embedding_params,
+    indexer_params,
+    mixer_params,
+    norm_params,
+    parameter_counts,
+    routed_expert_params,
+    router_params,
+)
 
 #: the largest number of devices a plan may use (a GB200 NVL72 rack is 72; a few racks of scale-out beyond)
 MAX_DEVICES = 4096
@@ -128,28 +136,27 @@ def check_plan(model, gpu, plan: Parallel) -> None:
 
 
 # ------------------------------------------------------------------------------------------ per-device memory
-def _replicated_and_kv_params(m) -> tuple[int, int]:
-    """(parameters every tensor-parallel device holds whole: norms, routers, MLA's latent projections and a sparse
-    model's indexer (vLLM's ReplicatedLinear); the K/V projection parameters of standard attention, split by KV
-    head), summed over all layers."""
+def _replicated_parts(m) -> tuple[int, int, int, int]:
+    """(norm, router and attention parameters every tensor-parallel device holds whole: the norms, the routers,
+    MLA's latent projections and a sparse model's indexer (vLLM's ReplicatedLinear); the K/V projection parameters
+    of standard attention, split by KV head), summed over all layers."""
     D = m.hidden
-    replicated = m.n_layers * m.norms_per_layer * norm_params(m, D)
-    if m.is_moe:
-        replicated += m.n_moe_layers * (D * m.n_experts + (m.n_experts if m.router_bias else 0))
+    norms = m.n_layers * m.norms_per_layer * norm_params(m, D)
     if m.is_mla:
         C, R = m.kv_lora_rank, m.qk_rope_head_dim
         latent = D * (C + R) + C + ((D * m.q_lora_rank + m.q_lora_rank) if m.q_lora_rank else 0)
-        return replicated + m.n_attention_layers * (latent + indexer_params(m)), 0
+        return norms, router_params(m), m.n_attention_layers * (latent + indexer_params(m)), 0
     kv = m.n_attention_layers * 2 * m.n_kv_heads * m.head_dim * (D + (1 if (m.qkv_bias or m.linear_bias) else 0))
-    return replicated, kv
+    return norms, router_params(m), 0, kv
 
 
 @lru_cache(maxsize=1024)
 def weight_params_per_device(model, plan: Parallel, block_width: float = 1.0, table_width: float = 1.0,
-                             expert_width: float | None = None) -> float:
+                             expert_width: float | None = None, attention_width: float | None = None,
+                             router_width: float | None = None) -> float:
     """Weights held by the busiest device, in parameters, or in bytes given the widths [byte per parameter] of the
-    transformer blocks, of the embedding table and lm_head (16 bits in quantized checkpoints) and of the routed
-    experts (default: the blocks').
+    transformer blocks, of the embedding table and lm_head (16 bits in quantized checkpoints), of the routed
+    experts, of the attention blocks' projections and of the routers (default: the blocks').
 
     Each device holds: the replicated parameters whole (norms, routers, MLA latent projections), its share of the
     KV heads of standard attention (kv_heads_per_device / Hkv), 1/tp of every other block parameter (1 under DP
@@ -159,16 +166,20 @@ def weight_params_per_device(model, plan: Parallel, block_width: float = 1.0, ta
     """
     m = model
     expert_width = block_width if expert_width is None else expert_width
+    attention_width = block_width if attention_width is None else attention_width
+    router_width = block_width if router_width is None else router_width
     split = 1 if plan.attention_dp else plan.tp
     tables = embedding_params(m)
     routed = routed_expert_params(m)
     final_norm = norm_params(m, m.hidden)
     blocks = parameter_counts(m)[0] - tables - routed - final_norm
-    replicated, kv = _replicated_and_kv_params(m)
+    norms, routers, latent, kv = _replicated_parts(m)
     kv_share = kv_heads_per_device(m.n_kv_heads, split) / m.n_kv_heads if kv else 0.0
-    dense_per_layer = (replicated + kv * kv_share + (blocks - replicated - kv) / split) / m.n_layers * block_width
+    attention = latent + kv * kv_share + (mixer_params(m) - latent - kv) / split
+    rest = (blocks - norms - routers - mixer_params(m)) / split  # dense MLPs, shared experts
+    dense = norms * block_width + routers * router_width + attention * attention_width + rest * block_width
     layers = math.ceil(m.n_layers / plan.pp)
-    held = layers * dense_per_layer
+    held = layers * dense / m.n_layers
     if routed:
         held += routed / plan.tp * min(layers, m.n_moe_layers) / m.n_moe_layers * expert_width
     embed = (m.vocab + m.learned_positions) * m.hidden / split * table_width

@@ -38,6 +38,10 @@ class Scenario:
     16 bits, as GPTQ/AWQ/FP8 checkpoints ship them; True quantizes them with the other weights (rule in dtypes.py).
     weight_dtype: a storage dtype, or 'native': the checkpoint's own (resolved per model by `for_model`).
     expert_weight_dtype: the MoE experts' weights, '' = as weight_dtype (gpt-oss's native MXFP4 experts).
+    attention_weight_dtype: the attention blocks' projections (q, k, v, o; MLA's low-rank and absorbed ones; linear
+    attention's; a sparse indexer's), '' = as weight_dtype. NVIDIA's NVFP4 checkpoints of DeepSeek-V3.1, GLM-5,
+    Kimi-K2.6 and MiniMax-M2.5 leave them 16-bit (their hf_quant_config.json exclude_modules), Qwen3-235B's does not.
+    Routers are 16-bit whatever the weight dtype (roofline.engine.graph.part_weight_dtype).
     weight_group_size: int4 weights that share one fp16 scale (dtypes.weight_bytes_per_element).
     framework: the serving framework (FRAMEWORKS) whose measured kernels and step model the expected times use
     (roofline.estimate; a device without its tables keeps its default); '' = each device's default. The bounds
@@ -57,6 +61,7 @@ class Scenario:
     memory_utilization: float = 0.90
     quantize_embeddings: bool = False
     expert_weight_dtype: str = ""
+    attention_weight_dtype: str = ""
     weight_group_size: int = DEFAULT_GROUP_SIZE
     framework: str = ""
 
@@ -68,6 +73,11 @@ class Scenario:
     def expert_dtype(self) -> str:
         """Storage dtype of the MoE experts' weights."""
         return self.expert_weight_dtype or self.weight_dtype
+
+    @property
+    def attention_weights_dtype(self) -> str:
+        """Storage dtype of the attention blocks' projection weights."""
+        return self.attention_weight_dtype or self.weight_dtype
 
     def for_model(self, model: ModelSpec) -> "Scenario":
         """This scenario with weight_dtype 'native' replaced by `model`'s checkpoint dtypes: its quantized linears
@@ -87,8 +97,9 @@ class Scenario:
         check_storage_dtype("scenario.weight_dtype", self.weight_dtype, WEIGHT_DTYPES)
         for name in ("act_dtype", "kv_dtype"):
             check_storage_dtype(f"scenario.{name}", getattr(self, name))
-        if self.expert_weight_dtype:
-            check_storage_dtype("scenario.expert_weight_dtype", self.expert_weight_dtype)
+        for name in ("expert_weight_dtype", "attention_weight_dtype"):
+            if getattr(self, name):
+                check_storage_dtype(f"scenario.{name}", getattr(self, name))
         size = self.weight_group_size
         if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_GROUP_SIZE:
             raise RooflineInputError(f"scenario.weight_group_size: {size!r} is not allowed; expected an integer "

@@ -21,9 +21,10 @@ import numpy as np
 
 from ..engine.collectives import collective_kind, link_arrays, link_seconds
 from ..engine.dtypes import DTYPE_BYTES
-from ..engine.graph import Op, attention_groups, scenario_dtypes
+from ..engine.graph import Op, attention_groups
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
+from ..engine.parts import part_weight_dtype, scenario_dtypes
 from ..engine.roofline import roof_times
 from ..engine.scenario import Scenario
 from .calibration import CALIBRATED, CORE_CLASSES, DEFAULT, PARTIAL, coordinates, data_dir, third_axis
@@ -62,12 +63,12 @@ def overheads() -> dict:
 
 
 def operand_dtype(op: Op, scenario: Scenario, cls: str) -> str:
-    """The operand dtype a lookup keys on: the weights' of a GEMM (experts: the experts'; lm_head: the table's),
-    the KV cache's of an attention kernel; "" elsewhere."""
+    """The operand dtype a lookup keys on: the weights' of a GEMM (experts: the experts'; lm_head: the table's;
+    routers and attention projections: theirs), the KV cache's of an attention kernel; "" elsewhere."""
     if cls in ("gemm", "moe"):
         if op.name.startswith("expert_") or cls == "moe":
             return scenario.expert_dtype
-        return scenario_dtypes(scenario).head_weight if op.name == "lm_head" else scenario.weight_dtype
+        return scenario_dtypes(scenario).head_weight if op.name == "lm_head" else part_weight_dtype(op.name, scenario)
     return scenario.kv_dtype if cls == "attention" else ""
 
 
