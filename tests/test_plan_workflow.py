@@ -39,6 +39,7 @@ def test_plan_section_resolves_with_defaults_and_configured_gpus():
     ({"gpus": ["h100-sxn"]}, "plan.gpus: unknown value 'h100-sxn' (did you mean 'h100-sxm'?)"),
     ({"isl": 4000, "osl": 200}, "plan.isl + osl: 4000 + 200 = 4200 tokens do not fit the context of llama-2-7b (4096"),
     ({"prefill": "chunked"}, "plan.prefill: unknown value 'chunked'"),
+    ({"kv_dtypes": ["int4"]}, "plan.kv_dtypes: no dtype of 8 bits or more for the KV cache"),
 ])
 def test_bad_plan_section_is_one_line(plan, message):
     with pytest.raises(RooflineInputError) as error:

@@ -105,20 +105,22 @@ def test_step_mix_arithmetic():
     load = agg.Load(isl=100, osl=11)
     scheduler = agg.Scheduler(budget=1000, mixed=True)
     times = agg.step_mix(FlatSteps(), load, scheduler, 4.0, 5.0, "expected")
-    # the other 4 requests' prompts, 4 x 100 tokens, arrive over one request's 10 decode steps: 40 tokens per step
-    # in chunks of one prompt (100), so 0.4 of the steps carry one: TPOT = 0.6 x 10 ms + 0.4 x 30 ms = 18 ms
-    assert float(times["tpot"]) == pytest.approx(0.018)
-    # residual of the running step: E[t^2] / 2 E[t] = (0.6 x 1e-4 + 0.4 x 9e-4) / (2 x 0.018) = 0.0116667; own
+    # each of the other 4 users sends its next 100-token prompt once per cycle, and 4 of the 5 in flight decode
+    # (Little: the share of the cycle spent decoding), so 4 x 4/5 = 3.2 prompts land in one request's 10 decode
+    # steps: 32 tokens per step in chunks of one prompt (100), so 0.32 of the steps carry one: TPOT = 0.68 x 10 ms +
+    # 0.32 x 30 ms = 16.4 ms
+    assert float(times["tpot"]) == pytest.approx(0.0164)
+    # residual of the running step: E[t^2] / 2 E[t] = (0.68 x 1e-4 + 0.32 x 9e-4) / (2 x 0.0164) = 0.0108537; own
     # prompt 30 ms. The wait for prompt room is the M/D/1 wait at the utilization an arrival sees, 4/5 of the loop's
     # own u = k X (by the arrival theorem it finds the other 4 of the 5 requests): a prompt takes k = 100 tokens x
     # 30 ms / 996 tokens of room = 3.012 ms of full steps; X = 5 / (S + wait) with the rest of a request
-    # S = 0.0116667 + 0.030 + 10 x 0.018 = 0.2216667 s, and wait = v / (1 - v) x 15 ms (half the prompt), v = 0.8 u
-    wait = float(times["ttft"]) - 0.0116667 - 0.030
-    rate = 5 / (0.2216667 + wait)
+    # S = 0.0108537 + 0.030 + 10 x 0.0164 = 0.2048537 s, and wait = v / (1 - v) x 15 ms (half the prompt), v = 0.8 u
+    wait = float(times["ttft"]) - 0.0108537 - 0.030
+    rate = 5 / (0.2048537 + wait)
     u = 100 * 0.030 / 996 * rate
     v = 0.8 * u
     assert wait == pytest.approx(v / (1 - v) * 0.015, rel=1e-4) and float(times["rho"]) == pytest.approx(u, rel=1e-4)
-    assert 0.00084 < wait < 0.00088  # X = 22.47 requests/s, u = 0.0677, v = 0.0542: about 0.86 ms
+    assert 0.00092 < wait < 0.00096  # X = 24.30 requests/s, u = 0.0732, v = 0.0586: about 0.94 ms
 
 
 def test_a_lone_user_never_waits_for_prompt_room_and_a_second_one_adds_throughput():
@@ -421,10 +423,14 @@ def test_closed_loop_converges_and_bisects_a_cusp():
     # flat steps (f moves with D only through the prompt room): the iteration stops on the fixed point D = f(D)
     D = float(agg.closed_loop(FlatSteps(), load, scheduler, users, 1e9, "expected")["decode"])
     assert float(little(FlatSteps(), D)) == pytest.approx(D, rel=1e-7)
-    # a cusp between f's two levels: the iteration bisects onto it, and the times are those of one side of it
-    low, high = float(little(CuspSteps(1e9), 1.0)), float(little(CuspSteps(0.0), 1.0))
-    assert high < low  # the dearer prompt step makes requests spend longer outside decoding
-    cusp = (low + high) / 2
+    # a cusp between f's two branches (each moves with D a little: the others' prompts a request's decode steps
+    # see grow with the decoding share D / users): the cusp sits midway between the branches at the cusp itself,
+    # so f jumps across the diagonal there; the iteration bisects onto it
+    cusp = 1.0
+    for _ in range(50):
+        low, high = float(little(CuspSteps(1e9), cusp)), float(little(CuspSteps(0.0), cusp))
+        cusp = (low + high) / 2
+    assert high < cusp < low  # the dearer prompt step makes requests spend longer outside decoding
     out = agg.closed_loop(CuspSteps(cusp), load, scheduler, users, 1e9, "expected")
     assert float(out["decode"]) == pytest.approx(cusp, rel=1e-4)
 

@@ -137,9 +137,11 @@ def test_the_frontier_keeps_its_best_point_and_no_point_of_waiting_users():
 
 def test_small_gains_of_waiting_users_do_not_add_up_unseen():
     # 4 concurrencies of one candidate, +0.6% tokens/s per device a step while TTFT jumps 5 s (more than half the
-    # extra user's queueing, 0.5 x 1 / 0.2 = 2.5 s): 1, 2 and 3 form a run measured from 0: 1 (+0.6%) waits, 2
-    # (+1.2%) and 3 (+1.8%) stay. The front is 3 alone (equal tokens/s per user: the most per device wins); compared
-    # point by point with its neighbour instead, every point would wait and 0 would be the front
+    # extra user's queueing, 0.5 x 1 / 0.2 = 2.5 s): 1, 2 and 3 form a run, each measured from the last point kept:
+    # 1 (+0.6% over 0) waits, 2 (+1.2% over 0) stays, 3 (+0.6% over 2) waits. The front is 2 alone (equal tokens/s
+    # per user: the most per device wins); compared point by point with its neighbour instead, every point would wait
+    # and 0 would be the front; measured from 0 alone, 3 (+1.8%) would stay, and a slow plateau would keep every
+    # point past its first 1%
     gpu = get_accelerator("h200-sxm")
     candidate = served_search.Candidate(gpu, FP8.with_(parallel=Parallel()))
     columns = {"tokens_per_s_per_device_expected": np.array([100.0, 100.6, 101.2, 101.8]),
@@ -149,8 +151,8 @@ def test_small_gains_of_waiting_users_do_not_add_up_unseen():
     result = served_search.ServedSearch(get_model("llama-3.1-8b"), served_search.ServedWorkload(isl=1024, osl=1024),
                                         [candidate], np.zeros(4, dtype=int), np.arange(1.0, 5.0), columns)
     assert served_search._waiting_users(result, np.ones(4, dtype=bool), "expected").tolist() == [False, True, False,
-                                                                                                  False]
-    assert served_search.frontier(result).tolist() == [3]
+                                                                                                  True]
+    assert served_search.frontier(result).tolist() == [2]
 
 
 def test_mtp_needs_the_models_own_module():
@@ -261,7 +263,12 @@ def test_an_aggregated_closed_loop_never_serves_less_for_more_users(framework):
             for n in (4, 8, 10, 12, 16, 17, 24, 32, 64)]
     rates = [row["requests_per_s_expected"] for row in rows]
     ttfts = [row["ttft_expected_s"] for row in rows]
-    assert all(b >= a * (1 - 1e-9) for a, b in zip(rates, rates[1:]))
+    peak = rates.index(max(rates))
+    assert all(b >= a * (1 - 1e-9) for a, b in zip(rates[:peak + 1], rates[1:peak + 1]))  # rising to the plateau
+    # past it the rate stays put within 1.5%: the decode steps see a little more of the queued users' prompts (each
+    # other user's next prompt lands in a request's decode steps as often as the cycle decodes: (N - 1) / N of the
+    # loop's own rate), a step slightly dearer
+    assert min(rates[peak:]) >= 0.985 * rates[peak]
     assert all(b >= a for a, b in zip(ttfts, ttfts[1:]))
 
 
@@ -398,3 +405,11 @@ def test_the_serving_search_runs_each_device_under_its_own_framework():
                    ServedWorkload(isl=1024, osl=256), ("fp8",), ("fp8",), 1, "aggregated", concurrencies=[8, 64])
     mine = result.columns["tpot_expected_s"][[result.candidates[c].gpu.key == "h200-sxm" for c in result.candidate]]
     assert not np.allclose(np.sort(mine), np.sort(alone.columns["tpot_expected_s"]))
+
+
+def test_weights_beyond_the_memory_rule_are_said_so_not_a_negative_budget():
+    served = prepare_served(get_model("llama-3.1-70b"), get_accelerator("h100-sxm"), Scenario(parallel=Parallel()))
+    with pytest.raises(RooflineInputError) as error:
+        serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=8), overflow="queue")
+    # 70.6e9 parameters x 2 bytes = 141 GB of weights against 0.9 x 80 GB: no KV budget at all
+    assert "the weights alone exceed" in str(error.value) and " -" not in str(error.value)

@@ -318,8 +318,12 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
             count = count_candidates(model, settings.gpus, settings.dtypes, settings.max_devices,
                                      settings.memory_utilization)
         else:  # the serving model's: what roofline.serving.search.search counts
-            count = served_count(model, settings.gpus, settings.weight_dtypes or settings.dtypes,
-                                 settings.kv_dtypes, settings.max_devices, settings.mode)
+            try:
+                count = served_count(model, settings.gpus, settings.weight_dtypes or settings.dtypes,
+                                     settings.kv_dtypes, settings.max_devices, settings.mode)
+            except RooflineInputError as error:  # name the config keys, not the command line's options
+                raise RooflineInputError(str(error).replace("--weight-dtypes", "plan.weight_dtypes").replace(
+                    "--kv-dtypes", "plan.kv_dtypes")) from None
         check_budget(count, section.get("max_candidates", MAX_CANDIDATES), f"plan (models.{key})",
                      "lower plan.max_devices, list fewer plan.gpus or plan.dtypes, or raise plan.max_candidates")
     return settings

@@ -16,13 +16,13 @@ The model (the README states it with its assumptions):
   schedules each: Framework.step_budget): its decode tokens D Q (Q = 1, or K + 1 when verifying) and prompt chunks,
   one request's at most `chunk` (a request lives on one replica). A group's prompts take ceil(group x c / room)
   steps that carry prefill, a request's own at least c / chunk. A request's decode steps see the other groups'
-  prompts: (in flight - group) x c prompt tokens over its (osl - 1) / a steps, in chunks of a group's prompts, or
-  where more prompt tokens are due per step than a group brings, all that are due (the scheduler packs every
-  waiting prompt into a step, up to its room). The prompts allow at most room / (c x t)
-  requests/s, t the time of a step whose room is all prompt tokens (exact where prompts queue: the chunk is then
-  the room). vLLM and TensorRT-LLM run the chunk inside a decode step (weights read once),
-  SGLang as a prefill step of its own that pauses decoding; TPOT = the mean time between a sequence's tokens over
-  that mix. Every step adds the framework's host time.
+  prompts that arrive while it decodes: (in flight - group) x (D / in flight) x c prompt tokens over its (osl - 1) / a
+  steps (each other user sends its next prompt once per cycle; D / in flight is the cycle's decoding share, by
+  Little's law), in chunks of a group's prompts, or where more prompt tokens are due per step than a group brings,
+  all that are due (the scheduler packs every waiting prompt into a step, up to its room). The prompts allow at
+  most room / (c x t) requests/s, t the time of a step whose room is all prompt tokens. vLLM and TensorRT-LLM run
+  the chunk inside a decode step (weights read once), SGLang as a prefill step of its own that pauses decoding;
+  TPOT = the mean time between a sequence's tokens over that mix. Every step adds the framework's host time.
 * TTFT = the request's time outside the steps + the rest of the step running when it arrives (the residual life of
   a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room + its group's prefill steps (on
   average (n + 1) / 2 of n). The wait's utilization: open loop, the prompt tokens due per step / room; closed loop,
@@ -255,15 +255,17 @@ def _cluster_steps(load: Load, scheduler: Scheduler, active, D, room):
 def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str, closed: bool = True) -> dict:
     """Times at decode occupancy D with `active` requests in flight: TPOT, TTFT, prompt-room use (`closed`: users
     who send a request as their last one ends; False: independent arrivals)."""
-    room = _room(scheduler, load, D)
-    steps = max(load.decode_steps, 1e-9)
+    room, steps = _room(scheduler, load, D), max(load.decode_steps, 1e-9)
     if side == "bound":  # prompts fused evenly into the steps: no mix of steps is faster
         due = load.computed * D / steps
         tpot = stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step
         return {"tpot": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room, "most": np.inf + 0.0 * D}
     cluster = cluster_size(load, scheduler, active, D)
     per_cluster = _cluster_steps(load, scheduler, active, D, room)
-    others = load.computed * np.maximum(active - cluster, 0.0) / steps  # others' prompt tokens per decode step
+    # others' prompt tokens per decode step: each other user's next prompt lands in a request's decode steps as often
+    # as the cycle decodes, D / active (Little); none where requests are prompts alone (osl 1)
+    decoding_share = np.minimum(D / np.maximum(active, 1e-9), 1.0) if load.decode_steps else 0.0
+    others = load.computed * np.maximum(active - cluster, 0.0) * decoding_share / steps
     # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
     # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
     chunk = np.minimum(room, np.maximum(cluster * np.minimum(load.computed, scheduler.chunk), others))
@@ -282,19 +284,17 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         per_token = (1 - share) * light + share * heavy
         mean, square = per_token, (1 - share) * light ** 2 + share * heavy ** 2
     else:  # each decode step is followed by `extra` prefill steps; after its first token a request also waits out
-        # the rest of its own group's prefill steps (n - first of them), in no decode step
-        per_token = light + extra * heavy + (per_cluster - first) * heavy / steps
+        # the rest of its own group's prefill steps (n - first of them), in no decode step (osl 1: none)
+        per_token = light + extra * heavy + ((per_cluster - first) * heavy / steps if load.decode_steps else 0.0)
         mean, square = (light + extra * heavy) / (1 + extra), (light ** 2 + extra * heavy ** 2) / (1 + extra)
     prompt = first * heavy
     # closed loop: a group arrives as the last step of its members' previous requests ends, so it waits for a running
     # step and for queued prompts only as far as other groups are in flight (none when one group holds them all)
     apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else 1.0
     ttft = scheduler.request_overhead_s + apart * square / (2 * mean) + prompt
-    # the most requests/s the prompts allow: every step a heavy one with its room all prompt tokens. Where prompts
-    # queue (more due per step than the room holds) the chunk is the room and this is exact; below, it overstates
-    # what a full step allows and does not bind (pricing a full step there costs a third step read per iteration, and
-    # scaling the chunk's prompt part to the room goes negative on measured tables that are not monotone)
-    most = MAX_UTILIZATION * room / (load.computed * heavy)
+    # the most requests/s the prompts allow: every step a full heavy one (at least the chunk's: tables not monotone)
+    full = np.maximum(stepper.heavy(D, room, side), heavy)
+    most = MAX_UTILIZATION * room / (load.computed * full)
     tpot = per_token / load.tokens_per_step
     if closed:
         k = load.computed * heavy / room  # the prompt room's use per prompt: its share of a heavy step's room

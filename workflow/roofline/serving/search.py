@@ -397,8 +397,10 @@ def _waiting_users(result: ServedSearch, meets: np.ndarray, side: str) -> np.nda
     rate (Little: their number / requests per second). Past a pool's saturation more closed-loop users add to TTFT
     alone, and a front on the two throughputs would keep such points for a hair's gain. Points are stored candidate
     by candidate, concurrency ascending. A run is a stretch of points each of which passes the test against the
-    point just before it; every point of a run is measured from the point before the run (the last one on offer),
-    so that small gains do not add up unseen: linear, in one pass."""
+    point just before it; each point of a run is measured from the last point kept (at first the point before the
+    run), so that small gains do not add up unseen, and a gain that does add up past SURPLUS_GAIN keeps its point
+    and is measured from in turn (measured from the run's start alone, a slow plateau kept every point past its
+    first 1%): the runs are walked together, one position per pass."""
     suffix = "_expected" if side == "expected" else ""
     x = result.columns[f"tokens_per_s_per_device{suffix}"]
     y = result.columns[f"tokens_per_s_per_user{suffix}"]
@@ -418,9 +420,12 @@ def _waiting_users(result: ServedSearch, meets: np.ndarray, side: str) -> np.nda
     points = np.arange(1, len(candidate))
     in_run = np.zeros(len(candidate), dtype=bool)
     in_run[1:] = waits(points, points - 1)
-    run = np.flatnonzero(in_run)
-    if run.size:  # the point before each run: the last index at or before it that is not in a run
-        outside = np.where(in_run, -1, np.arange(len(candidate)))
-        anchor = np.maximum.accumulate(outside)[run]
-        waiting[run] = waits(run, anchor)
+    starts = np.flatnonzero(in_run & ~np.roll(in_run, 1))
+    ends = np.flatnonzero(in_run & ~np.roll(in_run, -1)) + 1
+    anchor = starts - 1  # the last point kept before each run's current position
+    for k in range(int((ends - starts).max(initial=0))):
+        live = np.flatnonzero(starts + k < ends)
+        point = starts[live] + k
+        waiting[point] = waits(point, anchor[live])
+        anchor[live] = np.where(waiting[point], anchor[live], point)
     return waiting

@@ -225,10 +225,13 @@ def _check_capacity(served: Served, workload: Workload, cap, overflow: str) -> N
     option = "--concurrency" if workload.concurrency is not None else "--request-rate"
     narrower = "" if DTYPE_BYTES[served.scenario.kv_dtype] <= 1 else " or an fp8 KV cache"
     if cap.running < 1:
+        left = (f"{cap.kv_budget_bytes / 1e9:.3g} GB per device left by {served.framework.key}'s memory rule after "
+                "the weights" if cap.kv_budget_bytes > 0 else
+                f"the weights alone exceed what {served.framework.key}'s memory rule leaves them, by "
+                f"{-cap.kv_budget_bytes / 1e9:.3g} GB per device")
         raise RooflineInputError(
             f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
-            f"{deployment_label(served.gpu, served.plan)} ({cap.kv_budget_bytes / 1e9:.3g} GB per device left by "
-            f"{served.framework.key}'s memory rule after the weights); use more devices, narrower weights{narrower}")
+            f"{deployment_label(served.gpu, served.plan)} ({left}); use more devices, narrower weights{narrower}")
     if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
         raise RooflineInputError(
             f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} tokens do not fit the "
