@@ -20,6 +20,8 @@ def test_totals_bound_is_network_where_the_collectives_take_most_of_the_step():
 
 def test_bound_words_follow_the_totals_column():
     row = pd.Series({"memory_bound_share": 0.3, "network_share": 0.35, "bound": "network"})
+    assert step_bound(row) == "partly network-bound"  # 35%: the largest of three shares, no majority
+    row = pd.Series({"memory_bound_share": 0.3, "network_share": 0.55, "bound": "network"})
     assert step_bound(row) == "mostly network-bound"
     assert step_bound(pd.Series({"memory_bound_share": 0.95, "network_share": 0.0})) == "memory-bound"
 

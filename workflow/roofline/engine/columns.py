@@ -271,7 +271,7 @@ SERVE_COLUMNS = (
     "tokens_per_s_per_user_expected",  # token/s, 1 / tpot_expected_s
     "requests_per_s_expected",  # request/s completed
     "decode_batch_expected",  # sequences decoding in a step, on average
-    "kv_capacity_requests",  # requests the KV cache holds at once (expected side)
+    "kv_capacity_requests",  # requests held at once (expected): the KV cache's, at most max_num_seqs
     "kv_cache_utilization",  # requests in flight / kv_capacity_requests
     "fits",  # the cache holds every request in flight (no user waits for a slot)
     "keeps_up",  # the deployment keeps up with the offered load (always True for a concurrency)
@@ -294,7 +294,7 @@ PLAN_SERVING_COLUMNS = (
     "limited_by",  # disaggregated: prefill | decode, the pool that sets the rate; aggregated: none
     "requests_per_s_expected",  # request/s
     "e2e_latency_expected_s",  # s, ttft_expected_s + (osl - 1) x tpot_expected_s
-    "kv_capacity_requests",  # requests the KV cache holds at once (expected side)
+    "kv_capacity_requests",  # requests held at once (expected): the KV cache's, at most max_num_seqs
     "prefix_hit",  # share of prompt tokens found in the prefix cache
     "spec_method",  # speculative decoding method, or none
     "accepted_tokens_per_step",  # tokens a (verify) step yields per sequence

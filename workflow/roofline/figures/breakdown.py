@@ -99,7 +99,9 @@ def _total(ax, xi: float, total: float, misfit: bool, crowded: bool):
 def _gpu_names(ax, names: list[str], keys: list[str], x, plans: dict[str, str], crowded: bool) -> None:
     """The GPUs' display names (as every other figure and table writes them) under the bars, with the
     multi-device plans; slanted, or upright when there are many or long ones (never off the left edge)."""
-    names = [plain(shorten(name, 16)) + (f" ({plans[k]})" if plans.get(k) else "") for name, k in zip(names, keys)]
+    # a plan on a line of its own: upright labels half as tall (a one-line '(16 devices, TP 8, PP 2)' took two
+    # thirds of the figure's height)
+    names = [plain(shorten(name, 16)) + (f"\n{plans[k]}" if plans.get(k) else "") for name, k in zip(names, keys)]
     if crowded or any(plans.get(k) for k in keys):
         ax.set_xticks(x, names, rotation=90, ha="right", va="center", rotation_mode="anchor", fontsize=5.5)
     else:
@@ -126,9 +128,11 @@ def _fit_breakdown(fig, axes, totals_text) -> None:
     renderer = fig.canvas.get_renderer()
     lowest = min((label.get_window_extent(renderer).y0 for ax in axes for label in ax.get_xticklabels()),
                  default=fig.bbox.y0)
-    if lowest < fig.bbox.y0 + 4:  # grow the bottom margin by the overshoot
-        need = (fig.bbox.y0 + 4 - lowest) / fig.bbox.height
-        fig.subplots_adjust(bottom=min(0.6, fig.subplotpars.bottom + need))
+    if lowest < fig.bbox.y0 + 4:  # grow the figure by the overshoot, under the bars: they keep their height
+        height, need = fig.get_figheight(), (fig.bbox.y0 + 4 - lowest) / fig.dpi
+        bottom, top = fig.subplotpars.bottom * height + need, (1 - fig.subplotpars.top) * height
+        fig.set_figheight(height + need)
+        fig.subplots_adjust(bottom=bottom / (height + need), top=1 - top / (height + need))
     for ax in axes:
         frame = ax.get_window_extent(renderer)
         mine = [t for t in totals_text if t.axes is ax]

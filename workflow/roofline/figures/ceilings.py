@@ -198,18 +198,22 @@ def _along(plot: Ceilings, text: str, bandwidth: float, x_start: float, end: tup
     x_end = end[0]
     angle = _screen_angle(ax, (x_start, bandwidth * x_start), end)
 
-    # offset perpendicular to the line (a vertical offset puts a steep line's label on the line itself)
-    offset = (-3.0 * math.sin(math.radians(angle)), 3.0 * math.cos(math.radians(angle)))
+    # offset perpendicular to the line (a vertical offset puts a steep line's label on the line itself), above it,
+    # else below it where the points crowd the upper side
+    sin, cos = math.sin(math.radians(angle)), math.cos(math.radians(angle))
 
-    def make(x):
+    def make(x, side):
         # a white ground under the text: where roofs run close together (a link's dash-dot lines a few points
         # apart) the next line would otherwise strike the label through
-        return ax.annotate(text, (x, bandwidth * x), xytext=offset, textcoords="offset points", rotation=angle,
-                           rotation_mode="anchor", ha="left", va="bottom", fontsize=6.5, color=color, zorder=3,
+        return ax.annotate(text, (x, bandwidth * x), xytext=(-3.0 * sin * side, 3.0 * cos * side),
+                           textcoords="offset points", rotation=angle, rotation_mode="anchor", ha="left",
+                           va="bottom" if side > 0 else "top", fontsize=6.5, color=color, zorder=3,
                            bbox={**LABEL_BOX, "alpha": 0.85})
 
-    candidates = [(x_start * (x_end / x_start) ** f,) for f in np.linspace(0.03, 0.7, 15)]
-    plot.keep(plot.best(make, candidates, paths=plot.paths(others)))
+    candidates = [(x_start * (x_end / x_start) ** f, side) for side in (1, -1) for f in np.linspace(0.03, 0.85, 18)]
+    # a solid roof hidden under the label's white ground costs twice a dashed one (its path counted twice)
+    strong = [plot.path_of[line] for line in plot.strong if others(line)]
+    plot.keep(plot.best(make, candidates, paths=plot.paths(others) + strong))
 
 
 def label_bandwidth(plot: Ceilings, i: int, roof: Roof) -> None:

@@ -41,4 +41,22 @@ def caveat(gpus: dict[str, Accelerator], totals: pd.DataFrame) -> str:
             "achieve at the operator's size, intensity and shape (NVIDIA AIConfigurator's tables, "
             f"{package}, {manifest().get('licence', 'Apache-2.0')}: " + "; ".join([*named, without])
             + "), never below the bound; a step is priced as the framework runs it (fused QKV, gate-up and MoE "
-            "kernels). " + sentence())
+            "kernels). " + sentence() + _limits(gpus, named, fallback))
+
+
+#: devices whose tables ran small decode GEMMs from their large L2 (the package does not flush it between
+#: repetitions): their expected decode steps sit at 1.03-1.12x of the bound (README, "The bound never exceeds")
+L2_RESIDENT = {"l40s": "96 MB", "rtx-pro-6000": "128 MB"}
+
+
+def _limits(gpus: dict[str, Accelerator], named: list, fallback: list) -> str:
+    """What to read with care: devices with and without tables side by side; large-L2 tables."""
+    notes = []
+    if named and fallback:
+        notes.append("a GPU on the pooled fallback and one on its own tables can rank in expected time against their "
+                     "bandwidths: compare bounds across the two kinds")
+    large = [f"{gpus[k].name} ({size} L2)" for k, size in L2_RESIDENT.items() if k in gpus]
+    if large:
+        notes.append(f"the tables of {', '.join(large)} timed small decode GEMMs from the L2 (kernels replayed "
+                     "without flushing it): their expected decode times are optimistic, 1.03-1.12x the bound")
+    return (" Read with care: " + "; ".join(notes) + ".") if notes else ""

@@ -124,7 +124,7 @@ def _bound_clause(stage: str, rows: pd.DataFrame, names: dict[str, str]) -> str:
         groups.setdefault(step_bound(row), []).append(key)
 
     def share(phrase: str, keys: list[str]) -> str:
-        roof = phrase.removeprefix("mostly ").removesuffix("-bound")
+        roof = phrase.split()[-1].removesuffix("-bound")  # after 'mostly ' or 'partly '
         return (f"{value_range({k: _roof_share(rows.loc[k], roof) for k in keys}, units.percent)} "
                 f"{SHARE_WORDS[roof]}")
 

@@ -38,11 +38,14 @@ def bound_phrase(memory_share: float, network_share: float = 0.0, bound: str | N
     that share is 90% or more as the report prints it (`units.percent`), so that two GPUs that both show '10%' read
     the same words wherever the report uses them (executive summary, diagnosis, treatments, other GPUs): with no
     network share, memory-bound from 90% in memory-bound operators, mostly memory-bound from 50%, mostly
-    compute-bound above 10%, compute-bound at 10% or less."""
+    compute-bound above 10%, compute-bound at 10% or less. With a network share the largest of three roofs may hold
+    less than half the time: 'partly' then, not 'mostly' (43% in memory-bound operators is no majority)."""
     shown = {"memory": units.percent_value(memory_share), "network": units.percent_value(network_share)}
     shown["compute"] = 100.0 - shown["memory"] - shown["network"]
     bound = bound or dominant_bound(shown["memory"] / 100.0, shown["network"] / 100.0)
-    return f"{bound}-bound" if shown[bound] >= 90 else f"mostly {bound}-bound"
+    if shown[bound] >= 90:
+        return f"{bound}-bound"
+    return f"{'mostly' if shown[bound] >= 50 else 'partly'} {bound}-bound"
 
 
 def step_bound(row) -> str:
