@@ -569,7 +569,8 @@ def test_bound_words_follow_the_printed_share():
     assert text.bound_phrase(0.8996) == "memory-bound" and units.percent(0.8996) == "90%"
     # three roofs: the largest share may be no majority (43% memory, 37% compute, 20% collectives): 'partly'
     assert text.bound_phrase(0.43, 0.20) == "partly memory-bound"
-    assert text.bound_phrase(0.20, 0.47) == "partly network-bound" and text.bound_phrase(0.2, 0.5) == "mostly network-bound"
+    assert text.bound_phrase(0.20, 0.47) == "partly network-bound"
+    assert text.bound_phrase(0.2, 0.5) == "mostly network-bound"
     assert text.balance_sentence("prefill", 0.1003).startswith("Prefill is compute-bound (90% of its time")
 
 
