@@ -413,3 +413,22 @@ def test_weights_beyond_the_memory_rule_are_said_so_not_a_negative_budget():
         serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=8), overflow="queue")
     # 70.6e9 parameters x 2 bytes = 141 GB of weights against 0.9 x 80 GB: no KV budget at all
     assert "the weights alone exceed" in str(error.value) and " -" not in str(error.value)
+
+
+def test_serve_defaults_the_activations_to_the_recipe_plan_serves(capsys):
+    # NVFP4 weights on a B200: the plan serves them W4A4 (NVFP4 activations); serve without --act-dtype gives the
+    # plan row's numbers (it had served W4A16)
+    from roofline.cli import app
+
+    assert app.main(["plan", "--model", "qwen3-32b", "--gpu", "b200", "--isl", "1024", "--osl", "1024",
+                     "--max-devices", "1", "--weight-dtypes", "nvfp4", "--kv-dtypes", "fp8", "--top", "1",
+                     "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert row["act_dtype"] == "nvfp4"
+    assert app.main(["serve", "--model", "qwen3-32b", "--gpu", "b200", "--isl", "1024", "--osl", "1024",
+                     "--tp", "1", "--weight-dtype", "nvfp4", "--kv-dtype", "fp8", "--attention", row["attention"],
+                     "--concurrency", str(row["batch"]), "--format", "json"]) == 0
+    served = json.loads(capsys.readouterr().out)
+    assert served["act_dtype"] == "nvfp4"
+    for name in ("ttft_expected_s", "tpot_expected_s", "tokens_per_s_expected"):
+        assert served[name] == pytest.approx(row[name], rel=1e-9), name

@@ -7,6 +7,7 @@ from ..engine.columns import SERVE_COLUMNS
 from ..engine.errors import RooflineInputError
 from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
 from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, MLA_MODES, Scenario
+from ..serving.candidates import activation_dtype
 from ..serving.framework import DEFAULT_FRAMEWORK
 from ..serving.serve import (
     MODES,
@@ -47,6 +48,9 @@ def add_arguments(parser) -> None:
                         help="TTFT of a closed-loop benchmark of this many waves of --concurrency requests, its first "
                              "wave sent at once (default: the steady state)")
     scenario.add_dtypes(parser, defaults)
+    # the activations default to the serving recipe of the weights, as `plan` serves its rows (W8A8 fp8, NVFP4 W4A4
+    # on NVIDIA Blackwell, 16-bit otherwise): a plan row's deployment served again gives the row's numbers
+    parser.set_defaults(act_dtype=None)
     parser.add_argument("--attention", type=choice("--attention", ATTENTION_IMPLS), default=defaults.attention)
     parser.add_argument("--expert-routing", type=choice("--expert-routing", EXPERT_ROUTINGS),
                         default=defaults.expert_routing)
@@ -79,7 +83,9 @@ def table(args) -> tuple[list[dict], dict]:
     """(the one served row, no notes)."""
     model = options.model(args.model)
     gpu = scenario.calibrated(options.gpu(args.gpu), args, args.framework or DEFAULT_FRAMEWORK)
-    chosen = Scenario(weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+    act = args.act_dtype or activation_dtype(Scenario(weight_dtype=args.weight_dtype).for_model(model).weight_dtype,
+                                             gpu)
+    chosen = Scenario(weight_dtype=args.weight_dtype, act_dtype=act, kv_dtype=args.kv_dtype,
                       attention=args.attention, expert_routing=args.expert_routing, mla_mode=args.mla_mode,
                       parallel=scenario.parallel(args), expert_weight_dtype=args.expert_weight_dtype or "",
                       weight_group_size=args.weight_group_size,
