@@ -253,7 +253,7 @@ def test_measured_runs_take_the_activation_recipe_of_their_device():
 
 
 @pytest.mark.parametrize("framework", ["vllm", "sglang", "trtllm"])
-def test_an_aggregated_closed_loop_never_serves_less_for_more_users(framework):
+def test_an_aggregated_closed_loop_rises_to_its_plateau_and_stays_there(framework):
     # prompt-heavy requests (8k tokens in, 16 out) on one H100: the rate climbs to what the prompt room computes and
     # stays there, the users beyond wait (TTFT grows); a queue whose utilization came from the users in flight
     # rather than the rate had collapsed the rate at the onset of saturation (66.5 -> 40.1 tokens/s, 10 -> 17 users)
@@ -432,3 +432,16 @@ def test_serve_defaults_the_activations_to_the_recipe_plan_serves(capsys):
     assert served["act_dtype"] == "nvfp4"
     for name in ("ttft_expected_s", "tpot_expected_s", "tokens_per_s_expected"):
         assert served[name] == pytest.approx(row[name], rel=1e-9), name
+
+
+
+@pytest.mark.parametrize("framework", ["vllm", "sglang", "trtllm"])
+def test_prompt_only_requests_keep_up_to_the_prompt_room(framework):
+    # osl 1 under Poisson arrivals: the prompt room's load is the rate x a full step, not the requests in flight
+    # (SGLang's 150 ms per request outside the steps had made 40 requests/s look saturated, under a 61 cap)
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), Scenario(parallel=Parallel()),
+                            framework)
+    closed = serve_aggregated(served, Workload(isl=1024, osl=1, concurrency=256), overflow="queue")
+    cap = closed["requests_per_s_expected"]
+    assert serve_aggregated(served, Workload(isl=1024, osl=1, request_rate=0.9 * cap))["keeps_up"]
+    assert not serve_aggregated(served, Workload(isl=1024, osl=1, request_rate=1.1 * cap))["keeps_up"]

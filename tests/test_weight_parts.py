@@ -35,8 +35,11 @@ def test_router_stays_16_bit_in_an_fp8_scenario():
     assert router.cost.act_read == 4096
     assert router.cost.flops == 524288
     assert router.compute_dtype == "bf16"
-    # the experts and the attention stay fp8: gate_proj's weights are 1 byte each
+    # the attention stays fp8 (its input 2048 x 1 byte) and so do the experts: expert_gate_proj's weights are
+    # 1 byte each, [2048 x 768] per expert
     assert ops["q_proj"].compute_dtype == "fp8" and ops["q_proj"].cost.act_read == 2048
+    gate = ops["expert_gate_proj"]
+    assert gate.compute_dtype == "fp8" and gate.cost.weight % (2048 * 768) == 0
 
 
 def test_router_follows_a_16_bit_or_wider_weight_dtype():
@@ -70,11 +73,13 @@ def test_resident_weights_count_each_part_at_its_width():
     assert moved == pytest.approx(mixer_params(model) * (2 - 0.5625), rel=1e-12)
     # the routers are 16-bit in both: 58 MoE layers x (7168 x 256 + 256 bias) parameters
     assert router_params(model) == 58 * (7168 * 256 + 256)
-    # per device under TP 8: MLA's latent projections and the routers whole on every device, the rest split
+    # per device under TP 8: MLA's latent projections whole on every device (per layer 7168 x (512 + 64) + 512
+    # + 7168 x 1536 + 1536 parameters), the rest of the attention split 8 ways
     plan = Parallel(tp=8, ep=8)
     per_device = (weight_bytes_per_device(model, sixteen.with_(parallel=plan))
                   - weight_bytes_per_device(model, base.with_(parallel=plan)))
-    assert 0 < per_device < moved / 4  # more than 1/8 of the move (the latent part is whole), far less than all
+    latent = 61 * (7168 * (512 + 64) + 512 + 7168 * 1536 + 1536)
+    assert per_device == pytest.approx((latent + (mixer_params(model) - latent) / 8) * (2 - 0.5625), rel=1e-12)
 
 
 def test_attention_weight_dtype_equal_to_weight_dtype_changes_nothing():
@@ -103,3 +108,44 @@ def test_cli_takes_the_attention_weight_dtype():
     # more resident weights and more bytes per step: a larger bound at batch 1
     assert float(sixteen["weight_bytes"]) > float(base["weight_bytes"])
     assert float(sixteen["tpot_s"]) > float(base["tpot_s"])
+
+
+def test_lookups_read_a_16_bit_part_at_its_input_width():
+    # NVFP4 activations (0.5625 byte) but a 16-bit router and attention: the router GEMM's outputs per row are its
+    # 128 experts (the width of its bf16 input), not 128 x 0.5625 / 2 = 36 (below GEMV_OUTPUTS, the element-wise curve)
+    from roofline.estimate.step import gemm_outputs
+
+    sc = Scenario(batch=2, seq_len=128, weight_dtype="nvfp4", act_dtype="nvfp4", kv_dtype="fp8",
+                  attention_weight_dtype="bf16")
+    ops, resolved = _ops(QWEN_MOE, sc)
+    assert gemm_outputs(ops["router"], resolved, lambda v: v) == pytest.approx(128)
+    assert gemm_outputs(ops["q_proj"], resolved, lambda v: v) == pytest.approx(32 * 128)
+    assert gemm_outputs(ops["expert_gate_proj"], resolved, lambda v: v) == pytest.approx(768)
+
+
+def test_naive_mla_reexpands_the_latent_with_16_bit_weights():
+    # kv_b_proj [512 x 128 x (128 + 128)] re-expands the cached latent each step: bf16, 2 bytes per weight
+    sc = Scenario(batch=1, seq_len=128, weight_dtype="nvfp4", act_dtype="nvfp4", kv_dtype="fp8",
+                  attention_weight_dtype="bf16", mla_mode="naive")
+    ops, _ = _ops("deepseek-v3", sc)
+    assert ops["kv_b_proj"].cost.weight == 512 * 128 * 256 * 2 and ops["kv_b_proj"].compute_dtype == "bf16"
+
+
+def test_quantization_treatments_quantize_the_attention_too():
+    from roofline.engine.treatments import treatment_table
+
+    model, gpu = models.get_model("llama-3.1-8b"), hardware.get_accelerator("h100-sxm")
+    sc = Scenario(batch=1, seq_len=1024, weight_dtype="fp16", act_dtype="fp16", kv_dtype="fp16",
+                  attention_weight_dtype="bf16")
+    rows = {r["treatment"]: r for r in treatment_table(model, gpu, "decode", sc)}
+    plain = {r["treatment"]: r for r in treatment_table(model, gpu, "decode", sc.with_(attention_weight_dtype=""))}
+    # the int4 and fp8 treatments quantize every projection: the same step whatever the attention's own dtype was
+    for key in ("weight_int4", "fp8_compute"):
+        assert rows[key]["t_s"] == pytest.approx(plain[key]["t_s"], rel=1e-12), key
+
+
+def test_the_shared_expert_gate_is_a_16_bit_router():
+    ops, _ = _ops("qwen3-next-80b-a3b", Scenario(batch=1, seq_len=128, weight_dtype="fp8", act_dtype="fp8",
+                                                  kv_dtype="fp8"))
+    # Linear(2048, 1): 2048 weights at 2 bytes
+    assert ops["shared_expert_gate"].cost.weight == 2048 * 2

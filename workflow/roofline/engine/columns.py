@@ -54,7 +54,7 @@ TOTAL_COLUMNS = (
     "tokens_per_s",  # token/s: decode batch / tpot; prefill prompt tokens / ttft
     "memory_bound_share",  # fraction of t_s spent in memory-bound operators
     "compute_utilization",  # fraction of t_s the compute units would be busy: t_compute / t
-    "weight_bytes",  # byte, all weights at the weight dtype (total parameters, the whole deployment)
+    "weight_bytes",  # byte, all weights, each part at its dtype (total parameters, the whole deployment)
     "kv_cache_bytes",  # byte, KV cache of the batch at the end of the stage (the whole deployment)
     "activation_bytes",  # byte, peak activations (largest operator's inputs + outputs)
     "footprint_bytes",  # byte, the busiest device's weights + KV cache + activations
@@ -282,6 +282,8 @@ SERVE_COLUMNS = (
     "limited_by",  # disaggregated: the pool that sets the rate (prefill | decode); aggregated: none
     "estimate",  # calibrated | partial | default: how much of the step times the device's own tables back
     "calibration",  # the table the expected step times rest on (the run's framework's; roofline.estimate.lookup)
+    "expert_weight_dtype",  # the MoE experts' weights where they differ from weight_dtype ("" = as weight_dtype)
+    "attention_weight_dtype",  # the attention projections' weights ("" = as weight_dtype)
 )
 
 #: Extra columns of a served plan row (`roofline plan` on the serving model), after PLAN_COLUMNS.

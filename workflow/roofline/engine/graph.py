@@ -309,8 +309,8 @@ def _linear_attention(builder: _Builder, B, S, T, prefill):
     builder.linear("in_proj_ba", L, T, D, 2 * Hv)
     Sq = S if prefill else 1
     # q, k, v pass the conv; z (the output gate) does not
-    builder.add("conv1d", "causal_conv1d", L, B=B, Sq=Sq, C=2 * Kw + Vw, K=m.linear_conv_kernel, w=builder.w, a=a, c=c,
-                decode=not prefill)
+    builder.add("conv1d", "causal_conv1d", L, B=B, Sq=Sq, C=2 * Kw + Vw, K=m.linear_conv_kernel,
+                w=builder.parts["attention"][0], a=a, c=c, decode=not prefill)  # its weights: the mixer's
     builder.add("gated_delta_rule", "gated_delta_rule", L, B=B, Sq=Sq, Hv=Hv, dk=dk, dv=dv, a=a, c=c, chunked=prefill,
                 Hk=Hk)
     builder.norm("linear_attn_norm", L, T * Hv, dv)
@@ -346,9 +346,10 @@ def _mla_attention(builder: _Builder, B, S, T, prefill):
         # every step re-expands the whole cached latent of each sequence into per-head K_nope and V
         # (the rope key R of each cached row is read with it; the expanded K/V are fresh activations)
         Skv = _keys_attended(S, topk, False)
-        builder.add("kv_b_proj", "linear", L, dtype=builder.gemm_dtype,
+        width, dtype, _ = builder.parts["attention"]
+        builder.add("kv_b_proj", "linear", L, dtype=dtype,
                     adjust=lambda cost: cost._replace(kv_read=cost.kv_read * (C + R) / C),
-                    T=B * Skv, K=C, N=H * (dn + dv), w=builder.w, a=builder.a, cached_input_width=builder.c)
+                    T=B * Skv, K=C, N=H * (dn + dv), w=width, a=builder.a, cached_input_width=builder.c)
         _attention_core(builder, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv, from_cache=False, topk=topk)
     else:  # absorbed: q_nope @ W_UK gives a query in latent space; attention reads the shared latent (Hkv = 1)
         builder.linear("q_absorb", L, T * H, dn, C, weight_sets=H)

@@ -114,8 +114,12 @@ def routed_expert_params(m: ModelSpec) -> int:
 
 
 def router_params(m: ModelSpec) -> int:
-    """Weights of the routers of all MoE layers (16-bit in every quantized checkpoint)."""
-    return m.n_moe_layers * (m.hidden * m.n_experts + (m.n_experts if m.router_bias else 0)) if m.is_moe else 0
+    """Weights of the routers (and Qwen's shared-expert gates) of all MoE layers, whole on every device and 16-bit
+    in every quantized checkpoint."""
+    if not m.is_moe:
+        return 0
+    gate = m.hidden if m.shared_expert_gate else 0
+    return m.n_moe_layers * (m.hidden * m.n_experts + (m.n_experts if m.router_bias else 0) + gate)
 
 
 def mixer_params(m: ModelSpec) -> int:
@@ -151,7 +155,6 @@ def parameter_counts(m: ModelSpec) -> tuple[int, int]:
         expert = expert_params(m)
         router = router_params(m) // m.n_moe_layers
         shared = mlp_params(m, m.moe_intermediate * m.n_shared_experts) if m.n_shared_experts else 0
-        shared += D if m.shared_expert_gate else 0
         total += m.n_moe_layers * (router + m.n_experts * expert + shared)
         active += m.n_moe_layers * (router + m.top_k * expert + shared)
     return total, active

@@ -41,9 +41,9 @@ def scenario_dtypes(sc: Scenario) -> ScenarioDtypes:
 ATTENTION_PROJECTIONS = frozenset((
     "q_proj", "k_proj", "v_proj", "o_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "q_absorb",
     "out_absorb", "in_proj_qkvz", "in_proj_ba", "out_proj", "indexer_wq_b", "indexer_wk", "indexer_weights_proj"))
-#: MoE routers, 16-bit in every quantized checkpoint (DeepSeek-V3's fp8 one and NVIDIA's NVFP4 ones: the gate is
-#: no Linear there or in exclude_modules; Qwen3's FP8 ones: modules_to_not_convert)
-ROUTERS = frozenset(("router",))
+#: MoE routers and Qwen's shared-expert gate, 16-bit in every quantized checkpoint (DeepSeek-V3's fp8 one and
+#: NVIDIA's NVFP4 ones: the gate is no Linear there or in exclude_modules; Qwen3's FP8 ones: modules_to_not_convert)
+ROUTERS = frozenset(("router", "shared_expert_gate"))
 
 
 def part_weight_dtype(name: str, sc: Scenario) -> str:
@@ -62,3 +62,13 @@ def part_gemm(sc: Scenario, dtype: str) -> tuple[str, str]:
     if dtype != sc.weight_dtype and DTYPE_BYTES[dtype] >= MIN_ACTIVATION_BYTES:
         act = scenario_dtypes(sc).act16
     return matmul_dtype(dtype, act), act
+
+
+def gemm_input_dtype(name: str, sc: Scenario) -> str:
+    """The dtype a weight GEMM `name` reads its input at: lm_head's head_input, the experts' act_dtype, a part kept
+    at 16 bits or more in a quantized scenario 16-bit (part_gemm), act_dtype elsewhere."""
+    if name == "lm_head":
+        return scenario_dtypes(sc).head_input
+    if name.startswith("expert_"):
+        return sc.act_dtype
+    return part_gemm(sc, part_weight_dtype(name, sc))[1]

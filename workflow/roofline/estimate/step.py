@@ -24,7 +24,7 @@ from ..engine.dtypes import DTYPE_BYTES
 from ..engine.graph import Op, attention_groups
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
-from ..engine.parts import part_weight_dtype, scenario_dtypes
+from ..engine.parts import gemm_input_dtype, part_weight_dtype, scenario_dtypes
 from ..engine.roofline import roof_times
 from ..engine.scenario import Scenario
 from .calibration import CALIBRATED, CORE_CLASSES, DEFAULT, PARTIAL, coordinates, data_dir, third_axis
@@ -88,7 +88,7 @@ UNMEASURED = ("conv1d", "gated_delta_rule", "indexer_scores")
 def gemm_outputs(op: Op, scenario: Scenario, pick) -> float:
     """Outputs per row N of a GEMM operator: FLOPs 2 M N K over input bytes M K x its width (the widest over
     candidates)."""
-    width = DTYPE_BYTES[scenario.act_dtype]
+    width = DTYPE_BYTES[gemm_input_dtype(op.name, scenario)]
     with np.errstate(divide="ignore", invalid="ignore"):
         n = pick(op.cost.flops) * width / (2 * pick(op.cost.act_read))
     return float(np.nanmax(n)) if np.size(n) else 0.0
@@ -203,9 +203,8 @@ class Kernels:
         if axis == "decode":
             return pick(keys_per_sequence(model, op, seq_len))
         writes = pick(op.cost.act_write) if self.classes[row] == "moe" else self.writes[row]
-        dtypes = scenario_dtypes(scenario)
-        width_in = DTYPE_BYTES[dtypes.head_input if op.name == "lm_head" else scenario.act_dtype]
-        width_out = DTYPE_BYTES[dtypes.act16]
+        width_in = DTYPE_BYTES[gemm_input_dtype(op.name, scenario)]
+        width_out = DTYPE_BYTES[scenario_dtypes(scenario).act16]
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.nan_to_num(writes / width_out / (pick(op.cost.act_read) / width_in), nan=1.0)
 

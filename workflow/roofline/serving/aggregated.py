@@ -27,19 +27,17 @@ The model (the README states it with its assumptions):
   a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room + its group's prefill steps (on
   average (n + 1) / 2 of n). The wait's utilization: open loop, the prompt tokens due per step / room; closed loop,
   the loop's own rate X times the full-step time of one prompt (c x heavy step / room), as much of it as an
-  arrival sees ((N - g) / N: the loop without its own group), X and the wait solved
-  together (_closed_queue), at most every other request's prompt ahead, so that past saturation the rate stays
-  put. A group arrives as its members' last step ends: the residual and the queue count as far as other groups are
-  in flight (none for a lone user or one whole group). A benchmark of a few `waves` of N requests adds its first
-  wave, whose N prompts all arrive at once and queue for the budget.
+  arrival sees ((N - g) / N: the loop without its own group), X and the wait solved together (_closed_queue), at
+  most every other request's prompt ahead, so that past saturation the rate stays put. A group arrives as its
+  members' last step ends: the residual and the queue count as far as other groups are in flight (none for a lone
+  user or one whole group). A benchmark of a few `waves` of N requests adds its first wave, all at once.
 * Closed loop (`concurrency` N users, each sending its next request when the last one ends): at most `running`
   requests are in flight (the KV cache, roofline.serving.capacity); each spends S = TTFT + (osl - 1) TPOT in
   flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law, solved by fixed-point
   iteration; a prefill-first scheduler's lockstep wave decodes whole: D = every request in flight at sync 1).
   Users beyond `running` wait N / X - S for a slot, added to their TTFT. X is at most what the prompts allow (every
   step a heavy one with `room` prompt tokens, at MAX_UTILIZATION); users beyond it wait the same way.
-* Open loop (`request_rate` R per second): X = R, D = R (osl - 1) TPOT; a rate the prompt room or the cache cannot
-  keep up with has no steady state (`keeps_up` False).
+* Open loop (`request_rate` R): X = R, D = R (osl - 1) TPOT; past the prompt room or the cache: `keeps_up` False.
 
 Bounds: TTFT's is the request's own prompt computed alone at the roofline; TPOT's a lone decode step at the expected
 occupancy (lockstep groups can keep every prompt out of a request's decode steps); throughput's (throughput_bound)
@@ -252,9 +250,10 @@ def _cluster_steps(load: Load, scheduler: Scheduler, active, D, room):
     return (1 - scheduler.sync) * steps(1.0) + scheduler.sync * steps(group)
 
 
-def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str, closed: bool = True) -> dict:
+def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str, closed: bool = True,
+             rate=None) -> dict:
     """Times at decode occupancy D with `active` requests in flight: TPOT, TTFT, prompt-room use (`closed`: users
-    who send a request as their last one ends; False: independent arrivals)."""
+    who send a request as their last one ends; False: independent arrivals at `rate` per second)."""
     room, steps = _room(scheduler, load, D), max(load.decode_steps, 1e-9)
     if side == "bound":  # prompts fused evenly into the steps: no mix of steps is faster
         due = load.computed * D / steps
@@ -262,8 +261,8 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         return {"tpot": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room, "most": np.inf + 0.0 * D}
     cluster = cluster_size(load, scheduler, active, D)
     per_cluster = _cluster_steps(load, scheduler, active, D, room)
-    # others' prompt tokens per decode step: each other user's next prompt lands in a request's decode steps as often
-    # as the cycle decodes, D / active (Little); none where requests are prompts alone (osl 1)
+    # others' prompt tokens per decode step: each other user's next prompt lands in a request's decode steps as
+    # often as the cycle decodes, D / active (Little); none where requests are prompts alone (osl 1)
     decoding_share = np.minimum(D / np.maximum(active, 1e-9), 1.0) if load.decode_steps else 0.0
     others = load.computed * np.maximum(active - cluster, 0.0) * decoding_share / steps
     # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
@@ -301,8 +300,9 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         behind = np.maximum(active - cluster, 0.0)  # the requests in flight beside the arriving group
         queue, rho = _closed_queue(active, ttft + load.decode_steps * load.tokens_per_step * tpot,
                                    apart * prompt / 2, k, apart * behind * k, behind / np.maximum(active, 1.0))
-    else:  # M/D/1 at the prompt tokens due per step, all requests
-        rho = load.computed * active / (steps + per_cluster) / room
+    else:  # M/D/1 at the prompt tokens due per step, all requests (osl 1: `rate` x a room's share of a full step)
+        rho = load.computed * (active / (steps + per_cluster) if load.decode_steps or rate is None else rate * full)
+        rho = rho / room
         used = np.minimum(rho, MAX_UTILIZATION)
         queue = apart * used / (2 * (1 - used)) * prompt
     return {"tpot": tpot, "ttft": ttft + queue, "rho": rho, "heavy": heavy, "most": most}
@@ -440,7 +440,7 @@ def open_loop(stepper: Stepper, load: Load, scheduler: Scheduler, request_rate, 
     scheduler = replace(scheduler, sync=0.0)  # independent arrivals: no closed-loop groups
     D = active = np.zeros_like(rate)
     for _ in range(OPEN_ITERATIONS):
-        times = step_mix(stepper, load, scheduler, D, np.maximum(active, 1.0), side, closed=False)
+        times = step_mix(stepper, load, scheduler, D, np.maximum(active, 1.0), side, closed=False, rate=rate)
         D = 0.5 * D + 0.5 * np.minimum(rate * (load.osl - 1) * times["tpot"], largest)
         # past saturation both grow geometrically: held at `largest` (a run that does not keep up), not overflowed
         active = np.minimum(rate * (times["ttft"] + (load.osl - 1) * times["tpot"]), largest)
