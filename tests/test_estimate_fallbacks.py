@@ -70,9 +70,10 @@ def test_a_gemm_of_a_few_outputs_is_priced_as_the_stream_it_is():
     gate = next(op for op in ops if op["op"] == "shared_expert_gate")
     assert gate["t_s"] <= gate["t_expected_s"] <= 5 * gate["t_s"] + 10e-6
     from roofline.engine.graph import build_operators
-    by_name = {op.name: op for op in build_operators(model, "prefill", scenario.for_model(model))}
-    assert gemm_outputs(by_name["shared_expert_gate"], scenario, np.asarray) == 1
-    assert gemm_outputs(by_name["router"], scenario, np.asarray) == 512 >= GEMV_OUTPUTS  # a GEMM: its tables
+    resolved = scenario.for_model(model)  # as the step's lookups call it: weight_dtype native resolved
+    by_name = {op.name: op for op in build_operators(model, "prefill", resolved)}
+    assert gemm_outputs(by_name["shared_expert_gate"], resolved, np.asarray) == 1
+    assert gemm_outputs(by_name["router"], resolved, np.asarray) == 512 >= GEMV_OUTPUTS  # a GEMM: its tables
 
 
 def test_gated_deltanet_kernels_are_no_table_s_measurement():

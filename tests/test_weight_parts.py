@@ -3,6 +3,7 @@ attention_weight_dtype (roofline.engine.parts), in the operator rows, the reside
 lookups alike."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -149,3 +150,27 @@ def test_the_shared_expert_gate_is_a_16_bit_router():
                                                   kv_dtype="fp8"))
     # Linear(2048, 1): 2048 weights at 2 bytes
     assert ops["shared_expert_gate"].cost.weight == 2048 * 2
+
+
+def test_the_search_takes_an_attention_weight_dtype(capsys):
+    from roofline.cli.app import main
+
+    argv = ["plan", "--model", "deepseek-v3", "--gpu", "b200", "--isl", "1024", "--osl", "1024", "--max-devices", "8",
+            "--weight-dtypes", "nvfp4", "--kv-dtypes", "fp8", "--top", "1", "--format", "json"]
+    assert main(argv) == 0
+    quantized = json.loads(capsys.readouterr().out)[0]
+    assert main([*argv, "--attention-weight-dtype", "bf16"]) == 0
+    sixteen = json.loads(capsys.readouterr().out)[0]
+    assert quantized["attention_weight_dtype"] == "nvfp4" and sixteen["attention_weight_dtype"] == "bf16"
+    # 16-bit attention weights: more bytes per step, a larger decode bound at the same deployment and batch
+    import roofline
+
+    rows = {aw: roofline.plan("deepseek-v3", "b200", isl=1024, osl=1024, max_devices=8, weight_dtypes=["nvfp4"],
+                              kv_dtypes=["fp8"], top=0, attention_weight_dtype=aw or None) for aw in ("", "bf16")}
+    keys = ["deployment", "batch", "attention"]
+    both = rows[""].merge(rows["bf16"], on=keys, suffixes=("_q", "_16"))
+    assert len(both) > 0 and (both["tpot_s_16"] > both["tpot_s_q"]).all()
+    # the previous release's step model has no such option
+    assert main(["plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "512", "--osl", "256",
+                 "--prefill", "separate", "--attention-weight-dtype", "bf16"]) == 2
+    assert "--attention-weight-dtype: only with the serving model" in capsys.readouterr().err

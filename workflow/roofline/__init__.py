@@ -57,6 +57,7 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
 
     `gpu` is one candidate device or a list of them (default: every catalog device); `isl` and `osl` are the prompt
     and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes, weight_dtypes, kv_dtypes (lists),
+    attention_weight_dtype,
     mode (aggregated, disaggregated or all: the serving model), framework (the serving model's scheduler and kernel
     tables, default vllm; with prefill: the kernel tables, default each device's), prefix_hit, spec_method, spec_tokens,
     spec_acceptance, spec_accepted_length, spec_draft_model, prefill (the previous release's step model),

@@ -67,6 +67,9 @@ def add_arguments(parser) -> None:
                              "none; without --dtypes " + " ".join(DEFAULT_KV_DTYPES) + ": what vLLM, SGLang and "
                              "TensorRT-LLM offer; the step model's search, --prefill, takes no --kv-dtypes and "
                              "searches every dtype of --dtypes for the KV cache too)")
+    parser.add_argument("--attention-weight-dtype", type=choice("--attention-weight-dtype", STORAGE_DTYPES),
+                        help="the candidates' attention projections (default: as their weights; bf16 for NVIDIA's "
+                             "NVFP4 DeepSeek, Kimi, GLM-5, MiniMax and Qwen3.5 checkpoints)")
     parser.add_argument("--mode", type=choice("--mode", search.SEARCH_MODES),
                         help="aggregated (default) | disaggregated | all: the serving model's deployments")
     parser.add_argument("--prefill", type=choice("--prefill", planner.PREFILL_MODES),
@@ -130,7 +133,8 @@ def table(args) -> tuple[list[dict], dict]:
                                      ttft_s=_seconds(args.ttft_ms), prefix_hit=args.prefix_hit,
                                      spec=spec_options.speculation(args, model), framework=args.framework or "")
     result = search.search(model, gpus, workload, weights, kvs, args.max_devices, args.mode or "aggregated",
-                           memory_utilization=args.memory_utilization, max_candidates=args.max_candidates)
+                           memory_utilization=args.memory_utilization, max_candidates=args.max_candidates,
+                           attention_weight_dtype=args.attention_weight_dtype or "")
     by_key = {gpu.key: gpu for gpu in gpus}
     side = _side(args)
     if args.rank_on == "cost":
@@ -163,7 +167,8 @@ def _step_model(args, model, gpus) -> tuple[list[dict], dict]:
     if args.mode is not None:
         raise RooflineInputError("--prefill: not with --mode; --prefill is the step model of the previous release, "
                                  "--mode the serving model that replaces it (drop one of the two)")
-    serving_only = [name for name in ("weight_dtypes", "kv_dtypes", "spec_method") if getattr(args, name)]
+    serving_only = [name for name in ("weight_dtypes", "kv_dtypes", "attention_weight_dtype", "spec_method")
+                    if getattr(args, name)]
     serving_only += ["prefix_hit"] if args.prefix_hit else []
     if serving_only:
         raise RooflineInputError(f"--{serving_only[0].replace('_', '-')}: only with the serving model (drop "

@@ -282,8 +282,8 @@ SERVE_COLUMNS = (
     "limited_by",  # disaggregated: the pool that sets the rate (prefill | decode); aggregated: none
     "estimate",  # calibrated | partial | default: how much of the step times the device's own tables back
     "calibration",  # the table the expected step times rest on (the run's framework's; roofline.estimate.lookup)
-    "expert_weight_dtype",  # the MoE experts' weights where they differ from weight_dtype ("" = as weight_dtype)
-    "attention_weight_dtype",  # the attention projections' weights ("" = as weight_dtype)
+    "expert_weight_dtype",  # the MoE experts' weights (weight_dtype unless set apart)
+    "attention_weight_dtype",  # the attention projections' weights (weight_dtype unless set apart)
 )
 
 #: Extra columns of a served plan row (`roofline plan` on the serving model), after PLAN_COLUMNS.
@@ -300,4 +300,5 @@ PLAN_SERVING_COLUMNS = (
     "prefix_hit",  # share of prompt tokens found in the prefix cache
     "spec_method",  # speculative decoding method, or none
     "accepted_tokens_per_step",  # tokens a (verify) step yields per sequence
+    "attention_weight_dtype",  # the candidate's attention projections' weights (weight_dtype unless set apart)
 )

@@ -287,9 +287,11 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
     for key in keys:
         if key not in gpus and key not in gpu_catalog():
             raise unknown("plan.gpus", key, [*gpus, *gpu_catalog()])
-    if "prefill" in section and ("mode" in section or "weight_dtypes" in section or "kv_dtypes" in section):
-        raise RooflineInputError("plan.prefill: not with plan.mode / plan.weight_dtypes / plan.kv_dtypes; prefill is "
-                                 "the step model of the previous release, mode the serving model (drop one)")
+    served = any(key in section for key in ("mode", "weight_dtypes", "kv_dtypes", "attention_weight_dtype"))
+    if "prefill" in section and served:
+        raise RooflineInputError("plan.prefill: not with plan.mode / plan.weight_dtypes / plan.kv_dtypes / "
+                                 "plan.attention_weight_dtype; prefill is the step model of the previous release, "
+                                 "mode the serving model (drop one)")
     milliseconds = {name: section.get(f"{name}_ms") for name in ("tpot", "ttft")}
     try:
         workload = Workload(isl=section.get("isl", 1024), osl=section.get("osl", 1024),
@@ -303,7 +305,6 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
             check_workload_context(model, workload)
         except RooflineInputError as error:
             raise RooflineInputError(f"plan.{error} (models.{key})") from None
-    served = "mode" in section or "weight_dtypes" in section or "kv_dtypes" in section
     settings = PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
                             max_devices=check_max_devices("plan.max_devices", section.get("max_devices", 8)),
                             dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
@@ -311,6 +312,7 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
                             mode=section.get("mode", "aggregated") if served else None,
                             weight_dtypes=tuple(section.get("weight_dtypes", ())),
                             kv_dtypes=tuple(section.get("kv_dtypes") or served_kv_dtypes(section.get("dtypes"))),
+                            attention_weight_dtype=section.get("attention_weight_dtype") or "",
                             framework=section.get("framework") or scenario.framework,
                             rank_on=section.get("rank_on", "expected"))
     for key, model in models.items():  # every search bounded before any job runs

@@ -415,6 +415,7 @@ class PlanSettings:
     mode: str | None = None
     weight_dtypes: tuple[str, ...] = ()
     kv_dtypes: tuple[str, ...] = ()
+    attention_weight_dtype: str = ""  # the serving model's candidates' attention projections ("" = as the weights)
 
     @classmethod
     def from_params(cls, params: dict) -> "PlanSettings":

@@ -352,8 +352,8 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "none",
         "accepted_tokens_per_step": served.spec.tokens_per_step, "prefill_workers": 0, "decode_workers": 0,
         "kv_transfer_s": 0.0, "limited_by": "none", "estimate": combine(*(p.estimate for p in parts)),
-        "calibration": parts[-1].calibration, "expert_weight_dtype": sc.expert_weight_dtype,
-        "attention_weight_dtype": sc.attention_weight_dtype,
+        "calibration": parts[-1].calibration, "expert_weight_dtype": sc.expert_dtype,
+        "attention_weight_dtype": sc.attention_weights_dtype,
     }
     assert tuple(row) == SERVE_COLUMNS
     return row
