@@ -33,6 +33,9 @@ def test_plan_section_resolves_with_defaults_and_configured_gpus():
     # a configured gpu keeps its config entry (the overridden bandwidth); a catalog key is taken as is
     assert [g.bandwidth_bytes_per_s for g in settings.gpus] == [700e9, 4800e9]
     assert [g.key for g in resolve().plan_search.gpus] == ["h100-sxm", "rtx-a6000"]  # default: every configured gpu
+    # an attention dtype of its own means the serving model's search, as weight_dtypes does
+    served = resolve(attention_weight_dtype="bf16").plan_search
+    assert (served.attention_weight_dtype, served.mode) == ("bf16", "aggregated")
 
 
 @pytest.mark.parametrize("plan, message", [
@@ -40,6 +43,8 @@ def test_plan_section_resolves_with_defaults_and_configured_gpus():
     ({"isl": 4000, "osl": 200}, "plan.isl + osl: 4000 + 200 = 4200 tokens do not fit the context of llama-2-7b (4096"),
     ({"prefill": "chunked"}, "plan.prefill: unknown value 'chunked'"),
     ({"kv_dtypes": ["int4"]}, "plan.kv_dtypes: no dtype of 8 bits or more for the KV cache"),
+    ({"attention_weight_dtype": "bf17"}, "plan.attention_weight_dtype: unknown value 'bf17' (did you mean 'bf16'?)"),
+    ({"attention_weight_dtype": "bf16", "prefill": "separate"}, "plan.prefill: not with plan.mode"),
 ])
 def test_bad_plan_section_is_one_line(plan, message):
     with pytest.raises(RooflineInputError) as error:

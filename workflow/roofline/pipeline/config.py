@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..engine.analysis import check_device_dtypes, check_indexer_device, resolve_plan
+from ..engine.dtypes import check_storage_dtype
 from ..engine.errors import RooflineInputError, clip, unknown
 from ..engine.hardware import Accelerator, accelerator_from_entry, check_plausible  # noqa: F401 (re-export)
 from ..engine.hardware import catalog as gpu_catalog
@@ -305,6 +306,9 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
             check_workload_context(model, workload)
         except RooflineInputError as error:
             raise RooflineInputError(f"plan.{error} (models.{key})") from None
+    attention = section.get("attention_weight_dtype") or ""
+    if attention:
+        check_storage_dtype("plan.attention_weight_dtype", attention)
     settings = PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
                             max_devices=check_max_devices("plan.max_devices", section.get("max_devices", 8)),
                             dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
@@ -312,7 +316,7 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
                             mode=section.get("mode", "aggregated") if served else None,
                             weight_dtypes=tuple(section.get("weight_dtypes", ())),
                             kv_dtypes=tuple(section.get("kv_dtypes") or served_kv_dtypes(section.get("dtypes"))),
-                            attention_weight_dtype=section.get("attention_weight_dtype") or "",
+                            attention_weight_dtype=attention,
                             framework=section.get("framework") or scenario.framework,
                             rank_on=section.get("rank_on", "expected"))
     for key, model in models.items():  # every search bounded before any job runs
