@@ -11,6 +11,7 @@ import pytest
 from roofline.cli.app import main
 from roofline.engine import models
 from roofline.engine.errors import RooflineInputError
+from roofline.engine.scenario import Scenario
 
 #: the fields of each model's config.json on the Hugging Face Hub that the loader reads
 CONFIGS = {
@@ -268,12 +269,20 @@ def test_mimo_is_qwen2_with_its_mtp_layer_beside_it():
 
 
 # --------------------------------------------------------------------------- found by a review of the readers
-def test_modelopt_nvfp4_files_that_keep_attention_16_bit_quantize_the_experts_alone():
-    # nvidia/MiniMax-M2.5-NVFP4 lists every layer's self_attn in its ignore list: 16-bit attention, NVFP4 experts
+def test_modelopt_nvfp4_files_that_keep_attention_16_bit_quantize_the_rest():
+    # nvidia/MiniMax-M2.5-NVFP4 lists every layer's self_attn in its ignore list: bf16 attention, NVFP4 elsewhere
     quantization = {"quant_method": "modelopt", "quant_algo": "NVFP4",
                     "ignore": ["lm_head", "model.layers.0.self_attn*", "model.layers.1.self_attn*"]}
     m = models.model_from_hf_dict(dict(MINIMAX_M2_5, quantization_config=quantization), "m")
-    assert (m.native_weight_dtype, m.native_expert_dtype) == ("", "nvfp4")
+    assert (m.native_weight_dtype, m.native_expert_dtype, m.native_attention_dtype) == ("nvfp4", "", "bf16")
+    resolved = Scenario().for_model(m)
+    assert (resolved.weight_dtype, resolved.attention_weights_dtype) == ("nvfp4", "bf16")
+    # a file that also keeps shared experts or MLP projections 16-bit (Moonshot's int4 Kimi-K2.5, NVIDIA's Qwen3.5
+    # NVFP4) quantizes the routed experts alone
+    for kept in ("re:.*shared_experts.*", "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"):
+        both = dict(quantization, ignore=[*quantization["ignore"], kept])
+        m = models.model_from_hf_dict(dict(MINIMAX_M2_5, quantization_config=both), "m")
+        assert (m.native_weight_dtype, m.native_expert_dtype, m.native_attention_dtype) == ("", "nvfp4", ""), kept
 
 
 @pytest.mark.parametrize("quantization, message", [

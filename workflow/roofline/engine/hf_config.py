@@ -306,16 +306,20 @@ def _compressed_tensors(quantization: dict, where: str) -> dict:
 
 
 def _quantized(dtype: str, quantization: dict, where: str) -> dict:
-    """`dtype` for every linear of the layers, or for the routed experts alone where the file's ignore list keeps
-    the attention 16-bit (ModelOpt's NVFP4 MiniMax, Kimi and Qwen3.5 files; Kimi-K2.5's int4 experts). The engine
-    has one dtype for the other linears, so a file that also keeps shared experts or dense layers 16-bit is read
-    as keeping them all."""
+    """`dtype` for every linear of the layers; where the file's ignore list keeps the attention 16-bit, the
+    attention projections at bf16 (NVIDIA's NVFP4 MiniMax and Kimi files), or, where it keeps MLP projections or
+    shared experts 16-bit too, the routed experts alone at `dtype` (NVIDIA's Qwen3.5 NVFP4, Moonshot's int4
+    Kimi-K2.5: the engine has one dtype for the other linears, so such a file is read as keeping them all)."""
     ignored = quantization.get("ignore", quantization.get("exclude_modules")) or []
     if not isinstance(ignored, list):
         raise RooflineInputError(f"{where}: quantization_config field 'ignore' is {_shown(ignored)}; expected a list "
                                  "of module names or patterns")
-    experts_only = any("self_attn" in str(pattern) for pattern in ignored)
-    return {"native_expert_dtype" if experts_only else "native_weight_dtype": dtype}
+    patterns = [str(pattern) for pattern in ignored]
+    if not any("self_attn" in pattern for pattern in patterns):
+        return {"native_weight_dtype": dtype}
+    if any("shared_expert" in pattern or ("mlp" in pattern and "_proj" in pattern) for pattern in patterns):
+        return {"native_expert_dtype": dtype}
+    return {"native_weight_dtype": dtype, "native_attention_dtype": "bf16"}
 
 
 def _windows(cfg: dict, need, reader: Family, n_layers: int) -> tuple[int | None, int]:

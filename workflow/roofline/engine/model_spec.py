@@ -96,6 +96,7 @@ class ModelSpec:
     # the checkpoint's own dtypes (HF quantization_config), used by scenario weight_dtype 'native'; '' = 16-bit
     native_weight_dtype: str = ""  # every linear of attention and MLP blocks (fp8 of DeepSeek-V3 / Kimi-K2)
     native_expert_dtype: str = ""  # the routed experts, '' = as native_weight_dtype (mxfp4 of gpt-oss)
+    native_attention_dtype: str = ""  # the attention projections, '' = as native_weight_dtype (NVIDIA's NVFP4 Kimi)
     published_params: float | None = None  # total parameters as published (models.csv)
     published_active_params: float | None = None
     source: str = ""
@@ -225,7 +226,7 @@ class ModelSpec:
         if self.chunked_layers and not self.attention_chunk:
             raise RooflineInputError(f"{where}.attention_chunk: {self.attention_chunk} is not allowed with "
                                      f"chunked_layers {self.chunked_layers}; must be > 0")
-        for name in ("native_weight_dtype", "native_expert_dtype"):
+        for name in ("native_weight_dtype", "native_expert_dtype", "native_attention_dtype"):
             if getattr(self, name):
                 check_storage_dtype(f"{where}.{name}", getattr(self, name))
         if self.sliding_window is not None and self.sliding_window <= 0:

@@ -86,7 +86,7 @@ class Scenario:
         concrete weight_dtype (a resolved scenario) is returned at once; each resolution is computed once."""
         if self.weight_dtype != "native":
             return self
-        return _resolved(self, model.native_weight_dtype, model.native_expert_dtype)
+        return _resolved(self, model.native_weight_dtype, model.native_expert_dtype, model.native_attention_dtype)
 
     def validate(self) -> "Scenario":
         for name, upper in (("batch", MAX_BATCH), ("seq_len", MAX_SEQ_LEN)):
@@ -134,12 +134,15 @@ class Scenario:
 
 
 @lru_cache(maxsize=1024)
-def _resolved(scenario: Scenario, native_weight_dtype: str, native_expert_dtype: str) -> Scenario:
+def _resolved(scenario: Scenario, native_weight_dtype: str, native_expert_dtype: str,
+              native_attention_dtype: str = "") -> Scenario:
     """`scenario` (weight_dtype 'native') resolved for a checkpoint of these dtypes (Scenario.for_model)."""
     sixteen = scenario.act_dtype if ELEMENT_BITS[scenario.act_dtype] == 16 else "bf16"
     dense = native_weight_dtype or sixteen
     expert = scenario.expert_weight_dtype or native_expert_dtype
-    return replace(scenario, weight_dtype=dense, expert_weight_dtype="" if expert == dense else expert)
+    attention = scenario.attention_weight_dtype or native_attention_dtype
+    return replace(scenario, weight_dtype=dense, expert_weight_dtype="" if expert == dense else expert,
+                   attention_weight_dtype="" if attention == dense else attention)
 
 
 def check_context(model, stage: str, scenario: Scenario) -> None:
