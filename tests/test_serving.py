@@ -96,8 +96,8 @@ class FlatSteps:
     def heavy(self, D, C, side):
         return 0.030 + 0 * np.asarray(D, dtype=float)
 
-    def light_and_heavy(self, D, C, side):
-        return self.light(D, side), self.heavy(D, C, side)
+    def light_and_heavy(self, D, prompt_tokens, side):
+        return self.light(D, side), [self.heavy(D, C, side) for C in prompt_tokens]
 
 
 def test_step_mix_arithmetic():

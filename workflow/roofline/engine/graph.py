@@ -31,7 +31,7 @@ from .errors import RooflineInputError
 from .formulas import FORMULAS
 from .models import ACTIVATION_FLOPS, ModelSpec, indexer_cache_bytes_per_token, kv_elements_per_token
 from .parallel import Parallel, kv_heads_per_device
-from .parts import ATTENTION_PROJECTIONS, ROUTERS, part_gemm, scenario_dtypes
+from .parts import part_gemm, scenario_dtypes, weight_part
 from .scenario import Scenario
 
 
@@ -100,9 +100,7 @@ class _Builder:
         """A weight GEMM; `expert` ones use the experts' weight dtype (scenario.expert_dtype), routers and
         attention projections theirs (part_weight_dtype)."""
         if count:
-            part = "expert" if expert else "router" if name in ROUTERS else (
-                "attention" if name in ATTENTION_PROJECTIONS else "dense")
-            w, dtype, a = self.parts[part]
+            w, dtype, a = self.parts["expert" if expert else weight_part(name)]
             cost = _LINEAR.cost(T=T, K=K, N=N, w=w, a=a, bias=bias, weight_sets=weight_sets, out_width=self.a)
             self.ops.append(Op(name, _LINEAR.op_class, count, cost, dtype, 1))
 

@@ -46,12 +46,18 @@ ATTENTION_PROJECTIONS = frozenset((
 ROUTERS = frozenset(("router", "shared_expert_gate"))
 
 
+def weight_part(name: str) -> str:
+    """Which weights the (non-expert) weight GEMM `name` belongs to: router, attention or dense."""
+    return "router" if name in ROUTERS else "attention" if name in ATTENTION_PROJECTIONS else "dense"
+
+
 def part_weight_dtype(name: str, sc: Scenario) -> str:
     """Storage dtype of the weights of the (non-expert) weight GEMM `name`: the routers' 16 bits, the attention
     projections' attention_weight_dtype, the scenario's weight_dtype elsewhere."""
-    if name in ROUTERS:
+    part = weight_part(name)
+    if part == "router":
         return scenario_dtypes(sc).router_weight
-    return sc.attention_weights_dtype if name in ATTENTION_PROJECTIONS else sc.weight_dtype
+    return sc.attention_weights_dtype if part == "attention" else sc.weight_dtype
 
 
 def part_gemm(sc: Scenario, dtype: str) -> tuple[str, str]:

@@ -41,7 +41,7 @@ class Scenario:
     attention_weight_dtype: the attention blocks' projections (q, k, v, o; MLA's low-rank and absorbed ones; linear
     attention's; a sparse indexer's), '' = as weight_dtype. NVIDIA's NVFP4 checkpoints of DeepSeek-V3.1, GLM-5,
     Kimi-K2.6 and MiniMax-M2.5 leave them 16-bit (their hf_quant_config.json exclude_modules), Qwen3-235B's does not.
-    Routers are 16-bit whatever the weight dtype (roofline.engine.graph.part_weight_dtype).
+    Routers are 16-bit whatever the weight dtype (roofline.engine.parts.part_weight_dtype).
     weight_group_size: int4 weights that share one fp16 scale (dtypes.weight_bytes_per_element).
     framework: the serving framework (FRAMEWORKS) whose measured kernels and step model the expected times use
     (roofline.estimate; a device without its tables keeps its default); '' = each device's default. The bounds

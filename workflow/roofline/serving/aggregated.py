@@ -190,13 +190,13 @@ class Stepper:
             return self._alone(C, side) + self._host(side)
         return self._fused(np.maximum(D, 1.0), C, side) + self._host(side)
 
-    def light_and_heavy(self, D, C, side: str) -> tuple:
-        """(light(D), heavy(D, C)), the decode tables read at D once."""
+    def light_and_heavy(self, D, prompt_tokens: tuple, side: str) -> tuple:
+        """(light(D), [heavy(D, C) for each C of prompt_tokens]), the decode tables read at D once."""
         if not self.mixed:
-            return self.light(D, side), self.heavy(D, C, side)
-        D = np.maximum(D, 1.0)
+            return self.light(D, side), [self.heavy(D, C, side) for C in prompt_tokens]
+        D, host = np.maximum(D, 1.0), self._host(side)
         light, attend = self._reads(side, ("light", "attend"), D)
-        return light + self._host(side), self._fused(D, C, side, attend) + self._host(side)
+        return light + host, [self._fused(D, C, side, attend) + host for C in prompt_tokens]
 
     def spread(self, D, P):
         """Bound of a decode step at occupancy D carrying P prompt tokens fused."""
@@ -268,7 +268,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
     # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
     chunk = np.minimum(room, np.maximum(cluster * np.minimum(load.computed, scheduler.chunk), others))
-    light, heavy = stepper.light_and_heavy(D, chunk, side)
+    light, (heavy, full) = stepper.light_and_heavy(D, (chunk, room), side)  # full: for the prompts' rate limit
     extra = others / chunk  # heavy steps per decode step of a request
     # a group's n heavy steps yield its first tokens after (n + 1) / 2 of them on average where a step holds whole
     # prompts; where a prompt spans steps the k-th of g ends k c / room steps in, (g + 1) c / 2 room on average
@@ -292,7 +292,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else 1.0
     ttft = scheduler.request_overhead_s + apart * square / (2 * mean) + prompt
     # the most requests/s the prompts allow: every step a full heavy one (at least the chunk's: tables not monotone)
-    full = np.maximum(stepper.heavy(D, room, side), heavy)
+    full = np.maximum(full, heavy)
     most = MAX_UTILIZATION * room / (load.computed * full)
     tpot = per_token / load.tokens_per_step
     if closed:
