@@ -112,6 +112,11 @@ def model_of(key: str) -> ModelSpec:
                                        key)
 
 
+def fp8_scaling(row) -> str:
+    """How a run's fp8 weights are scaled, as the package records it (`gemm_quant_mode`): fp8_block = block."""
+    return "block" if row.gemm_quant_mode == "fp8_block" else "tensor"
+
+
 def precision(row) -> tuple[str, str, str]:
     """(weight, activation, KV) dtypes of a run; gpt-oss's fp4 runs are its native MXFP4 experts (16-bit rest; fp8
     activations under TensorRT-LLM on Blackwell, W4A8_DEVICES)."""
@@ -163,7 +168,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     if decode is None:
         raise RooflineInputError("plan not expressible (tensor parallelism inside data-parallel attention)")
     scenario = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, parallel=decode,
-                        attention_weight_dtype=attention_dtype(row))
+                        attention_weight_dtype=attention_dtype(row), fp8_scaling=fp8_scaling(row))
     served = prepare_served(model, gpu, scenario, framework=row.backend,
                             fitted=(fitted or {}).get(row.backend))
     workload = Workload(isl=int(row.isl), osl=int(row.osl), concurrency=int(row.concurrency))
@@ -192,7 +197,7 @@ def today_row(row) -> tuple[float, float]:
                    row.prefill_moe_ep_size) if disagg else decode
     batch = max(int(round(row.concurrency / (row.decode_num_workers if disagg else 1))), 1)
     base = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, framework=row.backend,
-                    attention_weight_dtype=attention_dtype(row))
+                    attention_weight_dtype=attention_dtype(row), fp8_scaling=fp8_scaling(row))
     ttft = analyze(model, gpu, "prefill", base.with_(parallel=prefill, batch=1, seq_len=int(row.isl)))[1]
     tpot = analyze(model, gpu, "decode", base.with_(parallel=decode, batch=batch,
                                                     seq_len=int(row.isl + row.osl // 2)))[1]

@@ -36,6 +36,8 @@ def test_plan_section_resolves_with_defaults_and_configured_gpus():
     # an attention dtype of its own means the serving model's search, as weight_dtypes does
     served = resolve(attention_weight_dtype="bf16").plan_search
     assert (served.attention_weight_dtype, served.mode) == ("bf16", "aggregated")
+    block = resolve(fp8_scaling="block").plan_search  # so does an fp8 scaling
+    assert (block.fp8_scaling, block.mode) == ("block", "aggregated")
 
 
 @pytest.mark.parametrize("plan, message", [
@@ -45,6 +47,8 @@ def test_plan_section_resolves_with_defaults_and_configured_gpus():
     ({"kv_dtypes": ["int4"]}, "plan.kv_dtypes: no dtype of 8 bits or more for the KV cache"),
     ({"attention_weight_dtype": "bf17"}, "plan.attention_weight_dtype: unknown value 'bf17' (did you mean 'bf16'?)"),
     ({"attention_weight_dtype": "bf16", "prefill": "separate"}, "plan.prefill: not with plan.mode"),
+    ({"fp8_scaling": "blok"}, "plan.fp8_scaling: unknown value 'blok' (did you mean 'block'?)"),
+    ({"fp8_scaling": "block", "prefill": "separate"}, "plan.prefill: not with plan.mode"),
 ])
 def test_bad_plan_section_is_one_line(plan, message):
     with pytest.raises(RooflineInputError) as error:

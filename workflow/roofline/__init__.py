@@ -32,10 +32,10 @@ def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
     """`roofline ops`: one row per operator of one step (values per instance, with `count`).
 
     `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `stage` prefill or decode. Options:
-    batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype, attention_weight_dtype, weight_group_size,
-    attention, logits, expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp, memory_utilization, framework
-    (vllm, sglang or trtllm: whose measured kernel tables the expected times use; default the device's),
-    calibration, calibration_any_device.
+    batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype, attention_weight_dtype, fp8_scaling,
+    weight_group_size, attention, logits, expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp,
+    memory_utilization, framework (vllm, sglang or trtllm: whose measured kernel tables the expected times use;
+    default the device's), calibration, calibration_any_device.
     """
     return _frame("ops", model=model, gpu=gpu, stage=stage, **options)
 
@@ -45,9 +45,9 @@ def totals(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
     cost and energy per token).
 
     Arguments and options as for `ops`: batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
-    attention_weight_dtype, weight_group_size, attention, logits, expert_routing, mla_mode, parallel, tp, pp, ep,
-    attention_dp, memory_utilization, framework, calibration, calibration_any_device; and price_per_hour (USD per
-    device-hour: the cost columns).
+    attention_weight_dtype, fp8_scaling, weight_group_size, attention, logits, expert_routing, mla_mode, parallel,
+    tp, pp, ep, attention_dp, memory_utilization, framework, calibration, calibration_any_device; and price_per_hour
+    (USD per device-hour: the cost columns).
     """
     return _frame("totals", model=model, gpu=gpu, stage=stage, **options)
 
@@ -57,7 +57,7 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
 
     `gpu` is one candidate device or a list of them (default: every catalog device); `isl` and `osl` are the prompt
     and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes, weight_dtypes, kv_dtypes (lists),
-    attention_weight_dtype,
+    attention_weight_dtype, fp8_scaling,
     mode (aggregated, disaggregated or all: the serving model), framework (the serving model's scheduler and kernel
     tables, default vllm; with prefill: the kernel tables, default each device's), prefix_hit, spec_method, spec_tokens,
     spec_acceptance, spec_accepted_length, spec_draft_model, prefill (the previous release's step model),
@@ -76,7 +76,7 @@ def serve(model: str, gpu: str, *, isl: int, osl: int, **options) -> pandas.Data
     `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `isl`/`osl` the prompt and output
     tokens per request. Options: concurrency or request_rate (one of the two), framework, max_batched_tokens,
     prefix_hit, overflow, benchmark_waves, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
-    attention_weight_dtype, weight_group_size, attention, expert_routing, mla_mode, parallel, tp, pp, ep,
+    attention_weight_dtype, fp8_scaling, weight_group_size, attention, expert_routing, mla_mode, parallel, tp, pp, ep,
     attention_dp, memory_utilization, spec_method, spec_tokens, spec_acceptance, spec_accepted_length,
     spec_draft_model, mode, prefill_workers, decode_workers, prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp,
     max_devices, calibration, calibration_any_device.

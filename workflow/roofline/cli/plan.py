@@ -11,7 +11,7 @@ from ..engine import hardware
 from ..engine.columns import COST_COLUMNS, PLAN_COLUMNS, PLAN_SERVING_COLUMNS
 from ..engine.dtypes import STORAGE_DTYPES
 from ..engine.errors import RooflineInputError
-from ..engine.scenario import Scenario
+from ..engine.scenario import FP8_SCALINGS, Scenario
 from ..serving import planner, search, search_budget, search_rows
 from ..serving.candidates import DEFAULT_KV_DTYPES, served_kv_dtypes
 from ..serving.cost import RANK_ON, add_plan_cost, check_priced, rank_on_cost
@@ -70,6 +70,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--attention-weight-dtype", type=choice("--attention-weight-dtype", STORAGE_DTYPES),
                         help="the candidates' attention projections (default: as their weights; bf16 for NVIDIA's "
                              "NVFP4 DeepSeek, Kimi, GLM-5, MiniMax and Qwen3.5 checkpoints)")
+    parser.add_argument("--fp8-scaling", type=choice("--fp8-scaling", FP8_SCALINGS),
+                        help="the candidates' fp8 weight scales: tensor (default) or block (128 x 128, as "
+                             "DeepSeek-V3's and Qwen3's own FP8 checkpoints)")
     parser.add_argument("--mode", type=choice("--mode", search.SEARCH_MODES),
                         help="aggregated (default) | disaggregated | all: the serving model's deployments")
     parser.add_argument("--prefill", type=choice("--prefill", planner.PREFILL_MODES),
@@ -134,7 +137,8 @@ def table(args) -> tuple[list[dict], dict]:
                                      spec=spec_options.speculation(args, model), framework=args.framework or "")
     result = search.search(model, gpus, workload, weights, kvs, args.max_devices, args.mode or "aggregated",
                            memory_utilization=args.memory_utilization, max_candidates=args.max_candidates,
-                           attention_weight_dtype=args.attention_weight_dtype or "")
+                           attention_weight_dtype=args.attention_weight_dtype or "",
+                           fp8_scaling=args.fp8_scaling or "tensor")
     by_key = {gpu.key: gpu for gpu in gpus}
     side = _side(args)
     if args.rank_on == "cost":
@@ -167,7 +171,8 @@ def _step_model(args, model, gpus) -> tuple[list[dict], dict]:
     if args.mode is not None:
         raise RooflineInputError("--prefill: not with --mode; --prefill is the step model of the previous release, "
                                  "--mode the serving model that replaces it (drop one of the two)")
-    serving_only = [name for name in ("weight_dtypes", "kv_dtypes", "attention_weight_dtype", "spec_method")
+    serving_only = [name for name in ("weight_dtypes", "kv_dtypes", "attention_weight_dtype", "fp8_scaling",
+                                      "spec_method")
                     if getattr(args, name)]
     serving_only += ["prefix_hit"] if args.prefix_hit else []
     if serving_only:

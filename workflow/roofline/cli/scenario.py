@@ -9,7 +9,7 @@ from ..engine.dtypes import STORAGE_DTYPES, WEIGHT_DTYPES
 from ..engine.errors import RooflineInputError, clip
 from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.parallel import Parallel
-from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario
+from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, FP8_SCALINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario
 from ..estimate.calibration import check_table, read_table, table_facts
 from ..estimate.expected import analyze
 from . import options
@@ -55,6 +55,9 @@ def add_dtypes(parser, defaults: Scenario) -> None:
                         "are 16-bit in any case)")
     parser.add_argument("--weight-group-size", type=positive_int("--weight-group-size"),
                         default=defaults.weight_group_size, help="int4 weights per fp16 scale")
+    parser.add_argument("--fp8-scaling", type=choice("--fp8-scaling", FP8_SCALINGS), default=defaults.fp8_scaling,
+                        help="fp8 weights' scales: tensor (default) or block (128 x 128, as DeepSeek-V3's and "
+                        "Qwen3's own FP8 checkpoints): the expected times read the measured block-scaled GEMMs")
 
 
 def add_parallel(parser) -> None:
@@ -83,7 +86,7 @@ def scenario(args) -> Scenario:
                     kv_dtype=args.kv_dtype, attention=args.attention, logits=args.logits,
                     expert_routing=args.expert_routing, mla_mode=args.mla_mode, parallel=parallel(args),
                     memory_utilization=args.memory_utilization, expert_weight_dtype=args.expert_weight_dtype or "",
-                    weight_group_size=args.weight_group_size,
+                    weight_group_size=args.weight_group_size, fp8_scaling=args.fp8_scaling,
                     attention_weight_dtype=args.attention_weight_dtype or "").validate()
 
 

@@ -88,7 +88,7 @@ def table(args) -> tuple[list[dict], dict]:
     chosen = Scenario(weight_dtype=args.weight_dtype, act_dtype=act, kv_dtype=args.kv_dtype,
                       attention=args.attention, expert_routing=args.expert_routing, mla_mode=args.mla_mode,
                       parallel=scenario.parallel(args), expert_weight_dtype=args.expert_weight_dtype or "",
-                      weight_group_size=args.weight_group_size,
+                      weight_group_size=args.weight_group_size, fp8_scaling=args.fp8_scaling,
                       attention_weight_dtype=args.attention_weight_dtype or "").validate()
     served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),
                             args.max_batched_tokens, args.memory_utilization)

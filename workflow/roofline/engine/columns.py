@@ -37,7 +37,7 @@ SCENARIO_COLUMNS = (
     "batch", "seq_len", "weight_dtype", "act_dtype", "kv_dtype", "attention", "logits", "expert_routing", "mla_mode",
     "memory_utilization",
     "quantize_embeddings",
-    "expert_weight_dtype", "weight_group_size", "attention_weight_dtype",
+    "expert_weight_dtype", "weight_group_size", "attention_weight_dtype", "fp8_scaling",
 )
 
 #: Totals per (model, gpu, stage, scenario).
@@ -284,6 +284,7 @@ SERVE_COLUMNS = (
     "calibration",  # the table the expected step times rest on (the run's framework's; roofline.estimate.lookup)
     "expert_weight_dtype",  # the MoE experts' weights (weight_dtype unless set apart)
     "attention_weight_dtype",  # the attention projections' weights (weight_dtype unless set apart)
+    "fp8_scaling",  # tensor | block: how fp8 weights are scaled (the expected times' GEMM kernels)
 )
 
 #: Extra columns of a served plan row (`roofline plan` on the serving model), after PLAN_COLUMNS.
@@ -301,4 +302,5 @@ PLAN_SERVING_COLUMNS = (
     "spec_method",  # speculative decoding method, or none
     "accepted_tokens_per_step",  # tokens a (verify) step yields per sequence
     "attention_weight_dtype",  # the candidate's attention projections' weights (weight_dtype unless set apart)
+    "fp8_scaling",  # tensor | block: how fp8 weights are scaled (the expected times' GEMM kernels)
 )

@@ -12,6 +12,9 @@ from .parallel import Parallel
 
 STAGES = ("prefill", "decode")
 ATTENTION_IMPLS = ("eager", "flash")
+#: how fp8 weights are scaled: one scale per tensor (ModelOpt's and most FP8 checkpoints), or per 128 x 128 block
+#: with activations quantized per token and 128 channels (DeepSeek-V3's, Qwen3's own FP8 checkpoints)
+FP8_SCALINGS = ("tensor", "block")
 LOGITS_MODES = ("last", "all")
 EXPERT_ROUTINGS = ("uniform", "balanced", "all")
 MLA_MODES = ("absorbed", "naive", "decompressed")
@@ -43,6 +46,9 @@ class Scenario:
     Kimi-K2.6 and MiniMax-M2.5 leave them 16-bit (their hf_quant_config.json exclude_modules), Qwen3-235B's does not.
     Routers are 16-bit whatever the weight dtype (roofline.engine.parts.part_weight_dtype).
     weight_group_size: int4 weights that share one fp16 scale (dtypes.weight_bytes_per_element).
+    fp8_scaling: the fp8 weights' scales (FP8_SCALINGS): 'tensor' (default) or 'block'. The bounds are the same
+    (a block's fp32 scale is 4 bytes per 16,384 weights, left out); the expected times of the dense GEMMs read the
+    measured block-scaled kernels (their own curve; MoE tables already hold both kinds, the faster kept).
     framework: the serving framework (FRAMEWORKS) whose measured kernels and step model the expected times use
     (roofline.estimate; a device without its tables keeps its default); '' = each device's default. The bounds
     ignore it.
@@ -64,6 +70,7 @@ class Scenario:
     attention_weight_dtype: str = ""
     weight_group_size: int = DEFAULT_GROUP_SIZE
     framework: str = ""
+    fp8_scaling: str = "tensor"
 
     def __post_init__(self):
         if isinstance(self.parallel, dict):  # rebuilt from asdict() (job params, JSON)
@@ -105,7 +112,8 @@ class Scenario:
             raise RooflineInputError(f"scenario.weight_group_size: {size!r} is not allowed; expected an integer "
                                      f"from 1 to {MAX_GROUP_SIZE} (int4 weights per fp16 scale, usually 32-128)")
         for name, allowed in (("attention", ATTENTION_IMPLS), ("logits", LOGITS_MODES),
-                              ("expert_routing", EXPERT_ROUTINGS), ("mla_mode", MLA_MODES)):
+                              ("expert_routing", EXPERT_ROUTINGS), ("mla_mode", MLA_MODES),
+                              ("fp8_scaling", FP8_SCALINGS)):
             if getattr(self, name) not in allowed:
                 raise unknown(f"scenario.{name}", getattr(self, name), allowed)
         object.__setattr__(self, "parallel", Parallel.from_value(self.parallel, "scenario.parallel"))

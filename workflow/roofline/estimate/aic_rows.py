@@ -3,9 +3,9 @@ formulas at its shape and dtypes (roofline.engine.formulas), its bound on the ca
 its measured time in seconds, and a provenance naming the package version, framework, version and kernel source.
 
 What is kept (only shapes the engine can ask for, thinned where the curve is smooth, see `thin`):
-- GEMMs per dtype (bf16, fp8 per-tensor, nvfp4, int8/int4 weight-only, int8 SmoothQuant), m in GEMM_M;
-  fp8 block-scaled GEMMs are left out (the per-tensor ones cover every shape; expert blocks, which some frameworks
-  measure only block-scaled, take both).
+- GEMMs per dtype (bf16, fp8 per-tensor, nvfp4, int8/int4 weight-only, int8 SmoothQuant), m in GEMM_M; fp8
+  block-scaled GEMMs as rows of group_size FP8_BLOCK, a curve of their own (Scenario.fp8_scaling "block"; expert
+  blocks, which some frameworks measure only block-scaled, take both kinds as one).
 - Attention: prefill (`context_attention`) and decode (`generation_attention`) per KV dtype, 16-bit attention and,
   over an 8-bit cache, 8-bit attention (the faster per shape),
   every head count (GQA) and head size; MLA prefill and absorbed decode (`mla`: TensorRT-LLM and SGLang only, vLLM
@@ -33,8 +33,13 @@ from ..engine.roofline import roof_times
 from . import aic_source as src
 
 #: the package's GEMM dtypes -> (weight dtype, activation dtype) in ours
-GEMM_DTYPES = {"bfloat16": ("bf16", "bf16"), "fp8": ("fp8", "fp8"), "nvfp4": ("nvfp4", "nvfp4"),
-               "int8_wo": ("int8", "bf16"), "int4_wo": ("int4", "bf16"), "sq": ("int8", "int8")}
+GEMM_DTYPES = {"bfloat16": ("bf16", "bf16"), "fp8": ("fp8", "fp8"), "fp8_block": ("fp8", "fp8"),
+               "nvfp4": ("nvfp4", "nvfp4"), "int8_wo": ("int8", "bf16"), "int4_wo": ("int4", "bf16"),
+               "sq": ("int8", "int8")}
+#: the package's block-scaled fp8 GEMMs (DeepSeek-V3's and Qwen3's FP8 checkpoints: one weight scale per 128 x 128
+#: block, activations quantized per token and 128 channels as the kernel runs): rows of group_size FP8_BLOCK, a
+#: curve of their own (calibration.FP8_BLOCK_OPERAND) that scenarios of fp8_scaling "block" read
+FP8_BLOCK = 128
 #: the package's MoE dtypes -> (expert weight dtype, activation dtype). MXFP8 activations (8-bit elements, one e8m0
 #: scale per 32: 8.25 bits) count as fp8, the dtype whose peak they compute at; block-scaled fp8 experts (DeepSeek-V3,
 #: Qwen3 FP8 checkpoints: one scale per 128 x 128 block) are fp8 as the engine counts them (roofline.engine.dtypes),
@@ -141,8 +146,8 @@ def thin_cells(rows: list[dict], cell: float = CELL_DECADES) -> list[dict]:
             keys = math.floor(math.log10(max(r["kv_len"], 1)) / KEYS_CELL)
         else:
             keys = math.floor(math.log10(r["n"] / r["k"]) / ASPECT_CELL) if r["op_class"] == "gemm" else 0
-        key = (r["op_class"], r["op"], r["dtype"], r["weight_dtype"], r["kv_dtype"], math.floor(x / cell),
-               math.floor(z / cell), keys)
+        key = (r["op_class"], r["op"], r["dtype"], r["weight_dtype"], r["kv_dtype"], r.get("group_size", 0),
+               math.floor(x / cell), math.floor(z / cell), keys)
         cells.setdefault(key, []).append(r)
     for members in cells.values():
         members.sort(key=lambda r: r["measured_s"] / r["bound_s"])
@@ -161,9 +166,10 @@ def _device(frame) -> str:
 
 
 def gemm_rows(gpu: Accelerator, folder, framework: str, quantize=None) -> list[dict]:
-    """GEMMs [m x k] @ [k x n] per dtype (GEMM_DTYPES; output 16-bit). The package times fp8 GEMMs with dynamic
-    activation scaling; FP8 checkpoints are served with static scales, so the measured scale computation of the
-    same m and k (`computescale_perf`) is taken off (without that table, nothing is)."""
+    """GEMMs [m x k] @ [k x n] per dtype (GEMM_DTYPES; output 16-bit). The package times per-tensor fp8 GEMMs with
+    dynamic activation scaling; per-tensor FP8 checkpoints are served with static scales, so the measured scale
+    computation of the same m and k (`computescale_perf`) is taken off (without that table, nothing is). Its
+    block-scaled fp8 GEMMs (FP8_BLOCK) quantize their activations per token group as they run: kept whole."""
     frame = src.read_table(folder, "gemm_perf") if folder else None
     if frame is None:
         return []
@@ -178,10 +184,13 @@ def gemm_rows(gpu: Accelerator, folder, framework: str, quantize=None) -> list[d
             continue
         cost = f.linear(r.m, r.k, r.n, weight_bytes_per_element(weight, INT4_GROUP), DTYPE_BYTES[act],
                         out_width=A16)
-        note = ", less the dynamic scale computation" if r.scale_s > 0 else ""
+        block = r.gemm_dtype == "fp8_block"
+        note = (", less the dynamic scale computation" if r.scale_s > 0
+                else ", block-scaled (128 x 128)" if block else "")
+        group = INT4_GROUP if weight == "int4" else FP8_BLOCK if block else 0
         rows.append(row(gpu, device, framework, "gemm", "gemm", dtype, cost, r.seconds,
                         src.provenance(folder, "gemm_perf", r.kernel_source) + note, m=r.m, n=r.n, k=r.k,
-                        weight_dtype=weight, group_size=INT4_GROUP if weight == "int4" else 0))
+                        weight_dtype=weight, group_size=group))
     return rows
 
 

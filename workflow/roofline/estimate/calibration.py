@@ -52,6 +52,9 @@ from .curves import Fit
 REQUIRED = table_checks.REQUIRED
 #: dtypes that run at the same rate on every catalog device, so one's measurement calibrates the other.
 SAME_RATE = {"bf16": "fp16", "fp16": "bf16"}
+#: the operand key of block-scaled fp8 GEMMs (rows of fp8 weights with a group_size: aic_rows.FP8_BLOCK), apart from
+#: the per-tensor fp8 curve: Scenario.fp8_scaling "block" reads it (roofline.estimate.step.operand_dtype)
+FP8_BLOCK_OPERAND = "fp8-block"
 #: op_class of the ceiling rows (copy/read bandwidth, square matmuls): roofs, not ladder points.
 CEILING = "ceiling"
 #: Shipped devices whose tables are pooled into the `default` fallback of a device without one (catalog keys).
@@ -234,6 +237,8 @@ def curve_key(row: dict) -> tuple[str, str, str, str]:
     """(op_class, dtype, operand dtype, phase) a measured kernel calibrates."""
     cls = row["op_class"]
     operand = row["weight_dtype"] if cls in ("gemm", "moe") else row["kv_dtype"] if cls == "attention" else ""
+    if cls == "gemm" and operand == "fp8" and float(row.get("group_size") or 0) > 0:
+        operand = FP8_BLOCK_OPERAND
     return cls, row["dtype"], operand, phase_of(row["op"]) if cls == "attention" else ""
 
 

@@ -74,8 +74,8 @@ class Calibration:
 
     def _grid(self, fit: Fit | None, cls: str, dtype: str, operand: str, phase: str):
         """(Grid, exact): the curve of the key, or of its same-rate dtype or operand (fp16 and bf16 count as one),
-        or without an operand (exact); else any operand of the class and dtype (not exact); (None, False) when
-        nothing fits."""
+        or without an operand (exact); else another operand of the class and dtype, the block-scaled fp8 operand's
+        per-tensor one first (not exact); (None, False) when nothing fits."""
         if fit is None:
             return None, False
         dtypes = (dtype, SAME_RATE.get(dtype, dtype))
@@ -84,7 +84,8 @@ class Calibration:
                 grid = fit.grids.get((cls, d, o, phase))
                 if grid is not None:
                     return grid, True
-        for key in fit.grids:  # keys only: a saved fit loads a grid when it is used
+        base = operand.split("-")[0]  # block-scaled fp8 where a table measured none: its per-tensor kernels
+        for key in sorted(fit.grids, key=lambda key: key[2] != base):  # keys only: a grid loads when it is used
             if key[0] == cls and key[1] in dtypes and key[3] == phase:
                 return fit.grids[key], False
         return None, False

@@ -27,7 +27,16 @@ from ..engine.models import ModelSpec
 from ..engine.parts import gemm_input_dtype, part_weight_dtype, scenario_dtypes
 from ..engine.roofline import roof_times
 from ..engine.scenario import Scenario
-from .calibration import CALIBRATED, CORE_CLASSES, DEFAULT, PARTIAL, coordinates, data_dir, third_axis
+from .calibration import (
+    CALIBRATED,
+    CORE_CLASSES,
+    DEFAULT,
+    FP8_BLOCK_OPERAND,
+    PARTIAL,
+    coordinates,
+    data_dir,
+    third_axis,
+)
 from .curves import log10_intensity
 from .lookup import Calibration
 
@@ -64,11 +73,14 @@ def overheads() -> dict:
 
 def operand_dtype(op: Op, scenario: Scenario, cls: str) -> str:
     """The operand dtype a lookup keys on: the weights' of a GEMM (experts: the experts'; lm_head: the table's;
-    routers and attention projections: theirs), the KV cache's of an attention kernel; "" elsewhere."""
+    routers and attention projections: theirs; block-scaled fp8 weights: FP8_BLOCK_OPERAND), the KV cache's of an
+    attention kernel; "" elsewhere."""
     if cls in ("gemm", "moe"):
         if op.name.startswith("expert_") or cls == "moe":
             return scenario.expert_dtype
-        return scenario_dtypes(scenario).head_weight if op.name == "lm_head" else part_weight_dtype(op.name, scenario)
+        weights = scenario_dtypes(scenario).head_weight if op.name == "lm_head" else part_weight_dtype(op.name,
+                                                                                                         scenario)
+        return FP8_BLOCK_OPERAND if weights == "fp8" and scenario.fp8_scaling == "block" else weights
     return scenario.kv_dtype if cls == "attention" else ""
 
 

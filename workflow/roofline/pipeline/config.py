@@ -24,7 +24,7 @@ from ..engine.hardware import catalog as gpu_catalog
 from ..engine.hf_config import not_a_file
 from ..engine.models import ModelSpec, model_from_entry
 from ..engine.parallel import Parallel, check_plan
-from ..engine.scenario import STAGES, Scenario, check_context
+from ..engine.scenario import FP8_SCALINGS, STAGES, Scenario, check_context
 from ..estimate.calibration import check_table, fit_path, framework_for, table_path
 from ..serving.candidates import served_kv_dtypes
 from ..serving.framework import DEFAULT_FRAMEWORK
@@ -288,11 +288,12 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
     for key in keys:
         if key not in gpus and key not in gpu_catalog():
             raise unknown("plan.gpus", key, [*gpus, *gpu_catalog()])
-    served = any(key in section for key in ("mode", "weight_dtypes", "kv_dtypes", "attention_weight_dtype"))
+    served = any(key in section for key in ("mode", "weight_dtypes", "kv_dtypes", "attention_weight_dtype",
+                                            "fp8_scaling"))
     if "prefill" in section and served:
         raise RooflineInputError("plan.prefill: not with plan.mode / plan.weight_dtypes / plan.kv_dtypes / "
-                                 "plan.attention_weight_dtype; prefill is the step model of the previous release, "
-                                 "mode the serving model (drop one)")
+                                 "plan.attention_weight_dtype / plan.fp8_scaling; prefill is the step model of the "
+                                 "previous release, mode the serving model (drop one)")
     milliseconds = {name: section.get(f"{name}_ms") for name in ("tpot", "ttft")}
     try:
         workload = Workload(isl=section.get("isl", 1024), osl=section.get("osl", 1024),
@@ -309,6 +310,9 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
     attention = section.get("attention_weight_dtype") or ""
     if attention:
         check_storage_dtype("plan.attention_weight_dtype", attention)
+    scaling = section.get("fp8_scaling") or "tensor"
+    if scaling not in FP8_SCALINGS:
+        raise unknown("plan.fp8_scaling", scaling, FP8_SCALINGS)
     settings = PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
                             max_devices=check_max_devices("plan.max_devices", section.get("max_devices", 8)),
                             dtypes=tuple(section.get("dtypes", DEFAULT_DTYPES)),
@@ -316,7 +320,7 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
                             mode=section.get("mode", "aggregated") if served else None,
                             weight_dtypes=tuple(section.get("weight_dtypes", ())),
                             kv_dtypes=tuple(section.get("kv_dtypes") or served_kv_dtypes(section.get("dtypes"))),
-                            attention_weight_dtype=attention,
+                            attention_weight_dtype=attention, fp8_scaling=scaling,
                             framework=section.get("framework") or scenario.framework,
                             rank_on=section.get("rank_on", "expected"))
     for key, model in models.items():  # every search bounded before any job runs

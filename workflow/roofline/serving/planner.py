@@ -416,6 +416,7 @@ class PlanSettings:
     weight_dtypes: tuple[str, ...] = ()
     kv_dtypes: tuple[str, ...] = ()
     attention_weight_dtype: str = ""  # the serving model's candidates' attention projections ("" = as the weights)
+    fp8_scaling: str = "tensor"  # the serving model's candidates' fp8 weight scales (Scenario.fp8_scaling)
 
     @classmethod
     def from_params(cls, params: dict) -> "PlanSettings":

@@ -133,9 +133,11 @@ class ServedSearch:
         return ok
 
 
-def recipes(weight_dtypes: Sequence[str], kv_dtypes: Sequence[str], attention_weight_dtype: str = "") -> list[Scenario]:
+def recipes(weight_dtypes: Sequence[str], kv_dtypes: Sequence[str], attention_weight_dtype: str = "",
+            fp8_scaling: str = "tensor") -> list[Scenario]:
     """Scenarios of every (weight dtype, KV dtype, attention kernel): activations as the serving recipe; the attention
-    projections at `attention_weight_dtype` where it differs from the weights' ("" = as the weights)."""
+    projections at `attention_weight_dtype` where it differs from the weights' ("" = as the weights); fp8 weights
+    scaled as `fp8_scaling` says."""
     if attention_weight_dtype:
         check_storage_dtype("--attention-weight-dtype", attention_weight_dtype)
     weights = tuple(dict.fromkeys(check_storage_dtype("--weight-dtypes", d) for d in weight_dtypes))
@@ -144,7 +146,8 @@ def recipes(weight_dtypes: Sequence[str], kv_dtypes: Sequence[str], attention_we
     if not weights or not kvs:
         raise RooflineInputError("--kv-dtypes: no dtype of 8 bits or more for the KV cache; add one (e.g. fp8)")
     return [Scenario(weight_dtype=w, act_dtype=activation_dtype(w), kv_dtype=kv, attention=attention,
-                     attention_weight_dtype="" if attention_weight_dtype == w else attention_weight_dtype)
+                     attention_weight_dtype="" if attention_weight_dtype == w else attention_weight_dtype,
+                     fp8_scaling=fp8_scaling).validate()
             for w in weights for kv in kvs for attention in ATTENTION_IMPLS]
 
 
@@ -219,7 +222,8 @@ def check_search(workload: ServedWorkload, mode: str, concurrencies) -> np.ndarr
 def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorkload, weight_dtypes: Sequence[str],
            kv_dtypes: Sequence[str], max_devices: int | None = None, mode: str = "aggregated",
            concurrencies=None, memory_utilization: float | None = None,
-           max_candidates: int | None = None, attention_weight_dtype: str = "") -> ServedSearch:
+           max_candidates: int | None = None, attention_weight_dtype: str = "",
+           fp8_scaling: str = "tensor") -> ServedSearch:
     """Serve every candidate (see the module docstring); raises RooflineInputError when there is none, or, before
     any work, when the candidates outnumber `max_candidates`."""
     start = time.perf_counter()
@@ -232,7 +236,7 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorklo
     if model.max_position and workload.isl + workload.osl > model.max_position:
         raise RooflineInputError(f"isl + osl: {workload.isl} + {workload.osl} tokens do not fit the context of "
                                  f"{model.key} ({model.max_position} positions)")
-    scenarios = recipes(weight_dtypes, kv_dtypes, attention_weight_dtype)
+    scenarios = recipes(weight_dtypes, kv_dtypes, attention_weight_dtype, fp8_scaling)
     parts = []  # (candidates, concurrency grid) per mode
     if mode in ("aggregated", "all"):
         parts.append((aggregated_candidates(model, gpus, scenarios, max_devices or 8), grid))

@@ -54,7 +54,7 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
             "e2e_latency_expected_s": float(c["ttft_expected_s"][i] + (w.osl - 1) * c["tpot_expected_s"][i]),
             "kv_capacity_requests": float(c["kv_capacity_requests"][i]), "prefix_hit": float(w.prefix_hit),
             "spec_method": w.spec.method or "none", "accepted_tokens_per_step": w.spec.tokens_per_step,
-            "attention_weight_dtype": sc.attention_weights_dtype,
+            "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
         }
         assert tuple(row) == PLAN_COLUMNS + PLAN_SERVING_COLUMNS
         out.append(row)
@@ -111,7 +111,7 @@ def plan_table_for(model, settings: PlanSettings) -> tuple[list[dict], str]:
     workload = ServedWorkload(isl=w.isl, osl=w.osl, tpot_s=w.tpot_s, ttft_s=w.ttft_s, framework=settings.framework)
     result = search(model, settings.gpus, workload, settings.weight_dtypes or settings.dtypes,
                     settings.kv_dtypes or served_kv_dtypes(settings.dtypes), settings.max_devices, settings.mode,
-                    attention_weight_dtype=settings.attention_weight_dtype)
+                    attention_weight_dtype=settings.attention_weight_dtype, fp8_scaling=settings.fp8_scaling)
     overall = frontier(result, side=settings.rank_on)
     if overall.size == 0:
         return [], no_plan_reason(result, settings.rank_on)

@@ -353,7 +353,7 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "accepted_tokens_per_step": served.spec.tokens_per_step, "prefill_workers": 0, "decode_workers": 0,
         "kv_transfer_s": 0.0, "limited_by": "none", "estimate": combine(*(p.estimate for p in parts)),
         "calibration": parts[-1].calibration, "expert_weight_dtype": sc.expert_dtype,
-        "attention_weight_dtype": sc.attention_weights_dtype,
+        "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
     }
     assert tuple(row) == SERVE_COLUMNS
     return row

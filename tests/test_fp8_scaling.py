@@ -1,0 +1,113 @@
+"""Block-scaled fp8 weights (Scenario.fp8_scaling = "block"): the same bounds, the measured block-scaled GEMM
+kernels for the expected times (their own curve in the calibration tables), every interface that names it."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from roofline.engine import hardware, models
+from roofline.engine.analysis import prepare
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.graph import build_operators
+from roofline.engine.scenario import Scenario
+from roofline.estimate.calibration import FP8_BLOCK_OPERAND, curve_key
+from roofline.estimate.lookup import calibration_for
+from roofline.estimate.step import operand_dtype
+from roofline.serving.serve import Workload, prepare_served, serve_aggregated
+
+FP8 = dict(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")
+H100 = hardware.get_accelerator("h100-sxm")
+
+
+def _row(**fields):
+    base = {"op_class": "gemm", "op": "gemm", "dtype": "fp8", "weight_dtype": "fp8", "kv_dtype": "", "group_size": "0"}
+    return {**base, **fields}
+
+
+def test_block_scaled_rows_have_a_curve_of_their_own():
+    assert curve_key(_row()) == ("gemm", "fp8", "fp8", "")
+    assert curve_key(_row(group_size="128")) == ("gemm", "fp8", FP8_BLOCK_OPERAND, "")
+    # int4's group size is its scales' granularity, not another kernel: one curve
+    assert curve_key(_row(dtype="bf16", weight_dtype="int4", group_size="128")) == ("gemm", "bf16", "int4", "")
+    # MoE tables hold both kinds of fp8 experts as one (the faster per shape)
+    assert curve_key(_row(op_class="moe", op="moe", group_size="128")) == ("moe", "fp8", "fp8", "")
+
+
+def test_block_scaling_keys_the_dense_fp8_gemms_only():
+    model = models.get_model("qwen3-30b-a3b")
+    scenario = prepare(model, H100, "decode", Scenario(batch=8, seq_len=512, fp8_scaling="block", **FP8))
+    ops = {op.name: op for op in build_operators(model, "decode", scenario)}
+    assert operand_dtype(ops["q_proj"], scenario, "gemm") == FP8_BLOCK_OPERAND
+    assert operand_dtype(ops["router"], scenario, "gemm") == "bf16"  # routers stay 16-bit
+    assert operand_dtype(ops["expert_gate_proj"], scenario, "moe") == "fp8"
+    tensor = prepare(model, H100, "decode", Scenario(batch=8, seq_len=512, **FP8))
+    assert operand_dtype(ops["q_proj"], tensor, "gemm") == "fp8"
+    # the bounds do not move: the same operators, bytes and FLOPs
+    same = {op.name: op for op in build_operators(model, "decode", tensor)}
+    assert all(ops[name].cost == same[name].cost for name in ops)
+
+
+def _served(scaling: str):
+    model = models.get_model("llama-3.1-8b")
+    served = prepare_served(model, H100, Scenario(fp8_scaling=scaling, **FP8), framework="trtllm")
+    return serve_aggregated(served, Workload(isl=1024, osl=128, concurrency=16))
+
+
+def test_the_served_row_reads_the_block_scaled_kernels():
+    tensor, block = _served("tensor"), _served("block")
+    assert (tensor["fp8_scaling"], block["fp8_scaling"]) == ("tensor", "block")
+    # the bounds: TTFT and tokens/s alike (the TPOT bound is a lone step at the expected occupancy, which moves)
+    assert block["ttft_s"] == tensor["ttft_s"] and block["tokens_per_s"] == tensor["tokens_per_s"]
+    assert block["tpot_expected_s"] != tensor["tpot_expected_s"]
+    assert block["estimate"] == tensor["estimate"] == "calibrated"
+
+
+def test_a_table_without_block_scaled_kernels_falls_back_to_its_per_tensor_ones():
+    calibration = calibration_for(H100, "trtllm")
+    # a table whose fp8 GEMMs are per tensor and int8 (listed first): block-scaled lookups read the per-tensor
+    # curve, not exact (a `default` estimate); where it measured them, their own, exact
+    grids = {("gemm", "fp8", "int8", ""): "int8 curve", ("gemm", "fp8", "fp8", ""): "per-tensor curve"}
+    table = SimpleNamespace(grids=grids)
+    assert calibration._grid(table, "gemm", "fp8", FP8_BLOCK_OPERAND, "") == ("per-tensor curve", False)
+    grids[("gemm", "fp8", FP8_BLOCK_OPERAND, "")] = "block curve"
+    assert calibration._grid(table, "gemm", "fp8", FP8_BLOCK_OPERAND, "") == ("block curve", True)
+    assert calibration._grid(table, "gemm", "fp8", "fp8", "") == ("per-tensor curve", True)
+
+
+def test_bad_fp8_scaling_is_one_line():
+    message = r"scenario\.fp8_scaling: unknown value 'blocks' \(did you mean 'block'\?\)"
+    with pytest.raises(RooflineInputError, match=message):
+        Scenario(fp8_scaling="blocks").validate()
+
+
+@pytest.mark.parametrize("command", [
+    ["serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "512", "--osl", "64", "--concurrency", "4",
+     "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--framework", "trtllm", "--format", "json"],
+    ["plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "512", "--osl", "64", "--max-devices", "1",
+     "--weight-dtypes", "fp8", "--kv-dtypes", "fp8", "--framework", "trtllm", "--top", "1", "--format", "json"],
+])
+def test_serve_and_plan_take_fp8_scaling(command):
+    run = subprocess.run([sys.executable, "-m", "roofline", *command, "--fp8-scaling", "block"],
+                         capture_output=True, text=True, check=True)
+    rows = json.loads(run.stdout)
+    rows = rows if isinstance(rows, list) else [rows]
+    assert rows and all(r["fp8_scaling"] == "block" for r in rows)
+    bad = subprocess.run([sys.executable, "-m", "roofline", *command, "--fp8-scaling", "blok"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "block" in bad.stderr
+
+
+def test_totals_take_fp8_scaling():
+    args = ["totals", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--stage", "decode", "--batch", "16",
+            "--weight-dtype", "fp8", "--act-dtype", "fp8", "--kv-dtype", "fp8", "--framework", "trtllm",
+            "--format", "json"]
+    rows = [json.loads(subprocess.run([sys.executable, "-m", "roofline", *args, "--fp8-scaling", scaling],
+                                      capture_output=True, text=True, check=True).stdout)
+            for scaling in ("tensor", "block")]
+    assert rows[0]["t_s"] == rows[1]["t_s"]  # the bound
+    assert rows[0]["tpot_expected_s"] != rows[1]["tpot_expected_s"]
+    assert rows[0]["estimate"] == rows[1]["estimate"] == "calibrated"
