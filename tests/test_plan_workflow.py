@@ -38,6 +38,10 @@ def test_plan_section_resolves_with_defaults_and_configured_gpus():
     assert (served.attention_weight_dtype, served.mode) == ("bf16", "aggregated")
     block = resolve(fp8_scaling="block").plan_search  # so does an fp8 scaling
     assert (block.fp8_scaling, block.mode) == ("block", "aggregated")
+    # the scenario's fp8 scaling is the search's unless the plan section sets its own, as memory_utilization
+    inherited = rc.resolve_config({**BASE, "scenario": {"fp8_scaling": "block"}, "plan": {"mode": "aggregated"}},
+                                  ROOT).plan_search
+    assert inherited.fp8_scaling == "block"
 
 
 @pytest.mark.parametrize("plan, message", [

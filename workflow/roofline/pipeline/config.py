@@ -310,7 +310,7 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
     attention = section.get("attention_weight_dtype") or ""
     if attention:
         check_storage_dtype("plan.attention_weight_dtype", attention)
-    scaling = section.get("fp8_scaling") or "tensor"
+    scaling = section.get("fp8_scaling") or scenario.fp8_scaling  # as memory_utilization: the scenario's
     if scaling not in FP8_SCALINGS:
         raise unknown("plan.fp8_scaling", scaling, FP8_SCALINGS)
     settings = PlanSettings(workload=workload, gpus=tuple(gpus.get(k) or accelerator_from_entry(k, None) for k in keys),
