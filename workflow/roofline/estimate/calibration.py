@@ -55,6 +55,8 @@ SAME_RATE = {"bf16": "fp16", "fp16": "bf16"}
 #: the operand key of block-scaled fp8 GEMMs (rows of fp8 weights with a group_size: aic_rows.FP8_BLOCK), apart from
 #: the per-tensor fp8 curve: Scenario.fp8_scaling "block" reads it (roofline.estimate.step.operand_dtype)
 FP8_BLOCK_OPERAND = "fp8-block"
+#: the operand whose curve stands in for one a table did not measure (not exact: a `default` estimate)
+STAND_IN = {FP8_BLOCK_OPERAND: "fp8"}
 #: op_class of the ceiling rows (copy/read bandwidth, square matmuls): roofs, not ladder points.
 CEILING = "ceiling"
 #: Shipped devices whose tables are pooled into the `default` fallback of a device without one (catalog keys).

@@ -16,6 +16,7 @@ from .calibration import (
     FALLBACK_TABLES,
     LAUNCH_GAP_S,
     SAME_RATE,
+    STAND_IN,
     data_dir,
     framework_for,
     is_shipped,
@@ -84,8 +85,8 @@ class Calibration:
                 grid = fit.grids.get((cls, d, o, phase))
                 if grid is not None:
                     return grid, True
-        base = operand.split("-")[0]  # block-scaled fp8 where a table measured none: its per-tensor kernels
-        for key in sorted(fit.grids, key=lambda key: key[2] != base):  # keys only: a grid loads when it is used
+        stand_in = STAND_IN.get(operand, operand)  # block-scaled fp8 where a table measured none: its per-tensor
+        for key in sorted(fit.grids, key=lambda key: key[2] != stand_in):  # keys only: a grid loads when it is used
             if key[0] == cls and key[1] in dtypes and key[3] == phase:
                 return fit.grids[key], False
         return None, False
