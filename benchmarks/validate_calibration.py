@@ -10,7 +10,8 @@
    lookup) and checked on the other. The check the issue's held-back H200 kernels would make, on the package's own
    data.
 3. Where the bound exceeds a measured time, per table and op: counted and the worst ratio printed.
-Writes data/calibrations/validation.csv (table, check, op_class, median_error, p90_error, n).
+Writes data/calibrations/validation.csv (table, check, op_class, median_error, p90_error, n); with --tables, the
+other tables' rows are kept as the file had them.
 """
 from __future__ import annotations
 
@@ -149,11 +150,30 @@ def main() -> None:
         for op, (count, worst) in faster.items():
             results.append({"table": name, "check": "below_bound", "op_class": op, "median_error": f"{worst:.4g}",
                             "p90_error": "", "n": count})
+    if args.tables and VALIDATION.is_file():
+        results = _merged(results)
     with VALIDATION.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(results[0]), lineterminator="\n")
         writer.writeheader()
         writer.writerows(results)
     print(f"\nwrote {VALIDATION}")
+
+
+def _merged(results: list[dict]) -> list[dict]:
+    """The file's rows with those of the tables just checked in their place (the other tables' as they were; a
+    table new to the file at the end)."""
+    fresh: dict[str, list[dict]] = {}
+    for r in results:
+        fresh.setdefault(r["table"], []).append(r)
+    out = []
+    with VALIDATION.open(newline="") as handle:
+        for r in csv.DictReader(handle):
+            if r["table"] not in fresh:
+                out.append(r)
+            elif fresh[r["table"]]:
+                out.extend(fresh[r["table"]])
+                fresh[r["table"]] = []
+    return out + [r for rows in fresh.values() for r in rows]
 
 
 def _result(table: str, check: str, cls: str, errors: np.ndarray) -> dict:

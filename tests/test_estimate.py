@@ -224,6 +224,50 @@ def test_a_multi_pass_quantize_kernel_does_not_stand_for_the_element_wise_kernel
             assert large and all(r["measured_s"] / r["bound_s"] == pytest.approx(1.1, rel=1e-3) for r in large)
 
 
+def test_a_gemm_kernel_source_that_timed_host_time_is_left_out(tmp_path, monkeypatch):
+    # vLLM 0.24.0's block-scaled fp8 GEMMs take 55-245 us at every shape (the collector's host time per call). A
+    # source whose fastest row is above aic_rows.HOST_FLOOR_S (20 us) is left out, whole; a real kernel source of
+    # the same table, whose large shapes take far longer than that, is kept whole.
+    import pandas as pd
+
+    from roofline.estimate import aic_rows
+    from roofline.estimate import aic_source as src
+
+    monkeypatch.setattr(src, "package_version", lambda: "0.0")
+    gpu = hardware.get_accelerator("h200-sxm")
+    ms = [1, 64, 4096, 32768]
+    # 2 m n k FLOPs at ~1 PFLOP/s, at least 4 us: 4 us .. 2.2 ms for [m, 4096] @ [4096, 8192]
+    kernel = [max(2.0 * m * 4096 * 8192 / 1e15, 4e-6) * 1e3 for m in ms]
+    frame = pd.DataFrame({"device": "NVIDIA H200", "gemm_dtype": ["fp8_block"] * 8 + ["fp8"] * 4,
+                          "kernel_source": ["host"] * 4 + ["kernel"] * 4 + ["kernel"] * 4,
+                          "m": ms * 3, "n": 8192, "k": 4096,
+                          "latency": [0.06 + t for t in kernel] + kernel + [t * 1.1 for t in kernel]})
+    folder = tmp_path / "h200_sxm" / "gemm" / "vllm" / "0.24.0"
+    _package_table(folder, "gemm_perf", frame)
+    rows = aic_rows.gemm_rows(gpu, folder, "vllm")
+    assert {r["provenance"].split("kernel ")[1].split(",")[0] for r in rows} == {"kernel"}
+    assert {r["group_size"] for r in rows} == {0, aic_rows.FP8_BLOCK}
+    assert max(r["measured_s"] for r in rows) > aic_rows.HOST_FLOOR_S  # the large shapes stay
+    # a table of host times only: no rows
+    _package_table(folder, "gemm_perf", frame[frame["kernel_source"] != "kernel"].assign(
+        kernel_source=["host"] * 4))
+    assert not aic_rows.gemm_rows(gpu, folder, "vllm")
+
+
+def test_no_shipped_gemm_curve_starts_at_a_host_floor():
+    """Every shipped GEMM curve (dtype, operand) has a row under aic_rows.HOST_FLOOR_S: none measured host time."""
+    from roofline.estimate import aic_rows
+
+    for key, framework, path, _ in shipped():
+        rows = [r for r in cal.read_table(str(path)) if r["op_class"] == "gemm"]
+        fastest = {}
+        for r in rows:
+            curve = cal.curve_key(r)
+            fastest[curve] = min(fastest.get(curve, 1.0), float(r["measured_s"]))
+        slow = {curve: t for curve, t in fastest.items() if t > aic_rows.HOST_FLOOR_S}
+        assert not slow, (key, framework, slow)
+
+
 def test_fp8_attention_over_an_fp8_cache_is_the_kernel_an_fa3_backend_runs(tmp_path, monkeypatch):
     # SGLang's FlashAttention-3 backend runs fp8 attention over an fp8 cache; its Triton kernel (16-bit attention
     # over an fp8 cache) is the slow one. The fastest kernel per shape is kept, among 16-bit attention and 8-bit
