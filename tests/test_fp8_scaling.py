@@ -78,6 +78,28 @@ def test_a_table_without_block_scaled_kernels_falls_back_to_its_per_tensor_ones(
     assert calibration._grid(table, "gemm", "fp8", "fp8", "") == ("per-tensor curve", True)
 
 
+def test_native_weights_take_the_checkpoints_scales():
+    """weight_dtype native is the checkpoint as stored: DeepSeek-V3's fp8 with its 128 x 128 block scales
+    (weight_block_size, models.csv native_fp8_scaling), whatever fp8_scaling says; an explicit fp8 keeps it."""
+    deepseek, llama = models.get_model("deepseek-v3"), models.get_model("llama-3.1-8b")
+    assert deepseek.native_fp8_scaling == "block" and llama.native_fp8_scaling == ""
+    native = Scenario(weight_dtype="native", fp8_scaling="tensor")
+    assert native.for_model(deepseek).fp8_scaling == "block" and native.for_model(deepseek).weight_dtype == "fp8"
+    assert native.for_model(llama).fp8_scaling == "tensor"  # a 16-bit checkpoint: nothing to scale
+    assert Scenario(weight_dtype="fp8").for_model(deepseek).fp8_scaling == "tensor"
+    with pytest.raises(RooflineInputError, match=r"native_fp8_scaling: unknown value 'blok' \(did you mean"):
+        models.model_from_entry("llama-3.1-8b", {"native_fp8_scaling": "blok"})
+
+
+def test_the_served_row_of_a_native_block_checkpoint_says_block():
+    run = subprocess.run([sys.executable, "-m", "roofline", "serve", "--model", "deepseek-v3", "--gpu", "h200-sxm",
+                          "--tp", "8", "--isl", "1024", "--osl", "256", "--concurrency", "16", "--format", "json"],
+                         capture_output=True, text=True, check=True)
+    row = json.loads(run.stdout)
+    row = row[0] if isinstance(row, list) else row
+    assert (row["weight_dtype"], row["fp8_scaling"]) == ("fp8", "block")
+
+
 def test_bad_fp8_scaling_is_one_line():
     message = r"scenario\.fp8_scaling: unknown value 'blocks' \(did you mean 'block'\?\)"
     with pytest.raises(RooflineInputError, match=message):
@@ -111,3 +133,11 @@ def test_totals_take_fp8_scaling():
     assert rows[0]["t_s"] == rows[1]["t_s"]  # the bound
     assert rows[0]["tpot_expected_s"] != rows[1]["tpot_expected_s"]
     assert rows[0]["estimate"] == rows[1]["estimate"] == "calibrated"
+
+
+def test_the_report_names_block_scales_with_the_weights():
+    from roofline.display import weights_label
+
+    assert weights_label({"weight_dtype": "fp8", "fp8_scaling": "block"}) == "fp8 (128 x 128 blocks)"
+    assert weights_label({"weight_dtype": "fp8", "fp8_scaling": "tensor"}) == "fp8"
+    assert weights_label({"weight_dtype": "bf16", "fp8_scaling": "block"}) == "bf16"  # nothing to scale

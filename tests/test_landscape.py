@@ -114,7 +114,17 @@ def test_cli_gpt_oss_on_h100_runs_with_native_mxfp4_experts(capsys):
 
 @pytest.mark.parametrize("quantization, fields", [
     ({"quant_method": "mxfp4"}, {"native_expert_dtype": "mxfp4"}),
-    ({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}, {"native_weight_dtype": "fp8"}),
+    ({"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]},
+     {"native_weight_dtype": "fp8", "native_fp8_scaling": "block"}),
+    ({"quant_method": "fp8", "activation_scheme": "static"},
+     {"native_weight_dtype": "fp8", "native_fp8_scaling": "tensor"}),
+    ({"quant_method": "modelopt", "quant_algo": "FP8"}, {"native_weight_dtype": "fp8", "native_fp8_scaling": "tensor"}),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {
+        "num_bits": 8, "type": "float", "strategy": "block", "block_structure": [128, 128]}}}},
+     {"native_weight_dtype": "fp8", "native_fp8_scaling": "block"}),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"weights": {
+        "num_bits": 8, "type": "float", "strategy": "channel"}}}},
+     {"native_weight_dtype": "fp8", "native_fp8_scaling": "tensor"}),
     ({"quant_method": "awq", "bits": 4, "group_size": 128}, {"native_weight_dtype": "int4"}),
     ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, {"native_weight_dtype": "nvfp4"}),
 ])
@@ -122,6 +132,14 @@ def test_native_dtype_is_read_from_quantization_config(quantization, fields):
     cfg = json.loads((HF_CONFIGS / "qwen3-8b.json").read_text())
     spec = models.model_from_hf_dict({**cfg, "quantization_config": quantization}, "q")
     assert {k: getattr(spec, k) for k in fields} == fields
+
+
+@pytest.mark.parametrize("size", [[128], "128", [128, 0], [128.0, 128], [True, 128]])
+def test_a_bad_weight_block_size_is_refused(size):
+    cfg = json.loads((HF_CONFIGS / "qwen3-8b.json").read_text())
+    with pytest.raises(RooflineInputError, match="field 'weight_block_size' is .*; expected two positive integers"):
+        models.model_from_hf_dict({**cfg, "quantization_config": {"quant_method": "fp8", "weight_block_size": size}},
+                                  "q")
 
 
 def test_unknown_quantization_is_refused_with_the_supported_list():

@@ -63,6 +63,9 @@ STORAGE_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8", "int4", "nvfp4", "mxfp4
 
 #: what scenario.weight_dtype accepts: a storage dtype or `native` (the checkpoint's own, per model)
 WEIGHT_DTYPES = (*STORAGE_DTYPES, "native")
+#: how fp8 weights are scaled: one scale per tensor (ModelOpt's and most FP8 checkpoints), or per 128 x 128 block
+#: with activations quantized per token and 128 channels (DeepSeek-V3's, Qwen3's own FP8 checkpoints)
+FP8_SCALINGS = ("tensor", "block")
 
 #: dtypes an accelerator may publish a dense peak for
 PEAK_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4")

@@ -266,7 +266,7 @@ def _native_dtypes(quantization: dict | None, where: str) -> dict:
     if method == "mxfp4":  # gpt-oss: experts only (attention, router, embeddings, lm_head in modules_to_not_convert)
         return {"native_expert_dtype": "mxfp4"}
     if method == "fp8":  # DeepSeek-V3, Kimi-K2: every linear of the layers, e4m3 with 128 x 128 block scales
-        return {"native_weight_dtype": "fp8"}
+        return {"native_weight_dtype": "fp8", "native_fp8_scaling": _fp8_scaling(quantization, where)}
     bits = {4: "int4", 8: "int8"}.get(quantization.get("bits"))
     if method in ("gptq", "awq") and bits:
         return {"native_weight_dtype": bits}
@@ -278,13 +278,26 @@ def _native_dtypes(quantization: dict | None, where: str) -> dict:
             raise RooflineInputError(f"{where}: quantization_config (modelopt) quant_algo '{algo_name[:40]}' is not "
                                      "supported; supported: NVFP4, FP8 (a MIXED_PRECISION file: give --weight-dtype "
                                      "and --expert-weight-dtype)")
-        return _quantized(algo, quantization, where)
+        return _quantized(algo, quantization, where, scaling="tensor")  # ModelOpt FP8: per-tensor scales
     if method == "compressed-tensors":
         return _compressed_tensors(quantization, where)
     raise RooflineInputError(
         f"{where}: quantization_config quant_method '{method[:40]}' is not supported; supported: mxfp4, fp8, gptq or "
         "awq with bits 4 or 8, modelopt with quant_algo NVFP4 or FP8, compressed-tensors with int4, int8, fp8 or nvfp4 "
         "weights (or delete quantization_config for 16-bit)")
+
+
+def _fp8_scaling(quantization: dict, where: str) -> str:
+    """'block' where the file gives `weight_block_size` (the [rows, columns] of each weight scale's block), else
+    'tensor' (one scale per weight matrix, as transformers' fp8 loader reads a file without it)."""
+    size = quantization.get("weight_block_size")
+    if size is None:
+        return "tensor"
+    if not (isinstance(size, list) and len(size) == 2
+            and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in size)):
+        raise RooflineInputError(f"{where}: quantization_config field 'weight_block_size' is {_shown(size)}; "
+                                 "expected two positive integers, e.g. [128, 128]")
+    return "block"
 
 
 #: compressed-tensors weight schemes (num_bits, type) -> storage dtype (a 4-bit float is NVFP4's e2m1 in groups)
@@ -302,24 +315,30 @@ def _compressed_tensors(quantization: dict, where: str) -> dict:
         shown = _shown(weights, 60)
         raise RooflineInputError(f"{where}: quantization_config (compressed-tensors) weights {shown} are not "
                                  "supported; supported: 4- or 8-bit int, 8-bit float, 4-bit float (NVFP4)")
-    return _quantized(_COMPRESSED[scheme], quantization, where)
+    scaling = "block" if str(weights.get("strategy", "")).lower() == "block" else "tensor"  # channel: per tensor
+    return _quantized(_COMPRESSED[scheme], quantization, where, scaling)
 
 
-def _quantized(dtype: str, quantization: dict, where: str) -> dict:
+def _quantized(dtype: str, quantization: dict, where: str, scaling: str) -> dict:
     """`dtype` for every linear of the layers; where the file's ignore list keeps the attention 16-bit, the
     attention projections at bf16 (NVIDIA's NVFP4 MiniMax and Kimi files), or, where it keeps MLP projections or
     shared experts 16-bit too, the routed experts alone at `dtype` (NVIDIA's Qwen3.5 NVFP4, Moonshot's int4
-    Kimi-K2.5: the engine has one dtype for the other linears, so such a file is read as keeping them all)."""
+    Kimi-K2.5: the engine has one dtype for the other linears, so such a file is read as keeping them all).
+    fp8 dense weights carry `scaling` (native_fp8_scaling: tensor | block)."""
     ignored = quantization.get("ignore", quantization.get("exclude_modules")) or []
     if not isinstance(ignored, list):
         raise RooflineInputError(f"{where}: quantization_config field 'ignore' is {_shown(ignored)}; expected a list "
                                  "of module names or patterns")
     patterns = [str(pattern) for pattern in ignored]
     if not any("self_attn" in pattern for pattern in patterns):
-        return {"native_weight_dtype": dtype}
-    if any("shared_expert" in pattern or ("mlp" in pattern and "_proj" in pattern) for pattern in patterns):
-        return {"native_expert_dtype": dtype}
-    return {"native_weight_dtype": dtype, "native_attention_dtype": "bf16"}
+        found = {"native_weight_dtype": dtype}
+    elif any("shared_expert" in pattern or ("mlp" in pattern and "_proj" in pattern) for pattern in patterns):
+        found = {"native_expert_dtype": dtype}
+    else:
+        found = {"native_weight_dtype": dtype, "native_attention_dtype": "bf16"}
+    if dtype == "fp8" and "native_weight_dtype" in found:  # the scales of the dense GEMMs' fp8 weights
+        found["native_fp8_scaling"] = scaling
+    return found
 
 
 def _windows(cfg: dict, need, reader: Family, n_layers: int) -> tuple[int | None, int]:

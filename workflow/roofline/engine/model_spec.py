@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dtypes import check_storage_dtype
+from .dtypes import FP8_SCALINGS, check_storage_dtype
 from .errors import RooflineInputError, unknown
 
 #: FLOPs per element of each activation function (convention: +, *, /, exp, tanh each count 1).
@@ -97,6 +97,7 @@ class ModelSpec:
     native_weight_dtype: str = ""  # every linear of attention and MLP blocks (fp8 of DeepSeek-V3 / Kimi-K2)
     native_expert_dtype: str = ""  # the routed experts, '' = as native_weight_dtype (mxfp4 of gpt-oss)
     native_attention_dtype: str = ""  # the attention projections, '' = as native_weight_dtype (NVIDIA's NVFP4 Kimi)
+    native_fp8_scaling: str = ""  # an fp8 checkpoint's scales (dtypes.FP8_SCALINGS): 'block' = weight_block_size
     published_params: float | None = None  # total parameters as published (models.csv)
     published_active_params: float | None = None
     source: str = ""
@@ -229,6 +230,8 @@ class ModelSpec:
         for name in ("native_weight_dtype", "native_expert_dtype", "native_attention_dtype"):
             if getattr(self, name):
                 check_storage_dtype(f"{where}.{name}", getattr(self, name))
+        if self.native_fp8_scaling and self.native_fp8_scaling not in FP8_SCALINGS:
+            raise unknown(f"{where}.native_fp8_scaling", self.native_fp8_scaling, FP8_SCALINGS)
         if self.sliding_window is not None and self.sliding_window <= 0:
             raise RooflineInputError(f"{where}.sliding_window: {self.sliding_window} is not allowed; must be > 0")
 

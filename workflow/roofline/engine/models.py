@@ -215,8 +215,8 @@ def _family_fields(row: dict[str, str], family: str, n_layers: int) -> dict:
         activation={"gpt2": "gelu_new", "gemma2": "gelu_pytorch_tanh"}.get(family, row["activation"]),
         first_dense_layers=_int(row.get("first_dense_layers"), 3 if family == "deepseek_v3" else 0))
     fields.update({name: _int(row[name]) for name in _CSV_LAYER_COUNTS if _int(row.get(name))})
-    fields.update({name: row[name].strip() for name in ("native_weight_dtype", "native_expert_dtype")
-                   if row.get(name)})
+    fields.update({name: row[name].strip() for name in ("native_weight_dtype", "native_expert_dtype",
+                                                         "native_fp8_scaling") if row.get(name)})
     return fields
 
 

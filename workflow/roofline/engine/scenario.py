@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from functools import lru_cache
 
-from .dtypes import DEFAULT_GROUP_SIZE, ELEMENT_BITS, WEIGHT_DTYPES, check_storage_dtype
+from .dtypes import DEFAULT_GROUP_SIZE, ELEMENT_BITS, FP8_SCALINGS, WEIGHT_DTYPES, check_storage_dtype
 from .errors import RooflineInputError, unknown
 from .hardware import FRAMEWORKS
 from .model_spec import ModelSpec
@@ -12,9 +12,6 @@ from .parallel import Parallel
 
 STAGES = ("prefill", "decode")
 ATTENTION_IMPLS = ("eager", "flash")
-#: how fp8 weights are scaled: one scale per tensor (ModelOpt's and most FP8 checkpoints), or per 128 x 128 block
-#: with activations quantized per token and 128 channels (DeepSeek-V3's, Qwen3's own FP8 checkpoints)
-FP8_SCALINGS = ("tensor", "block")
 LOGITS_MODES = ("last", "all")
 EXPERT_ROUTINGS = ("uniform", "balanced", "all")
 MLA_MODES = ("absorbed", "naive", "decompressed")
@@ -48,7 +45,8 @@ class Scenario:
     weight_group_size: int4 weights that share one fp16 scale (dtypes.weight_bytes_per_element).
     fp8_scaling: the fp8 weights' scales (FP8_SCALINGS): 'tensor' (default) or 'block'. The bounds are the same
     (a block's fp32 scale is 4 bytes per 16,384 weights, left out); the expected times of the dense GEMMs read the
-    measured block-scaled kernels (their own curve; MoE tables already hold both kinds, the faster kept).
+    measured block-scaled kernels (their own curve; MoE tables already hold both kinds, the faster kept). With
+    weight_dtype 'native' the checkpoint's own scales apply (for_model).
     framework: the serving framework (FRAMEWORKS) whose measured kernels and step model the expected times use
     (roofline.estimate; a device without its tables keeps its default); '' = each device's default. The bounds
     ignore it.
@@ -89,11 +87,15 @@ class Scenario:
     def for_model(self, model: ModelSpec) -> "Scenario":
         """This scenario with weight_dtype 'native' replaced by `model`'s checkpoint dtypes: its quantized linears
         (model.native_weight_dtype, e.g. fp8 of DeepSeek-V3) and experts (model.native_expert_dtype, e.g. mxfp4 of
-        gpt-oss); unquantized weights are 16-bit (the activation dtype when that is 16-bit, else bf16). A
-        concrete weight_dtype (a resolved scenario) is returned at once; each resolution is computed once."""
+        gpt-oss); unquantized weights are 16-bit (the activation dtype when that is 16-bit, else bf16). The
+        checkpoint's fp8 scales come with its dtype: fp8_scaling 'block' for a block-scaled fp8 checkpoint
+        (model.native_fp8_scaling: DeepSeek-V3's weight_block_size), whatever this scenario's fp8_scaling says
+        (give weight_dtype fp8 to choose). A concrete weight_dtype (a resolved scenario) is returned at once; each
+        resolution is computed once."""
         if self.weight_dtype != "native":
             return self
-        return _resolved(self, model.native_weight_dtype, model.native_expert_dtype, model.native_attention_dtype)
+        return _resolved(self, model.native_weight_dtype, model.native_expert_dtype, model.native_attention_dtype,
+                         model.native_fp8_scaling)
 
     def validate(self) -> "Scenario":
         for name, upper in (("batch", MAX_BATCH), ("seq_len", MAX_SEQ_LEN)):
@@ -143,14 +145,15 @@ class Scenario:
 
 @lru_cache(maxsize=1024)
 def _resolved(scenario: Scenario, native_weight_dtype: str, native_expert_dtype: str,
-              native_attention_dtype: str = "") -> Scenario:
+              native_attention_dtype: str = "", native_fp8_scaling: str = "") -> Scenario:
     """`scenario` (weight_dtype 'native') resolved for a checkpoint of these dtypes (Scenario.for_model)."""
     sixteen = scenario.act_dtype if ELEMENT_BITS[scenario.act_dtype] == 16 else "bf16"
     dense = native_weight_dtype or sixteen
     expert = scenario.expert_weight_dtype or native_expert_dtype
     attention = scenario.attention_weight_dtype or native_attention_dtype
+    scaling = native_fp8_scaling if dense == "fp8" and native_fp8_scaling else scenario.fp8_scaling
     return replace(scenario, weight_dtype=dense, expert_weight_dtype="" if expert == dense else expert,
-                   attention_weight_dtype="" if attention == dense else attention)
+                   attention_weight_dtype="" if attention == dense else attention, fp8_scaling=scaling)
 
 
 def check_context(model, stage: str, scenario: Scenario) -> None:
