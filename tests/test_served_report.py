@@ -37,6 +37,10 @@ def test_the_plan_table_keeps_the_serving_columns_and_what_was_searched(searched
         searched.columns)
     assert searched.attrs["workload"] == {"isl": 1024, "osl": 1024, "tpot_s": 0.05, "ttft_s": 1.0}
     assert searched.attrs["search"]["mode"] == "aggregated" and searched.attrs["search"]["framework"] == "vllm"
+    recipe = {key: searched.attrs["search"][key] for key in ("weight_dtypes", "fp8_scaling", "attention_weight_dtype")}
+    assert recipe == {"weight_dtypes": ["fp8"], "fp8_scaling": "tensor", "attention_weight_dtype": ""}
+    searched_kv = searched.attrs["search"]["kv_dtypes"]
+    assert searched_kv and set(searched["kv_dtype"]) <= set(searched_kv)
     assert served.is_served(searched)
 
 

@@ -82,12 +82,17 @@ def parallel(args) -> Parallel | str:
 
 def scenario(args) -> Scenario:
     """The scenario the options describe, validated."""
-    return Scenario(batch=args.batch, seq_len=args.seq_len, weight_dtype=args.weight_dtype, act_dtype=args.act_dtype,
-                    kv_dtype=args.kv_dtype, attention=args.attention, logits=args.logits,
-                    expert_routing=args.expert_routing, mla_mode=args.mla_mode, parallel=parallel(args),
-                    memory_utilization=args.memory_utilization, expert_weight_dtype=args.expert_weight_dtype or "",
-                    weight_group_size=args.weight_group_size, fp8_scaling=args.fp8_scaling,
-                    attention_weight_dtype=args.attention_weight_dtype or "").validate()
+    return Scenario(batch=args.batch, seq_len=args.seq_len, act_dtype=args.act_dtype, logits=args.logits,
+                    memory_utilization=args.memory_utilization, **deployment_fields(args)).validate()
+
+
+def deployment_fields(args) -> dict:
+    """The Scenario fields of the options that ops, totals and serve share (the weights, KV cache and kernels, the
+    plan): one list, so that a field added to Scenario and to add_scenario_options reaches every command."""
+    return dict(weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, attention=args.attention,
+                expert_routing=args.expert_routing, mla_mode=args.mla_mode, parallel=parallel(args),
+                expert_weight_dtype=args.expert_weight_dtype or "", weight_group_size=args.weight_group_size,
+                fp8_scaling=args.fp8_scaling, attention_weight_dtype=args.attention_weight_dtype or "")
 
 
 def _absolute(path: str) -> str:

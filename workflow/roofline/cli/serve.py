@@ -85,11 +85,7 @@ def table(args) -> tuple[list[dict], dict]:
     gpu = scenario.calibrated(options.gpu(args.gpu), args, args.framework or DEFAULT_FRAMEWORK)
     act = args.act_dtype or activation_dtype(Scenario(weight_dtype=args.weight_dtype).for_model(model).weight_dtype,
                                              gpu)
-    chosen = Scenario(weight_dtype=args.weight_dtype, act_dtype=act, kv_dtype=args.kv_dtype,
-                      attention=args.attention, expert_routing=args.expert_routing, mla_mode=args.mla_mode,
-                      parallel=scenario.parallel(args), expert_weight_dtype=args.expert_weight_dtype or "",
-                      weight_group_size=args.weight_group_size, fp8_scaling=args.fp8_scaling,
-                      attention_weight_dtype=args.attention_weight_dtype or "").validate()
+    chosen = Scenario(act_dtype=act, **scenario.deployment_fields(args)).validate()
     served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),
                             args.max_batched_tokens, args.memory_utilization)
     workload = Workload(isl=args.isl, osl=args.osl, concurrency=args.concurrency, request_rate=args.request_rate,

@@ -1,11 +1,12 @@
 """The plan table as parquet: its typed schema, the `reason` metadata key that says why it has no rows, and the
-`search` key that says what was searched (workload, targets, candidate devices' names, mode, framework), so that
-what reads the table (figures, report, served predictions) needs nothing else."""
+`search` key that says what was searched (workload, targets, candidate devices' names, mode, framework, dtypes), so
+that what reads the table (figures, report, served predictions) needs nothing else."""
 from __future__ import annotations
 
 import json
 
 from ..engine.columns import COST_COLUMNS, PLAN_COLUMNS, PLAN_SERVING_COLUMNS, PLAN_TABLE_EXTRA_COLUMNS
+from .candidates import served_kv_dtypes
 
 TEXT_COLUMNS = ("model", "gpu", "weight_dtype", "act_dtype", "kv_dtype", "attention", "bound", "estimate", "framework",
                 "calibration", "deployment", "energy_basis", "mode", "limited_by", "spec_method",
@@ -38,11 +39,16 @@ def plan_arrow_table(rows: list[dict], reason: str, search: dict | None = None):
 def search_metadata(settings) -> dict:
     """What a plan table was searched with (roofline.serving.planner.PlanSettings): the workload with its targets
     (isl, osl, tpot_s, ttft_s; None = no target), the candidate devices as (key, display name), mode (None: the
-    step model) and framework."""
+    step model), framework and the dtypes searched: the step model's `dtypes`, or the serving model's recipe
+    (weight_dtypes and kv_dtypes as searched; attention_weight_dtype; fp8_scaling)."""
     w = settings.workload
+    searched = {"dtypes": list(settings.dtypes)} if settings.mode is None else {
+        "weight_dtypes": list(settings.weight_dtypes or settings.dtypes),
+        "kv_dtypes": list(settings.kv_dtypes or served_kv_dtypes(settings.dtypes)),
+        "attention_weight_dtype": settings.attention_weight_dtype, "fp8_scaling": settings.fp8_scaling}
     return {"workload": {"isl": w.isl, "osl": w.osl, "tpot_s": w.tpot_s, "ttft_s": w.ttft_s},
             "names": [[gpu.key, gpu.name] for gpu in settings.gpus], "mode": settings.mode,
-            "framework": settings.framework}
+            "framework": settings.framework, **searched}
 
 
 def read_plan_table(path: str):
