@@ -126,6 +126,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", nargs="+", help="table names (default: every shipped one)")
     args = parser.parse_args()
+    unknown = sorted(set(args.tables or ()) - set(tables()))
+    if unknown:
+        parser.error(f"--tables: no shipped table {', '.join(unknown)}; shipped: {', '.join(sorted(tables()))}")
     results = []
     for name, (path, key) in tables().items():
         if args.tables and name not in args.tables:

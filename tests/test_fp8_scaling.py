@@ -138,6 +138,24 @@ def test_totals_take_fp8_scaling():
 def test_the_report_names_block_scales_with_the_weights():
     from roofline.display import weights_label
 
-    assert weights_label({"weight_dtype": "fp8", "fp8_scaling": "block"}) == "fp8 (128 x 128 blocks)"
+    assert weights_label({"weight_dtype": "fp8", "fp8_scaling": "block"}) == "fp8 (block scales)"
     assert weights_label({"weight_dtype": "fp8", "fp8_scaling": "tensor"}) == "fp8"
     assert weights_label({"weight_dtype": "bf16", "fp8_scaling": "block"}) == "bf16"  # nothing to scale
+
+
+def test_a_measured_run_of_its_own_fp8_weights_keeps_the_configured_scales():
+    """A run that names its weights (fp8) is predicted as `--weight-dtype fp8` serves: its scales as configured,
+    whatever the config's weight_dtype (native: the checkpoint's block scales) would resolve to."""
+    from roofline.serving.measured import MeasuredRun, predict_run
+
+    model, gpu = models.get_model("deepseek-v3"), hardware.get_accelerator("h200-sxm")
+    run = MeasuredRun(source="x", model="deepseek-v3", gpu="h200-sxm", tp=8, isl=1024, osl=256, concurrency=16,
+                      ttft_s=0.5, tpot_s=0.03, tokens_per_s=500.0, framework="trtllm", weight_dtype="fp8")
+    native, explicit = (predict_run(model, gpu, Scenario(weight_dtype=w, kv_dtype="fp8"), run)
+                        for w in ("native", "fp8"))
+    assert native["tpot_expected_s"] == explicit["tpot_expected_s"]
+    # without a dtype of its own the run is the config's native checkpoint: block-scaled, priced apart
+    run = MeasuredRun(**{**run.__dict__, "weight_dtype": "", "source": "y"})
+    block = predict_run(model, gpu, Scenario(weight_dtype="native", act_dtype="fp8", kv_dtype="fp8"), run)
+    tensor = predict_run(model, gpu, Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8"), run)
+    assert block["tpot_expected_s"] != tensor["tpot_expected_s"]

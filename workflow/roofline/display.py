@@ -86,10 +86,10 @@ def seconds(value: float) -> str:
 
 def weights_label(scenario: dict) -> str:
     """The weights' dtypes of a scenario dict: 'fp16', 'fp16, experts mxfp4' (gpt-oss's native checkpoint),
-    'nvfp4, attention bf16' or 'fp8 (128 x 128 blocks)' (fp8_scaling block: DeepSeek-V3's native checkpoint)."""
+    'nvfp4, attention bf16' or 'fp8 (block scales)' (fp8_scaling block: DeepSeek-V3's native checkpoint)."""
     label = scenario["weight_dtype"]
     if label == "fp8" and scenario.get("fp8_scaling") == "block":
-        label += " (128 x 128 blocks)"
+        label += " (block scales)"
     for part in ("expert", "attention"):
         if scenario.get(f"{part}_weight_dtype"):
             label += f", {part if part == 'attention' else 'experts'} {scenario[f'{part}_weight_dtype']}"

@@ -57,7 +57,8 @@ def add_dtypes(parser, defaults: Scenario) -> None:
                         default=defaults.weight_group_size, help="int4 weights per fp16 scale")
     parser.add_argument("--fp8-scaling", type=choice("--fp8-scaling", FP8_SCALINGS), default=defaults.fp8_scaling,
                         help="fp8 weights' scales: tensor (default) or block (128 x 128, as DeepSeek-V3's and "
-                        "Qwen3's own FP8 checkpoints): the expected times read the measured block-scaled GEMMs")
+                        "Qwen3's own FP8 checkpoints): the expected times read the measured block-scaled GEMMs. "
+                        "Native weights take the checkpoint's own (give --weight-dtype fp8 to choose)")
 
 
 def add_parallel(parser) -> None:

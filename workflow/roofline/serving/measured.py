@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from ..engine.columns import MEASUREMENT_COLUMNS
 from ..engine.errors import RooflineInputError
@@ -76,7 +76,10 @@ def predict_run(model: ModelSpec, gpu: Accelerator, scenario: Scenario, run: Mea
                 framework: str = DEFAULT_FRAMEWORK) -> dict:
     """What the run should take: bound and expected TTFT, TPOT and tokens/s, the fit and the deployment's name (see
     the module docstring); under the run's framework when it is one we model, else `framework` (the config's)."""
-    sc = run.scenario(scenario.for_model(model), gpu)
+    resolved = scenario.for_model(model)
+    if run.weight_dtype:  # the run's own dtype, not the checkpoint's: its scales as configured (Scenario.for_model)
+        resolved = replace(resolved, fp8_scaling=scenario.fp8_scaling)
+    sc = run.scenario(resolved, gpu)
     served = prepare_served(model, gpu, sc, run.framework if run.framework in FRAMEWORKS else framework)
     row = serve_aggregated(served, Workload(run.isl, run.osl, concurrency=run.concurrency), overflow="queue")
     return {**{name: row[name] for name in ("ttft_s", "ttft_expected_s", "tpot_s", "tpot_expected_s",
