@@ -476,3 +476,24 @@ def test_prompt_heavy_closed_loops_stay_within_the_prefill_compute():
     row = serve_aggregated(served, Workload(isl=2048, osl=128, concurrency=800))
     assert row["requests_per_s_expected"] <= 4 / t4
     assert row["requests_per_s_expected"] > 0.6 * 4 / t4  # and near it: the prompts are what limits
+
+
+def test_plan_mode_all_shows_the_best_of_each_mode(capsys):
+    # the command as typed (the default --top): aggregated plans rank first here, and --top keeps the best
+    # N of each mode, so the disaggregated ones are shown too, each naming its pools
+    import csv
+    import io
+
+    from roofline.cli.app import main
+    from roofline.cli.plan import _top
+
+    assert main(["plan", "--model", "deepseek-v3", "--gpu", "h200-sxm", "--isl", "4096", "--osl", "1024",
+                 "--mode", "all", "--format", "csv"]) == 0
+    out = capsys.readouterr()
+    shown = list(csv.DictReader(io.StringIO(out.out)))
+    assert {row["mode"] for row in shown} == {"aggregated", "disaggregated"}
+    assert all(row["deployment"].startswith("prefill:") == (row["mode"] == "disaggregated") for row in shown)
+    assert "N of each mode" in out.err
+    rows = [{"mode": mode, "n": n} for n, mode in enumerate("aaabab")]
+    assert _top(rows, 2, per_mode=True) == ([rows[0], rows[1], rows[3], rows[5]], 2)
+    assert _top(rows, 2) == (rows[:2], 4) and _top(rows, 0, per_mode=True) == (rows, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from dataclasses import replace
 
 from ..engine import hardware
@@ -83,8 +84,8 @@ def add_arguments(parser) -> None:
                              f"{Scenario.memory_utilization} with --prefill)")
     spec_options.add_arguments(parser)
     parser.add_argument("--top", type=non_negative_int("--top"), default=DEFAULT_TOP,
-                        help=f"print only the best N frontier rows (default {DEFAULT_TOP}; 0 = every row); stderr "
-                             "says how many were left out")
+                        help=f"print only the best N frontier rows (default {DEFAULT_TOP}; 0 = every row; with "
+                             "--mode all the best N of each mode); stderr says how many were left out")
     parser.add_argument("--price-per-hour", action="append", type=_price, metavar="[GPU=]USD",
                         help="USD per device-hour, for every candidate or one GPU (repeat); adds cost per million "
                              "tokens (none shipped)")
@@ -143,7 +144,10 @@ def table(args) -> tuple[list[dict], dict]:
     side = _side(args)
     if args.rank_on == "cost":
         rows, left_out = _top(rank_on_cost(add_plan_cost(search_rows.rows(result, search.frontier(result)), by_key)),
-                              args.top)
+                              args.top, args.mode == "all")
+    elif args.mode == "all":  # both modes' rows: the whole frontier (hundreds of rows at most), then --top per mode
+        rows, left_out = _top(add_plan_cost(search_rows.rows(result, search.frontier(result, side=side)), by_key),
+                              args.top, per_mode=True)
     else:
         frontier = search.frontier(result, side=side)
         rows = add_plan_cost(search_rows.rows(result, frontier[:args.top or None]), by_key)
@@ -208,9 +212,17 @@ def _ranked(result: planner.Search, args, gpus: dict) -> tuple[list[dict], int]:
     return rows, len(frontier) - len(rows)
 
 
-def _top(rows: list[dict], top: int) -> tuple[list[dict], int]:
-    """(the first `top` rows, every row when `top` is 0; how many were left out)."""
-    kept = rows[:top or None]
+def _top(rows: list[dict], top: int, per_mode: bool = False) -> tuple[list[dict], int]:
+    """(the first `top` rows, every row when `top` is 0, or with `per_mode` (--mode all) the first `top` of each
+    mode, in their order, so that the best of both modes is shown; how many were left out)."""
+    if not per_mode or not top:
+        kept = rows[:top or None]
+    else:
+        kept, shown = [], Counter()
+        for row in rows:
+            if shown[row["mode"]] < top:
+                kept.append(row)
+                shown[row["mode"]] += 1
     return kept, len(rows) - len(kept)
 
 
@@ -221,8 +233,9 @@ def run(args) -> str:
     print(f"evaluated {notes['evaluated']} configurations in {notes['seconds']:.3f} s "
           f"({notes['evaluated'] / notes['seconds']:,.0f} per second)", file=sys.stderr)
     if notes["left_out"]:
+        each = " of each mode" if args.prefill is None and args.mode == "all" else ""
         print(f"{len(rows)} of {len(rows) + notes['left_out']} frontier rows shown (the best first); --top N shows "
-              "N, --top 0 every row", file=sys.stderr)
+              f"N{each}, --top 0 every row", file=sys.stderr)
     if notes["reason"] and args.format != "table":
         print(notes["reason"], file=sys.stderr)
     served = args.prefill is None
