@@ -5,6 +5,7 @@ speculative gain shrinking with the batch) and the acceptance cases of the servi
 """
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -497,3 +498,32 @@ def test_plan_mode_all_shows_the_best_of_each_mode(capsys):
     rows = [{"mode": mode, "n": n} for n, mode in enumerate("aaabab")]
     assert _top(rows, 2, per_mode=True) == ([rows[0], rows[1], rows[3], rows[5]], 2)
     assert _top(rows, 2) == (rows[:2], 4) and _top(rows, 0, per_mode=True) == (rows, 0)
+
+
+@pytest.mark.parametrize("extra", [dict(concurrency=32), dict(request_rate=0.5),
+                                   dict(concurrency=16, mode="disaggregated", prefill_workers=1, decode_workers=1)])
+def test_every_served_quantity_has_its_bound_beside_it(extra):
+    # e2e latency and requests/s and tokens/s per user: the bound, then the expected value on its right side
+    import roofline
+
+    row = roofline.serve(model="llama-3.1-8b", gpu="h100-sxm", isl=1024, osl=256, **extra).iloc[0]
+    assert row["e2e_latency_s"] == pytest.approx(row["ttft_s"] + 255 * row["tpot_s"], rel=1e-12)
+    assert row["tokens_per_s_per_user"] == pytest.approx(1 / row["tpot_s"], rel=1e-12)
+    assert row["requests_per_s"] == pytest.approx(row["tokens_per_s"] / 256, rel=1e-12)
+    assert 0 < row["e2e_latency_s"] <= row["e2e_latency_expected_s"]
+    assert row["tokens_per_s_per_user"] >= row["tokens_per_s_per_user_expected"] > 0
+    assert row["requests_per_s"] >= row["requests_per_s_expected"] > 0
+
+
+def test_serve_says_when_an_open_loop_overloads_the_deployment(capsys):
+    from roofline.cli.app import main
+
+    args = ["serve", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+            "--isl", "4096", "--osl", "512", "--format", "json"]
+    assert main([*args, "--request-rate", "20"]) == 0
+    out = capsys.readouterr()
+    row = json.loads(out.out)
+    row = row[0] if isinstance(row, list) else row
+    assert row["keeps_up"] is False and row["ttft_expected_s"] is None  # infinite: JSON null
+    assert len(out.err.strip().splitlines()) == 1 and "--request-rate 20" in out.err and "infinite" in out.err
+    assert main([*args, "--request-rate", "0.1"]) == 0 and capsys.readouterr().err == ""

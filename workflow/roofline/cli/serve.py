@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 from ..engine.columns import SERVE_COLUMNS
 from ..engine.errors import RooflineInputError
@@ -28,7 +29,9 @@ COLUMNS = SERVE_COLUMNS
 _UNITS = {"ttft_s": "s", "tpot_s": "s", "ttft_expected_s": "s", "tpot_expected_s": "s",
           "e2e_latency_expected_s": "s", "kv_transfer_s": "s", "tokens_per_s": "token/s",
           "tokens_per_s_expected": "token/s", "tokens_per_s_per_device": "token/s",
-          "tokens_per_s_per_device_expected": "token/s", "tokens_per_s_per_user_expected": "token/s"}
+          "tokens_per_s_per_device_expected": "token/s", "tokens_per_s_per_user_expected": "token/s",
+          "e2e_latency_s": "s", "tokens_per_s_per_user": "token/s", "requests_per_s": "request/s",
+          "requests_per_s_expected": "request/s"}
 
 
 def add_arguments(parser) -> None:
@@ -134,5 +137,10 @@ def _refuse_pool_options(args) -> None:
 
 
 def run(args) -> str:
+    """The served row in --format; on stderr, one line when the deployment cannot keep up with --request-rate."""
     (row,), _ = table(args)
+    if not row["keeps_up"]:
+        print(f"note: {row['deployment']} completes at most {row['requests_per_s_expected']:.3g} requests/s, below "
+              f"--request-rate {row['request_rate']:g}: the queue grows without end, so ttft_expected_s and "
+              "e2e_latency_expected_s are infinite (lower the rate or add devices)", file=sys.stderr)
     return one_row_text(row, COLUMNS, args.format, _UNITS, 34)

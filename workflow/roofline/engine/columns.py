@@ -263,12 +263,15 @@ SERVE_COLUMNS = (
     "tpot_s",  # s, bound: the roofline of the steps a token waits for (prompts fused evenly)
     "ttft_expected_s",  # s, expected time to first token, queueing included
     "tpot_expected_s",  # s, expected time per output token, prompt chunks and host time included
+    "e2e_latency_s",  # s, bound: ttft_s + (osl - 1) x tpot_s
     "e2e_latency_expected_s",  # s, ttft_expected_s + (osl - 1) x tpot_expected_s
     "tokens_per_s",  # token/s, bound: output tokens of the whole deployment
     "tokens_per_s_expected",  # token/s, expected output tokens of the whole deployment
     "tokens_per_s_per_device",  # token/s, tokens_per_s / devices
     "tokens_per_s_per_device_expected",  # token/s, tokens_per_s_expected / devices
+    "tokens_per_s_per_user",  # token/s, bound: 1 / tpot_s
     "tokens_per_s_per_user_expected",  # token/s, 1 / tpot_expected_s
+    "requests_per_s",  # request/s, bound: tokens_per_s / osl
     "requests_per_s_expected",  # request/s completed
     "decode_batch_expected",  # sequences decoding in a step, on average
     "kv_capacity_requests",  # requests held at once (expected): the KV cache's, at most max_num_seqs
@@ -295,7 +298,9 @@ PLAN_SERVING_COLUMNS = (
     "decode_workers",  # disaggregated: decode instances of the tp/pp/ep plan (0 when aggregated)
     "kv_transfer_s",  # s, one prompt's KV cache from prefill to decode (0 when aggregated)
     "limited_by",  # disaggregated: prefill | decode, the pool that sets the rate; aggregated: none
+    "requests_per_s",  # request/s, bound: tokens_per_s / osl
     "requests_per_s_expected",  # request/s
+    "e2e_latency_s",  # s, bound: ttft_s + (osl - 1) x tpot_s
     "e2e_latency_expected_s",  # s, ttft_expected_s + (osl - 1) x tpot_expected_s
     "kv_capacity_requests",  # requests held at once (expected): the KV cache's, at most max_num_seqs
     "prefix_hit",  # share of prompt tokens found in the prefix cache

@@ -315,9 +315,9 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step
     limited = "prefill" if float(expected["prefill_utilization"]) >= float(expected["decode_utilization"]) \
         else "decode"
-    row = _row(served, workload, replace(cap, running=cap.running * shape.decode_workers), 0.0,
+    row = _row(served, workload, replace(cap, running=cap.running * shape.decode_workers), bound["ttft"],
                (prefill.target, decode.target), expected, bound, tpot_bound, devices=shape.devices)
-    return {**row, "mode": "disaggregated", "deployment": pools.describe(served), "ttft_s": float(bound["ttft"]),
+    return {**row, "mode": "disaggregated", "deployment": pools.describe(served),
             "prefill_workers": pools.prefill_workers, "decode_workers": pools.decode_workers,
             "kv_transfer_s": transfer, "limited_by": limited}
 
@@ -328,6 +328,7 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
     devices = devices or served.plan.devices
     tokens = float(expected["requests_per_s"] * workload.osl)
     tokens_bound = max(float(bound["requests_per_s"] * workload.osl), tokens)
+    tpot = float(min(tpot_bound, expected["tpot"]))
     sc = served.scenario
     row = {
         "mode": "aggregated", "model": served.model.key, "gpu": served.gpu.key,
@@ -338,13 +339,14 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "concurrency": workload.concurrency if workload.concurrency is not None else float("nan"),
         "request_rate": _or_nan(workload.request_rate), "isl": workload.isl, "osl": workload.osl,
         "prefix_hit": float(workload.prefix_hit), "max_batched_tokens": served.framework.max_batched_tokens,
-        "ttft_s": float(ttft_bound), "tpot_s": float(min(tpot_bound, expected["tpot"])),
+        "ttft_s": float(ttft_bound), "tpot_s": tpot,
         "ttft_expected_s": float(expected["ttft"]), "tpot_expected_s": float(expected["tpot"]),
+        "e2e_latency_s": float(ttft_bound + (workload.osl - 1) * tpot),
         "e2e_latency_expected_s": float(expected["e2e"]), "tokens_per_s": tokens_bound,
         "tokens_per_s_expected": tokens, "tokens_per_s_per_device": tokens_bound / devices,
         "tokens_per_s_per_device_expected": tokens / devices,
-        "tokens_per_s_per_user_expected": float(1 / expected["tpot"]),
-        "requests_per_s_expected": float(expected["requests_per_s"]),
+        "tokens_per_s_per_user": float(1 / tpot), "tokens_per_s_per_user_expected": float(1 / expected["tpot"]),
+        "requests_per_s": tokens_bound / workload.osl, "requests_per_s_expected": float(expected["requests_per_s"]),
         "decode_batch_expected": float(expected["decode"]), "kv_capacity_requests": float(cap.running),
         "kv_cache_utilization": float(min(expected["running"], cap.running) / cap.running),
         "fits": bool(workload.concurrency <= cap.running if workload.concurrency is not None
