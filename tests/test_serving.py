@@ -527,3 +527,20 @@ def test_serve_says_when_an_open_loop_overloads_the_deployment(capsys):
     assert row["keeps_up"] is False and row["ttft_expected_s"] is None  # infinite: JSON null
     assert len(out.err.strip().splitlines()) == 1 and "--request-rate 20" in out.err and "infinite" in out.err
     assert main([*args, "--request-rate", "0.1"]) == 0 and capsys.readouterr().err == ""
+
+
+def test_dtype_lists_take_commas_as_well_as_spaces(capsys):
+    import csv
+    import io
+
+    from roofline.cli.app import main
+
+    base = ["plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+            "--max-devices", "1", "--kv-dtypes", "fp8", "--top", "0", "--format", "csv"]
+    found = []
+    for words in (["fp8,int4"], ["fp8", "int4"], ["fp8,", "int4"]):
+        assert main([*base, "--weight-dtypes", *words]) == 0
+        found.append({row["weight_dtype"] for row in csv.DictReader(io.StringIO(capsys.readouterr().out))})
+    assert found[0] == found[1] == found[2] == {"fp8", "int4"}
+    assert main([*base, "--weight-dtypes", "fp8,nvfp5"]) == 2
+    assert "--weight-dtypes: unknown value 'nvfp5'" in capsys.readouterr().err

@@ -142,6 +142,23 @@ def choice(option, allowed):
     return parse
 
 
+def choices(option, allowed):
+    """A list option's type: each word checked as choice() does; a word may hold several, comma-separated
+    ('fp8,nvfp4'), the form users type for lists (ListOption flattens them)."""
+    check = choice(option, allowed)
+
+    def parse(text):
+        return [check(part) for part in text.split(",") if part] or [check(text)]
+    return parse
+
+
+class ListOption(argparse.Action):
+    """nargs='+' with a choices() type: the words' values, flattened into one list."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, [value for word in values for value in word])
+
+
 def add_format(parser) -> None:
     parser.add_argument("--format", type=choice("--format", FORMATS), default="table")
 

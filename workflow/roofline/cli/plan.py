@@ -58,12 +58,15 @@ def add_arguments(parser) -> None:
                         default=search_budget.MAX_CANDIDATES,
                         help=f"refuse a search of more candidates (default {search_budget.MAX_CANDIDATES:,}: about a "
                              "minute)")
-    parser.add_argument("--dtypes", nargs="+", type=choice("--dtypes", STORAGE_DTYPES),
+    parser.add_argument("--dtypes", nargs="+", type=options.choices("--dtypes", STORAGE_DTYPES),
+                        action=options.ListOption,
                         help="weight and KV-cache dtypes to search (KV: 8 bits or more); default "
                              + " ".join(planner.DEFAULT_DTYPES))
-    parser.add_argument("--weight-dtypes", nargs="+", type=choice("--weight-dtypes", STORAGE_DTYPES),
+    parser.add_argument("--weight-dtypes", nargs="+", type=options.choices("--weight-dtypes", STORAGE_DTYPES),
+                        action=options.ListOption,
                         help="weight dtypes to search (default: --dtypes)")
-    parser.add_argument("--kv-dtypes", nargs="+", type=choice("--kv-dtypes", STORAGE_DTYPES),
+    parser.add_argument("--kv-dtypes", nargs="+", type=options.choices("--kv-dtypes", STORAGE_DTYPES),
+                        action=options.ListOption,
                         help="KV-cache dtypes to search (default: the floats of --dtypes, all of it if it has "
                              "none; without --dtypes " + " ".join(DEFAULT_KV_DTYPES) + ": what vLLM, SGLang and "
                              "TensorRT-LLM offer; the step model's search, --prefill, takes no --kv-dtypes and "
