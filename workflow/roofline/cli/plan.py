@@ -145,12 +145,11 @@ def table(args) -> tuple[list[dict], dict]:
                            fp8_scaling=args.fp8_scaling or "tensor")
     by_key = {gpu.key: gpu for gpu in gpus}
     side = _side(args)
-    if args.rank_on == "cost":
-        rows, left_out = _top(rank_on_cost(add_plan_cost(search_rows.rows(result, search.frontier(result)), by_key)),
-                              args.top, args.mode == "all")
-    elif args.mode == "all":  # both modes' rows: the whole frontier (hundreds of rows at most), then --top per mode
-        rows, left_out = _top(add_plan_cost(search_rows.rows(result, search.frontier(result, side=side)), by_key),
-                              args.top, per_mode=True)
+    if args.rank_on == "cost" or args.mode == "all":  # the whole frontier (hundreds of rows at most) first: the
+        # cost front re-ranks it, --mode all keeps --top per mode
+        rows = add_plan_cost(search_rows.rows(result, search.frontier(result, side=side)), by_key)
+        rows, left_out = _top(rank_on_cost(rows) if args.rank_on == "cost" else rows, args.top,
+                              per_mode=args.mode == "all")
     else:
         frontier = search.frontier(result, side=side)
         rows = add_plan_cost(search_rows.rows(result, frontier[:args.top or None]), by_key)
