@@ -159,3 +159,11 @@ def test_a_measured_run_of_its_own_fp8_weights_keeps_the_configured_scales():
     block = predict_run(model, gpu, Scenario(weight_dtype="native", act_dtype="fp8", kv_dtype="fp8"), run)
     tensor = predict_run(model, gpu, Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8"), run)
     assert block["tpot_expected_s"] != tensor["tpot_expected_s"]
+
+
+def test_an_empty_allowed_value_is_named_in_the_error_line():
+    # models.<key>.native_fp8_scaling allows '' (none): the list shows it as '', not as a bare leading comma
+    from roofline.engine.errors import unknown
+
+    message = unknown("models.m.native_fp8_scaling", "blok", ["", "tensor", "block"]).args[0]
+    assert message.endswith("allowed: '', block, tensor") and "did you mean 'block'" in message
