@@ -11,7 +11,7 @@
    data.
 3. Where the bound exceeds a measured time, per table and op: counted and the worst ratio printed.
 Writes data/calibrations/validation.csv (table, check, op_class, median_error, p90_error, n); with --tables, the
-other tables' rows are kept as the file had them.
+other tables' rows are kept as the file had them; validate_served.py's `decode_step` rows are kept either way.
 """
 from __future__ import annotations
 
@@ -153,8 +153,8 @@ def main() -> None:
         for op, (count, worst) in faster.items():
             results.append({"table": name, "check": "below_bound", "op_class": op, "median_error": f"{worst:.4g}",
                             "p90_error": "", "n": count})
-    if args.tables and VALIDATION.is_file():
-        results = _merged(results)
+    if VALIDATION.is_file():  # other tables' rows (--tables), and validate_served.py's decode_step rows, stay
+        results = _merged(results) if args.tables else results + _served_rows()
     with VALIDATION.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(results[0]), lineterminator="\n")
         writer.writeheader()
@@ -177,6 +177,12 @@ def _merged(results: list[dict]) -> list[dict]:
                 out.extend(fresh[r["table"]])
                 fresh[r["table"]] = []
     return out + [r for rows in fresh.values() for r in rows]
+
+
+def _served_rows() -> list[dict]:
+    """The file's rows that validate_served.py wrote (check `decode_step`)."""
+    with VALIDATION.open(newline="") as handle:
+        return [r for r in csv.DictReader(handle) if r["check"] == "decode_step"]
 
 
 def _result(table: str, check: str, cls: str, errors: np.ndarray) -> dict:

@@ -268,6 +268,45 @@ def test_no_shipped_gemm_curve_starts_at_a_host_floor():
         assert not slow, (key, framework, slow)
 
 
+def test_a_gemm_row_of_host_time_among_kernels_is_left_out(tmp_path, monkeypatch):
+    # vLLM 0.24.0's fp8 GEMMs on a B200 at n = 1024, k = 8192 (the package's rows, us): m = 8: 10.4, 15: 10.7,
+    # 16: 30.5, 17: 11.1, 32: 11.4. 30.5 > 1.5 x max(10.7, 11.1) = 16.7: host time, left out (judged on every
+    # measured m, 15 and 17 included, though the engine keeps only GEMM_M's 8, 16 and 32). A first row above
+    # 1.5 x its one neighbour goes too (m = 1: 23.0 > 1.5 x 10.7); the last row is never judged (m = 4096: 3x the
+    # time of m = 32 is a larger GEMM, not a spike); a step of 1.18x (the bf16 tile edge at m = 80) stays, and so
+    # does a kernel's own plateau (A100 SGLang bf16 4096 x 768: ~14 us at m = 2..16, 8.8-9.6 us at m = 1 and 17).
+    import pandas as pd
+
+    from roofline.estimate import aic_rows
+    from roofline.estimate import aic_source as src
+
+    monkeypatch.setattr(src, "package_version", lambda: "0.0")
+    gpu = hardware.get_accelerator("b200")
+    fp8 = {1: 23.0, 2: 10.7, 8: 10.4, 15: 10.7, 16: 30.5, 17: 11.1, 32: 11.4, 4096: 34.2}
+    bf16 = {1: 9.6, 2: 14.4, 4: 13.6, 16: 15.5, 17: 8.8, 64: 8.3, 65: 9.2, 80: 11.6, 96: 12.1, 128: 10.2}
+    frame = pd.DataFrame({"device": "NVIDIA B200", "kernel_source": "kernel",
+                          "gemm_dtype": ["fp8"] * len(fp8) + ["bfloat16"] * len(bf16),
+                          "m": list(fp8) + list(bf16), "n": 1024, "k": 8192,
+                          "latency": [us / 1e3 for us in [*fp8.values(), *bf16.values()]]})
+    folder = tmp_path / "b200_sxm" / "gemm" / "vllm" / "0.24.0"
+    _package_table(folder, "gemm_perf", frame)
+    kept = aic_rows.without_spikes(src.read_table(folder, "gemm_perf"), ["gemm_dtype", "n", "k"], "m")
+    assert sorted(kept[kept["gemm_dtype"] == "fp8"]["m"]) == [2, 8, 15, 17, 32, 4096]
+    assert sorted(kept[kept["gemm_dtype"] == "bfloat16"]["m"]) == sorted(bf16)
+    rows = aic_rows.gemm_rows(gpu, folder, "vllm")
+    assert {r["m"] for r in rows if r["weight_dtype"] == "fp8"} <= {2, 8, 32, 4096}
+    assert max(r["measured_s"] for r in rows if r["weight_dtype"] == "fp8" and r["m"] < 4096) < 12e-6
+
+
+def test_the_shipped_b200_vllm_fp8_gemms_hold_no_host_time_among_kernels():
+    """The b200 vLLM table had kept the package's fp8 1024 x 8192 GEMM at m = 16 (30 us between 9 and 11 us at
+    m = 8 and 32; a Llama-3.1-70B decode step at TP 8 and 16 users priced above 32 users'): no more."""
+    path = cal.data_dir() / cal.manifest()["devices"]["b200"]["tables"]["vllm"]["file"]
+    rows = [r for r in cal.read_table(str(path)) if r["op_class"] == "gemm" and r["weight_dtype"] == "fp8"
+            and r["n"] == 1024 and r["k"] == 8192 and 2 <= r["m"] <= 64]
+    assert rows and max(r["measured_s"] for r in rows) < 13e-6
+
+
 def test_fp8_attention_over_an_fp8_cache_is_the_kernel_an_fa3_backend_runs(tmp_path, monkeypatch):
     # SGLang's FlashAttention-3 backend runs fp8 attention over an fp8 cache; its Triton kernel (16-bit attention
     # over an fp8 cache) is the slow one. The fastest kernel per shape is kept, among 16-bit attention and 8-bit

@@ -5,7 +5,8 @@ its measured time in seconds, and a provenance naming the package version, frame
 What is kept (only shapes the engine can ask for, thinned where the curve is smooth, see `thin`):
 - GEMMs per dtype (bf16, fp8 per-tensor, nvfp4, int8/int4 weight-only, int8 SmoothQuant), m in GEMM_M; fp8
   block-scaled GEMMs as rows of group_size FP8_BLOCK, a curve of their own (Scenario.fp8_scaling "block"; expert
-  blocks, which some frameworks measure only block-scaled, take both kinds as one).
+  blocks, which some frameworks measure only block-scaled, take both kinds as one); rows of host time left out
+  (HOST_FLOOR_S: a whole kernel source; SPIKE_RATIO: a lone row).
 - Attention: prefill (`context_attention`) and decode (`generation_attention`) per KV dtype, 16-bit attention and,
   over an 8-bit cache, 8-bit attention (the faster per shape),
   every head count (GQA) and head size; MLA prefill and absorbed decode (`mla`: TensorRT-LLM and SGLang only, vLLM
@@ -88,6 +89,13 @@ A16 = 2.0  # bytes of a 16-bit activation
 #: 55-245 us at every shape on every system (a 128 x 128 x 32768 one as long as a 128 x 128 x 1), where the other
 #: frameworks' take 3-5 us; every other source's fastest row is under 20 us. Such a source is left out (gemm_rows)
 HOST_FLOOR_S = 20e-6
+#: a GEMM slower than this many times the slower of its two neighbours in m (same dtype, n and k; at the smallest m,
+#: its one neighbour; the largest m is not judged) is a hiccup of the collector's host, not a kernel: a kernel for
+#: fewer rows is not slower than one for more. vLLM 0.24.0's per-tensor fp8 GEMMs on Blackwell have ~10% such rows
+#: (+13-16 us, median, at scattered m: 30.5 us at m = 16 for 1024 x 8192 between 10.7 and 11.1 us), SGLang's
+#: 1-5% (+5-10 us); served decode steps show no such step (b200 vLLM fp8 at 16 users: between 8 and 32 users').
+#: Left out before thinning, which would keep them as bends (gemm_rows)
+SPIKE_RATIO = 1.5
 
 
 def row(gpu: Accelerator, device: str, framework: str, op_class: str, op: str, dtype: str, cost: f.Cost,
@@ -175,13 +183,14 @@ def gemm_rows(gpu: Accelerator, folder, framework: str, quantize=None) -> list[d
     dynamic activation scaling; per-tensor FP8 checkpoints are served with static scales, so the measured scale
     computation of the same m and k (`computescale_perf`) is taken off (without that table, nothing is). Its
     block-scaled fp8 GEMMs (FP8_BLOCK) quantize their activations per token group as they run: kept whole. A
-    kernel source that measured host time (HOST_FLOOR_S) is left out."""
+    kernel source that measured host time (HOST_FLOOR_S) is left out, and so is a row of host time among kernels
+    (SPIKE_RATIO, judged on every measured m)."""
     frame = src.read_table(folder, "gemm_perf") if folder else None
     if frame is None:
         return []
     frame = without_host_floor(frame[frame["gemm_dtype"].isin(list(GEMM_DTYPES))])
-    frame = frame[frame["m"].isin(list(GEMM_M))]
-    frame = static_fp8(fastest(frame, ["gemm_dtype", "m", "n", "k"]), quantize)
+    frame = without_spikes(fastest(frame, ["gemm_dtype", "m", "n", "k"]), ["gemm_dtype", "n", "k"], "m")
+    frame = static_fp8(frame[frame["m"].isin(list(GEMM_M))], quantize)
     frame = thin(frame, ["gemm_dtype", "n", "k"], "m")
     rows, device = [], _device(frame)
     for r in frame.itertuples():
@@ -206,6 +215,18 @@ def without_host_floor(frame):
     measured m, before GEMM_M keeps the engine's)."""
     floor = frame.groupby(["gemm_dtype", "kernel_source"])["seconds"].transform("min")
     return frame[floor <= HOST_FLOOR_S]
+
+
+def without_spikes(frame, keys: list[str], size: str, ratio: float = SPIKE_RATIO):
+    """`frame` less the rows slower than `ratio` x the slower of their neighbours along `size` in their `keys`
+    curve (the first row: its one neighbour; the last is kept). One pass: two adjacent slow rows stay, a kernel's
+    own step (A100 SGLang bf16 4096 x 768: 13.4-15.5 us at m = 2..16, 8.8-9.6 at m = 1 and 17-64)."""
+    frame = frame.sort_values(size)
+    seconds = frame.groupby(keys, sort=False)["seconds"]
+    before, after = seconds.shift(1), seconds.shift(-1)
+    neighbours = np.fmax(before.to_numpy(dtype=float), after.to_numpy(dtype=float))
+    spike = after.notna().to_numpy() & (frame["seconds"].to_numpy(dtype=float) > ratio * neighbours)
+    return frame[~spike]
 
 
 def static_fp8(frame, quantize):
