@@ -19,6 +19,7 @@ from ..serving.cost import RANK_ON, add_plan_cost, check_priced, rank_on_cost
 from . import options, spec_options
 from .formats import csv_text, format_table, json_safe
 from .options import choice, fraction, non_negative_int, number_in, positive_float, positive_int
+from .scenario import check_fp8_scaling
 
 HELP = "deployment search: the Pareto frontier of tokens/s per device vs tokens/s per user under latency targets"
 #: the --format csv columns (and the Python API's DataFrame columns)
@@ -135,6 +136,8 @@ def table(args) -> tuple[list[dict], dict]:
         return _step_model(args, model, gpus)
     _check_disaggregated_devices(args)
     weights = args.weight_dtypes or args.dtypes or list(planner.DEFAULT_DTYPES)
+    check_fp8_scaling(args.fp8_scaling, [Scenario(weight_dtype=w, attention_weight_dtype=args.attention_weight_dtype
+                                                  or "").for_model(model) for w in weights], "fp8 in --weight-dtypes")
     kvs = args.kv_dtypes or list(served_kv_dtypes(args.dtypes))
     workload = search.ServedWorkload(isl=args.isl, osl=args.osl, tpot_s=_seconds(args.tpot_ms),
                                      ttft_s=_seconds(args.ttft_ms), prefix_hit=args.prefix_hit,

@@ -96,6 +96,19 @@ def deployment_fields(args) -> dict:
                 fp8_scaling=args.fp8_scaling, attention_weight_dtype=args.attention_weight_dtype or "")
 
 
+def check_fp8_scaling(scaling: str | None, weights: Scenario | list[Scenario], give: str) -> None:
+    """--fp8-scaling block scales fp8 weights: refused (one line) where no weight of `weights` (the resolved
+    scenarios a command prices: dense, expert and attention weights) is fp8; `give` names the option that would
+    make some fp8."""
+    if scaling != "block":
+        return
+    stored = {d for w in ([weights] if isinstance(weights, Scenario) else weights)
+              for d in (w.weight_dtype, w.expert_dtype, w.attention_weights_dtype)}
+    if "fp8" not in stored:
+        raise RooflineInputError(f"--fp8-scaling: block scales fp8 weights, and these weights are "
+                                 f"{', '.join(sorted(stored))}; give fp8 weights ({give}) or leave --fp8-scaling out")
+
+
 def _absolute(path: str) -> str:
     """`path` made absolute (symlinks resolved where it can be; a path that cannot, say with a NUL byte, as given
     for the table check to name)."""
@@ -109,6 +122,7 @@ def analysis(args) -> tuple[list[dict], dict]:
     """(operator rows, totals row) of the question the options ask, with --calibration's table and
     --price-per-hour (totals) when given."""
     model, gpu, chosen = options.model(args.model), options.gpu(args.gpu), scenario(args)
+    check_fp8_scaling(args.fp8_scaling, chosen.for_model(model), "--weight-dtype fp8")
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice
         gpu = replace(gpu, framework=args.framework)
     if getattr(args, "price_per_hour", None):
