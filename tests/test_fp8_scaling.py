@@ -141,21 +141,25 @@ def test_totals_take_fp8_scaling():
     (["ops", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--stage", "decode"], "fp16"),  # native: 16-bit
     (["serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "512", "--osl", "64", "--concurrency", "4",
       "--weight-dtype", "int4"], "int4"),
-    (["plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "512", "--osl", "64", "--weight-dtypes",
-      "fp16", "int4"], "fp16, int4"),
+    # fp8 experts only: the MoE tables hold one fp8 curve, so block changed nothing there either
+    (["serve", "--model", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--isl", "512", "--osl", "64", "--concurrency", "4",
+      "--weight-dtype", "bf16", "--expert-weight-dtype", "fp8"], "bf16"),
+    (["plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "512", "--osl", "64", "--dtypes", "fp16",
+      "int4"], "fp16, int4"),
 ])
 def test_block_scales_without_fp8_weights_are_refused(command, weights):
-    # --fp8-scaling block scales fp8 weights; asked of bf16, int4 or a 16-bit checkpoint it did nothing, and the
-    # served row said fp8_scaling block
+    # --fp8-scaling block scales fp8 dense and attention weights; asked of bf16, int4, a 16-bit checkpoint or fp8
+    # experts alone it did nothing, and the served row said fp8_scaling block
     run = subprocess.run([sys.executable, "-m", "roofline", *command, "--fp8-scaling", "block"],
                          capture_output=True, text=True)
+    give = "fp8 in --weight-dtypes or --dtypes" if command[0] == "plan" else "--weight-dtype fp8"
     assert run.returncode == 2 and run.stderr.strip().splitlines() == [
-        f"roofline: error: --fp8-scaling: block scales fp8 weights, and these weights are {weights}; give fp8 weights "
-        f"({'fp8 in --weight-dtypes' if command[0] == 'plan' else '--weight-dtype fp8'}) or leave --fp8-scaling out"]
+        f"roofline: error: --fp8-scaling: block scales fp8 dense and attention weights, and these are {weights}; "
+        f"give fp8 weights ({give}) or leave --fp8-scaling out"]
 
 
-def test_block_scales_of_fp8_experts_or_a_native_fp8_checkpoint_stand():
-    for extra in (["--model", "qwen3-30b-a3b", "--weight-dtype", "bf16", "--expert-weight-dtype", "fp8"],
+def test_block_scales_of_fp8_attention_or_a_native_fp8_checkpoint_stand():
+    for extra in (["--model", "llama-3.1-8b", "--weight-dtype", "bf16", "--attention-weight-dtype", "fp8"],
                   ["--model", "deepseek-v3", "--tp", "8"]):
         run = subprocess.run([sys.executable, "-m", "roofline", "totals", "--gpu", "h200-sxm", "--stage", "decode",
                               *extra, "--fp8-scaling", "block", "--format", "json"], capture_output=True, text=True)

@@ -136,8 +136,9 @@ def table(args) -> tuple[list[dict], dict]:
         return _step_model(args, model, gpus)
     _check_disaggregated_devices(args)
     weights = args.weight_dtypes or args.dtypes or list(planner.DEFAULT_DTYPES)
-    check_fp8_scaling(args.fp8_scaling, [Scenario(weight_dtype=w, attention_weight_dtype=args.attention_weight_dtype
-                                                  or "").for_model(model) for w in weights], "fp8 in --weight-dtypes")
+    searched = [Scenario(weight_dtype=w, attention_weight_dtype=args.attention_weight_dtype or "").for_model(model)
+                for w in weights]
+    check_fp8_scaling(args.fp8_scaling, searched, "fp8 in --weight-dtypes or --dtypes")
     kvs = args.kv_dtypes or list(served_kv_dtypes(args.dtypes))
     workload = search.ServedWorkload(isl=args.isl, osl=args.osl, tpot_s=_seconds(args.tpot_ms),
                                      ttft_s=_seconds(args.ttft_ms), prefix_hit=args.prefix_hit,

@@ -97,15 +97,15 @@ def deployment_fields(args) -> dict:
 
 
 def check_fp8_scaling(scaling: str | None, weights: Scenario | list[Scenario], give: str) -> None:
-    """--fp8-scaling block scales fp8 weights: refused (one line) where no weight of `weights` (the resolved
-    scenarios a command prices: dense, expert and attention weights) is fp8; `give` names the option that would
-    make some fp8."""
+    """--fp8-scaling block scales fp8 dense and attention weights (MoE experts read one fp8 curve either way):
+    refused (one line) where none of `weights` (the resolved scenarios a command prices) has such fp8 weights;
+    `give` names the option that would."""
     if scaling != "block":
         return
     stored = {d for w in ([weights] if isinstance(weights, Scenario) else weights)
-              for d in (w.weight_dtype, w.expert_dtype, w.attention_weights_dtype)}
+              for d in (w.weight_dtype, w.attention_weights_dtype)}
     if "fp8" not in stored:
-        raise RooflineInputError(f"--fp8-scaling: block scales fp8 weights, and these weights are "
+        raise RooflineInputError(f"--fp8-scaling: block scales fp8 dense and attention weights, and these are "
                                  f"{', '.join(sorted(stored))}; give fp8 weights ({give}) or leave --fp8-scaling out")
 
 

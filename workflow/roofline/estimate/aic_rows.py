@@ -89,11 +89,12 @@ A16 = 2.0  # bytes of a 16-bit activation
 #: 55-245 us at every shape on every system (a 128 x 128 x 32768 one as long as a 128 x 128 x 1), where the other
 #: frameworks' take 3-5 us; every other source's fastest row is under 20 us. Such a source is left out (gemm_rows)
 HOST_FLOOR_S = 20e-6
-#: a GEMM slower than this many times the slower of its two neighbours in m (same dtype, n and k; at the smallest m,
-#: its one neighbour; the largest m is not judged) is a hiccup of the collector's host, not a kernel: a kernel for
-#: fewer rows is not slower than one for more. vLLM 0.24.0's per-tensor fp8 GEMMs on Blackwell have ~10% such rows
-#: (+13-16 us, median, at scattered m: 30.5 us at m = 16 for 1024 x 8192 between 10.7 and 11.1 us), SGLang's
-#: 1-5% (+5-10 us); served decode steps show no such step (b200 vLLM fp8 at 16 users: between 8 and 32 users').
+#: a GEMM slower than this many times the slower of its two neighbours in m (same dtype, n and k; the smallest and
+#: the largest m are not judged) is a hiccup of the collector's host, not a kernel: a kernel for fewer rows is not
+#: slower than one for more. 2.5% of vLLM 0.24.0's per-tensor fp8 GEMMs on the B200 are such rows, at scattered m
+#: (+19 us, median: 30.5 us at m = 16 for 1024 x 8192 between 10.7 and 11.1 us), 0.4-1.3% of SGLang's; served decode
+#: steps show no such step (b200 vLLM fp8 at 16 users: between 8 and 32 users'). m = 1 is not judged: vLLM's fp8
+#: GEMMs there take 2-3x their m = 2 time on most Blackwell curves alike, a path of its own, not a hiccup.
 #: Left out before thinning, which would keep them as bends (gemm_rows)
 SPIKE_RATIO = 1.5
 
@@ -218,14 +219,14 @@ def without_host_floor(frame):
 
 
 def without_spikes(frame, keys: list[str], size: str, ratio: float = SPIKE_RATIO):
-    """`frame` less the rows slower than `ratio` x the slower of their neighbours along `size` in their `keys`
-    curve (the first row: its one neighbour; the last is kept). One pass: two adjacent slow rows stay, a kernel's
+    """`frame` less the rows slower than `ratio` x the slower of their two neighbours along `size` in their `keys`
+    curve (the first and the last row have one and are kept). One pass: two adjacent slow rows stay, a kernel's
     own step (A100 SGLang bf16 4096 x 768: 13.4-15.5 us at m = 2..16, 8.8-9.6 at m = 1 and 17-64)."""
     frame = frame.sort_values(size)
     seconds = frame.groupby(keys, sort=False)["seconds"]
     before, after = seconds.shift(1), seconds.shift(-1)
-    neighbours = np.fmax(before.to_numpy(dtype=float), after.to_numpy(dtype=float))
-    spike = after.notna().to_numpy() & (frame["seconds"].to_numpy(dtype=float) > ratio * neighbours)
+    neighbours = np.maximum(before.to_numpy(dtype=float), after.to_numpy(dtype=float))  # NaN at either end
+    spike = frame["seconds"].to_numpy(dtype=float) > ratio * neighbours
     return frame[~spike]
 
 
