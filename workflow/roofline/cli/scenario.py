@@ -96,14 +96,13 @@ def deployment_fields(args) -> dict:
                 fp8_scaling=args.fp8_scaling, attention_weight_dtype=args.attention_weight_dtype or "")
 
 
-def check_fp8_scaling(scaling: str | None, weights: Scenario | list[Scenario], give: str) -> None:
+def check_fp8_scaling(scaling: str | None, weights: list[Scenario], give: str) -> None:
     """--fp8-scaling block scales fp8 dense and attention weights (MoE experts read one fp8 curve either way):
     refused (one line) where none of `weights` (the resolved scenarios a command prices) has such fp8 weights;
     `give` names the option that would."""
     if scaling != "block":
         return
-    stored = {d for w in ([weights] if isinstance(weights, Scenario) else weights)
-              for d in (w.weight_dtype, w.attention_weights_dtype)}
+    stored = {d for w in weights for d in (w.weight_dtype, w.attention_weights_dtype)}
     if "fp8" not in stored:
         raise RooflineInputError(f"--fp8-scaling: block scales fp8 dense and attention weights, and these are "
                                  f"{', '.join(sorted(stored))}; give fp8 weights ({give}) or leave --fp8-scaling out")
@@ -122,7 +121,7 @@ def analysis(args) -> tuple[list[dict], dict]:
     """(operator rows, totals row) of the question the options ask, with --calibration's table and
     --price-per-hour (totals) when given."""
     model, gpu, chosen = options.model(args.model), options.gpu(args.gpu), scenario(args)
-    check_fp8_scaling(args.fp8_scaling, chosen.for_model(model), "--weight-dtype fp8")
+    check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice
         gpu = replace(gpu, framework=args.framework)
     if getattr(args, "price_per_hour", None):

@@ -89,7 +89,7 @@ def table(args) -> tuple[list[dict], dict]:
     act = args.act_dtype or activation_dtype(Scenario(weight_dtype=args.weight_dtype).for_model(model).weight_dtype,
                                              gpu)
     chosen = Scenario(act_dtype=act, **scenario.deployment_fields(args)).validate()
-    scenario.check_fp8_scaling(args.fp8_scaling, chosen.for_model(model), "--weight-dtype fp8")
+    scenario.check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),
                             args.max_batched_tokens, args.memory_utilization)
     workload = Workload(isl=args.isl, osl=args.osl, concurrency=args.concurrency, request_rate=args.request_rate,
