@@ -94,11 +94,11 @@ class FlatSteps:
     def light(self, D, side):
         return 0.010 + 0 * np.asarray(D, dtype=float)
 
-    def heavy(self, D, C, side):
+    def heavy(self, D, C, side, chunk=np.inf):
         return 0.030 + 0 * np.asarray(D, dtype=float)
 
-    def light_and_heavy(self, D, prompt_tokens, side):
-        return self.light(D, side), [self.heavy(D, C, side) for C in prompt_tokens]
+    def light_and_heavy(self, D, prompt_tokens, side, chunk=np.inf):
+        return self.light(D, side), [self.heavy(D, C, side, chunk) for C in prompt_tokens]
 
 
 def test_step_mix_arithmetic():
@@ -410,7 +410,7 @@ class CuspSteps(FlatSteps):
     def __init__(self, cusp: float):
         self.cusp = cusp
 
-    def heavy(self, D, C, side):
+    def heavy(self, D, C, side, chunk=np.inf):
         return np.where(np.asarray(D, dtype=float) < self.cusp, 0.030, 0.300)
 
 

@@ -445,3 +445,43 @@ def test_prompt_only_requests_keep_up_to_the_prompt_room(framework):
     cap = closed["requests_per_s_expected"]
     assert serve_aggregated(served, Workload(isl=1024, osl=1, request_rate=0.9 * cap))["keeps_up"]
     assert not serve_aggregated(served, Workload(isl=1024, osl=1, request_rate=1.1 * cap))["keeps_up"]
+
+
+def test_a_prompt_under_dp_attention_is_computed_by_one_replica_while_the_experts_are_shared():
+    # DeepSeek-V3 fp8 on 8 x H200, 8 DP-attention replicas (TensorRT-LLM): one 8192-token prompt lives on one
+    # replica, which computes its attention, projections and norms alone (its own operators: the token-wise part
+    # less the routed experts, read at 8 x 8192 tokens: the tables price every replica at an even share) and its
+    # attention (8 x the even share), while the routed experts see the 8192 tokens spread over the 8 ranks. Eight
+    # such prompts, one per replica, balance: no step time beyond the even share. Without DP attention (tp 8) and
+    # on the bound side the step is the even share.
+    from roofline.serving.steps import lookup
+
+    deepseek, h200 = get_model("deepseek-v3"), get_accelerator("h200-sxm")
+    dep = prepare_served(deepseek, h200, FP8.with_(parallel=Parallel(tp=8, ep=8, attention_dp=True)), "trtllm")
+    load = Workload(isl=8192, osl=128, concurrency=1).load(dep.spec)
+    stepper = dep.stepper(load, 64.0).prompts_alone()
+    parts = stepper.target
+    assert parts.replicas == 8.0
+
+    def even(C, side):  # C prompt tokens spread evenly over the replicas: the tables as they are
+        return (lookup(getattr(parts, f"tokenwise_{side}"), np.array([C]))[0] + C * getattr(parts, f"prompt_{side}")
+                + lookup(getattr(parts, f"logits_{side}"), np.array([C / load.computed]))[0])
+
+    def own(tokens):  # a replica's own operators at `tokens` spread evenly
+        return lookup(parts.tokenwise_expected - parts.experts_expected, np.array([tokens]))[0]
+
+    lone = float(stepper.heavy(0.0, np.array([8192.0]), "expected", 8192.0)[0]) - stepper.host_s
+    beyond = own(8 * 8192.0) - own(8192.0) + 7 * 8192 * parts.prompt_expected
+    assert lone == pytest.approx(even(8192.0, "expected") + beyond, rel=1e-9)
+    assert beyond > 0.5 * even(8192.0, "expected")  # the replica's own share dominates a lone prompt's step
+    eight = float(stepper.heavy(0.0, np.array([8 * 8192.0]), "expected", 8192.0)[0]) - stepper.host_s
+    assert eight == pytest.approx(even(8 * 8192.0, "expected"), rel=1e-12)
+    assert float(stepper.heavy(0.0, np.array([8192.0]), "bound")[0]) == pytest.approx(even(8192.0, "bound"))
+    # a chunk caps a replica's share: SGLang splits its chunked-prefill budget over the replicas
+    capped = float(stepper.heavy(0.0, np.array([8192.0]), "expected", 2048.0)[0]) - stepper.host_s
+    assert capped == pytest.approx(even(8192.0, "expected") + own(8 * 2048.0) - own(8192.0)
+                                   + (8 * 2048 - 8192) * parts.prompt_expected, rel=1e-9)
+    tp8 = prepare_served(deepseek, h200, FP8.with_(parallel=Parallel(tp=8, ep=8)), "trtllm")
+    flat = tp8.stepper(load, 64.0).prompts_alone()
+    assert flat.target.replicas == 1.0
+    assert float(flat._busiest(0.0, np.array([8192.0]), "expected", 8192.0)) == 0.0

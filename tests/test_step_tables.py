@@ -66,6 +66,8 @@ def _reference(model, gpu, scenario, mix, tokens, sequences, framework):
     decode_ops = build_operators(model, "decode", scenario, batch=T, seq_len=1.0)
     build = {
         "tokenwise": [op for op in decode_ops if op.op_class != "attention" and op.name not in LOGIT_OPS],
+        # the routed experts apart under data-parallel attention only (else no step needs them apart)
+        "experts": [op for op in decode_ops if scenario.parallel.attention_dp and op.name.startswith("expert_")],
         "logits": [op for op in decode_ops if op.name in LOGIT_OPS],
         "attention": [_queries(op, float(mix.queries)) for op in build_operators(
             model, "decode", scenario, batch=D, seq_len=float(mix.kv_len)) if op.op_class == "attention"],
@@ -84,7 +86,9 @@ def test_batched_tables_equal_the_single_step_pricing(key, framework):
     model = get_model(key)
     gpus = [get_accelerator(k) for k in ("h200-sxm", "b200", "mi300x", "h100-nvl")]
     # pp 2: its attention pieces take pp 1's kernel times, scaled (where the stage's counts are proportional)
-    plans = [Parallel(), Parallel(tp=4), Parallel(pp=2)] + ([Parallel(tp=4, ep=4)] if model.n_experts else [])
+    plans = [Parallel(), Parallel(tp=4), Parallel(pp=2)]
+    if model.n_experts:  # data-parallel attention: 4 replicas, the experts' part apart
+        plans += [Parallel(tp=4, ep=4), Parallel(tp=4, ep=4, attention_dp=True)]
     scenarios = [s for plan in plans for s in _recipes(plan) if s.weight_dtype != "int4"]
     mix = Mix(kv_len=1536.0, prompt=1024.0, prefix=256.0, queries=2.0)
     tables = tabulate_many(model, {s: gpus for s in scenarios}, mix, 4096.0, 256.0, framework=framework)
@@ -93,7 +97,7 @@ def test_batched_tables_equal_the_single_step_pricing(key, framework):
         for gpu in gpus:
             parts = tables.of(scenario, gpu.key)
             reference = _reference(model, gpu, scenario, mix, 4096.0, 256.0, framework)
-            for part in ("tokenwise", "logits", "attention"):
+            for part in ("tokenwise", "logits", "attention", "experts"):
                 for side, value in zip(("bound", "expected"), reference[part]):
                     np.testing.assert_allclose(getattr(parts, f"{part}_{side}"), value, rtol=1e-12, atol=0,
                                                err_msg=f"{key} {scenario} {gpu.key} {part} {side}")
@@ -101,11 +105,15 @@ def test_batched_tables_equal_the_single_step_pricing(key, framework):
             per_token = 1 / (S - S0) / replicas  # the rows are the uncached queries' share already
             assert parts.prompt_bound == pytest.approx(float(reference["prompt"][0]) * per_token, rel=1e-12)
             assert parts.prompt_expected == pytest.approx(float(reference["prompt"][1]) * per_token, rel=1e-12)
+            assert parts.replicas == replicas
 
 
 def test_every_part_is_made_of_pieces():
+    # the routed experts are a piece of the token-wise part and a part of their own (the share the ranks of
+    # data-parallel attention compute together); every other piece belongs to one part
     assert sorted(name for names in PARTS.values() for name in names) == sorted(
-        ["attention", "core", "kv_write", "logits", "prompt", "stage"])
+        ["attention", "core", "experts", "experts", "kv_write", "logits", "prompt", "stage"])
+    assert PARTS["experts"] == ("experts",) and "experts" in PARTS["tokenwise"]
 
 
 def test_a_piece_shared_by_scenarios_is_priced_once():

@@ -45,12 +45,11 @@ every request the whole device memory holds at the mean in-flight length decodin
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .steps import GRID_RATIO, Curve, Parts, at, lookup
+from .stepper import Stepper
 
 #: fixed-point iterations of the closed and open loops (the decode occupancy converges geometrically)
 ITERATIONS = 16
@@ -101,120 +100,6 @@ class Scheduler:
     request_overhead_s: float = 0.0  # per request, outside the steps
     sync: float = 0.0  # 0: prompts arrive one by one; 1: whole groups arrive together (see cluster_size)
     waves: float = 0.0  # closed-loop benchmark length in waves of N requests (0: the steady state alone)
-
-
-class Stepper:
-    """Step times of a deployment, or of stacked candidates (tables [G, K]; every point then names its row by
-    `group`): the target's parts, the draft's (K decode passes of its own plus its share of the prompts), the
-    framework's host time per step, combined once into tables over the decode occupancy D."""
-
-    def __init__(self, target: Parts, mixed: bool, draft: Parts | None = None, passes: int = 0, host_s: float = 0.0,
-                 group=None):
-        self.target, self.mixed, self.draft, self.passes, self.host_s = target, mixed, draft, passes, host_s
-        self.tables = {side: {name: value if name == "rate" else Curve(value)
-                              for name, value in self._combine(side).items()} for side in ("bound", "expected")}
-        if group is not None or target.attention_bound.ndim == 1:  # stacked tables are read at points (at_points)
-            self._place(group)
-
-    def _place(self, group) -> None:
-        """Read the tables at `group` (each point's row of stacked tables; None for one deployment's)."""
-        self.group, self._offsets = group, {}
-        self.computed, self.queries = at(self.target.computed, group), at(self.target.queries, group)
-        self.prompt = {side: at(self.tables[side]["rate"], group) for side in ("bound", "expected")}
-        self.lone_prompt = self._alone(self.computed, "bound")  # one prompt alone: the TTFT bound
-
-    def at_points(self, group) -> "Stepper":
-        """The same steps read at other points (`group`: each point's row of the stacked tables), sharing the
-        tables: a search solves its points a chunk at a time."""
-        other = copy.copy(self)
-        other._place(group)
-        return other
-
-    def _combine(self, side: str) -> dict:
-        t = self.target
-        stacked = t.attention_bound.ndim == 2
-        D = GRID_RATIO ** np.arange(t.attention_bound.shape[-1])
-        rows = np.arange(t.attention_bound.shape[0])[:, None] if stacked else None
-        D = np.broadcast_to(D, t.attention_bound.shape)
-        tokens = D * (t.queries[:, None] if stacked else t.queries)
-        attend = getattr(t, f"attention_{side}")
-        if self.draft is not None:  # K passes of the draft's decode (one query each)
-            attend = attend + self.passes * self.draft.time(D, 0.0, side, rows)
-        per_token = lookup(getattr(t, f"tokenwise_{side}"), tokens, rows) + lookup(
-            getattr(t, f"logits_{side}"), tokens, rows)
-        prompt = getattr(t, f"prompt_{side}") + (getattr(self.draft, f"prompt_{side}") if self.draft else 0.0)
-        return {"light": per_token + attend, "attend": attend, "rate": prompt,
-                "tokenwise": getattr(t, f"tokenwise_{side}"), "logits": getattr(t, f"logits_{side}")}
-
-    def _host(self, side: str) -> float:
-        return self.host_s if side == "expected" else 0.0
-
-    def _read(self, side: str, name: str, x):
-        return self._reads(side, (name,), x)[0]
-
-    def _reads(self, side: str, names: tuple[str, ...], x) -> list:
-        """Tables of one grid width read at the same x: located once (the solver reads a step's decode tables at
-        the same occupancy in every iteration)."""
-        curves = [self.tables[side][name] for name in names]
-        width = curves[0].width
-        if width not in self._offsets:  # each point's row, once per grid width (tables of one width share it)
-            self._offsets[width] = curves[0].offsets(self.group)
-        index, w = curves[0].locate(x, self._offsets[width])
-        return [curve.at(index, w) for curve in curves]
-
-    def _prompts(self, C, side: str):
-        """The draft's prompt passes beyond their attention (which the `prompt` rate holds)."""
-        if self.draft is None:
-            return 0.0
-        return self.draft.time(0.0, C, side, self.group) - C * at(getattr(self.draft, f"prompt_{side}"), self.group)
-
-    def prompts_alone(self) -> "Stepper":
-        """The same steps with prompts run alone, no decodes beside them (a disaggregated prefill worker's)."""
-        other = copy.copy(self)
-        other.mixed = False
-        return other
-
-    def with_host(self, host_s: float) -> "Stepper":
-        """The same steps under another host time per step (the tables do not hold it)."""
-        other = copy.copy(self)
-        other.host_s = host_s
-        return other
-
-    def light(self, D, side: str):
-        """A decode step at occupancy D (at least the sequence asking: one)."""
-        return self._read(side, "light", np.maximum(D, 1.0)) + self._host(side)
-
-    def heavy(self, D, C, side: str):
-        """A step carrying C prompt tokens: beside D decodes (mixed) or alone (separate)."""
-        if not self.mixed:
-            return self._alone(C, side) + self._host(side)
-        return self._fused(np.maximum(D, 1.0), C, side) + self._host(side)
-
-    def light_and_heavy(self, D, prompt_tokens: tuple, side: str) -> tuple:
-        """(light(D), [heavy(D, C) for each C of prompt_tokens]), the decode tables read at D once."""
-        if not self.mixed:
-            return self.light(D, side), [self.heavy(D, C, side) for C in prompt_tokens]
-        D, host = np.maximum(D, 1.0), self._host(side)
-        light, attend = self._reads(side, ("light", "attend"), D)
-        return light + host, [self._fused(D, C, side, attend) + host for C in prompt_tokens]
-
-    def spread(self, D, P):
-        """Bound of a decode step at occupancy D carrying P prompt tokens fused."""
-        return self._fused(np.maximum(D, 1.0), P, "bound")
-
-    def lone(self, C):
-        """Bound of C prompt tokens computed alone (one prompt: the TTFT bound)."""
-        return self._alone(C, "bound")
-
-    def _fused(self, D, C, side: str, attend=None):
-        tokens = D * self.queries
-        attend = self._read(side, "attend", D) if attend is None else attend
-        return (self._read(side, "tokenwise", tokens + C) + self._read(side, "logits", tokens + C / self.computed)
-                + attend + C * self.prompt[side] + self._prompts(C, side))
-
-    def _alone(self, C, side: str):
-        return (self._read(side, "tokenwise", C) + self._read(side, "logits", C / self.computed)
-                + C * self.prompt[side] + self._prompts(C, side))
 
 
 def _room(scheduler: Scheduler, load: Load, D):
@@ -268,7 +153,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
     # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
     chunk = np.minimum(room, np.maximum(cluster * np.minimum(load.computed, scheduler.chunk), others))
-    light, (heavy, full) = stepper.light_and_heavy(D, (chunk, room), side)  # full: for the prompts' rate limit
+    light, (heavy, full) = stepper.light_and_heavy(D, (chunk, room), side, scheduler.chunk)  # full: the prompts' limit
     extra = others / chunk  # heavy steps per decode step of a request
     # a group's n heavy steps yield its first tokens after (n + 1) / 2 of them on average where a step holds whole
     # prompts; where a prompt spans steps the k-th of g ends k c / room steps in, (g + 1) c / 2 room on average
@@ -429,7 +314,7 @@ def first_wave(stepper: Stepper, load: Load, scheduler: Scheduler, active):
     per_group = np.maximum(np.ceil(group * load.computed / scheduler.budget), load.computed / scheduler.chunk)
     chunk = np.minimum(group * np.minimum(load.computed, scheduler.chunk), scheduler.budget)
     groups = np.ceil(active / group)
-    heavy = stepper.heavy(0.0 * active, chunk, "expected")
+    heavy = stepper.heavy(0.0 * active, chunk, "expected", scheduler.chunk)
     return scheduler.request_overhead_s + (groups + 1) / 2 * per_group * heavy
 
 

@@ -66,9 +66,9 @@ def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, satur
     least = np.minimum(load.computed, chunk)  # one prompt's part of a step: at most one replica's chunk
     C = np.minimum(least, budget) + 0.0 * np.asarray(arrivals, dtype=float)
     for _ in range(ITERATIONS):
-        step = prefill.heavy(0.0 * C, C, side)
+        step = prefill.heavy(0.0 * C, C, side, chunk)
         C = np.clip(np.maximum(least, arrivals * load.computed * step), 1.0, budget)
-    step = prefill.heavy(0.0 * C, C, side)
+    step = prefill.heavy(0.0 * C, C, side, chunk)
     busy = np.minimum(arrivals * load.computed * step / C, 1.0)
     return C, step, busy, arrivals / saturation
 
@@ -88,11 +88,11 @@ def _prefill_side(prefill: Stepper, load: Load, pools: Pools, budget, transfer_s
     return request_overhead_s + busy * step / 2 + rho / (2 * (1 - rho)) * step + own + transfer_s, used
 
 
-def saturation_rate(prefill: Stepper, load: Load, budget, side: str):
+def saturation_rate(prefill: Stepper, load: Load, budget, side: str, chunk=np.inf):
     """Prompts/s one prefill worker computes when busy all the time: full-budget steps (a prompt longer than the
     budget spans several)."""
     full = np.maximum(np.asarray(budget, dtype=float), 1.0)
-    return full / (load.computed * prefill.heavy(0.0 * full, full, side))
+    return full / (load.computed * prefill.heavy(0.0 * full, full, side, chunk))
 
 
 def first_wave(prefill: Stepper, load: Load, pools: Pools, budget, active, transfer_s, request_overhead_s: float,
@@ -103,7 +103,8 @@ def first_wave(prefill: Stepper, load: Load, pools: Pools, budget, active, trans
     prompts = np.ceil(active / pools.prefill_workers)
     per_step = np.clip(np.floor(budget / load.computed), 1.0, np.maximum(prompts, 1.0))
     per_group = np.maximum(np.ceil(per_step * load.computed / budget), load.computed / chunk)
-    heavy = prefill.heavy(0.0 * active, np.minimum(per_step * np.minimum(load.computed, chunk), budget), "expected")
+    heavy = prefill.heavy(0.0 * active, np.minimum(per_step * np.minimum(load.computed, chunk), budget), "expected",
+                          chunk)
     return request_overhead_s + (np.ceil(prompts / per_step) + 1) / 2 * per_group * heavy + transfer_s
 
 
@@ -123,7 +124,7 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
     active = np.minimum(offered, pools.decode_workers * running) if closed else offered
     lone = prefill.lone(load.computed)
     tpot = decode.light(1.0 + 0.0 * offered, side) / load.tokens_per_step
-    saturation = saturation_rate(prefill, load, budget, side)  # prompts/s of one prefill worker, busy all the time
+    saturation = saturation_rate(prefill, load, budget, side, chunk)  # prompts/s of a prefill worker always busy
     if closed:
         most = MAX_UTILIZATION * pools.prefill_workers * saturation
         decodes = load.osl > 1  # else prompts alone: the rate itself is bisected, no decode step runs

@@ -4,13 +4,17 @@ A step's four parts (steps module docstring) are sums of six pieces, each priced
 identical in, and every device's expected times of one calibration come from one batched lookup per curve
 (roofline.estimate.step.kernel_times), not one per (scenario, part, device):
 
-    tokenwise = core + kv_write + stage;   logits;   attention;   prompt
+    tokenwise = core + experts + kv_write + stage;   logits;   attention;   prompt;   experts (again, alone)
 
-* core: the token-wise operators other than the KV-cache write and the pipeline send (GEMMs, norms, element-wise,
-  collectives, MoE); they
+* core: the token-wise operators other than the routed experts, the KV-cache write and the pipeline send (GEMMs,
+  norms, element-wise, collectives, the router and shared experts); they
   depend on the KV dtype only through the 16-bit activation dtype it helps choose (graph.scenario_dtypes) and not on
   the attention kernel, so one table serves the (KV dtype, attention kernel) pairs of a weight dtype and plan (an
   engine invariant that tests/test_step_tables.py checks on every catalog model);
+* experts: under data-parallel attention the routed experts' operators (steps.EXPERT_PREFIX; one fused MoE kernel),
+  also a part of their own: the one token-wise work the ranks share, the rest each attention replica computes for
+  its own tokens (the Stepper prices the busiest replica's share of a step's prompt tokens with it); empty without
+  DP attention (the experts stay in the core: no step needs them apart);
 * kv_write: the KV-cache write (its bytes follow the KV dtype, not the attention kernel);
 * stage: the pipeline send between stages (none at pp 1), the one operator a pipeline adds to a step's rows (they
   count every stage's layers), so the other pieces of plans that differ only in pp share their kernel times;
@@ -41,16 +45,16 @@ from ..engine.scenario import Scenario
 from ..estimate.calibration import DEFAULT
 from ..estimate.lookup import calibration_for
 from ..estimate.step import Kernels, combine, kernel_times, step_label
-from .steps import LOGIT_OPS, Mix, Parts, Pricing, _kernels, _queries, grid, uncached_attention
+from .steps import EXPERT_PREFIX, LOGIT_OPS, Mix, Parts, Pricing, _kernels, _queries, grid, uncached_attention
 
 #: token-wise operators whose cost follows the KV dtype (the rest of the token-wise part does not)
 KV_WRITE_OPS = ("kv_cache_write",)
 #: token-wise operators a pipeline adds (the stage piece)
 STAGE_OPS = ("pp_send",)
 #: the pieces of each part (module docstring)
-PARTS = {"tokenwise": ("core", "kv_write", "stage"), "logits": ("logits",), "attention": ("attention",),
-         "prompt": ("prompt",)}
-PIECES = tuple(name for names in PARTS.values() for name in names)
+PARTS = {"tokenwise": ("core", "experts", "kv_write", "stage"), "logits": ("logits",), "attention": ("attention",),
+         "experts": ("experts",), "prompt": ("prompt",)}
+PIECES = tuple(dict.fromkeys(name for names in PARTS.values() for name in names))
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,8 @@ class StepTables:
 
 #: the fields of Parts that are tables ([K] per pair) and numbers (one per pair)
 ARRAYS = ("tokenwise_bound", "tokenwise_expected", "logits_bound", "logits_expected", "attention_bound",
-          "attention_expected")
-SCALARS = ("prompt_bound", "prompt_expected", "queries", "computed")
+          "attention_expected", "experts_bound", "experts_expected")
+SCALARS = ("prompt_bound", "prompt_expected", "queries", "computed", "replicas")
 
 
 def tabulate(model: ModelSpec, gpus: list[Accelerator], scenario: Scenario, mix: Mix, tokens: float,
@@ -95,7 +99,7 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
     priced = pieces.price(expected)
     pairs = [(scenario, gpu) for scenario, gpus in jobs.items() for gpu in gpus]
     S, S0 = float(mix.prompt), float(mix.prefix)
-    widths = {"tokenwise": len(T), "logits": len(T), "attention": len(D)}
+    widths = {"tokenwise": len(T), "logits": len(T), "attention": len(D), "experts": len(T)}
     arrays = {name: np.empty((len(pairs), widths[name.rsplit("_", 1)[0]])) for name in ARRAYS}
     scalars = {name: np.empty(len(pairs)) for name in SCALARS}
     scalars["queries"][:], scalars["computed"][:] = float(mix.queries), max(S - S0, 1.0)
@@ -104,6 +108,7 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
         resolved = scenario.for_model(model)
         replicas = resolved.parallel.tp if resolved.parallel.attention_dp else 1
         per_token = 1 / max(S - S0, 1.0) / replicas  # the prompt piece is the uncached queries' share already
+        scalars["replicas"][row:row + len(gpus)] = replicas
         keys = {part: [pieces.key(name, resolved) for name in names] for part, names in PARTS.items()}
         members = {part: tuple(ids[key] for key in part_keys) for part, part_keys in keys.items()}
         for gpu in gpus:
@@ -148,16 +153,16 @@ class _Pieces:
     def key(name: str, scenario: Scenario) -> tuple:
         """What a piece depends on: core and logits not on the KV dtype (beyond the 16-bit activation dtype it helps
         choose: graph.scenario_dtypes) or the attention kernel, kv_write not on the attention kernel; no piece but
-        stage on the pipeline depth (a step's rows count every stage's layers), and none but core on expert
+        stage on the pipeline depth (a step's rows count every stage's layers), and none but core and experts on expert
         parallelism (attention heads split by tp whatever ep is; under DP attention ep = tp, so its plans differ in
         tp too). Cached: a search asks it of every device of every scenario."""
         parallel = scenario.parallel
         if name != "stage":
             parallel = replace(parallel, pp=1)
-        if name != "core" and not parallel.attention_dp:
+        if name not in ("core", "experts") and not parallel.attention_dp:
             parallel = replace(parallel, ep=1)
         scenario = replace(scenario, parallel=parallel)
-        if name in ("core", "logits", "stage"):
+        if name in ("core", "experts", "logits", "stage"):
             dtypes = scenario_dtypes(scenario)._replace(attention="")
             return name, replace(scenario, kv_dtype="", attention=""), dtypes
         return name, replace(scenario, attention="") if name == "kv_write" else scenario
@@ -179,11 +184,15 @@ class _Pieces:
         ops = self._tokenwise(scenario)
         if name == "logits":
             return [op for op in ops if op.name in LOGIT_OPS], "decode", float(mix.kv_len)
+        apart = scenario.parallel.attention_dp  # the experts a piece of their own (else in the core: none needs them)
+        if name == "experts":
+            return [op for op in ops if apart and op.name.startswith(EXPERT_PREFIX)], "decode", float(mix.kv_len)
         if name != "core":  # kv_write, stage
             names = KV_WRITE_OPS if name == "kv_write" else STAGE_OPS
             return [op for op in ops if op.name in names], "decode", float(mix.kv_len)
         others = LOGIT_OPS + KV_WRITE_OPS + STAGE_OPS
-        return [op for op in ops if op.op_class != "attention" and op.name not in others], "decode", float(mix.kv_len)
+        return [op for op in ops if op.op_class != "attention" and op.name not in others
+                and not (apart and op.name.startswith(EXPERT_PREFIX))], "decode", float(mix.kv_len)
 
     def _tokenwise(self, scenario: Scenario) -> tuple[Op, ...]:
         """The decode graph at every token count of the grid (the core, kv_write and logits pieces' operators),

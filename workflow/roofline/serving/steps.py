@@ -46,6 +46,9 @@ from ..estimate.step import Kernels, row_window
 
 #: operators priced per sampled row rather than per token
 LOGIT_OPS = ("lm_head", "logits_all_gather")
+#: the routed experts' operators: under data-parallel attention the one token-wise work every rank shares (the
+#: experts see all replicas' tokens); the rest of the token-wise part each replica computes for its own tokens
+EXPERT_PREFIX = "expert_"
 #: spacing of the tabulation grids (tokens, rows, decode sequences): 4% apart, interpolated in log space
 GRID_RATIO = 1.04
 
@@ -127,7 +130,10 @@ def at(value, group):
 @dataclass(frozen=True)
 class Parts:
     """The four parts of a step, tabulated for one (model, scenario, device) and one workload (cached length,
-    prompt, queries): bound and expected arrays on `grid`, the prompt attention per computed token."""
+    prompt, queries): bound and expected arrays on `grid`, the prompt attention per computed token; beside them the
+    routed experts' share of the token-wise part (the one share the ranks of data-parallel attention compute
+    together; the rest each replica computes for its own tokens) and the attention replicas (tp under data-parallel
+    attention, else 1)."""
 
     tokenwise_bound: np.ndarray
     tokenwise_expected: np.ndarray
@@ -135,10 +141,13 @@ class Parts:
     logits_expected: np.ndarray
     attention_bound: np.ndarray
     attention_expected: np.ndarray
+    experts_bound: np.ndarray
+    experts_expected: np.ndarray
     prompt_bound: float
     prompt_expected: float
     queries: float
     computed: float  # prompt tokens a prefill computes (S - S0)
+    replicas: float  # attention replicas: tp under data-parallel attention, else 1
     estimate: str  # calibrated | partial | default (roofline.estimate.step.step_label)
     calibration: str = "none"  # the table the expected times rest on (roofline.estimate.lookup.describe)
 

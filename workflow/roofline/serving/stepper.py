@@ -1,0 +1,175 @@
+"""The step times of a deployment, read from its step tables: a decode step at occupancy D, a step carrying C prompt
+tokens beside D decodes (mixed) or alone (separate), a lone prompt's bound; under data-parallel attention with what
+the busiest attention replica adds. The serving models (aggregated, disaggregated) solve their steady states on it.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from .steps import GRID_RATIO, Curve, Parts, at, lookup
+
+
+class Stepper:
+    """Step times of a deployment, or of stacked candidates (tables [G, K]; every point then names its row by
+    `group`): the target's parts, the draft's (K decode passes of its own plus its share of the prompts), the
+    framework's host time per step, combined once into tables over the decode occupancy D."""
+
+    def __init__(self, target: Parts, mixed: bool, draft: Parts | None = None, passes: int = 0, host_s: float = 0.0,
+                 group=None):
+        self.target, self.mixed, self.draft, self.passes, self.host_s = target, mixed, draft, passes, host_s
+        self.tables = {side: {name: value if name == "rate" else Curve(value)
+                              for name, value in self._combine(side).items()} for side in ("bound", "expected")}
+        if group is not None or target.attention_bound.ndim == 1:  # stacked tables are read at points (at_points)
+            self._place(group)
+
+    def _place(self, group) -> None:
+        """Read the tables at `group` (each point's row of stacked tables; None for one deployment's)."""
+        self.group, self._offsets = group, {}
+        self.computed, self.queries = at(self.target.computed, group), at(self.target.queries, group)
+        self.replicas = at(self.target.replicas, group)
+        spread = np.asarray(self.replicas) > 1  # the points under data-parallel attention
+        self._balanced = not spread.any()
+        self._spread = None if spread.ndim == 0 or spread.all() else np.flatnonzero(spread)  # None: every point
+        self.prompt = {side: at(self.tables[side]["rate"], group) for side in ("bound", "expected")}
+        self.lone_prompt = self._alone(self.computed, "bound")  # one prompt alone: the TTFT bound
+
+    def at_points(self, group) -> "Stepper":
+        """The same steps read at other points (`group`: each point's row of the stacked tables), sharing the
+        tables: a search solves its points a chunk at a time."""
+        other = copy.copy(self)
+        other._place(group)
+        return other
+
+    def _combine(self, side: str) -> dict:
+        t = self.target
+        stacked = t.attention_bound.ndim == 2
+        D = GRID_RATIO ** np.arange(t.attention_bound.shape[-1])
+        rows = np.arange(t.attention_bound.shape[0])[:, None] if stacked else None
+        D = np.broadcast_to(D, t.attention_bound.shape)
+        tokens = D * (t.queries[:, None] if stacked else t.queries)
+        attend = getattr(t, f"attention_{side}")
+        if self.draft is not None:  # K passes of the draft's decode (one query each)
+            attend = attend + self.passes * self.draft.time(D, 0.0, side, rows)
+        per_token = lookup(getattr(t, f"tokenwise_{side}"), tokens, rows) + lookup(
+            getattr(t, f"logits_{side}"), tokens, rows)
+        prompt = getattr(t, f"prompt_{side}") + (getattr(self.draft, f"prompt_{side}") if self.draft else 0.0)
+        tokenwise = getattr(t, f"tokenwise_{side}")
+        return {"light": per_token + attend, "attend": attend, "rate": prompt, "tokenwise": tokenwise,
+                "logits": getattr(t, f"logits_{side}"),
+                "replica": np.maximum(tokenwise - getattr(t, f"experts_{side}"), 0.0)}
+
+    def _host(self, side: str) -> float:
+        return self.host_s if side == "expected" else 0.0
+
+    def _read(self, side: str, name: str, x):
+        return self._reads(side, (name,), x)[0]
+
+    def _reads(self, side: str, names: tuple[str, ...], x) -> list:
+        """Tables of one grid width read at the same x: located once (the solver reads a step's decode tables at
+        the same occupancy in every iteration)."""
+        curves = [self.tables[side][name] for name in names]
+        width = curves[0].width
+        if width not in self._offsets:  # each point's row, once per grid width (tables of one width share it)
+            self._offsets[width] = curves[0].offsets(self.group)
+        index, w = curves[0].locate(x, self._offsets[width])
+        return [curve.at(index, w) for curve in curves]
+
+    def _prompts(self, C, side: str):
+        """The draft's prompt passes beyond their attention (which the `prompt` rate holds)."""
+        if self.draft is None:
+            return 0.0
+        return self.draft.time(0.0, C, side, self.group) - C * at(getattr(self.draft, f"prompt_{side}"), self.group)
+
+    def prompts_alone(self) -> "Stepper":
+        """The same steps with prompts run alone, no decodes beside them (a disaggregated prefill worker's)."""
+        other = copy.copy(self)
+        other.mixed = False
+        return other
+
+    def with_host(self, host_s: float) -> "Stepper":
+        """The same steps under another host time per step (the tables do not hold it)."""
+        other = copy.copy(self)
+        other.host_s = host_s
+        return other
+
+    def light(self, D, side: str):
+        """A decode step at occupancy D (at least the sequence asking: one)."""
+        return self._read(side, "light", np.maximum(D, 1.0)) + self._host(side)
+
+    def heavy(self, D, C, side: str, chunk=np.inf):
+        """A step carrying C prompt tokens (one request's at most `chunk`): beside D decodes (mixed) or alone
+        (separate)."""
+        if not self.mixed:
+            return self._alone(C, side, chunk) + self._host(side)
+        return self._fused(np.maximum(D, 1.0), C, side, chunk=chunk) + self._host(side)
+
+    def light_and_heavy(self, D, prompt_tokens: tuple, side: str, chunk=np.inf) -> tuple:
+        """(light(D), [heavy(D, C, chunk) for each C of prompt_tokens]), the decode tables read at D once."""
+        if not self.mixed:
+            return self.light(D, side), [self.heavy(D, C, side, chunk) for C in prompt_tokens]
+        D, host = np.maximum(D, 1.0), self._host(side)
+        light, attend = self._reads(side, ("light", "attend"), D)
+        return light + host, [self._fused(D, C, side, attend, chunk) + host for C in prompt_tokens]
+
+    def spread(self, D, P):
+        """Bound of a decode step at occupancy D carrying P prompt tokens fused."""
+        return self._fused(np.maximum(D, 1.0), P, "bound")
+
+    def lone(self, C):
+        """Bound of C prompt tokens computed alone (one prompt: the TTFT bound)."""
+        return self._alone(C, "bound")
+
+    def _fused(self, D, C, side: str, attend=None, chunk=np.inf):
+        tokens = D * self.queries
+        attend = self._read(side, "attend", D) if attend is None else attend
+        return (self._tokenwise(tokens, C, side, chunk) + self._read(side, "logits", tokens + C / self.computed)
+                + attend + C * self.prompt[side] + self._prompts(C, side))
+
+    def _alone(self, C, side: str, chunk=np.inf):
+        return (self._tokenwise(0.0, C, side, chunk) + self._read(side, "logits", C / self.computed)
+                + C * self.prompt[side] + self._prompts(C, side))
+
+    def _tokenwise(self, tokens, C, side: str, chunk):
+        """The token-wise part of a step of `tokens` decode tokens and C prompt tokens, with what the busiest
+        attention replica adds (_busiest) at the points under data-parallel attention."""
+        tokenwise = self._read(side, "tokenwise", tokens + C)
+        if side != "expected" or self._balanced:
+            return tokenwise
+        if self._spread is None:
+            return tokenwise + self._busiest(tokens, C, side, chunk)
+        points = self._spread
+
+        def pick(value):
+            return np.asarray(value)[points] if np.ndim(value) else value
+        tokenwise[points] += self._busiest(pick(tokens), pick(C), side, pick(chunk), points)
+        return tokenwise
+
+    def _busiest(self, tokens, C, side: str, chunk, points=None):
+        """Expected time the busiest attention replica adds to a step of `tokens` decode tokens (spread evenly over
+        the r replicas) and C prompt tokens under data-parallel attention: a prompt lives on one replica, so one
+        replica computes max(C / r, min(C, c, chunk)) of them (whole prompts, each at most a chunk, dealt out
+        evenly) while the rest of the step waits for it at the experts' all-to-all. The tables price every
+        replica at its even share: the replica's own operators (the token-wise part but the routed experts) and
+        its prompts' attention are read again at its load. None without DP attention (r = 1) or on the bound side
+        (prompts dealt evenly: no step is faster)."""
+        if side != "expected" or self._balanced:
+            return 0.0
+
+        def pick(value):  # a per-point value at `points` (None: every point)
+            return value if points is None or np.ndim(value) == 0 else np.asarray(value)[points]
+        r, computed, prompt = pick(self.replicas), pick(self.computed), pick(self.prompt[side])
+        busiest = np.maximum(C / r, np.minimum(np.minimum(C, computed), chunk))
+        return (self._read_at(side, "replica", tokens + r * busiest, points)
+                - self._read_at(side, "replica", tokens + C, points) + (r * busiest - C) * prompt)
+
+    def _read_at(self, side: str, name: str, x, points):
+        """A table read at some of the points (`points`: their indices; None: every point)."""
+        if points is None:
+            return self._read(side, name, x)
+        curve = self.tables[side][name]
+        if curve.width not in self._offsets:
+            self._offsets[curve.width] = curve.offsets(self.group)
+        index, w = curve.locate(x, self._offsets[curve.width][points])
+        return curve.at(index, w)
