@@ -125,6 +125,20 @@ def precision(row) -> tuple[str, str, str]:
     return PRECISIONS[row.precision]
 
 
+def replicas(data: pd.DataFrame) -> np.ndarray:
+    """Data-parallel replicas of the recorded plan each run served (the client's users split evenly over them).
+
+    Some aggregated runs were served by several replicas: the client's concurrency is a whole multiple (2-64) of the
+    recorded per-replica batch; each replica serves its share (served as one replica at concurrency / replicas;
+    tokens/s compared per replica). Under data-parallel attention the recorded batch is per attention rank (client
+    concurrency = attention_dp_size x batch_size in 168 of the 169 aggregated runs with DP attention; the other
+    records its client concurrency as its batch): one engine's batch is its ranks' together."""
+    ranks = data.attention_dp_size.where(data.attention_dp_size > 1, 1.0).fillna(1.0)
+    ratio = data.concurrency / (data.batch_size * ranks)
+    several = (data["mode"] == "agg") & (ratio > 1) & (ratio == ratio.round())
+    return np.where(several, ratio, 1.0)
+
+
 def silicon() -> pd.DataFrame:
     try:
         from importlib import resources
@@ -134,12 +148,7 @@ def silicon() -> pd.DataFrame:
     data = pd.read_csv(str(path))
     data["concurrency"] = data.silicon_data_source.str.extract(r"silicon_concurrency=(\d+)")[0].astype(float)
     data["concurrency"] = data.concurrency.fillna(data.batch_size)
-    # ~5% of the aggregated runs were served by several data-parallel replicas of the recorded plan: the client's
-    # concurrency is a whole multiple (2-64) of the recorded per-replica batch. Each replica serves its share (served
-    # as one replica at concurrency / replicas; tokens/s compared per replica)
-    ratio = data.concurrency / data.batch_size
-    several = (data["mode"] == "agg") & (ratio > 1) & (ratio == ratio.round())
-    data["replicas"] = np.where(several, ratio, 1.0)
+    data["replicas"] = replicas(data)
     data["concurrency"] = data.concurrency / data.replicas
     data["model"], data["gpu"] = data.model_path.map({**MODELS, **FROM_CONFIG}), data.system.map(SYSTEMS)
     data["precision"] = data.precision.fillna("bf16")

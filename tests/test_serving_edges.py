@@ -453,7 +453,7 @@ def test_a_prompt_under_dp_attention_is_computed_by_one_replica_while_the_expert
     # less the routed experts, read at 8 x 8192 tokens: the tables price every replica at an even share) and its
     # attention (8 x the even share), while the routed experts see the 8192 tokens spread over the 8 ranks. Eight
     # such prompts, one per replica, balance: no step time beyond the even share. Without DP attention (tp 8) and
-    # on the bound side the step is the even share.
+    # on the bound side the step is the even share. (A prompt-only step: a disaggregated prefill worker's.)
     from roofline.serving.steps import lookup
 
     deepseek, h200 = get_model("deepseek-v3"), get_accelerator("h200-sxm")
@@ -484,4 +484,12 @@ def test_a_prompt_under_dp_attention_is_computed_by_one_replica_while_the_expert
     tp8 = prepare_served(deepseek, h200, FP8.with_(parallel=Parallel(tp=8, ep=8)), "trtllm")
     flat = tp8.stepper(load, 64.0).prompts_alone()
     assert flat.target.replicas == 1.0
-    assert float(flat._busiest(0.0, np.array([8192.0]), "expected", 8192.0)) == 0.0
+    assert float(flat._busiest(np.array([8192.0]), "expected", 8192.0)) == 0.0
+    # a decode step with a prompt chunk fused in (TensorRT-LLM's aggregated steps) stays at the even share: measured
+    # DEP runs' TPOT follows it (the framework schedules context work on every rank together)
+    mixed = dep.stepper(load, 64.0)
+    fused = float(mixed.heavy(np.array([4.0]), np.array([8192.0]), "expected", 8192.0)[0]) - mixed.host_s
+    # 4 decode tokens + 8192 prompt tokens token-wise, 4 + 1 sampled rows, 4 sequences' attention, one prompt's
+    spread = (lookup(parts.tokenwise_expected, [8196.0])[0] + lookup(parts.logits_expected, [5.0])[0]
+              + lookup(parts.attention_expected, [4.0])[0] + 8192 * parts.prompt_expected)
+    assert fused == pytest.approx(spread, rel=1e-9)

@@ -99,11 +99,11 @@ class Stepper:
         return self._read(side, "light", np.maximum(D, 1.0)) + self._host(side)
 
     def heavy(self, D, C, side: str, chunk=np.inf):
-        """A step carrying C prompt tokens (one request's at most `chunk`): beside D decodes (mixed) or alone
-        (separate)."""
+        """A step carrying C prompt tokens: beside D decodes (mixed) or alone (separate; one request's at most
+        `chunk` of them, which bounds the busiest attention replica's share: _busiest)."""
         if not self.mixed:
             return self._alone(C, side, chunk) + self._host(side)
-        return self._fused(np.maximum(D, 1.0), C, side, chunk=chunk) + self._host(side)
+        return self._fused(np.maximum(D, 1.0), C, side) + self._host(side)
 
     def light_and_heavy(self, D, prompt_tokens: tuple, side: str, chunk=np.inf) -> tuple:
         """(light(D), [heavy(D, C, chunk) for each C of prompt_tokens]), the decode tables read at D once."""
@@ -111,7 +111,7 @@ class Stepper:
             return self.light(D, side), [self.heavy(D, C, side, chunk) for C in prompt_tokens]
         D, host = np.maximum(D, 1.0), self._host(side)
         light, attend = self._reads(side, ("light", "attend"), D)
-        return light + host, [self._fused(D, C, side, attend, chunk) + host for C in prompt_tokens]
+        return light + host, [self._fused(D, C, side, attend) + host for C in prompt_tokens]
 
     def spread(self, D, P):
         """Bound of a decode step at occupancy D carrying P prompt tokens fused."""
@@ -121,39 +121,44 @@ class Stepper:
         """Bound of C prompt tokens computed alone (one prompt: the TTFT bound)."""
         return self._alone(C, "bound")
 
-    def _fused(self, D, C, side: str, attend=None, chunk=np.inf):
+    def _fused(self, D, C, side: str, attend=None):
+        """A decode step with C prompt tokens fused in, spread evenly over the attention replicas (the frameworks
+        that fuse prompt chunks into decode steps deal them out: see _busiest)."""
         tokens = D * self.queries
         attend = self._read(side, "attend", D) if attend is None else attend
-        return (self._tokenwise(tokens, C, side, chunk) + self._read(side, "logits", tokens + C / self.computed)
+        return (self._read(side, "tokenwise", tokens + C) + self._read(side, "logits", tokens + C / self.computed)
                 + attend + C * self.prompt[side] + self._prompts(C, side))
 
     def _alone(self, C, side: str, chunk=np.inf):
-        return (self._tokenwise(0.0, C, side, chunk) + self._read(side, "logits", C / self.computed)
+        """A step of C prompt tokens and no decodes, as slow as its busiest attention replica (_busiest)."""
+        return (self._prompt_tokenwise(C, side, chunk) + self._read(side, "logits", C / self.computed)
                 + C * self.prompt[side] + self._prompts(C, side))
 
-    def _tokenwise(self, tokens, C, side: str, chunk):
-        """The token-wise part of a step of `tokens` decode tokens and C prompt tokens, with what the busiest
-        attention replica adds (_busiest) at the points under data-parallel attention."""
-        tokenwise = self._read(side, "tokenwise", tokens + C)
+    def _prompt_tokenwise(self, C, side: str, chunk):
+        """The token-wise part of a step of C prompt tokens, with what the busiest attention replica adds at the
+        points under data-parallel attention."""
+        tokenwise = self._read(side, "tokenwise", C)
         if side != "expected" or self._balanced:
             return tokenwise
         if self._spread is None:
-            return tokenwise + self._busiest(tokens, C, side, chunk)
+            return tokenwise + self._busiest(C, side, chunk)
         points = self._spread
 
         def pick(value):
             return np.asarray(value)[points] if np.ndim(value) else value
-        tokenwise[points] += self._busiest(pick(tokens), pick(C), side, pick(chunk), points)
+        tokenwise[points] += self._busiest(pick(C), side, pick(chunk), points)
         return tokenwise
 
-    def _busiest(self, tokens, C, side: str, chunk, points=None):
-        """Expected time the busiest attention replica adds to a step of `tokens` decode tokens (spread evenly over
-        the r replicas) and C prompt tokens under data-parallel attention: a prompt lives on one replica, so one
-        replica computes max(C / r, min(C, c, chunk)) of them (whole prompts, each at most a chunk, dealt out
-        evenly) while the rest of the step waits for it at the experts' all-to-all. The tables price every
-        replica at its even share: the replica's own operators (the token-wise part but the routed experts) and
-        its prompts' attention are read again at its load. None without DP attention (r = 1) or on the bound side
-        (prompts dealt evenly: no step is faster)."""
+    def _busiest(self, C, side: str, chunk, points=None):
+        """Expected time the busiest attention replica adds to a step of C prompt tokens alone (a disaggregated
+        prefill worker's, SGLang's prefill steps) under data-parallel attention: a prompt lives on one replica, so
+        one replica computes max(C / r, min(C, c, chunk)) of them (whole prompts, each at most a chunk, dealt out
+        evenly) while the rest wait for it at the experts' all-to-all. The tables price every replica at its even
+        share: the replica's own operators (the token-wise part but the routed experts) and its prompts' attention
+        are read again at its load. None without DP attention (r = 1) or on the bound side (prompts dealt evenly:
+        no step is faster). Steps that fuse prompt chunks into decode steps stay even: measured TensorRT-LLM DEP
+        runs' TPOT follows the even spread (its attention-DP balancing schedules context work on every rank
+        together), where the busiest replica's share would price it 2-4x too slow."""
         if side != "expected" or self._balanced:
             return 0.0
 
@@ -161,8 +166,8 @@ class Stepper:
             return value if points is None or np.ndim(value) == 0 else np.asarray(value)[points]
         r, computed, prompt = pick(self.replicas), pick(self.computed), pick(self.prompt[side])
         busiest = np.maximum(C / r, np.minimum(np.minimum(C, computed), chunk))
-        return (self._read_at(side, "replica", tokens + r * busiest, points)
-                - self._read_at(side, "replica", tokens + C, points) + (r * busiest - C) * prompt)
+        return (self._read_at(side, "replica", r * busiest, points) - self._read_at(side, "replica", C, points)
+                + (r * busiest - C) * prompt)
 
     def _read_at(self, side: str, name: str, x, points):
         """A table read at some of the points (`points`: their indices; None: every point)."""
