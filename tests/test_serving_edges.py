@@ -486,7 +486,7 @@ def test_a_prompt_under_dp_attention_is_computed_by_one_replica_while_the_expert
     assert flat.target.replicas == 1.0
     assert float(flat._busiest(np.array([8192.0]), "expected", 8192.0)) == 0.0
     # a decode step with a prompt chunk fused in (TensorRT-LLM's aggregated steps) stays at the even share: measured
-    # DEP runs' TPOT follows it (the framework schedules context work on every rank together)
+    # DEP runs' TPOT follows it (as where TensorRT-LLM's attention-DP balancing runs context on every rank at once)
     mixed = dep.stepper(load, 64.0)
     fused = float(mixed.heavy(np.array([4.0]), np.array([8192.0]), "expected", 8192.0)[0]) - mixed.host_s
     # 4 decode tokens + 8192 prompt tokens token-wise, 4 + 1 sampled rows, 4 sequences' attention, one prompt's

@@ -67,7 +67,8 @@ def _reference(model, gpu, scenario, mix, tokens, sequences, framework):
     build = {
         "tokenwise": [op for op in decode_ops if op.op_class != "attention" and op.name not in LOGIT_OPS],
         # the routed experts apart under data-parallel attention only (else no step needs them apart)
-        "experts": [op for op in decode_ops if scenario.parallel.attention_dp and op.name.startswith("expert_")],
+        "experts": [op for op in decode_ops if scenario.parallel.attention_dp
+                    and (op.name.startswith("expert_") or op.name == "moe_combine")],
         "logits": [op for op in decode_ops if op.name in LOGIT_OPS],
         "attention": [_queries(op, float(mix.queries)) for op in build_operators(
             model, "decode", scenario, batch=D, seq_len=float(mix.kv_len)) if op.op_class == "attention"],

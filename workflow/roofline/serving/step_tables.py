@@ -1,8 +1,9 @@
 """Step tables (roofline.serving.steps.Parts) of many (scenario, device) pairs at once: the deployment search's.
 
-A step's four parts (steps module docstring) are sums of six pieces, each priced once for every scenario it is
-identical in, and every device's expected times of one calibration come from one batched lookup per curve
-(roofline.estimate.step.kernel_times), not one per (scenario, part, device):
+A step's parts (steps module docstring; the experts' share of the token-wise part apart) are sums of seven
+pieces, each priced once for every scenario it is identical in, and every device's expected times of one
+calibration come from one batched lookup per curve (roofline.estimate.step.kernel_times), not one per (scenario,
+part, device):
 
     tokenwise = core + experts + kv_write + stage;   logits;   attention;   prompt;   experts (again, alone)
 
@@ -11,10 +12,10 @@ identical in, and every device's expected times of one calibration come from one
   depend on the KV dtype only through the 16-bit activation dtype it helps choose (graph.scenario_dtypes) and not on
   the attention kernel, so one table serves the (KV dtype, attention kernel) pairs of a weight dtype and plan (an
   engine invariant that tests/test_step_tables.py checks on every catalog model);
-* experts: under data-parallel attention the routed experts' operators (steps.EXPERT_PREFIX; one fused MoE kernel),
-  also a part of their own: the one token-wise work the ranks share, the rest each attention replica computes for
-  its own tokens (the Stepper prices the busiest replica's share of a step's prompt tokens with it); empty without
-  DP attention (the experts stay in the core: no step needs them apart);
+* experts: under data-parallel attention the routed experts' operators (steps.expert_op: one fused MoE kernel and
+  the weighted combine of their rows), also a part of their own: the one token-wise work the ranks share, the rest
+  each attention replica computes for its own tokens (the Stepper prices the busiest replica's share of a step's
+  prompt tokens with it); empty without DP attention (the experts stay in the core: no step needs them apart);
 * kv_write: the KV-cache write (its bytes follow the KV dtype, not the attention kernel);
 * stage: the pipeline send between stages (none at pp 1), the one operator a pipeline adds to a step's rows (they
   count every stage's layers), so the other pieces of plans that differ only in pp share their kernel times;
@@ -45,7 +46,7 @@ from ..engine.scenario import Scenario
 from ..estimate.calibration import DEFAULT
 from ..estimate.lookup import calibration_for
 from ..estimate.step import Kernels, combine, kernel_times, step_label
-from .steps import EXPERT_PREFIX, LOGIT_OPS, Mix, Parts, Pricing, _kernels, _queries, grid, uncached_attention
+from .steps import LOGIT_OPS, Mix, Parts, Pricing, _kernels, _queries, expert_op, grid, uncached_attention
 
 #: token-wise operators whose cost follows the KV dtype (the rest of the token-wise part does not)
 KV_WRITE_OPS = ("kv_cache_write",)
@@ -186,13 +187,13 @@ class _Pieces:
             return [op for op in ops if op.name in LOGIT_OPS], "decode", float(mix.kv_len)
         apart = scenario.parallel.attention_dp  # the experts a piece of their own (else in the core: none needs them)
         if name == "experts":
-            return [op for op in ops if apart and op.name.startswith(EXPERT_PREFIX)], "decode", float(mix.kv_len)
+            return [op for op in ops if apart and expert_op(op.name)], "decode", float(mix.kv_len)
         if name != "core":  # kv_write, stage
             names = KV_WRITE_OPS if name == "kv_write" else STAGE_OPS
             return [op for op in ops if op.name in names], "decode", float(mix.kv_len)
         others = LOGIT_OPS + KV_WRITE_OPS + STAGE_OPS
         return [op for op in ops if op.op_class != "attention" and op.name not in others
-                and not (apart and op.name.startswith(EXPERT_PREFIX))], "decode", float(mix.kv_len)
+                and not (apart and expert_op(op.name))], "decode", float(mix.kv_len)
 
     def _tokenwise(self, scenario: Scenario) -> tuple[Op, ...]:
         """The decode graph at every token count of the grid (the core, kv_write and logits pieces' operators),

@@ -140,7 +140,7 @@ class Stepper:
         tokenwise = self._read(side, "tokenwise", C)
         if side != "expected" or self._balanced:
             return tokenwise
-        if self._spread is None:
+        if self._spread is None or np.ndim(tokenwise) != 1:  # every point (the mask reads a flat list of points)
             return tokenwise + self._busiest(C, side, chunk)
         points = self._spread
 
@@ -152,13 +152,16 @@ class Stepper:
     def _busiest(self, C, side: str, chunk, points=None):
         """Expected time the busiest attention replica adds to a step of C prompt tokens alone (a disaggregated
         prefill worker's, SGLang's prefill steps) under data-parallel attention: a prompt lives on one replica, so
-        one replica computes max(C / r, min(C, c, chunk)) of them (whole prompts, each at most a chunk, dealt out
-        evenly) while the rest wait for it at the experts' all-to-all. The tables price every replica at its even
+        one replica computes max(C / r, min(C, c, chunk)) of them: the even share, or one whole prompt (at most a
+        chunk) where the step holds fewer prompts than replicas (dealing r + 1 whole prompts would give one
+        replica two; the even share is taken past r, as a scheduler that chunks can balance), while the rest wait
+        for it at the experts' all-to-all. The tables price every replica at its even
         share: the replica's own operators (the token-wise part but the routed experts) and its prompts' attention
         are read again at its load. None without DP attention (r = 1) or on the bound side (prompts dealt evenly:
         no step is faster). Steps that fuse prompt chunks into decode steps stay even: measured TensorRT-LLM DEP
-        runs' TPOT follows the even spread (its attention-DP balancing schedules context work on every rank
-        together), where the busiest replica's share would price it 2-4x too slow."""
+        runs' TPOT follows the even spread, where the busiest replica's share would price it 2-4x too slow
+        (consistent with TensorRT-LLM's attention-DP balancing, which holds context requests until every rank
+        runs context in the same step)."""
         if side != "expected" or self._balanced:
             return 0.0
 

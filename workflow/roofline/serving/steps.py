@@ -46,9 +46,16 @@ from ..estimate.step import Kernels, row_window
 
 #: operators priced per sampled row rather than per token
 LOGIT_OPS = ("lm_head", "logits_all_gather")
-#: the routed experts' operators: under data-parallel attention the one token-wise work every rank shares (the
-#: experts see all replicas' tokens); the rest of the token-wise part each replica computes for its own tokens
+#: the routed experts' operators (and the weighted combine, which under expert parallelism reads the expert rows a
+#: device computed: graph's moe_combine): under data-parallel attention the one token-wise work every rank shares
+#: (the experts see all replicas' tokens); the rest of the token-wise part each replica computes for its own tokens
 EXPERT_PREFIX = "expert_"
+EXPERT_OPS = ("moe_combine",)
+
+
+def expert_op(name: str) -> bool:
+    """Whether an operator is the routed experts' work (EXPERT_PREFIX, EXPERT_OPS)."""
+    return name.startswith(EXPERT_PREFIX) or name in EXPERT_OPS
 #: spacing of the tabulation grids (tokens, rows, decode sequences): 4% apart, interpolated in log space
 GRID_RATIO = 1.04
 
