@@ -145,3 +145,23 @@ def test_readme_lists_comparison_column(name):
     from test_plan_workflow import README
 
     assert f"`{name}`" in README
+
+
+def test_every_result_column_prints_in_the_unit_its_name_says():
+    # one naming rule (cli.formats.unit_of) for the table format of totals, serve and compare, where each kept a map
+    # of its own: compare had printed requests/s as seconds and the *_per_s rates of the hardware as seconds
+    from roofline.cli.formats import unit_of
+    from roofline.cli.serve import COLUMNS as SERVE
+    from roofline.cli.totals import COLUMNS as TOTALS
+
+    expected = {"flops": "FLOP", "bytes": "B", "weight_bytes_per_device": "B", "total_params": "", "t_s": "s",
+                "ttft_expected_s": "s", "tokens_per_s_per_user_expected": "token/s", "requests_per_s": "request/s",
+                "requests_per_s_expected": "request/s", "baseline_tokens_per_s": "token/s",
+                "peak_flops_per_s": "FLOP/s", "bandwidth_bytes_per_s": "B/s", "energy_per_token_j": "J",
+                "cost_per_million_tokens_expected": "USD", "tokens_per_s_error": None, "intensity": None,
+                "devices": None, "memory_bound_share": None}
+    assert {column: unit_of(column) for column in expected} == expected
+    # every seconds, bytes and rate column of the two one-row commands has its unit
+    for column in (*TOTALS, *SERVE):
+        if column.endswith(("_s", "_bytes", "_params")) or "_per_s_" in column:
+            assert unit_of(column) is not None, column

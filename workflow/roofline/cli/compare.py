@@ -9,7 +9,7 @@ import math
 from ..engine.columns import COMPARE_COLUMNS
 from ..pipeline.compare import DEFAULT_THRESHOLD, compare_results
 from . import options
-from .formats import csv_text, format_table, json_safe, si
+from .formats import csv_text, format_table, json_safe, si, unit_of
 
 HELP = "what moved between two results folders, per model and GPU"
 #: the --format csv columns (and the Python API's DataFrame columns)
@@ -45,9 +45,6 @@ def table(args) -> tuple[list[dict], dict]:
     return compare_results(args.old, args.new, args.threshold)
 
 
-#: units of the table format, by the end of a column's name (the first that matches)
-_UNITS = (("cost_per_million_tokens", "USD"), ("tokens_per_s", "token/s"), ("_bytes", "B"), ("_j", "J"),
-          ("_s", "s"))
 
 
 def _shown(column: str, value) -> str:
@@ -55,7 +52,7 @@ def _shown(column: str, value) -> str:
         return value
     if isinstance(value, float) and math.isnan(value):
         return "-"
-    unit = next((unit for key, unit in _UNITS if column.startswith(key) or column.endswith(key)), None)
+    unit = unit_of(column)
     return si(value, unit) if unit else f"{value:.4g}"
 
 

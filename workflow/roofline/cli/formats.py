@@ -8,6 +8,30 @@ import math
 
 from .. import display
 
+#: a column's unit by the start of its name (the first that matches), else by its end (the first that matches: the
+#: rates per second before the seconds)
+UNIT_PREFIXES = (("cost_per_million_tokens", "USD"), ("tokens_per_s", "token/s"), ("requests_per_s", "request/s"))
+UNIT_SUFFIXES = (("flops_per_s", "FLOP/s"), ("bytes_per_s", "B/s"), ("tokens_per_s", "token/s"),
+                 ("requests_per_s", "request/s"), ("_bytes", "B"), ("_bytes_per_device", "B"), ("_params", ""),
+                 ("_j", "J"), ("_s", "s"))
+#: whole column names with a unit of their own
+UNIT_NAMES = {"flops": "FLOP", "bytes": "B"}
+
+
+def unit_of(column: str) -> str | None:
+    """The SI unit a result column is printed in (`si`; "" a plain count), by the naming rule every result table
+    follows (README, after the wiki section: seconds end in _s, bytes in _bytes, rates name what they count per
+    second); None for a column with no unit (floats print with 4 significant digits), relative errors (`_error`)
+    included."""
+    if column in UNIT_NAMES:
+        return UNIT_NAMES[column]
+    if column.endswith("_error"):
+        return None
+    for prefix, unit in UNIT_PREFIXES:
+        if column.startswith(prefix):
+            return unit
+    return next((unit for suffix, unit in UNIT_SUFFIXES if column.endswith(suffix)), None)
+
 
 def si(value, unit: str) -> str:
     """Human units for the table format (the report's formatters): 1.23 GFLOP, 67.1 MB, 4.01 ms."""
@@ -50,18 +74,19 @@ def json_safe(row: dict) -> dict:
     return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
 
 
-def one_row_text(row: dict, columns, fmt: str, units: dict[str, str], width: int) -> str:
+def one_row_text(row: dict, columns, fmt: str, width: int) -> str:
     """One result row (totals, serve) as `fmt`: csv (header + row in `columns`), json, or a table of `key value`
-    lines, keys padded to `width`, values in SI units where `units` names one (floats else to 4 significant
-    digits)."""
+    lines, keys padded to `width`, values in SI units where the column has one (`unit_of`; floats else to 4
+    significant digits)."""
     if fmt == "csv":
         return csv_text([row], columns)
     if fmt == "json":
         return json.dumps(json_safe(row), indent=1)
 
     def text(key: str, value) -> str:
-        if key in units:
-            return si(value, units[key])
+        unit = unit_of(key)
+        if unit is not None and not isinstance(value, str):
+            return si(value, unit)
         if isinstance(value, float):
             return "-" if math.isnan(value) else f"{value:.4g}"
         return str(value)

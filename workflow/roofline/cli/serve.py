@@ -26,12 +26,6 @@ from .options import choice, fraction, positive_float, positive_int
 HELP = "served TTFT, TPOT and tokens/s of one deployment under one workload (continuous batching, pools, drafts)"
 #: the --format csv columns (and the Python API's DataFrame columns)
 COLUMNS = SERVE_COLUMNS
-_UNITS = {"ttft_s": "s", "tpot_s": "s", "ttft_expected_s": "s", "tpot_expected_s": "s",
-          "e2e_latency_expected_s": "s", "kv_transfer_s": "s", "tokens_per_s": "token/s",
-          "tokens_per_s_expected": "token/s", "tokens_per_s_per_device": "token/s",
-          "tokens_per_s_per_device_expected": "token/s", "tokens_per_s_per_user_expected": "token/s",
-          "e2e_latency_s": "s", "tokens_per_s_per_user": "token/s", "requests_per_s": "request/s",
-          "requests_per_s_expected": "request/s"}
 
 
 def add_arguments(parser) -> None:
@@ -144,4 +138,4 @@ def run(args) -> str:
         print(f"note: {row['deployment']} completes at most {row['requests_per_s_expected']:.3g} requests/s, below "
               f"--request-rate {row['request_rate']:g}: the queue grows without end, so ttft_expected_s and "
               "e2e_latency_expected_s are infinite (lower the rate or add devices)", file=sys.stderr)
-    return one_row_text(row, COLUMNS, args.format, _UNITS, 34)
+    return one_row_text(row, COLUMNS, args.format, 34)
