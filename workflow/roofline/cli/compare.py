@@ -45,8 +45,6 @@ def table(args) -> tuple[list[dict], dict]:
     return compare_results(args.old, args.new, args.threshold)
 
 
-
-
 def _shown(column: str, value) -> str:
     if isinstance(value, str):
         return value

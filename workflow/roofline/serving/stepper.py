@@ -70,11 +70,14 @@ class Stepper:
         """Tables of one grid width read at the same x: located once (the solver reads a step's decode tables at
         the same occupancy in every iteration)."""
         curves = [self.tables[side][name] for name in names]
-        width = curves[0].width
-        if width not in self._offsets:  # each point's row, once per grid width (tables of one width share it)
-            self._offsets[width] = curves[0].offsets(self.group)
-        index, w = curves[0].locate(x, self._offsets[width])
+        index, w = curves[0].locate(x, self._row_offsets(curves[0]))
         return [curve.at(index, w) for curve in curves]
+
+    def _row_offsets(self, curve):
+        """Each point's first flat index in `curve`'s rows, once per grid width (tables of one width share it)."""
+        if curve.width not in self._offsets:
+            self._offsets[curve.width] = curve.offsets(self.group)
+        return self._offsets[curve.width]
 
     def _prompts(self, C, side: str):
         """The draft's prompt passes beyond their attention (which the `prompt` rate holds)."""
@@ -142,11 +145,7 @@ class Stepper:
             return tokenwise
         if self._spread is None or np.ndim(tokenwise) != 1:  # every point (the mask reads a flat list of points)
             return tokenwise + self._busiest(C, side, chunk)
-        points = self._spread
-
-        def pick(value):
-            return np.asarray(value)[points] if np.ndim(value) else value
-        tokenwise[points] += self._busiest(pick(C), side, pick(chunk), points)
+        tokenwise[self._spread] += self._busiest(C, side, chunk, self._spread)
         return tokenwise
 
     def _busiest(self, C, side: str, chunk, points=None):
@@ -155,18 +154,20 @@ class Stepper:
         one replica computes max(C / r, min(C, c, chunk)) of them: the even share, or one whole prompt (at most a
         chunk) where the step holds fewer prompts than replicas (dealing r + 1 whole prompts would give one
         replica two; the even share is taken past r, as a scheduler that chunks can balance), while the rest wait
-        for it at the experts' all-to-all. The tables price every replica at its even
-        share: the replica's own operators (the token-wise part but the routed experts) and its prompts' attention
-        are read again at its load. None without DP attention (r = 1) or on the bound side (prompts dealt evenly:
-        no step is faster). Steps that fuse prompt chunks into decode steps stay even: measured TensorRT-LLM DEP
-        runs' TPOT follows the even spread, where the busiest replica's share would price it 2-4x too slow
-        (consistent with TensorRT-LLM's attention-DP balancing, which holds context requests until every rank
-        runs context in the same step)."""
+        for it at the experts' all-to-all. The tables price every replica at its even share: the replica's own
+        operators (the token-wise part but the routed experts) and its prompts' attention are read again at its
+        load. None without DP attention (r = 1) or on the bound side (prompts dealt evenly: no step is faster).
+        Steps that fuse prompt chunks into decode steps stay even: measured TensorRT-LLM DEP runs' TPOT follows
+        the even spread, where the busiest replica's share would price it 2-4x too slow (consistent with
+        TensorRT-LLM's attention-DP balancing, which holds context requests until every rank runs context in the
+        same step). `points`: the indices of the points to price (C and chunk given for every point or as one
+        value; None: every point)."""
         if side != "expected" or self._balanced:
             return 0.0
 
         def pick(value):  # a per-point value at `points` (None: every point)
             return value if points is None or np.ndim(value) == 0 else np.asarray(value)[points]
+        C, chunk = pick(C), pick(chunk)
         r, computed, prompt = pick(self.replicas), pick(self.computed), pick(self.prompt[side])
         busiest = np.maximum(C / r, np.minimum(np.minimum(C, computed), chunk))
         return (self._read_at(side, "replica", r * busiest, points) - self._read_at(side, "replica", C, points)
@@ -177,7 +178,5 @@ class Stepper:
         if points is None:
             return self._read(side, name, x)
         curve = self.tables[side][name]
-        if curve.width not in self._offsets:
-            self._offsets[curve.width] = curve.offsets(self.group)
-        index, w = curve.locate(x, self._offsets[curve.width][points])
+        index, w = curve.locate(x, self._row_offsets(curve)[points])
         return curve.at(index, w)

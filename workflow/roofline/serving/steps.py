@@ -56,6 +56,8 @@ EXPERT_OPS = ("moe_combine",)
 def expert_op(name: str) -> bool:
     """Whether an operator is the routed experts' work (EXPERT_PREFIX, EXPERT_OPS)."""
     return name.startswith(EXPERT_PREFIX) or name in EXPERT_OPS
+
+
 #: spacing of the tabulation grids (tokens, rows, decode sequences): 4% apart, interpolated in log space
 GRID_RATIO = 1.04
 
