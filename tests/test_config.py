@@ -243,14 +243,19 @@ def test_schema_gpu_entry_fields_are_the_ones_the_engine_reads():
 
     entry = {"name": "X", "vendor": "V", "source": "s", "memory_gb": 1, "bandwidth_gbps": 1, "l2_mb": 1,
              "peak_tflops": {"fp16": 1}, "scaleup_link": "L", "scaleup_gbps": 100, "scaleup_domain": 4,
-             "scaleout_gbps": 50, "scaleup_latency_us": 2, "scaleout_latency_us": 8,
+             "scaleout_gbps": 50, "scaleup_latency_us": 2, "scaleout_latency_us": 8, "in_network_reduction": True,
              "calibration": str(shipped_path("h100-sxm")), "calibration_any_device": True,  # new hardware: any chip
              "tdp_w": 700, "power_w": 550, "price_per_hour": 2.5, "framework": "vllm"}
     # `parallel` is read by the config layer (the deployment plan), every other field by the engine
     assert set(entry) | {"parallel", "base"} == set(SCHEMA["$defs"]["gpu_entry"]["properties"])
     gpu = rc.resolve_gpu("x", entry)
     assert gpu.l2_bytes == 1e6 and gpu.link(4) == (100e9, 2e-6) and gpu.link(8) == (50e9, 8e-6)
-    assert gpu.framework == "vllm"
+    assert gpu.framework == "vllm" and gpu.in_network_reduction
+    assert not rc.resolve_gpu("a100-sxm-80gb", {}).in_network_reduction
+    assert not rc.resolve_gpu("h100-sxm", {"in_network_reduction": False}).in_network_reduction
+    with pytest.raises(RooflineInputError, match=r"gpus.h100-sxm.in_network_reduction: 'yes' is not allowed; "
+                                                 r"expected true or false"):
+        rc.resolve_gpu("h100-sxm", {"in_network_reduction": "yes"})
 
 
 SCHEMA_BAD = {

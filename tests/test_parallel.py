@@ -219,6 +219,8 @@ def test_collectives_beyond_one_domain_use_the_scale_out_network():
     send = next(r for r in rows if r["op"] == "pp_send")
     reduce = next(r for r in rows if r["op"] == "attn_all_reduce")
     assert send["network_bandwidth_bytes_per_s"] == 50e9 and reduce["network_bandwidth_bytes_per_s"] == 450e9
+    # NVSwitch adds in flight: the all-reduce's 8192 x 2 bytes cross once (not the ring's 2 x 7/8 of them)
+    assert reduce["bytes_network"] == 8192 * 2 and reduce["t_network_s"] == pytest.approx(2e-6 + 8192 * 2 / 450e9)
     assert send["t_network_s"] == pytest.approx(5e-6 + 8192 * 2 / 50e9)
     assert reduce["bound"] == "network" and math.isnan(next(r for r in rows if r["op"] == "q_proj")
                                                          ["network_bandwidth_bytes_per_s"])
@@ -333,17 +335,19 @@ def test_the_report_says_when_the_link_is_the_bottleneck():
     pcie = sentence("rtx-a6000", Parallel(tp=4), "prefill")
     assert "161 all-reduces of 50.3 MB" in pcie and "PCIe Gen4 x16, 32.0 GB/s" in pcie
     assert "set by the link's bandwidth" in pcie
-    # NVLink at batch 1: 28.7 kB per all-reduce is 64 ns of link time; the 3 us latency sets it
+    # NVLink at batch 1: 16.4 kB per all-reduce (8192 x 2 bytes, reduced in the switch) is 36 ns of link time;
+    # the 2 us latency sets it
     nvlink = sentence("h100-sxm", Parallel(tp=8), "decode")
-    assert "28.7 kB" in nvlink and "set by the 2.00 µs latency" in nvlink
+    assert "16.4 kB" in nvlink and "set by the 2.00 µs latency" in nvlink and "adds them in flight" in nvlink
     assert sentence("h100-sxm", Parallel(), "decode") == ""  # one device: no collectives
 
 
 # ------------------------------------------------------------------------------ collectives across domains
 def _two_links():
-    """8 devices per domain at 100 B/s each way, 10 B/s per device beyond; no latency (exact integers)."""
+    """8 devices per domain at 100 B/s each way, 10 B/s per device beyond; no latency (exact integers); no
+    in-network reduction (the ring's bytes)."""
     return replace(H100, scaleup_bandwidth_bytes_per_s=100.0, scaleup_latency_s=0.0, scaleup_domain=8,
-                   scaleout_bandwidth_bytes_per_s=10.0, scaleout_latency_s=0.0)
+                   scaleout_bandwidth_bytes_per_s=10.0, scaleout_latency_s=0.0, in_network_reduction=False)
 
 
 def test_a_collective_across_domains_uses_both_links_and_the_cut():
@@ -369,18 +373,53 @@ def test_a_collective_across_domains_uses_both_links_and_the_cut():
         [3000 / 110, 1500 / 110], rel=1e-12)
 
 
+def test_a_link_that_reduces_in_flight_moves_an_all_reduce_once():
+    from roofline.engine.collectives import collective_seconds, split_bytes
+
+    gpu = replace(_two_links(), in_network_reduction=True)
+    # inside one domain of 8: an all-reduce of S = 1000 bytes (the ring's 2 x 7/8 x 1000 = 1750) sends S and
+    # receives S per device: 10 s at 100 B/s (the ring 17.5 s); all-gather and pipeline sends are as before
+    assert collective_seconds(gpu, "all_reduce", 1750.0, 8) == pytest.approx(10.0, rel=1e-12)
+    assert collective_seconds(gpu, "all_gather", 1750.0, 8) == pytest.approx(17.5, rel=1e-12)
+    assert collective_seconds(gpu, "p2p", 1000.0, 8) == pytest.approx(10.0, rel=1e-12)
+    # across 2 domains (S = 1600, ring 3000): 1600 in all on both links (14.5 s), the cut of 200 per NIC stays
+    # (20 s: the scale-out network is not assumed to reduce): 20 s
+    assert split_bytes("all_reduce", 3000.0, 16.0, 8.0, True) == pytest.approx((1600.0, 200.0), rel=1e-12)
+    assert collective_seconds(gpu, "all_reduce", 3000.0, 16) == pytest.approx(20.0, rel=1e-12)
+    # the catalog says which links reduce: NVSwitch 3 and later (H100/H200/B200 HGX, GB200 NVL72), not the A100's
+    assert H100.in_network_reduction and get_accelerator("gb200-gpu").in_network_reduction
+    assert not get_accelerator("a100-sxm-80gb").in_network_reduction
+    assert not get_accelerator("mi300x").in_network_reduction
+
+
+def test_the_all_reduce_bound_is_at_most_every_measured_collective_of_the_shipped_tables():
+    # the 8-GPU H100 all-reduce of 1 GiB took 4.01 ms in TensorRT-LLM's table, below the ring's 2 x 7/8 x 1 GiB at
+    # 450 GB/s (4.18 ms): in-switch reduction (NVLS) at work; the bound is the tensor once, 2.39 ms
+    from roofline.estimate.calibration import collective_bound_seconds, read_table, shipped_path
+
+    assert collective_bound_seconds(H100, "all_reduce", 8, 1 << 29) == pytest.approx(2e-6 + 2 ** 30 / 450e9)
+    for chip in ("h100-sxm", "h200-sxm", "b200"):
+        gpu = get_accelerator(chip)
+        for row in read_table(str(shipped_path(chip, "trtllm"))):
+            if row["op_class"] == "communication":
+                bound = collective_bound_seconds(gpu, row["op"], int(row["span"]), row["m"], row["dtype"])
+                assert bound <= row["measured_s"], (chip, row["op"], row["span"], row["m"])
+
+
 def test_tensor_parallelism_across_two_nodes_prices_its_all_reduce_on_both_links():
     # Llama-3.1-70B prefill of 2048 tokens at TP 16 on 8-GPU H100 nodes: each all-reduce of S = 2048 x 8192 x 2
-    # bytes moves 2 x 15/16 S per device in all, on NVLink (450 GB/s) and the NIC (50 GB/s) together: 3 + 125.8 us;
-    # the S / 8 that must leave each node per NIC takes 5 + 83.9 us; the flat ring through the NIC 5 + 1,258 us.
-    # The operator row's bandwidth is the effective one: t_network = latency + bytes / bandwidth
+    # bytes moves S per device in all (NVSwitch reduces in flight), on NVLink (450 GB/s) and the NIC (50 GB/s)
+    # together: 2 + 67.1 us; the S / 8 that must leave each node per NIC takes 5 + 83.9 us; the flat ring through
+    # the NIC 5 + 1,258 us. The operator row's bandwidth is the effective one: t_network = latency + bytes / bandwidth
     model, sc = get_model("llama-3.1-70b"), Scenario(batch=1, seq_len=2048, parallel=Parallel(tp=16))
     op = ops_by_name(model, "prefill", sc)["attn_all_reduce"]
     S = 2048 * 8192 * 2
     bandwidth, t_network = network_time(H100, op)
-    both = H100.scaleup_latency_s + 2 * 15 / 16 * S / 500e9
+    both = H100.scaleup_latency_s + S / 500e9
     cut = H100.scaleout_latency_s + S / 8 / 50e9
-    assert t_network == pytest.approx(max(both, cut), rel=1e-9)
+    assert t_network == pytest.approx(max(both, cut), rel=1e-9) and cut > both
+    ring = network_time(replace(H100, in_network_reduction=False), op)[1]  # without it: 2 + 125.8 us, both links
+    assert ring == pytest.approx(H100.scaleup_latency_s + 2 * 15 / 16 * S / 500e9, rel=1e-9)
     assert t_network < H100.scaleout_latency_s + op.cost.network / 50e9
     assert H100.scaleout_latency_s + op.cost.network / bandwidth == pytest.approx(t_network, rel=1e-9)
     assert network_time(H100, ops_by_name(model, "prefill", replace(sc, parallel=Parallel(tp=8)))[

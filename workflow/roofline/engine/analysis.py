@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .collectives import collective_kind, collective_seconds, effective_bandwidth, link_arrays, link_seconds
+from .collectives import collective_kind, link_arrays, link_seconds, link_time, moved_bytes
 from .columns import TOTAL_COLUMNS
 from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
 from .errors import RooflineInputError
@@ -116,9 +116,7 @@ def network_time(gpu: Accelerator, op: Op):
     effective one across: T_network = latency + bytes / bandwidth holds); (NaN, 0) for every other operator."""
     if op.span <= 1:
         return NAN, 0.0
-    kind = collective_kind(op.name)
-    seconds = collective_seconds(gpu, kind, op.cost.network, op.span)
-    return effective_bandwidth(gpu, kind, op.cost.network, op.span, seconds), seconds
+    return link_time(gpu, collective_kind(op.name), op.cost.network, op.span)
 
 
 def op_times(gpu: Accelerator, op: Op, peak: float, nbytes, maximum=max) -> tuple:
@@ -139,7 +137,7 @@ def devices_time(gpus, flops, nbytes, network, dtype: str, span: int, expand, ki
     t = roof_times(flops, nbytes, peak, bandwidth, 0.0, np.maximum)[2]
     if span > 1:
         links = link_arrays(gpus, span)
-        t = np.maximum(t, link_seconds(kind, network, span, tuple(expand(links[:, column]) for column in range(5))))
+        t = np.maximum(t, link_seconds(kind, network, span, tuple(expand(column) for column in links.T)))
     return t
 
 
@@ -151,6 +149,7 @@ def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
     bw = gpu.bandwidth_bytes_per_s
     t_compute, t_memory, t_network, t = op_times(gpu, op, peak, nbytes)
     link_bw = network_time(gpu, op)[0]
+    moved = moved_bytes(gpu, collective_kind(op.name), c.network, op.span) if op.span > 1 else c.network
     intensity = c.flops / nbytes if nbytes else math.inf
     return {
         "model": model_key, "gpu": gpu.key, "stage": stage, "op": op.name, "op_class": op.op_class,
@@ -160,7 +159,7 @@ def op_row(model_key: str, gpu: Accelerator, stage: str, op: Op) -> dict:
         "peak_flops_per_s": peak, "bandwidth_bytes_per_s": bw,
         "attainable_flops_per_s": float(min(peak, intensity * bw)),
         "t_compute_s": float(t_compute), "t_memory_s": float(t_memory), "t_s": float(t),
-        "bound": bound_class(t_compute, t_memory, t_network), "bytes_network": float(c.network),
+        "bound": bound_class(t_compute, t_memory, t_network), "bytes_network": float(moved),
         "network_bandwidth_bytes_per_s": float(link_bw), "t_network_s": float(t_network),
         "compute_dtype": op.compute_dtype,
     }

@@ -72,6 +72,7 @@ class Accelerator:
     scaleup_domain: int = 1  # devices one scale-up domain holds
     scaleout_bandwidth_bytes_per_s: float = 0.0  # per device, per direction; 0 = none
     scaleup_latency_s: float = 0.0  # per collective
+    in_network_reduction: bool = False  # the scale-up switch reduces all-reduce data in flight (NVLink SHARP)
     scaleout_latency_s: float = 0.0
     interconnect_source: str = ""
     calibration: str = ""  # path of a calibration table (roofline.estimate.calibration); "" = the shipped one, if any
@@ -140,6 +141,7 @@ def _from_csv_row(row: dict[str, str]) -> Accelerator:
         scaleup_domain=int(_float_or_none(row.get("scaleup_domain", "")) or 1),
         scaleout_bandwidth_bytes_per_s=(_float_or_none(row.get("scaleout_GBps", "")) or 0.0) * GIGA,
         scaleup_latency_s=(_float_or_none(row.get("scaleup_latency_us", "")) or 0.0) * MICRO,
+        in_network_reduction=row.get("in_network_reduction", "") == "1",
         scaleout_latency_s=(_float_or_none(row.get("scaleout_latency_us", "")) or 0.0) * MICRO,
         interconnect_source=row.get("interconnect_source", ""),
         tdp_w=_float_or_none(row.get("tdp_w", "")),
@@ -176,7 +178,8 @@ _SCALED_FIELDS = {
 #: Unscaled numeric fields of a gpus: entry (positive numbers in their own units: W, USD per device-hour)
 _POWER_AND_PRICE = ("tdp_w", "power_w", "price_per_hour")
 ENTRY_FIELDS = ("base", "name", "vendor", "source", "peak_tflops", "scaleup_link", "scaleup_domain",
-                *_SCALED_FIELDS, "calibration", "calibration_any_device", "framework", *_POWER_AND_PRICE)
+                "in_network_reduction", *_SCALED_FIELDS, "calibration", "calibration_any_device", "framework",
+                *_POWER_AND_PRICE)
 
 
 def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
@@ -185,7 +188,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
 
     Entry fields (config units): name, vendor, memory_gb [read as GiB, like the catalog], bandwidth_gbps [decimal
     GB/s], peak_tflops {dtype: dense TFLOP/s}, l2_mb, source; interconnect: scaleup_link, scaleup_gbps [decimal GB/s
-    per direction], scaleup_domain [devices], scaleout_gbps, scaleup_latency_us, scaleout_latency_us; calibration
+    per direction], scaleup_domain [devices], in_network_reduction (true: the scale-up switch reduces all-reduce
+    data in flight), scaleout_gbps, scaleup_latency_us, scaleout_latency_us; calibration
     (path of a calibration table, as given), calibration_any_device (true: apply it even if measured on another
     chip), framework (FRAMEWORKS: the serving framework whose shipped tables its expected times use); tdp_w [W],
     power_w [W, measured], price_per_hour [USD per device-hour]. The device keeps the chip of the catalog entry it
@@ -290,6 +294,12 @@ def _entry_changes(key: str, entry: dict, base: Accelerator) -> dict:
             raise RooflineInputError(f"gpus.{key}.scaleup_domain: {domain!r} is not allowed; expected an integer "
                                      "from 1 to 65536 (devices in one scale-up domain)")
         changes["scaleup_domain"] = domain
+    if "in_network_reduction" in entry:
+        if not isinstance(entry["in_network_reduction"], bool):
+            raise RooflineInputError(f"gpus.{key}.in_network_reduction: {entry['in_network_reduction']!r} is not "
+                                     "allowed; expected true or false (the scale-up switch reduces all-reduce data "
+                                     "in flight, as NVLink SHARP does)")
+        changes["in_network_reduction"] = entry["in_network_reduction"]
     if "peak_tflops" in entry:
         peaks = dict(base.peak_flops_per_s)
         if not isinstance(entry["peak_tflops"] or {}, dict):

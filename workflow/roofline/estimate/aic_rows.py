@@ -26,12 +26,14 @@ import math
 import numpy as np
 
 from ..engine import formulas as f
+from ..engine.collectives import collective_kind, collective_seconds
 from ..engine.columns import CALIBRATION_COLUMNS
 from ..engine.dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
 from ..engine.hardware import Accelerator
 from ..engine.models import ACTIVATION_FLOPS
 from ..engine.roofline import roof_times
 from . import aic_source as src
+from .calibration import COLLECTIVE_COSTS
 
 #: the package's GEMM dtypes -> (weight dtype, activation dtype) in ours
 GEMM_DTYPES = {"bfloat16": ("bf16", "bf16"), "fp8": ("fp8", "fp8"), "fp8_block": ("fp8", "fp8"),
@@ -106,8 +108,7 @@ def row(gpu: Accelerator, device: str, framework: str, op_class: str, op: str, d
     out.update({"weight_dtype": "", "kv_dtype": "", **shape})
     t_network = 0.0
     if span > 1 and cost.network:
-        bandwidth, latency = gpu.link(span)
-        t_network = latency + cost.network / bandwidth
+        t_network = collective_seconds(gpu, collective_kind(op), cost.network, span)
     bound = roof_times(cost.flops, cost.bytes, gpu.peak(dtype), gpu.bandwidth_bytes_per_s, t_network)[2]
     out.update(device=device, gpu=gpu.key, source="measured", op_class=op_class, op=op, dtype=dtype,
                flops=float(cost.flops), bytes=float(cost.bytes), measured_s=float(seconds), bound_s=float(bound),
@@ -364,7 +365,6 @@ def moe_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
     return rows
 
 
-COLLECTIVES = {"all_reduce": f.all_reduce, "all_gather": f.all_gather, "alltoall": f.all_to_all}
 OUR_COLLECTIVE = {"all_reduce": "all_reduce", "all_gather": "all_gather", "alltoall": "all_to_all"}
 
 
@@ -382,7 +382,7 @@ def comm_rows(gpu: Accelerator, custom, nccl, framework: str) -> list[dict]:
     if not parts:
         return []
     frame = pd.concat(parts, ignore_index=True)
-    frame = frame[frame["op_name"].isin(list(COLLECTIVES)) & (frame["num_gpus"].astype(int) <= gpu.scaleup_domain)]
+    frame = frame[frame["op_name"].isin(list(OUR_COLLECTIVE)) & (frame["num_gpus"].astype(int) <= gpu.scaleup_domain)]
     custom_spans = set(frame.loc[frame["table"] == "custom_allreduce_perf", "num_gpus"])
     nccl_all_reduce = (frame["table"] == "nccl_perf") & (frame["op_name"] == "all_reduce")
     frame = frame[~(nccl_all_reduce & frame["num_gpus"].isin(custom_spans))]
@@ -392,8 +392,9 @@ def comm_rows(gpu: Accelerator, custom, nccl, framework: str) -> list[dict]:
 
     for r in frame.itertuples():
         n, elements = int(r.num_gpus), int(r.message_size)
-        cost = COLLECTIVES[r.op_name](1, elements, n, A16)
-        rows.append(row(gpu, device, framework, "communication", OUR_COLLECTIVE[r.op_name], "bf16", cost,
+        op = OUR_COLLECTIVE[r.op_name]
+        cost = COLLECTIVE_COSTS[op](1, elements, n, A16)
+        rows.append(row(gpu, device, framework, "communication", op, "bf16", cost,
                         r.seconds, src.provenance(Path(r.folder), r.table, r.kernel_source), span=n, m=elements))
     return rows
 

@@ -42,6 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engine import formulas as f
+from ..engine.collectives import collective_seconds
 from ..engine.dtypes import DTYPE_BYTES
 from ..engine.hardware import Accelerator
 from ..engine.roofline import bound_class, kernel_seconds
@@ -74,6 +76,18 @@ CALIBRATED, PARTIAL, DEFAULT = "calibrated", "partial", "default"
 def bound_seconds(gpu: Accelerator, dtype: str, flops: float, nbytes: float) -> float:
     """The engine's roofline bound of one kernel on `gpu` (analysis.op_row's t_s); NaN without a peak for dtype."""
     return kernel_seconds(flops, nbytes, gpu.peak_flops_per_s.get(dtype), gpu.bandwidth_bytes_per_s)
+
+
+#: a communication row's op -> the engine's formula of its cost (T = 1 row of `m` elements; all-gather: the output)
+COLLECTIVE_COSTS = {"all_reduce": f.all_reduce, "all_gather": f.all_gather, "all_to_all": f.all_to_all}
+
+
+def collective_bound_seconds(gpu: Accelerator, op: str, span: int, elements: float, dtype: str = "bf16") -> float:
+    """The engine's bound of one measured collective (a communication row: `op` of `elements` over `span`
+    devices of `gpu`): its link time, or its DRAM time where that is longer (analysis.op_row's t_s)."""
+    cost = COLLECTIVE_COSTS[op](1, elements, span, DTYPE_BYTES[dtype])
+    return max(kernel_seconds(cost.flops, cost.bytes, gpu.peak_flops_per_s.get(dtype), gpu.bandwidth_bytes_per_s),
+               collective_seconds(gpu, op, cost.network, span))
 
 
 def regime(gpu: Accelerator, dtype: str, flops: float, nbytes: float) -> str:

@@ -239,7 +239,7 @@ class Kernels:
             if op.span > 1:
                 links = link_arrays(gpus, op.span)
                 t[i] = np.maximum(t[i], link_seconds(collective_kind(op.name), self.network[i, columns], op.span,
-                                                     tuple(np.repeat(links[:, k], sizes) for k in range(5))))
+                                                     tuple(np.repeat(column, sizes) for column in links.T)))
         return t, None if single else columns
 
     def seconds(self, calibration: Calibration, devices, standalone: bool = False):

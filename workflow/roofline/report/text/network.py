@@ -41,9 +41,12 @@ def network_sentence(stage: str, total: pd.Series, ops: pd.DataFrame, gpu: Accel
     link_bw = float(top["network_bandwidth_bytes_per_s"])
     link, latency = link_of(gpu, link_bw)
     name = COLLECTIVE_NAMES.get(top["op"], top["op"])
+    reduced = name == "all-reduce" and gpu.in_network_reduction and link == gpu.scaleup_link
     text = (f"On {total['deployment']} the collectives take {units.percent(share)} of the {stage} step: "
             f"{count} {name}s of {units.nbytes(top['bytes_network'])} on each device's link ({link}, "
-            f"{units.bandwidth(link_bw)} per direction) at {units.seconds(top['t_s'])} apiece")
+            f"{units.bandwidth(link_bw)} per direction"
+            f"{'; the switch adds them in flight, so each tensor crosses once each way' if reduced else ''}) "
+            f"at {units.seconds(top['t_s'])} apiece")
     if latency >= float(top["t_network_s"]) - latency:  # the engine's link time = latency + the bytes' time
         text += (f", set by the {units.seconds(latency)} latency of a collective rather than by the bytes: fewer "
                  "devices, larger batches or overlapping them with compute is what helps")
