@@ -390,6 +390,9 @@ def test_a_link_that_reduces_in_flight_moves_an_all_reduce_once():
     assert H100.in_network_reduction and get_accelerator("gb200-gpu").in_network_reduction
     assert not get_accelerator("a100-sxm-80gb").in_network_reduction
     assert not get_accelerator("mi300x").in_network_reduction
+    listing = cli.run(["list", "gpus"]).splitlines()
+    assert "NVLink 4 450 GB/s x8 (reduces in flight)" in next(line for line in listing if line.startswith("h100-sxm "))
+    assert "(reduces" not in next(line for line in listing if line.startswith("a100-sxm-80gb "))
 
 
 def test_the_all_reduce_bound_is_at_most_every_measured_collective_of_the_shipped_tables():

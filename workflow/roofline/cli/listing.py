@@ -25,7 +25,7 @@ def _models() -> list[dict]:
 def _gpus() -> list[dict]:
     return [{"key": k, "name": g.name, "bandwidth_GBps": f"{g.bandwidth_bytes_per_s / 1e9:g}",
              "memory_GiB": f"{g.memory_bytes / 2**30:.4g}",
-             "scaleup": (f"{g.scaleup_link} {g.scaleup_bandwidth_bytes_per_s / 1e9:g} GB/s x"
-                         f"{g.scaleup_domain}" if g.scaleup_link else "-"),
+             "scaleup": (f"{g.scaleup_link} {g.scaleup_bandwidth_bytes_per_s / 1e9:g} GB/s x{g.scaleup_domain}"
+                         f"{' (reduces in flight)' if g.in_network_reduction else ''}" if g.scaleup_link else "-"),
              "dtypes": " ".join(g.peak_flops_per_s) or "- (no published peaks)"}
             for k, g in hardware.catalog().items()]
