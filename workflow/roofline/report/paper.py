@@ -32,16 +32,16 @@ TOLERANCE = 1e-6
 REASONS = {
     "attn_add": "a residual add x + r reads both operands and writes one; the paper counts one read",
     "mlp_add": "a residual add x + r reads both operands and writes one; the paper counts one read",
-    "mlp_act": "SwiGLU computes silu(gate) × up on the intermediate size 11,008 (two reads, one write, 5 FLOPs per "
-               "element); the paper applies the activation to the hidden size 4,096",
-    "lm_head": "we count 2 FLOPs per multiply-add, as for every GEMM; the paper counts 1",
-    "attn_norm": "we include the norm's scale vector (4,096 fp16 values = 8.2 kB) in the bytes",
-    "mlp_norm": "we include the norm's scale vector (4,096 fp16 values = 8.2 kB) in the bytes",
-    "qk_matmul": "the decode token attends to seq_len + 1 = 2,049 keys (the cache and itself); the paper uses 2,048",
-    "sv_matmul": "the decode token attends to seq_len + 1 = 2,049 values (the cache and itself); the paper uses 2,048",
-    "softmax": "the decode token's scores cover seq_len + 1 = 2,049 keys; the paper uses 2,048",
+    "mlp_act": "SwiGLU, silu(gate) × up, runs on the intermediate size 11,008 (two reads, one write, 5 FLOPs an "
+               "element); the paper uses the hidden size 4,096",
+    "lm_head": "2 FLOPs per multiply-add, as for every GEMM; the paper counts 1",
+    "attn_norm": "we count the norm's scale vector (4,096 fp16 values, 8.2 kB)",
+    "mlp_norm": "we count the norm's scale vector (4,096 fp16 values, 8.2 kB)",
+    "qk_matmul": "the decode token attends to 2,049 keys (the cache and itself); the paper uses 2,048",
+    "sv_matmul": "the decode token attends to 2,049 values (the cache and itself); the paper uses 2,048",
+    "softmax": "the decode token's scores cover 2,049 keys; the paper uses 2,048",
 }
-EXTRA_REASON = "a row we add: a real kernel with real traffic that the paper's table omits"
+EXTRA_REASON = "a row we add: a kernel the paper's table omits"
 
 
 def paper_case_ops() -> pd.DataFrame:
