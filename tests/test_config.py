@@ -253,6 +253,12 @@ def test_schema_gpu_entry_fields_are_the_ones_the_engine_reads():
     assert gpu.framework == "vllm" and gpu.in_network_reduction
     assert not rc.resolve_gpu("a100-sxm-80gb", {}).in_network_reduction
     assert not rc.resolve_gpu("h100-sxm", {"in_network_reduction": False}).in_network_reduction
+    # a measured bandwidth of the same link keeps it; another link reduces only when the entry says so
+    assert rc.resolve_gpu("h100-sxm", {"scaleup_gbps": 400}).in_network_reduction
+    assert not rc.resolve_gpu("x", {"base": "h100-sxm", "scaleup_link": "PCIe Gen5 x16",
+                                    "scaleup_gbps": 64}).in_network_reduction
+    assert rc.resolve_gpu("y", {"base": "h100-sxm", "scaleup_link": "NVLink 4 (NVL16)",
+                                "in_network_reduction": True}).in_network_reduction
     with pytest.raises(RooflineInputError, match=r"gpus.h100-sxm.in_network_reduction: 'yes' is not allowed; "
                                                  r"expected true or false"):
         rc.resolve_gpu("h100-sxm", {"in_network_reduction": "yes"})

@@ -1,15 +1,17 @@
 """The time of a collective on a device's links: inside one scale-up domain, or across several joined by the
 scale-out network.
 
-Inside a domain every byte a collective sends per device (the formula's `network` bytes, the flat ring's count)
-crosses the scale-up link: latency + bytes / bandwidth. Across m domains of g devices (span n = g m) a device
+Inside a domain every byte a collective sends per device (the formula's `network` bytes, the flat ring's count;
+an all-reduce's tensor once where the switch reduces in flight, below) crosses the scale-up link: latency + bytes /
+bandwidth. Across m domains of g devices (span n = g m) a device
 has both links, and collective libraries use both: NCCL runs rings through every device of a domain and crosses
 between domains on several NICs at once, or runs the collective hierarchically; DeepEP's internode all-to-all
 sends a token once to each remote domain and fans it out there. The bound is what no such algorithm beats: the
 bytes that must leave each domain, spread over its g NICs (the cut), on the scale-out link, and all the bytes a
 device moves on both links together:
 
-* all-reduce of S bytes: cut 2 (m - 1) / m S / g per device; in all 2 (n - 1) / n S (the flat ring's);
+* all-reduce of S bytes: cut 2 (m - 1) / m S / g per device; in all 2 (n - 1) / n S (the flat ring's; S with
+  in-network reduction);
 * all-gather of an S_out-byte output: cut (m - 1) / m S_out / g; in all (n - 1) / n S_out;
 * all-to-all of S bytes per device (its copies for every rank): at best a token crosses once per remote domain,
   so cut (n - g) / n S / g, with (g - 1) / n S inside its own domain;

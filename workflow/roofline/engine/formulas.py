@@ -32,7 +32,9 @@ Conventions (stated once, used everywhere):
   device, per direction), beside its DRAM time (read the send buffer, write the received data). All-reduce is the ring
   algorithm: a reduce-scatter and an all-gather, 2(n-1)/n of the tensor on the link of each of n devices, one
   latency per collective (NCCL's tree and one-shot kernels move as many or more bytes; their latency is similar
-  for the small messages of decode). All-gather and all-to-all move (n-1)/n, a point-to-point send the whole tensor.
+  for the small messages of decode); on a link whose switch reduces in flight (NVLink SHARP) the tensor crosses
+  once each way instead, and across scale-up domains both links and the cut between them bound the time
+  (roofline.engine.collectives). All-gather and all-to-all move (n-1)/n, a point-to-point send the whole tensor.
   Default overlap: none. Communication time adds to the compute and memory times of the other operators, as every
   operator's time adds to the others'; the `overlap_communication` treatment prices hiding it.
 * Quantized activations (rule in dtypes.py): an 8-bit (or narrower) act_dtype applies to GEMM inputs only, so a

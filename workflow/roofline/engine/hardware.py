@@ -294,6 +294,8 @@ def _entry_changes(key: str, entry: dict, base: Accelerator) -> dict:
             raise RooflineInputError(f"gpus.{key}.scaleup_domain: {domain!r} is not allowed; expected an integer "
                                      "from 1 to 65536 (devices in one scale-up domain)")
         changes["scaleup_domain"] = domain
+    if "scaleup_link" in entry and "in_network_reduction" not in entry:
+        changes["in_network_reduction"] = False  # another link: its switch reduces only when the entry says so
     if "in_network_reduction" in entry:
         if not isinstance(entry["in_network_reduction"], bool):
             raise RooflineInputError(f"gpus.{key}.in_network_reduction: {entry['in_network_reduction']!r} is not "

@@ -18,11 +18,10 @@ CAVEATS = (
     "re-reads and fusion inside a framework change them.",
     "Peaks are dense datasheet values; rows flagged as estimates in the hardware table were derived rather than "
     "printed by the vendor.",
-    "Several devices: rows are one device's share; collectives (ring all-reduce, all-gather, all-to-all) run at the "
-    "link's datasheet bandwidth plus a latency each, not overlapped with computation; where the switch reduces in "
-    "flight (NVLink SHARP: H100, H200, B200, GB200 and later) an all-reduce's bound moves its tensor once, not the "
-    "ring's 2(n-1)/n; pipeline stages run without micro-batching. A setup that does not fit is timed as if it did "
-    "and marked ✗.",
+    "Several devices: rows are one device's share; collectives run at the link's datasheet bandwidth plus a latency "
+    "each, not overlapped with computation (an all-reduce as a ring, or its tensor once where the switch reduces in "
+    "flight: NVLink SHARP); no offloading; pipeline stages run without micro-batching. A setup that does not fit is "
+    "timed as if it did and marked ✗.",
 )
 
 
