@@ -255,6 +255,8 @@ def test_schema_gpu_entry_fields_are_the_ones_the_engine_reads():
     assert not rc.resolve_gpu("h100-sxm", {"in_network_reduction": False}).in_network_reduction
     # a measured bandwidth of the same link keeps it; another link reduces only when the entry says so
     assert rc.resolve_gpu("h100-sxm", {"scaleup_gbps": 400}).in_network_reduction
+    same = rc.resolve_gpu("h100-sxm", {"in_network_reduction": True, "scaleup_gbps": 450})  # the catalog's own values
+    assert same.source == rc.resolve_gpu("h100-sxm", {}).source and "overridden" not in same.source
     assert not rc.resolve_gpu("x", {"base": "h100-sxm", "scaleup_link": "PCIe Gen5 x16",
                                     "scaleup_gbps": 64}).in_network_reduction
     assert rc.resolve_gpu("y", {"base": "h100-sxm", "scaleup_link": "NVLink 4 (NVL16)",

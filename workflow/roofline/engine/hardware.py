@@ -201,7 +201,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
         raise unknown(f"gpus.{key}", unknown_fields[0], ENTRY_FIELDS)
     base_key = entry.pop("base", None)
     base = _entry_base(key, entry, base_key)
-    changes = _entry_changes(key, entry, base)
+    changes = {name: value for name, value in _entry_changes(key, entry, base).items()
+               if getattr(base, name) != value}  # restating a catalog value overrides nothing
     if changes and (key in catalog() or base_key is not None):
         changes["source"] = changes.get("source", base.source + " (overridden in config.yaml)")
     if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
