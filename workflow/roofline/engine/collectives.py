@@ -108,8 +108,7 @@ def moved_bytes(gpu, kind: str, network, span: int):
     """Bytes per device on the link of a collective whose flat-ring count is `network`: the count itself, but an
     all-reduce's tensor once (S, not 2 (n - 1) / n S) inside a domain whose link reduces in flight; across domains
     the flat ring's count (the operator rows' bytes_network)."""
-    inside = span <= gpu.scaleup_domain and not _across(gpu, kind, span)
-    return reduced_bytes(kind, network, span, _reduces(gpu) and inside)
+    return reduced_bytes(kind, network, span, _reduces(gpu) and span <= gpu.scaleup_domain)
 
 
 def collective_seconds(gpu, kind: str, network, span: int):

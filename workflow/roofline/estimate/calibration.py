@@ -46,7 +46,7 @@ from ..engine import formulas as f
 from ..engine.collectives import collective_seconds
 from ..engine.dtypes import DTYPE_BYTES
 from ..engine.hardware import Accelerator
-from ..engine.roofline import bound_class, kernel_seconds
+from ..engine.roofline import bound_class, kernel_seconds, roof_times
 from . import curves, table_checks
 from .curves import Fit
 
@@ -86,8 +86,8 @@ def collective_bound_seconds(gpu: Accelerator, op: str, span: int, elements: flo
     """The engine's bound of one measured collective (a communication row: `op` of `elements` over `span`
     devices of `gpu`): its link time, or its DRAM time where that is longer (analysis.op_row's t_s)."""
     cost = COLLECTIVE_COSTS[op](1, elements, span, DTYPE_BYTES[dtype])
-    return max(kernel_seconds(cost.flops, cost.bytes, gpu.peak_flops_per_s.get(dtype), gpu.bandwidth_bytes_per_s),
-               collective_seconds(gpu, op, cost.network, span))
+    t_network = collective_seconds(gpu, op, cost.network, span)
+    return roof_times(cost.flops, cost.bytes, gpu.peak(dtype), gpu.bandwidth_bytes_per_s, t_network)[2]
 
 
 def regime(gpu: Accelerator, dtype: str, flops: float, nbytes: float) -> str:

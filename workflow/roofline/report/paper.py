@@ -91,13 +91,11 @@ def comparison(ops: pd.DataFrame) -> list[dict]:
             p_flops, p_bytes = float(paper[f"{stage}_flops"]), float(paper[f"{stage}_bytes"])
             p_ai = float(paper[f"{stage}_intensity"])
             same = _agree(mine.flops, p_flops) and _agree(mine.bytes, p_bytes)
-            differs = []
-            if not _agree(mine.flops, p_flops):
-                differs.append(f"FLOPs {_times(_ratio(mine.flops, p_flops))}")
-            if not _agree(mine.bytes, p_bytes):
-                differs.append(f"bytes {_times(_ratio(mine.bytes, p_bytes))}")
-            if len(differs) == 2 and differs[0].split()[1] == differs[1].split()[1]:  # one ratio: say it once
-                differs = [f"FLOPs and bytes {differs[0].split()[1]}"]
+            ratios = {name: _times(_ratio(ours, theirs)) for name, ours, theirs in
+                      (("FLOPs", mine.flops, p_flops), ("bytes", mine.bytes, p_bytes)) if not _agree(ours, theirs)}
+            if len(ratios) == 2 and len(set(ratios.values())) == 1:  # one ratio for both: say it once
+                ratios = {"FLOPs and bytes": ratios["FLOPs"]}
+            differs = [f"{name} {ratio}" for name, ratio in ratios.items()]
             if same:
                 why = "matches the paper"
             else:
