@@ -115,6 +115,10 @@ REQUESTS = {(128, 128): 30000, (128, 2048): 3000, (128, 4096): 1500, (1000, 2000
             (1024, 1024): 3000, (8192, 1024): 1500, (1024, 8192): 1500, (32768, 1024): 1000, (1024, 32768): 1000}
 #: where the page's gpt-oss runs keep a 16-bit KV cache
 HOPPER = ("h100-sxm", "h200-sxm")
+#: the page's attention-DP balancing per model (its llm_options.yml): DeepSeek-R1's attention_dp_config sets
+#: enable_balance with timeout_iters 60 and batching_wait_iters 0; the Qwen3 MoE, Llama 4 and gpt-oss options turn on
+#: attention DP without it
+BALANCE = {"deepseek-v3": (60, 0)}
 
 
 def total_points() -> list[tuple]:
@@ -134,7 +138,8 @@ def best(key: str, gpu: str, devices: int, weights: str, isl: int, osl: int) -> 
     per device of the search without targets."""
     kv = "bf16" if key.startswith("gpt-oss") and gpu in HOPPER else "fp8"  # the page's "Hopper: use auto"
     result = served.search(models.get_model(key), [hardware.get_accelerator(gpu)],
-                           served.ServedWorkload(isl, osl, framework="trtllm"), [weights], [kv], max_devices=devices)
+                           served.ServedWorkload(isl, osl, framework="trtllm", dp_balance=BALANCE.get(key)), [weights],
+                           [kv], max_devices=devices)
     c = result.columns
     expected = np.asarray(c["tokens_per_s_per_device_expected"], dtype=float)
     within = np.asarray(result.concurrency, dtype=float) <= REQUESTS[isl, osl]

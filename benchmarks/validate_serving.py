@@ -58,6 +58,12 @@ SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "
 PRECISIONS = {"fp8": ("fp8", "fp8", "fp8"), "bf16": ("bf16", "bf16", "bf16"), "fp4": ("nvfp4", "nvfp4", "fp8"),
               "int4": ("native", "bf16", "bf16")}  # Kimi-K2.5's own int4 experts (W4A16), 16-bit elsewhere
 DENSE = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b")
+#: TensorRT-LLM's attention-DP balancing per model, as NVIDIA's recipes set it (the runs record no serving
+#: options): DeepSeek-R1's (TensorRT-LLM's perf-overview and DeepSeek guides) holds context requests until every
+#: rank has one, timeout_iters 60, batching_wait_iters 0. Its DEP runs agree: their TPOT follows prompts dealt
+#: evenly (priced at the busiest rank's prompt it was 77% off, 26% even), their TTFT is 30-185 decode steps at any
+#: load. gpt-oss's recipe turns attention DP on without it
+BALANCE = {"deepseek-v3": (60, 0)}
 #: a closed-loop benchmark's length in waves of N requests (the first wave arrives at once); fitted with --fit
 WAVES = 10.0
 #: coordinate-descent rounds of --fit (each framework's constants, then the waves)
@@ -178,8 +184,8 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
         raise RooflineInputError("plan not expressible (tensor parallelism inside data-parallel attention)")
     scenario = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, parallel=decode,
                         attention_weight_dtype=attention_dtype(row), fp8_scaling=fp8_scaling(row))
-    served = prepare_served(model, gpu, scenario, framework=row.backend,
-                            fitted=(fitted or {}).get(row.backend))
+    served = prepare_served(model, gpu, scenario, framework=row.backend, fitted=(fitted or {}).get(row.backend),
+                            dp_balance=BALANCE.get(row.model) if row.backend in fw.BALANCING else None)
     workload = Workload(isl=int(row.isl), osl=int(row.osl), concurrency=int(row.concurrency))
     if row["mode"] != "disagg":
         return serve_aggregated(served, workload, overflow="queue", waves=waves)

@@ -59,8 +59,9 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
     and output tokens per request. Options: tpot_ms, ttft_ms, max_devices, dtypes, weight_dtypes, kv_dtypes (lists),
     attention_weight_dtype, fp8_scaling,
     mode (aggregated, disaggregated or all: the serving model), framework (the serving model's scheduler and kernel
-    tables, default vllm; with prefill: the kernel tables, default each device's), prefix_hit, spec_method, spec_tokens,
-    spec_acceptance, spec_accepted_length, spec_draft_model, prefill (the previous release's step model),
+    tables, default vllm; with prefill: the kernel tables, default each device's), attention_dp_balance (trtllm's
+    attention-DP balancing: True for its defaults, or (timeout_iters, batching_wait_iters)), prefix_hit, spec_method,
+    spec_tokens, spec_acceptance, spec_accepted_length, spec_draft_model, prefill (the previous release's step model),
     memory_utilization, top, max_candidates (a larger search is refused before it runs), price_per_hour (USD per
     device-hour, or a list of "gpu=USD"), rank_on (expected, the default: targets and ranking on the expected
     times; bound; or cost). `attrs` of the result hold `evaluated`
@@ -74,7 +75,8 @@ def serve(model: str, gpu: str, *, isl: int, osl: int, **options) -> pandas.Data
     """`roofline serve`: one row with what a loaded server delivers (TTFT, TPOT, tokens/s: bounds and expected).
 
     `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `isl`/`osl` the prompt and output
-    tokens per request. Options: concurrency or request_rate (one of the two), framework, max_batched_tokens,
+    tokens per request. Options: concurrency or request_rate (one of the two), framework, attention_dp_balance (True
+    or (timeout_iters, batching_wait_iters): trtllm's attention-DP balancing), max_batched_tokens,
     prefix_hit, overflow, benchmark_waves, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
     attention_weight_dtype, fp8_scaling, weight_group_size, attention, expert_routing, mla_mode, parallel, tp, pp, ep,
     attention_dp, memory_utilization, spec_method, spec_tokens, spec_acceptance, spec_accepted_length,

@@ -33,6 +33,7 @@ def frame(command: str, options: dict):
 
 def _argv(command: str, parser: argparse.ArgumentParser, options: dict) -> list[str]:
     """The command line `options` stand for: `seq_len=2048` -> `--seq-len=2048`, `attention_dp=True` -> the flag,
+    `attention_dp_balance=True` -> the option alone, `(60, 0)` -> `=60,0`,
     a list -> the option repeated (`gpu=[...]`) or its values (`dtypes=[...]`); None leaves the default; the
     command's positional arguments first, in their order (`old=..., new=...`)."""
     options = dict(options)
@@ -49,6 +50,12 @@ def _argv(command: str, parser: argparse.ArgumentParser, options: dict) -> list[
             if not isinstance(value, bool):
                 raise RooflineInputError(f"{name}: {value!r} is not allowed; expected True or False")
             argv += [option] if value else []
+            continue
+        if action.nargs == "?":  # a flag that may take a value: True alone, a pair as "a,b" (--attention-dp-balance)
+            if isinstance(value, bool):
+                argv += [option] if value else []
+            else:
+                argv.append(f"{option}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}")
             continue
         values = [value] if isinstance(value, str) or not isinstance(value, (list, tuple)) else list(value)
         if action.nargs == "+":

@@ -142,7 +142,8 @@ def table(args) -> tuple[list[dict], dict]:
     kvs = args.kv_dtypes or list(served_kv_dtypes(args.dtypes))
     workload = search.ServedWorkload(isl=args.isl, osl=args.osl, tpot_s=_seconds(args.tpot_ms),
                                      ttft_s=_seconds(args.ttft_ms), prefix_hit=args.prefix_hit,
-                                     spec=spec_options.speculation(args, model), framework=args.framework or "")
+                                     spec=spec_options.speculation(args, model), framework=args.framework or "",
+                                     dp_balance=args.attention_dp_balance)
     result = search.search(model, gpus, workload, weights, kvs, args.max_devices, args.mode or "aggregated",
                            memory_utilization=args.memory_utilization, max_candidates=args.max_candidates,
                            attention_weight_dtype=args.attention_weight_dtype or "",
@@ -182,7 +183,7 @@ def _step_model(args, model, gpus) -> tuple[list[dict], dict]:
         raise RooflineInputError("--prefill: not with --mode; --prefill is the step model of the previous release, "
                                  "--mode the serving model that replaces it (drop one of the two)")
     serving_only = [name for name in ("weight_dtypes", "kv_dtypes", "attention_weight_dtype", "fp8_scaling",
-                                      "spec_method")
+                                      "spec_method", "attention_dp_balance")
                     if getattr(args, name)]
     serving_only += ["prefix_hit"] if args.prefix_hit else []
     if serving_only:

@@ -1,10 +1,12 @@
-"""The serving options `serve` and `plan` share: framework, prefix caching and speculative decoding."""
+"""The serving options `serve` and `plan` share: framework, attention-DP balancing, prefix caching and speculative
+decoding."""
 from __future__ import annotations
 
 import argparse
 
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import FRAMEWORKS
+from ..serving.framework import BALANCING
 from ..serving.speculative import DEFAULT_SPEC_TOKENS, SPEC_METHODS, Speculation
 from . import options
 from .options import choice, positive_int
@@ -24,11 +26,26 @@ def number(option):
     return parse
 
 
+def balance(text: str) -> tuple[int, int]:
+    """--attention-dp-balance TIMEOUT,WAIT: two whole numbers of steps, at least 0."""
+    parts = text.split(",")
+    if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
+        raise argparse.ArgumentTypeError(f"--attention-dp-balance: '{text}' is not allowed; expected TIMEOUT,WAIT: "
+                                         "two whole numbers of steps (timeout_iters, batching_wait_iters), e.g. 60,0")
+    return int(parts[0]), int(parts[1])
+
+
 def add_arguments(parser) -> None:
-    """--framework, --prefix-hit and the --spec-* options."""
+    """--framework, --attention-dp-balance, --prefix-hit and the --spec-* options."""
     parser.add_argument("--framework", type=choice("--framework", FRAMEWORKS),
                         help="serving framework: its scheduler defaults, host time and measured kernel tables "
                              "(default vllm; plan --prefill: each device's default tables)")
+    timeout, wait = BALANCING["trtllm"]
+    parser.add_argument("--attention-dp-balance", nargs="?", const=f"{timeout},{wait}", type=balance,
+                        metavar="TIMEOUT,WAIT",
+                        help="trtllm's attention-DP balancing (attention_dp_config.enable_balance): context requests "
+                             "wait until every attention-DP rank has one (at most TIMEOUT steps, then WAIT more); "
+                             f"default {timeout},{wait} as TensorRT-LLM's; off: each rank computes its prompts at once")
     parser.add_argument("--prefix-hit", type=share("--prefix-hit"), default=0.0,
                         help="share of prompt tokens found in the prefix cache")
     parser.add_argument("--spec-method", type=choice("--spec-method", SPEC_METHODS),

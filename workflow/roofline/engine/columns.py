@@ -288,6 +288,7 @@ SERVE_COLUMNS = (
     "expert_weight_dtype",  # the MoE experts' weights (weight_dtype unless set apart)
     "attention_weight_dtype",  # the attention projections' weights (weight_dtype unless set apart)
     "fp8_scaling",  # tensor | block: how fp8 weights are scaled (the expected times' GEMM kernels)
+    "attention_dp_balance",  # trtllm's attention-DP balancing: "TIMEOUT,WAIT" steps, or off
 )
 
 #: Extra columns of a served plan row (`roofline plan` on the serving model), after PLAN_COLUMNS.
@@ -308,4 +309,5 @@ PLAN_SERVING_COLUMNS = (
     "accepted_tokens_per_step",  # tokens a (verify) step yields per sequence
     "attention_weight_dtype",  # the candidate's attention projections' weights (weight_dtype unless set apart)
     "fp8_scaling",  # tensor | block: how fp8 weights are scaled (the expected times' GEMM kernels)
+    "attention_dp_balance",  # trtllm's attention-DP balancing: "TIMEOUT,WAIT" steps, or off
 )

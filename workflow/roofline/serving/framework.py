@@ -16,7 +16,12 @@ Documented defaults (the version each was read from is named; a flag overrides e
 * TensorRT-LLM (1.0-1.2, `trtllm-serve`): in-flight batching of context and generation requests in one step under
   `max_num_tokens` = 8192, `max_batch_size` 2048 (each per attention replica under DP attention); the KV cache
   takes `free_gpu_memory_fraction` 0.9 of the memory left after weights and activations; the GUARANTEED_NO_EVICT
-  scheduler admits a request only when the cache can hold it at its full length.
+  scheduler admits a request only when the cache can hold it at its full length. Under attention DP each rank
+  schedules its own context requests, so a step waits for the rank that computes a prompt; `attention_dp_config`
+  `enable_balance` (off by default; `timeout_iters` 50, `batching_wait_iters` 10 when on; NVIDIA's DeepSeek recipe
+  sets 60 and 0) instead holds context requests until every rank has one, or until `timeout_iters` steps have
+  passed, then waits `batching_wait_iters` steps more: the prompts are dealt evenly at the cost of that wait in
+  TTFT (`dp_balance`; roofline.serving.aggregated). vLLM's data-parallel engines and SGLang do not balance.
 
 Per-step host time (scheduling, sampling, detokenizing, launching the step's graph) and the per-request time outside
 the steps (HTTP, tokenization, the first token's return) are not in any kernel table: they are fitted per framework
@@ -26,9 +31,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engine.errors import unknown
+from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import FRAMEWORKS, GIB, Accelerator
 
+#: frameworks that can hold context requests until every attention-DP rank has one, and their defaults when it is
+#: turned on without values: (timeout_iters, batching_wait_iters) of TensorRT-LLM's AttentionDpConfig (llm_args.py)
+BALANCING = {"trtllm": (50, 10)}
 #: the framework a served run assumes when none is named; its kernel tables are that framework's too
 #: (roofline.serving.steps)
 DEFAULT_FRAMEWORK = "vllm"
@@ -50,6 +58,9 @@ class Framework:
     sync: float  # how far closed-loop users stay in lockstep groups, 0..1 (fitted; aggregated.cluster_size)
     handoff_s: float = 0.0  # disaggregated: time per request to route it and hand its cache over (fitted)
     budget_per_rank: bool = False  # under DP attention each attention replica schedules its own token budget
+    #: (timeout_iters, batching_wait_iters) where context requests wait until every attention-DP rank has one
+    #: (TensorRT-LLM's attention_dp_config.enable_balance); None: each rank computes its own prompts at once
+    dp_balance: tuple[int, int] | None = None
 
     def step_budget(self, plan) -> int:
         """Tokens one step of an engine of `plan` may compute: the budget, per attention replica where the
@@ -92,12 +103,17 @@ FITTED = {"vllm": (0.0, 0.02, 0.0, 0.2), "sglang": (0.0, 0.15, 0.25, 0.1), "trtl
 
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
-                  memory_fraction: float | None = None, fitted: tuple | None = None) -> Framework:
+                  memory_fraction: float | None = None, fitted: tuple | None = None,
+                  dp_balance: tuple[int, int] | None = None) -> Framework:
     """The framework `key` ("" = DEFAULT_FRAMEWORK) with its documented defaults for `gpu` (and tp: SGLang's memory
-    fraction); `fitted` replaces the fitted constants (benchmarks/validate_serving.py --fit)."""
+    fraction); `fitted` replaces the fitted constants (benchmarks/validate_serving.py --fit); `dp_balance`
+    (timeout_iters, batching_wait_iters) turns on TensorRT-LLM's attention-DP balancing."""
     key = key or DEFAULT_FRAMEWORK
     if key not in FRAMEWORKS:
         raise unknown("--framework", key, FRAMEWORKS)
+    if dp_balance is not None and key not in BALANCING:
+        raise RooflineInputError(f"--attention-dp-balance: {key} does not balance context requests over the "
+                                 f"attention-DP ranks; only {', '.join(BALANCING)} does (attention_dp_config)")
     memory = gpu.memory_bytes / GIB
     big = memory >= 70 and "A100" not in gpu.name
     defaults = {
@@ -115,7 +131,12 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
         defaults["memory_fraction"] = memory_fraction
     step, request, sync, handoff = fitted or FITTED[key]
     return Framework(key=key, step_overhead_s=step, request_overhead_s=request, sync=sync, handoff_s=handoff,
-                     **defaults)
+                     dp_balance=None if dp_balance is None else tuple(dp_balance), **defaults)
+
+
+def balance_label(dp_balance: tuple[int, int] | None) -> str:
+    """The attention_dp_balance column: "TIMEOUT,WAIT" steps, or "off"."""
+    return "off" if dp_balance is None else f"{dp_balance[0]},{dp_balance[1]}"
 
 
 def _sglang_fraction(tp: int) -> float:

@@ -62,6 +62,7 @@ class ServedWorkload:
     prefix_hit: float = 0.0
     spec: Speculation = field(default_factory=Speculation)
     framework: str = ""  # "" = DEFAULT_FRAMEWORK: the scheduler, host time and kernel tables of every candidate
+    dp_balance: tuple[int, int] | None = None  # TensorRT-LLM's attention-DP balancing (framework.Framework)
 
 
 @dataclass(frozen=True)
@@ -306,8 +307,8 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     holds, candidate by candidate."""
     spec, drafted = workload.spec, draft_model(workload.spec, model)
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
-    frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization)
-                  for c in candidates]
+    frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization,
+                                dp_balance=workload.dp_balance) for c in candidates]
     plans = [c.prefill_plan or c.scenario.parallel for c in candidates]  # the plan whose steps carry the prompts
     budget = np.array([f.step_budget(plan) for f, plan in zip(frameworks, plans)], dtype=float)
     caps = _capacities(model, candidates, frameworks, workload, drafted)

@@ -11,7 +11,7 @@ from ..engine.graph import build_operators
 from ..engine.roofline import dominant_bound
 from .candidates import served_kv_dtypes
 from .capacity import kv_per_request
-from .framework import framework_for
+from .framework import balance_label, framework_for
 from .planner import PlanSettings, ms, nearest_miss, plan_table
 from .search import ServedSearch, ServedWorkload, frontier, search
 
@@ -57,6 +57,7 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
             "kv_capacity_requests": float(c["kv_capacity_requests"][i]), "prefix_hit": float(w.prefix_hit),
             "spec_method": w.spec.method or "none", "accepted_tokens_per_step": w.spec.tokens_per_step,
             "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
+            "attention_dp_balance": balance_label(w.dp_balance),
         }
         assert tuple(row) == PLAN_COLUMNS + PLAN_SERVING_COLUMNS
         out.append(row)

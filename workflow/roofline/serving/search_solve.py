@@ -77,13 +77,13 @@ def stepper(tables: dict[bool, StepTables], fw, drafted, spec) -> agg.Stepper:
     points with Stepper.at_points."""
     return agg.Stepper(target=tables[False].parts, mixed=fw.mixed,
                        passes=spec.tokens if drafted else 0, host_s=fw.step_overhead_s,
-                       draft=tables[True].parts if drafted else None)
+                       draft=tables[True].parts if drafted else None, even_prompts=fw.dp_balance is not None)
 
 
 def aggregated(selected, points: Points, tables, load, fw, model, drafted, spec) -> dict:
     stacked, rows = stepper(tables, fw, drafted, spec), table_rows(selected, tables[False])
     scheduler = agg.Scheduler(budget=0.0, mixed=fw.mixed, step_overhead_s=fw.step_overhead_s,
-                              request_overhead_s=fw.request_overhead_s, sync=fw.sync)
+                              request_overhead_s=fw.request_overhead_s, sync=fw.sync, dp_balance=fw.dp_balance)
 
     def solve(at: Chunk) -> dict:
         steps, N = stacked.at_points(rows[at.rows]), at.concurrency

@@ -23,7 +23,7 @@ from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity
-from .framework import DEFAULT_FRAMEWORK, Framework, framework_for
+from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, framework_for
 from .speculative import Speculation, draft_model
 from .step_tables import tabulate
 from .steps import Mix, Parts
@@ -97,7 +97,8 @@ class Served:
         drafted = draft_model(self.spec, self.model) is not None
         return agg.Stepper(target=self.parts(load, sequences, scenario), mixed=self.framework.mixed,
                            draft=self.parts(load, sequences, scenario, draft=True) if drafted else None,
-                           passes=self.spec.tokens if drafted else 0, host_s=self.framework.step_overhead_s)
+                           passes=self.spec.tokens if drafted else 0, host_s=self.framework.step_overhead_s,
+                           even_prompts=self.framework.dp_balance is not None)
 
 
 _PARTS: dict[tuple, object] = {}
@@ -133,8 +134,10 @@ def _capacity(served: "Served", scenario: Scenario, isl: int, osl: int, prefix_h
 
 def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
                    spec: Speculation = Speculation(), max_batched_tokens: int | None = None,
-                   memory_fraction: float | None = None, fitted: tuple | None = None) -> Served:
-    """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit)."""
+                   memory_fraction: float | None = None, fitted: tuple | None = None,
+                   dp_balance: tuple[int, int] | None = None) -> Served:
+    """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit);
+    `dp_balance`: (timeout_iters, batching_wait_iters) of TensorRT-LLM's attention-DP balancing, None: off."""
     # the workload's lengths are checked by serve_*; the plan (auto: the smallest that holds the weights) here
     scenario = replace(_resolved(model, gpu, scenario, framework, memory_fraction), batch=scenario.batch,
                        seq_len=scenario.seq_len)
@@ -142,7 +145,7 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
     if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
         raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
                                  f"from 1 to {MAX_BATCH}")
-    fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted)
+    fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted, dp_balance)
     return Served(model, gpu, scenario, fw, spec)
 
 
@@ -218,7 +221,7 @@ def scheduler_for(framework: Framework, plan: Parallel, waves: float = 0.0) -> a
     """The aggregated scheduler of a framework on an engine of `plan` (its budget, mixing and fitted constants)."""
     return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed, chunk=framework.request_chunk(plan),
                          step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
-                         sync=framework.sync, waves=waves)
+                         sync=framework.sync, waves=waves, dp_balance=framework.dp_balance)
 
 
 def _check_capacity(served: Served, workload: Workload, cap, overflow: str) -> None:
@@ -356,6 +359,7 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "kv_transfer_s": 0.0, "limited_by": "none", "estimate": combine(*(p.estimate for p in parts)),
         "calibration": parts[-1].calibration, "expert_weight_dtype": sc.expert_dtype,
         "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
+        "attention_dp_balance": balance_label(served.framework.dp_balance),
     }
     assert tuple(row) == SERVE_COLUMNS
     return row

@@ -14,11 +14,15 @@ from .steps import GRID_RATIO, Curve, Parts, at, lookup
 class Stepper:
     """Step times of a deployment, or of stacked candidates (tables [G, K]; every point then names its row by
     `group`): the target's parts, the draft's (K decode passes of its own plus its share of the prompts), the
-    framework's host time per step, combined once into tables over the decode occupancy D."""
+    framework's host time per step, combined once into tables over the decode occupancy D. `even_prompts`: under
+    data-parallel attention the framework deals a step's prompt chunks evenly over the replicas (TensorRT-LLM's
+    attention-DP balancing); otherwise a step that carries prompts waits for the replica that computes one
+    (_busiest)."""
 
     def __init__(self, target: Parts, mixed: bool, draft: Parts | None = None, passes: int = 0, host_s: float = 0.0,
-                 group=None):
+                 group=None, even_prompts: bool = False):
         self.target, self.mixed, self.draft, self.passes, self.host_s = target, mixed, draft, passes, host_s
+        self.even_prompts = even_prompts
         self.tables = {side: {name: value if name == "rate" else Curve(value)
                               for name, value in self._combine(side).items()} for side in ("bound", "expected")}
         if group is not None or target.attention_bound.ndim == 1:  # stacked tables are read at points (at_points)
@@ -102,11 +106,11 @@ class Stepper:
         return self._read(side, "light", np.maximum(D, 1.0)) + self._host(side)
 
     def heavy(self, D, C, side: str, chunk=np.inf):
-        """A step carrying C prompt tokens: beside D decodes (mixed) or alone (separate; one request's at most
-        `chunk` of them, which bounds the busiest attention replica's share: _busiest)."""
+        """A step carrying C prompt tokens (one request's at most `chunk` of them, which bounds the busiest
+        attention replica's share: _busiest) beside D decodes (mixed) or alone (separate)."""
         if not self.mixed:
             return self._alone(C, side, chunk) + self._host(side)
-        return self._fused(np.maximum(D, 1.0), C, side) + self._host(side)
+        return self._fused(np.maximum(D, 1.0), C, side, chunk=chunk) + self._host(side)
 
     def light_and_heavy(self, D, prompt_tokens: tuple, side: str, chunk=np.inf) -> tuple:
         """(light(D), [heavy(D, C, chunk) for each C of prompt_tokens]), the decode tables read at D once."""
@@ -114,7 +118,7 @@ class Stepper:
             return self.light(D, side), [self.heavy(D, C, side, chunk) for C in prompt_tokens]
         D, host = np.maximum(D, 1.0), self._host(side)
         light, attend = self._reads(side, ("light", "attend"), D)
-        return light + host, [self._fused(D, C, side, attend) + host for C in prompt_tokens]
+        return light + host, [self._fused(D, C, side, attend, chunk) + host for C in prompt_tokens]
 
     def spread(self, D, P):
         """Bound of a decode step at occupancy D carrying P prompt tokens fused."""
@@ -124,13 +128,14 @@ class Stepper:
         """Bound of C prompt tokens computed alone (one prompt: the TTFT bound)."""
         return self._alone(C, "bound")
 
-    def _fused(self, D, C, side: str, attend=None):
-        """A decode step with C prompt tokens fused in, spread evenly over the attention replicas (the frameworks
-        that fuse prompt chunks into decode steps deal them out: see _busiest)."""
+    def _fused(self, D, C, side: str, attend=None, chunk=np.inf):
+        """A decode step with C prompt tokens fused in, as slow as its busiest attention replica (_busiest; the
+        bound, and a framework that deals prompts evenly, spread them evenly)."""
         tokens = D * self.queries
         attend = self._read(side, "attend", D) if attend is None else attend
-        return (self._read(side, "tokenwise", tokens + C) + self._read(side, "logits", tokens + C / self.computed)
+        step = (self._read(side, "tokenwise", tokens + C) + self._read(side, "logits", tokens + C / self.computed)
                 + attend + C * self.prompt[side] + self._prompts(C, side))
+        return step if self.even_prompts else self._with_busiest(step, C, side, chunk, tokens)
 
     def _alone(self, C, side: str, chunk=np.inf):
         """A step of C prompt tokens and no decodes, as slow as its busiest attention replica (_busiest)."""
@@ -140,38 +145,45 @@ class Stepper:
     def _prompt_tokenwise(self, C, side: str, chunk):
         """The token-wise part of a step of C prompt tokens, with what the busiest attention replica adds at the
         points under data-parallel attention."""
-        tokenwise = self._read(side, "tokenwise", C)
-        if side != "expected" or self._balanced:
-            return tokenwise
-        if self._spread is None or np.ndim(tokenwise) != 1:  # every point (the mask reads a flat list of points)
-            return tokenwise + self._busiest(C, side, chunk)
-        tokenwise[self._spread] += self._busiest(C, side, chunk, self._spread)
-        return tokenwise
+        return self._with_busiest(self._read(side, "tokenwise", C), C, side, chunk)
 
-    def _busiest(self, C, side: str, chunk, points=None):
-        """Expected time the busiest attention replica adds to a step of C prompt tokens alone (a disaggregated
-        prefill worker's, SGLang's prefill steps) under data-parallel attention: a prompt lives on one replica, so
-        one replica computes max(C / r, min(C, c, chunk)) of them: the even share, or one whole prompt (at most a
-        chunk) where the step holds fewer prompts than replicas (dealing r + 1 whole prompts would give one
-        replica two; the even share is taken past r, as a scheduler that chunks can balance), while the rest wait
-        for it at the experts' all-to-all. The tables price every replica at its even share: the replica's own
-        operators (the token-wise part but the routed experts) and its prompts' attention are read again at its
-        load. None without DP attention (r = 1) or on the bound side (prompts dealt evenly: no step is faster).
-        Steps that fuse prompt chunks into decode steps stay even: measured TensorRT-LLM DEP runs' TPOT follows
-        the even spread, where the busiest replica's share would price it 2-4x too slow (consistent with
-        TensorRT-LLM's attention-DP balancing, which holds context requests until every rank runs context in the
-        same step). `points`: the indices of the points to price (C and chunk given for every point or as one
-        value; None: every point)."""
+    def _with_busiest(self, step, C, side: str, chunk, base=0.0):
+        """`step` (C prompt tokens beside `base` decode tokens, every replica at its even share) plus what the
+        busiest attention replica adds, at the points under data-parallel attention."""
+        if side != "expected" or self._balanced:
+            return step
+        if self._spread is None or np.ndim(step) != 1:  # every point (the mask reads a flat list of points)
+            return step + self._busiest(C, side, chunk, base=base)
+        step = np.array(step, dtype=float)
+        step[self._spread] += self._busiest(C, side, chunk, self._spread, base)
+        return step
+
+    def _busiest(self, C, side: str, chunk, points=None, base=0.0):
+        """Expected time the busiest attention replica adds to a step of C prompt tokens (beside `base` decode
+        tokens, dealt evenly) under data-parallel attention: a prompt lives on one replica, so one replica
+        computes max(C / r, min(C, c, chunk)) of them: the even share, or one whole prompt (at most a chunk) where
+        the step holds fewer prompts than replicas (dealing r + 1 whole prompts would give one replica two; the
+        even share is taken past r, as a scheduler that chunks can balance), while the rest wait for it at the
+        experts' all-to-all. The tables price every replica at its even share: the replica's own operators (the
+        token-wise part but the routed experts) and its prompts' attention are read again at its load. None
+        without DP attention (r = 1) or on the bound side (prompts dealt evenly: no step is faster). This holds
+        for prompt-only steps (a disaggregated prefill worker's, SGLang's prefill steps) and for decode steps that
+        carry prompt chunks, unless the framework deals those evenly (`even_prompts`: TensorRT-LLM's attention-DP
+        balancing; its measured DeepSeek DEP runs' TPOT follows the even spread, where this would price it 2-4x
+        too slow). Without it, as in TensorRT-LLM's published Qwen3 and Llama 4 maximum-load runs, the expected
+        tokens/s of those came down from 1.3-2.6x the published figures (benchmarks/validate_max_load.py).
+        `points`: the indices of the points to price (C, chunk and base given for every point or as one value;
+        None: every point)."""
         if side != "expected" or self._balanced:
             return 0.0
 
         def pick(value):  # a per-point value at `points` (None: every point)
             return value if points is None or np.ndim(value) == 0 else np.asarray(value)[points]
-        C, chunk = pick(C), pick(chunk)
+        C, chunk, base = pick(C), pick(chunk), pick(base)
         r, computed, prompt = pick(self.replicas), pick(self.computed), pick(self.prompt[side])
         busiest = np.maximum(C / r, np.minimum(np.minimum(C, computed), chunk))
-        return (self._read_at(side, "replica", r * busiest, points) - self._read_at(side, "replica", C, points)
-                + (r * busiest - C) * prompt)
+        return (self._read_at(side, "replica", base + r * busiest, points)
+                - self._read_at(side, "replica", base + C, points) + (r * busiest - C) * prompt)
 
     def _read_at(self, side: str, name: str, x, points):
         """A table read at some of the points (`points`: their indices; None: every point)."""

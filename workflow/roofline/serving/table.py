@@ -9,7 +9,7 @@ from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.models import ModelSpec, get_model
 from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
-from .framework import DEFAULT_FRAMEWORK
+from .framework import BALANCING, DEFAULT_FRAMEWORK
 from .serve import Disaggregation, Workload, check_context, prepare_served, serve_aggregated, serve_disaggregated
 from .speculative import DEFAULT_SPEC_TOKENS, Speculation
 
@@ -33,6 +33,23 @@ class ServingWorkload:
     prefill_workers: int = 1
     decode_workers: int = 1
     prefill_plan: dict | None = None  # the prefill workers' plan {tp, pp, ep, attention_dp} (default: the model's)
+    attention_dp_balance: bool | list | None = None  # trtllm: true (its defaults) or [timeout, wait] steps; None: off
+
+    def dp_balance(self) -> tuple[int, int] | None:
+        """(timeout_iters, batching_wait_iters) of the attention-DP balancing asked for, None when off."""
+        value = self.attention_dp_balance
+        if value is None or value is False:
+            return None
+        if self.framework not in BALANCING:
+            raise RooflineInputError(f"attention_dp_balance: {self.framework} does not balance context requests "
+                                     f"over the attention-DP ranks; only {', '.join(BALANCING)} does")
+        if value is True:
+            return BALANCING[self.framework]
+        if (not isinstance(value, (list, tuple)) or len(value) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)):
+            raise RooflineInputError(f"attention_dp_balance: {value!r} is not allowed; expected true or "
+                                     "[timeout_iters, batching_wait_iters], two whole numbers of steps from 0")
+        return int(value[0]), int(value[1])
 
     def loads(self) -> list[Workload]:
         """One served workload per concurrency and per request rate, each checked."""
@@ -55,6 +72,7 @@ class ServingWorkload:
         for load in self.loads():
             check_context(model, load.validate())
         self.speculation(model)
+        self.dp_balance()
         return self
 
 
@@ -87,7 +105,7 @@ def serving_table(model: ModelSpec, gpus: dict[str, Accelerator], scenarios: dic
     for key in settings.gpus:
         for workload in settings.workloads:
             served = prepare_served(model, gpus[key], scenarios[key], workload.framework,
-                                    workload.speculation(model))
+                                    workload.speculation(model), dp_balance=workload.dp_balance())
             for load in workload.loads():
                 try:
                     rows.append(_serve(served, load, workload))
