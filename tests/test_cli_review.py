@@ -138,6 +138,9 @@ def test_library_field_names_become_options(capsys):
     # an fp4 recipe on a device without fp4 suggests the narrowest float it computes, not fp32
     err = _error(capsys, *SERVE, "--gpu", "h100-sxm", "--weight-dtype", "nvfp4", "--act-dtype", "nvfp4")
     assert err.rstrip().endswith("try --weight-dtype/--act-dtype/--kv-dtype fp8")
+    # fp16 on a device that publishes bf16 and fp8 (Gaudi 3) suggests bf16, the same width, not the narrowest float
+    err = _error(capsys, *SERVE, "--gpu", "gaudi3", "--weight-dtype", "fp16")
+    assert "has no fp16 peak" in err and err.rstrip().endswith("try --weight-dtype/--act-dtype/--kv-dtype bf16")
 
 
 def test_tables_print_a_dash_where_a_value_does_not_apply(capsys):

@@ -74,8 +74,10 @@ def check_device_dtypes(gpu: Accelerator, scenario: Scenario) -> None:
     for dtype, why in _required_peak_dtypes(scenario):  # cached: every prepare checks it
         if dtype not in gpu.peak_flops_per_s:
             have = ", ".join(gpu.peak_flops_per_s) or "none"
-            # the narrowest float it computes (fp32 only where it has nothing narrower)
-            usable = [d for d in ("fp8", "bf16", "fp16", "fp32") if d in gpu.peak_flops_per_s]
+            # the other 16-bit float for a 16-bit one (bf16 for fp16: same width, same bytes), else the narrowest
+            # float it computes (fp32 only where it has nothing narrower)
+            sibling = {"fp16": ["bf16"], "bf16": ["fp16"]}.get(dtype, [])
+            usable = [d for d in (*sibling, "fp8", "bf16", "fp16", "fp32") if d in gpu.peak_flops_per_s]
             hint = (f"try weight_dtype/act_dtype/kv_dtype {(usable or list(gpu.peak_flops_per_s))[0]}"
                     if gpu.peak_flops_per_s else "add its peak_tflops")
             raise RooflineInputError(

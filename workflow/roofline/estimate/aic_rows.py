@@ -85,6 +85,14 @@ THIN_TOLERANCE = 0.03
 #: time does not count) makes more than one pass over its data (a dynamic scale computed apart, unfused casts)
 MULTI_PASS = 2.0
 LARGE_BYTES = 1e8
+#: an fp8-KV MLA decode kernel slower than this many times the same table's bf16-KV kernel at its shape does not
+#: read an fp8 cache, it converts it first: SGLang's fa3 MLA decode on the H100 and H200 (4-5x, median) dequantizes
+#: the whole KV pool every layer (aiconfigurator PR #124, SGLang issue #35291), a cost of the pool, not of the shape,
+#: which the served runs do not pay (8 H200, DeepSeek-V3, 4 users: 10 ms TPOT, under that conversion's 14 ms alone).
+#: Such rows take the bf16 kernel's time (stand_in_bf16); every other MLA table's fp8 kernels are within 1.02x of bf16
+#: (p90). Not applied to GQA decode: there a slower fp8 kernel can be a real one (TensorRT-LLM's on the L40S: 41% of
+#: shapes over 2x, p90 3.6x, a fallback kernel, not a conversion of the pool), and no served run says otherwise
+DEQUANTIZING = 2.0
 A16 = 2.0  # bytes of a 16-bit activation
 #: a GEMM kernel source whose fastest row (the package's smallest shapes: m = 1, n and k from 128) takes longer
 #: than this measured the collector's host time per call, not a kernel: vLLM 0.24.0's block-scaled fp8 GEMMs take
@@ -119,6 +127,28 @@ def row(gpu: Accelerator, device: str, framework: str, op_class: str, op: str, d
 def fastest(frame, keys: list[str]):
     """One row per shape: the fastest kernel source's."""
     return frame.loc[frame.groupby(keys, sort=False)["seconds"].idxmin()]
+
+
+def stand_in_bf16(frame, shape: list[str], op: str):
+    """`frame` (one row per shape and kv_len) with each fp8-KV row of an MLA decode `op` slower than DEQUANTIZING times
+    the bf16-KV kernel of its `shape` group at its kv_len (log-log interpolation, inside the bf16 rows' range) given
+    that kernel's time, its kernel source marked. Prefill and groups without both dtypes are unchanged."""
+    if not op.endswith("decode"):
+        return frame
+    frame = frame.copy()
+    for _, group in frame.groupby(shape, sort=False):
+        ref = group[group["kv_cache_dtype"] == "bfloat16"].sort_values("kv_len")
+        fp8 = group[group["kv_cache_dtype"] == "fp8"]
+        if ref.empty or fp8.empty:
+            continue
+        x, known = np.log(fp8["kv_len"].to_numpy(float)), np.log(ref["kv_len"].to_numpy(float))
+        bf16 = np.exp(np.interp(x, known, np.log(ref["seconds"].to_numpy(float))))
+        slow = (x >= known[0]) & (x <= known[-1]) & (fp8["seconds"].to_numpy(float) > DEQUANTIZING * bf16)
+        index = fp8.index[slow]
+        frame.loc[index, "seconds"] = bf16[slow]
+        frame.loc[index, "kernel_source"] = frame.loc[index, "kernel_source"].astype(str) + (
+            " (converts its fp8 cache: the bf16-KV kernel's time)")
+    return frame
 
 
 def thin(frame, keys: list[str], size: str, tolerance: float = THIN_TOLERANCE):
@@ -301,7 +331,7 @@ def mla_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
         if frame is None:
             continue
         keys = ["kv_cache_dtype", "batch_size", "num_heads"]
-        frame = thin(fastest(frame, keys + ["kv_len"]), keys, "kv_len")
+        frame = thin(stand_in_bf16(fastest(frame, keys + ["kv_len"]), keys[1:], op), keys, "kv_len")
         device = _device(frame)
         for r in frame.itertuples():
             kv = KV_DTYPES[r.kv_cache_dtype]
