@@ -332,10 +332,12 @@ def test_fp8_attention_over_an_fp8_cache_is_the_kernel_an_fa3_backend_runs(tmp_p
 
 
 def test_an_fp8_cache_decode_kernel_that_converts_the_cache_takes_the_bf16_kernels_time(tmp_path, monkeypatch):
-    # SGLang's fa3 MLA decode over an fp8 cache on Hopper dequantizes the KV pool first (4-5x the bf16 kernel). A row
-    # more than DEQUANTIZING (2) times the bf16 kernel at its shape takes the bf16 time, interpolated log-log in keys:
-    # at 2048 keys between 1024 (50 us) and 4096 (200 us): 50 * 4 ** 0.5 = 100 us, so 300 us (3x) is replaced; 190 us
-    # at 4096 (0.95x) and 400 us at 16384 (outside the bf16 rows' range) stay; prefill rows are never judged.
+    # SGLang's fa3 MLA decode over an fp8 cache on Hopper dequantizes the KV pool first (4-5x the bf16 kernel). A curve
+    # (batch, heads) with an fp8 row over DEQUANTIZING (2) times the bf16 kernel at its keys converts its cache: each
+    # of its fp8 rows slower than bf16 takes the bf16 time, interpolated log-log in keys. bf16 50 us at 1024 keys and
+    # 100 us at 4096: at 2048 50 * 2 ** 0.5 = 70.71 us (linear would give 66.67), so 3x that (212 us) is replaced, and
+    # so is 1.5x at 4096 (150 us: same curve); 300 us at 16384 is outside the bf16 range and stays. A curve whose
+    # worst fp8 row is 1.5x (batch 32) does not convert and is kept whole; prefill rows are never judged.
     import pandas as pd
 
     from roofline.estimate import aic_rows
@@ -343,22 +345,24 @@ def test_an_fp8_cache_decode_kernel_that_converts_the_cache_takes_the_bf16_kerne
 
     monkeypatch.setattr(src, "package_version", lambda: "0.0")
     gpu = hardware.get_accelerator("h200-sxm")
-    kernels = [("bfloat16", 1024, 0.050), ("bfloat16", 4096, 0.200), ("fp8", 2048, 0.300), ("fp8", 4096, 0.190),
-               ("fp8", 16384, 0.400)]
+    kernels = [("bfloat16", 1024, 0.050), ("bfloat16", 4096, 0.100), ("fp8", 2048, 3 * 0.0707107),
+               ("fp8", 4096, 0.150), ("fp8", 16384, 0.300)]
     folder = tmp_path / "h200_sxm" / "mla" / "sglang" / "0.5.14"
     for name, step in (("generation_mla_perf", 1), ("context_mla_perf", 0)):
         _package_table(folder, name, pd.DataFrame({
-            "device": "NVIDIA H200", "kernel_source": "flash_attention", "batch_size": 64, "num_heads": 16,
-            "kv_cache_dtype": [k[0] for k in kernels], "isl": [k[1] - step for k in kernels], "step": step,
-            "latency": [k[2] for k in kernels]}))
+            "device": "NVIDIA H200", "kernel_source": "flash_attention", "batch_size": [64] * 5 + [32] * 5,
+            "num_heads": 16, "kv_cache_dtype": [k[0] for k in kernels] * 2, "isl": [k[1] - step for k in kernels] * 2,
+            "step": step, "latency": [k[2] for k in kernels] + [k[2] / (2 if k[1] == 2048 else 1) for k in kernels]}))
     rows = aic_rows.mla_rows(gpu, folder, "sglang")
-    decode = {(r["kv_dtype"], r["kv_len"]): r for r in rows if r["op"] == "mla_decode"}
-    assert decode["fp8", 2048]["measured_s"] == pytest.approx(100e-6)
-    assert decode["fp8", 2048]["provenance"].endswith("(converts its fp8 cache: the bf16-KV kernel's time)")
-    assert decode["fp8", 4096]["measured_s"] == pytest.approx(190e-6)
-    assert decode["fp8", 16384]["measured_s"] == pytest.approx(400e-6)
-    prefill = {(r["kv_dtype"], r["kv_len"]): r for r in rows if r["op"] == "mla_prefill"}
-    assert prefill["fp8", 2048]["measured_s"] == pytest.approx(300e-6)
+    decode = {(r["batch"], r["kv_dtype"], r["kv_len"]): r for r in rows if r["op"] == "mla_decode"}
+    assert decode[64, "fp8", 2048]["measured_s"] == pytest.approx(70.7107e-6, rel=1e-4)
+    assert decode[64, "fp8", 2048]["provenance"].endswith("(converts its fp8 cache: the bf16-KV kernel's time)")
+    assert decode[64, "fp8", 4096]["measured_s"] == pytest.approx(100e-6)
+    assert decode[64, "fp8", 16384]["measured_s"] == pytest.approx(300e-6)
+    assert decode[32, "fp8", 2048]["measured_s"] == pytest.approx(1.5 * 70.7107e-6, rel=1e-4)
+    assert "converts" not in decode[32, "fp8", 2048]["provenance"]  # (its 4096-key row is thinned: on the line)
+    prefill = {(r["batch"], r["kv_dtype"], r["kv_len"]): r for r in rows if r["op"] == "mla_prefill"}
+    assert prefill[64, "fp8", 2048]["measured_s"] == pytest.approx(3 * 70.7107e-6, rel=1e-4)
 
 
 def test_block_scaled_and_mxfp8_expert_kernels_calibrate_the_engines_dtypes(tmp_path, monkeypatch):
