@@ -245,6 +245,10 @@ def test_sweep_and_breakdown_axes_contain_their_data(data):
 
 def test_label_text_helpers():
     assert compact_names(["q_proj", "k_proj", "lm_head", "softmax"]) == "q/k_proj, lm_head, softmax"
+    # an ending of several words is shared whole ('mlp_all/attn_all_reduce' read as two broken names)
+    assert compact_names(["mlp_all_reduce", "attn_all_reduce", "mlp_add"]) == "mlp/attn_all_reduce, mlp_add"
+    assert compact_names(["expert_gate_proj", "expert_up_proj"]) == "expert_gate/up_proj"
+    assert compact_names(["softmax", "x_softmax", "logits_all_gather"]) == "softmax, x_softmax, logits_all_gather"
     assert wrap("gate/up/down/q/k/v/o_proj", 14) == "gate/up/down/\nq/k/v/o_proj"
 
 

@@ -92,3 +92,15 @@ def test_vectorized_sweep_equals_scalar_totals(model_key, stage):
             assert float(many[key][i]) == pytest.approx(one[key], rel=1e-12), key
         assert bool(many["fits"][i]) == one["fits"]
     assert all(math.isfinite(x) for x in many["attention_intensity"])
+
+
+@pytest.mark.parametrize("model_key, stage, last", [
+    ("llama-3.1-8b", "prefill", 131072), ("llama-3.1-8b", "decode", 131071),  # 128k context: decode one short
+    ("llama-2-7b", "prefill", 4096), ("llama-2-7b", "decode", 4095),
+    ("deepseek-v3", "decode", 131072),  # 163,840 positions: the sweep's own last point
+])
+def test_the_sequence_sweep_runs_to_the_models_context(model_key, stage, last):
+    rows = sweeps.sweep_table(models.get_model(model_key), hardware.get_accelerator("h100-sxm"), stage,
+                              Scenario(batch=1, seq_len=1024))
+    lengths = [row["seq_len"] for row in rows if row["sweep"] == "seq_len"]
+    assert lengths[-1] == last and lengths == sorted(lengths) and len(set(lengths)) == len(lengths)

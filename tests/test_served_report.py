@@ -96,6 +96,22 @@ def test_an_estimate_that_differs_between_rows_gets_its_column(searched):
     assert {row["estimate"]["text"] for row in section["rows"]} == {"default", "calibrated"}
 
 
+def test_a_concurrency_the_deployment_cannot_raise_is_marked_full_and_explained(searched):
+    # the search's concurrency stops at kv_capacity_requests (the KV cache's and the framework's running-sequence
+    # cap, the smaller); a reader must not take that for the targets' limit
+    assert served.CAPPED not in served.served_section(searched)["constant"]
+    capped = searched.copy()
+    capped.attrs = searched.attrs
+    first = capped.index[capped["recommended"]][0]
+    capped.loc[first, "kv_capacity_requests"] = capped.loc[first, "batch"]
+    section = served.served_section(capped)
+    users = {row["concurrency"]["text"] for row in section["rows"]}
+    assert f"{units.integer(capped.loc[first, 'batch'])} (full)" in users
+    assert section["constant"].endswith(served.CAPPED_NOTE) and "max_num_seqs" in section["constant"]
+    capped.loc[first, "fits"] = False  # users beyond the cache wait: said by the cell's mark, not as full
+    assert not any(served.CAPPED in row["concurrency"]["text"] for row in served.served_section(capped)["rows"])
+
+
 def test_the_summary_groups_the_served_rows_by_model(searched):
     specs = {"models": {"llama-3.1-8b": {"name": "meta-llama/Llama-3.1-8B"}, "llama-2-7b": {"name": "Llama 2"}}}
     table = served.summary_served({"llama-3.1-8b": searched}, specs)

@@ -49,6 +49,8 @@ def sweep_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenar
     rows: list[dict] = []
     longest = model.max_position - (1 if stage == "decode" else 0) if model.max_position else SEQ_POINTS[-1]
     seq_points = [s for s in SEQ_POINTS if s <= longest] or [scenario.seq_len]
+    if seq_points[-1] < longest < SEQ_POINTS[-1]:  # the model's own end (a decode step: one token short of it),
+        seq_points.append(longest)  # so the decode curve is not a power of two shorter than the prefill one
     crit = critical_batch(model, gpu, scenario)
     for axis, points in (("batch", BATCH_POINTS), ("seq_len", seq_points)):
         values = np.array(points, dtype=float)

@@ -45,16 +45,33 @@ class PointLabel:
     color: str = "#222222"
 
 
+def _shared_suffix(a: str, b: str) -> str:
+    """The longest '_...' ending both names share with a head left on each ('' if none): 'mlp_all_reduce' and
+    'attn_all_reduce' share '_all_reduce'."""
+    cuts = [i for i, char in enumerate(a) if char == "_" and i > 0]
+    return next((a[i:] for i in cuts if b.endswith(a[i:]) and len(b) > len(a) - i), "")
+
+
+def _merged(heads: list[str], suffix: str) -> str:
+    """'expert_gate', 'expert_up' + '_proj' -> 'expert_gate/up_proj' (a leading '..._' they share written once)."""
+    shared = heads[0][:heads[0].rfind("_") + 1]
+    while shared and not all(head.startswith(shared) and len(head) > len(shared) for head in heads):
+        shared = shared[:shared[:-1].rfind("_") + 1]
+    return shared + "/".join(head[len(shared):] for head in heads) + suffix
+
+
 def compact_names(names) -> str:
-    """'q_proj', 'k_proj', 'lm_head' -> 'q/k_proj, lm_head' (common suffix after the last underscore merged)."""
-    by_suffix: dict[str, list[str]] = {}
-    for name in dict.fromkeys(names):
-        prefix, _, suffix = name.rpartition("_")
-        key = suffix if prefix else name
-        by_suffix.setdefault(key, []).append(prefix)
-    parts = [("/".join(p for p in prefixes) + "_" + suffix) if any(prefixes) else suffix
-             for suffix, prefixes in by_suffix.items()]
-    return ", ".join(parts)
+    """'q_proj', 'k_proj', 'lm_head' -> 'q/k_proj, lm_head'; 'mlp_all_reduce', 'attn_all_reduce' ->
+    'mlp/attn_all_reduce' (names that share an ending after an underscore written once, in first-seen order)."""
+    names = list(dict.fromkeys(names))
+    groups: dict[str, list[str]] = {}  # shared ending ('' for a name alone) -> the heads before it
+    for i, name in enumerate(names):
+        suffix = next((s for s in groups if s.startswith("_") and name.endswith(s) and len(name) > len(s)), None)
+        if suffix is None:
+            suffix = max((_shared_suffix(name, other) for other in names[i + 1:]), key=len, default="")
+        head = name[:len(name) - len(suffix)] if suffix else name
+        groups.setdefault(suffix or name, []).append(head)
+    return ", ".join(_merged(heads, suffix) if heads[0] != suffix else suffix for suffix, heads in groups.items())
 
 
 def wrap(text: str, width: int = 22) -> str:

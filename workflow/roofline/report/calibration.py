@@ -45,7 +45,8 @@ def caveat(gpus: dict[str, Accelerator], totals: pd.DataFrame) -> str:
 
 
 #: devices whose tables ran small decode GEMMs from their large L2 (the package does not flush it between
-#: repetitions): their expected decode steps sit at 1.03-1.12x of the bound (README, "The bound never exceeds")
+#: repetitions): dense models' expected decode steps there sit at 1.03-1.12x of the bound (README, "The bound never
+#: exceeds"); steps of MoE and MLA models, whose other kernels are not L2-resident, sit higher
 L2_RESIDENT = {"l40s": "96 MB", "rtx-pro-6000": "128 MB"}
 
 
@@ -58,5 +59,6 @@ def _limits(gpus: dict[str, Accelerator], named: list, fallback: list) -> str:
     large = [f"{gpus[k].name} ({size} L2)" for k, size in L2_RESIDENT.items() if k in gpus]
     if large:
         notes.append(f"the tables of {', '.join(large)} timed small decode GEMMs from the L2 (kernels replayed "
-                     "without flushing it): their expected decode times are optimistic, 1.03-1.12x the bound")
+                     "without flushing it): expected decode times there are optimistic (dense models' decode "
+                     "steps only 1.03-1.12x above the bound)")
     return (" Read with care: " + "; ".join(notes) + ".") if notes else ""

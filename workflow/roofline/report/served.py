@@ -23,6 +23,10 @@ SERVED_COLUMNS = (
 )
 #: columns stated once under the table when every row reads the same
 CONSTANT_COLUMNS = ("mode", "estimate")
+#: the mark of a concurrency the search could not raise (at_capacity) and what it means, said under the table
+CAPPED = "(full)"
+CAPPED_NOTE = (f"Users {CAPPED}: all the deployment holds (its KV cache, or the framework's cap on running "
+               "sequences, e.g. vLLM's max_num_seqs); the search stops there even where the targets leave room.")
 
 
 def is_served(plans: pd.DataFrame | None) -> bool:
@@ -49,6 +53,17 @@ def _mode(row: pd.Series) -> str:
     return ", ".join(words)
 
 
+def at_capacity(row: pd.Series) -> bool:
+    """Whether a fitting row's concurrency is all its deployment holds (kv_capacity_requests: the KV cache's and
+    the framework's running-sequence cap, whichever is smaller), so the search could not raise it."""
+    capacity = row.get("kv_capacity_requests")
+    return bool(row["fits"]) and not units.missing(capacity) and float(row["batch"]) >= float(capacity)
+
+
+def _users(row: pd.Series) -> str:
+    return units.integer(row["batch"]) + (f" {CAPPED}" if at_capacity(row) else "")
+
+
 def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
     """The cells of one GPU's recommended served plan (SERVED_COLUMNS' keys)."""
     check = target_check(row, targets)
@@ -57,7 +72,7 @@ def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
         "deployment": cell(str(row["deployment"]), css="name"),
         "precision": cell(f"{row['weight_dtype']} / {row['kv_dtype']}", css="nowrap"),
         "mode": cell(_mode(row)),
-        "concurrency": cell(units.integer(row["batch"]), waits),
+        "concurrency": cell(_users(row), waits),
         "ttft": cell(_pair(row, "ttft_expected_s", "ttft_s", units.seconds)),
         "tpot": cell(_pair(row, "tpot_expected_s", "tpot_s", units.seconds)),
         "per_gpu": cell(_pair(row, "tokens_per_s_per_device_expected", "tokens_per_s_per_device", units.sig)),
@@ -100,9 +115,15 @@ def served_section(plans: pd.DataFrame | None, configured: dict[str, str] | None
     targets = plans.attrs.get("workload") or {}
     rows = [served_cells(row, targets) for _, row in _ordered(plans, targets).iterrows()]
     columns, constant = shown_columns(rows)
-    return {"workload": workload_text(plans), "columns": columns, "rows": rows, "constant": constant,
+    return {"workload": workload_text(plans), "columns": columns, "rows": rows, "constant": _notes(constant, rows),
             "reason": plans.attrs.get("reason", "") if not rows else "",
             "coverage": coverage_note([plans], configured or {})}
+
+
+def _notes(constant: str, rows: list[dict]) -> str:
+    """The sentences under a served table: the constant columns, and what (full) means where a row has it."""
+    capped = any(CAPPED in row["concurrency"]["text"] for row in rows)
+    return " ".join(part for part in (constant, CAPPED_NOTE if capped else "") if part)
 
 
 def coverage_note(tables: list[pd.DataFrame], configured: dict[str, str]) -> str:
@@ -181,5 +202,6 @@ def summary_served(plans: dict[str, pd.DataFrame], specs: dict,
         return None
     columns, constant = shown_columns([row["cells"] for row in rows])
     searched = [table for table in plans.values() if is_served(table)]
-    return {"workload": workload, "columns": columns, "rows": rows, "constant": constant,
+    return {"workload": workload, "columns": columns, "rows": rows,
+            "constant": _notes(constant, [row["cells"] for row in rows]),
             "coverage": coverage_note(searched, configured or {})}
