@@ -502,3 +502,24 @@ def test_a_prompt_under_dp_attention_is_computed_by_one_replica_while_the_expert
     assert even_fused == pytest.approx(spread, rel=1e-9)
     assert float(balanced.heavy(np.array([4.0]), np.array([8192.0]), "bound")[0]) == pytest.approx(
         float(mixed.heavy(np.array([4.0]), np.array([8192.0]), "bound")[0]))
+
+
+@pytest.mark.parametrize("osl, workers", [(2, 0), (256, 0), (256, 1), (256, 4)])
+def test_the_throughput_bound_is_no_more_than_the_users_can_ask_at_their_latency_bounds(osl, workers):
+    # Little's law on the bounds: N users, each waiting at least ttft_s + (osl - 1) tpot_s a request, finish at most
+    # N / e2e_latency_s requests/s. Before, one user with 4 decode workers was bounded at 4 x its own rate (887
+    # tokens/s against 221 per user), and a 2-token output at 221 requests/s against 46.5 (the prompt free)
+    model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
+    served = prepare_served(model, gpu, Scenario(parallel=Parallel()))
+    for users in (1, 16):
+        load = Workload(isl=1024, osl=osl, concurrency=users)
+        row = (serve_disaggregated(served, load, Disaggregation(1, workers, Parallel())) if workers
+               else serve_aggregated(served, load))
+        little = users / row["e2e_latency_s"]  # = users / (1.0 ms + 2.0 ms) at 1 and 2 ms bounds, say
+        assert row["requests_per_s"] <= little * (1 + 1e-9)
+        assert row["tokens_per_s"] <= users * osl / row["e2e_latency_s"] * (1 + 1e-9)
+        assert row["tokens_per_s"] >= row["tokens_per_s_expected"]  # the bound stays a bound
+    result = served_search.search(model, [gpu], served_search.ServedWorkload(1024, 16), ["fp8"], ["fp8"],
+                                  max_devices=2, mode="all")
+    c, users = result.columns, result.concurrency
+    assert np.all(c["tokens_per_s"] <= users * 16 / (c["ttft_s"] + 15 * c["tpot_s"]) * (1 + 1e-9))

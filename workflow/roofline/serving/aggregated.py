@@ -333,6 +333,15 @@ def throughput_bound(stepper: Stepper, load: Load, active):
     return active * load.tokens_per_step / (max(load.osl - 1, 1) * stepper.light(active, "bound"))
 
 
+def users_bound(requests_per_s, users, ttft_s, tpot_s, osl: int):
+    """`requests_per_s` (a throughput bound) held to what `users` closed-loop users can ask for: each waits at
+    least its TTFT bound and osl - 1 TPOT bounds per request, so by Little's law they finish at most
+    users / (ttft_s + (osl - 1) tpot_s) requests/s. Without it a short output (a free prompt, one step per two
+    tokens) or several decode workers for one user (each counted at one sequence) gave bounds no run of that many
+    users could reach."""
+    return np.minimum(requests_per_s, users / (ttft_s + max(osl - 1, 0) * tpot_s))
+
+
 def first_wave(stepper: Stepper, load: Load, scheduler: Scheduler, active):
     """Mean TTFT of the first `active` requests of a closed-loop benchmark, all sent at once: admitted in groups
     of g prompts (what one step's budget admits), the i-th group after i groups' steps."""

@@ -89,11 +89,11 @@ def aggregated(selected, points: Points, tables, load, fw, model, drafted, spec)
         steps, N = stacked.at_points(rows[at.rows]), at.concurrency
         expected = agg.closed_loop(steps, load, replace(scheduler, budget=at.budget, chunk=at.chunk), N, at.running,
                                    "expected")
-        return {"ttft_s": steps.lone_prompt + 0 * N,
-                "tpot_s": np.minimum(steps.light(expected["decode"], "bound") / load.tokens_per_step,
-                                     expected["tpot"]),
-                "ttft_expected_s": expected["ttft"], "tpot_expected_s": expected["tpot"],
-                "requests_per_s": agg.throughput_bound(steps, load, np.minimum(N, at.running_bound)),
+        ttft = steps.lone_prompt + 0 * N
+        tpot = np.minimum(steps.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"])
+        rate = agg.throughput_bound(steps, load, np.minimum(N, at.running_bound))
+        return {"ttft_s": ttft, "tpot_s": tpot, "ttft_expected_s": expected["ttft"],
+                "tpot_expected_s": expected["tpot"], "requests_per_s": agg.users_bound(rate, N, ttft, tpot, load.osl),
                 "requests_per_s_expected": expected["requests_per_s"],
                 "decode_batch_expected": expected["decode"], "kv_transfer_s": 0 * N}
     return solve_chunks(points, solve)
@@ -115,11 +115,11 @@ def disaggregated(selected, points: Points, tables, load, fw, model, drafted, sp
         expected = dis.solve(prefill, decode, load, pools, at.budget, transfer, N, True, at.running, "expected",
                              fw.request_overhead_s + fw.handoff_s, chunk=at.chunk)
         per_worker = np.minimum(N / pools.decode_workers, at.running_bound)
-        return {"ttft_s": np.maximum(prefill.lone(load.computed), transfer),
-                "tpot_s": np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step,
-                                     expected["tpot"]),
-                "ttft_expected_s": expected["ttft"], "tpot_expected_s": expected["tpot"],
-                "requests_per_s": pools.decode_workers * agg.throughput_bound(decode, load, per_worker),
+        ttft = np.maximum(prefill.lone(load.computed), transfer)
+        tpot = np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"])
+        rate = pools.decode_workers * agg.throughput_bound(decode, load, per_worker)
+        return {"ttft_s": ttft, "tpot_s": tpot, "ttft_expected_s": expected["ttft"],
+                "tpot_expected_s": expected["tpot"], "requests_per_s": agg.users_bound(rate, N, ttft, tpot, load.osl),
                 "requests_per_s_expected": expected["requests_per_s"],
                 "decode_batch_expected": expected["decode"], "kv_transfer_s": transfer,
                 "limited_by": np.where(expected["prefill_utilization"] >= expected["decode_utilization"], "prefill",

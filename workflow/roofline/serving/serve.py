@@ -330,8 +330,10 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
     """The SERVE_COLUMNS row; `parts`: the step tables it was priced on (their estimate and calibration)."""
     devices = devices or served.plan.devices
     tokens = float(expected["requests_per_s"] * workload.osl)
-    tokens_bound = max(float(bound["requests_per_s"] * workload.osl), tokens)
     tpot = float(min(tpot_bound, expected["tpot"]))
+    rate = bound["requests_per_s"] if workload.concurrency is None else agg.users_bound(
+        bound["requests_per_s"], workload.concurrency, float(ttft_bound), tpot, workload.osl)
+    tokens_bound = max(float(rate * workload.osl), tokens)
     sc = served.scenario
     row = {
         "mode": "aggregated", "model": served.model.key, "gpu": served.gpu.key,
