@@ -98,7 +98,7 @@ def test_hf_config_path_as_model(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["ops", "--model", "llama-2-7b", "--gpu", "gaudi2", "--stage", "decode"],
+    (["ops", "--model", "llama-2-7b", "--gpu", "gaudi2", "--stage", "decode", "--act-dtype", "fp16"],
      "gpu 'gaudi2' has no fp16 peak, which the weight GEMMs (--weight-dtype x --act-dtype) need"),
     (["totals", "--model", "gpt2", "--gpu", "t4", "--stage", "decode", "--seq-len", "1024"],
      "--seq-len: 1024 is not allowed for gpt2 decode: it needs 1025 positions and the model has 1024"),

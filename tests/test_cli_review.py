@@ -149,3 +149,34 @@ def test_tables_print_a_dash_where_a_value_does_not_apply(capsys):
     assert "nan" not in " ".join(lines) and any(line.split() == ["request_rate", "-"] for line in lines)
     keys = [line.index(line.split()[1]) for line in lines]  # every value starts in one column
     assert len(set(keys)) == 1
+
+
+def _csv(capsys, *argv) -> list[dict]:
+    import csv
+    import io
+    assert cli.main([*argv, "--format", "csv"]) == 0
+    return list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+
+
+@pytest.mark.parametrize("gpu", ["gaudi2", "tpu-v5p"])
+def test_the_default_16_bit_float_is_the_devices_own(capsys, gpu):
+    # a bf16-only device (no fp16 peak) ran nothing with default options: "--act-dtype fp16" was refused for a
+    # bf16 checkpoint (Llama-3.1-8B); the unset 16-bit dtypes now take bf16 there, as if given
+    for command in (["totals", "--stage", "decode"], ["ops", "--stage", "prefill", "--seq-len", "512"]):
+        argv = [*command, "--model", "llama-3.1-8b", "--gpu", gpu]
+        assert _csv(capsys, *argv) == _csv(capsys, *argv, "--act-dtype", "bf16", "--kv-dtype", "bf16")
+    served = _csv(capsys, *SERVE, "--gpu", gpu)[0]
+    assert (served["weight_dtype"], served["act_dtype"], served["kv_dtype"]) == ("bf16", "bf16", "bf16")
+    assert _csv(capsys, *SERVE, "--gpu", "h100-sxm")[0]["kv_dtype"] == "fp16"  # fp16 where the device has it
+
+
+def test_the_default_sequence_length_stays_inside_a_short_context(capsys):
+    # GPT-2 has 1,024 positions, OPT 2,048: the default 2,048 was refused though the user gave no --seq-len
+    for model, stage, length in (("gpt2", "prefill", 1024), ("gpt2", "decode", 1023), ("opt-6.7b", "decode", 2047)):
+        argv = ["totals", "--model", model, "--gpu", "h100-sxm", "--stage", stage]
+        default = _csv(capsys, *argv)
+        assert default == _csv(capsys, *argv, "--seq-len", str(length))
+    assert cli.main(["totals", "--model", "gpt2", "--gpu", "h100-sxm", "--stage", "decode"]) == 0
+    assert "note: --seq-len 1023" in capsys.readouterr().err
+    assert "--seq-len: 2048 is not allowed" in _error(capsys, "totals", "--model", "opt-6.7b", "--gpu", "h100-sxm",
+                                                       "--stage", "decode", "--seq-len", "2048")

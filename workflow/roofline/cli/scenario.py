@@ -2,6 +2,7 @@
 dtype, parallel and calibration options `serve` shares too)."""
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,8 +24,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--gpu", required=True, help="catalog key (roofline list gpus)")
     parser.add_argument("--stage", required=True, type=choice("--stage", STAGES), help="prefill | decode")
     parser.add_argument("--batch", type=positive_int("--batch"), default=defaults.batch)
-    parser.add_argument("--seq-len", type=positive_int("--seq-len"), default=defaults.seq_len,
-                        help="prefill: prompt tokens; decode: tokens already in the KV cache")
+    parser.add_argument("--seq-len", type=positive_int("--seq-len"), default=None,
+                        help=f"prefill: prompt tokens; decode: tokens already in the KV cache (default "
+                             f"{defaults.seq_len}, or as many as the model's context allows where it is shorter)")
     add_dtypes(parser, defaults)
     parser.add_argument("--attention", type=choice("--attention", ATTENTION_IMPLS), default=defaults.attention)
     parser.add_argument("--logits", type=choice("--logits", LOGITS_MODES), default=defaults.logits)
@@ -45,9 +47,10 @@ def add_arguments(parser) -> None:
 def add_dtypes(parser, defaults: Scenario) -> None:
     parser.add_argument("--weight-dtype", type=choice("--weight-dtype", WEIGHT_DTYPES),
                         default=defaults.weight_dtype, help="a storage dtype or native (the checkpoint's own)")
-    for name in ("act", "kv"):
-        parser.add_argument(f"--{name}-dtype", type=choice(f"--{name}-dtype", STORAGE_DTYPES),
-                            default=getattr(defaults, f"{name}_dtype"))
+    for name in ("act", "kv"):  # None: the device's 16-bit float (sixteen_bit), resolved once the device is known
+        parser.add_argument(f"--{name}-dtype", type=choice(f"--{name}-dtype", STORAGE_DTYPES), default=None,
+                            help=f"default {getattr(defaults, f'{name}_dtype')} (bf16 on a device that publishes "
+                                 "no fp16 peak: TPUs, Gaudi)")
     parser.add_argument("--expert-weight-dtype", type=choice("--expert-weight-dtype", STORAGE_DTYPES),
                         default=None, help="MoE experts' weights (default: as --weight-dtype)")
     parser.add_argument("--attention-weight-dtype", type=choice("--attention-weight-dtype", STORAGE_DTYPES),
@@ -117,10 +120,32 @@ def _absolute(path: str) -> str:
         return path
 
 
+def sixteen_bit(gpu: Accelerator) -> str:
+    """The 16-bit float a device computes at when none is named: fp16 (the Scenario default), bf16 where the
+    device publishes a bf16 peak and no fp16 one (TPUs, Gaudi: bf16 is their 16-bit type; same width, same bytes)."""
+    peaks = gpu.peak_flops_per_s
+    return "bf16" if "fp16" not in peaks and "bf16" in peaks else Scenario.act_dtype
+
+
+def device_defaults(args, gpu: Accelerator) -> None:
+    """--act-dtype and --kv-dtype left unset take `gpu`'s 16-bit float (sixteen_bit)."""
+    for name in ("act_dtype", "kv_dtype"):
+        if getattr(args, name) is None:
+            setattr(args, name, sixteen_bit(gpu))
+
+
 def analysis(args) -> tuple[list[dict], dict]:
     """(operator rows, totals row) of the question the options ask, with --calibration's table and
     --price-per-hour (totals) when given."""
-    model, gpu, chosen = options.model(args.model), options.gpu(args.gpu), scenario(args)
+    model, gpu = options.model(args.model), options.gpu(args.gpu)
+    device_defaults(args, gpu)
+    if args.seq_len is None:  # the default, held inside a short context (GPT-2's 1,024, OPT's 2,048 positions)
+        room = model.max_position - (1 if args.stage == "decode" else 0) if model.max_position else Scenario.seq_len
+        args.seq_len = min(Scenario.seq_len, room)
+        if args.seq_len < Scenario.seq_len:
+            print(f"roofline: note: --seq-len {args.seq_len} (the default {Scenario.seq_len} is past {model.key}'s "
+                  f"context of {model.max_position} positions)", file=sys.stderr)
+    chosen = scenario(args)
     check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice
         gpu = replace(gpu, framework=args.framework)

@@ -80,8 +80,9 @@ def table(args) -> tuple[list[dict], dict]:
     """(the one served row, no notes)."""
     model = options.model(args.model)
     gpu = scenario.calibrated(options.gpu(args.gpu), args, args.framework or DEFAULT_FRAMEWORK)
-    act = args.act_dtype or activation_dtype(Scenario(weight_dtype=args.weight_dtype).for_model(model).weight_dtype,
-                                             gpu)
+    args.kv_dtype = args.kv_dtype or scenario.sixteen_bit(gpu)
+    native = Scenario(weight_dtype=args.weight_dtype, act_dtype=scenario.sixteen_bit(gpu)).for_model(model)
+    act = args.act_dtype or activation_dtype(native.weight_dtype, gpu)
     chosen = Scenario(act_dtype=act, **scenario.deployment_fields(args)).validate()
     scenario.check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),

@@ -333,13 +333,15 @@ def throughput_bound(stepper: Stepper, load: Load, active):
     return active * load.tokens_per_step / (max(load.osl - 1, 1) * stepper.light(active, "bound"))
 
 
-def users_bound(requests_per_s, users, ttft_s, tpot_s, osl: int):
-    """`requests_per_s` (a throughput bound) held to what `users` closed-loop users can ask for: each waits at
-    least its TTFT bound and osl - 1 TPOT bounds per request, so by Little's law they finish at most
-    users / (ttft_s + (osl - 1) tpot_s) requests/s. Without it a short output (a free prompt, one step per two
-    tokens) or several decode workers for one user (each counted at one sequence) gave bounds no run of that many
-    users could reach."""
-    return np.minimum(requests_per_s, users / (ttft_s + max(osl - 1, 0) * tpot_s))
+def users_bound(requests_per_s, users, ttft_s, decode: Stepper, load: Load):
+    """`requests_per_s` (a throughput bound) held to what `users` closed-loop users (inf: an open loop) can ask
+    for: each request waits at least its TTFT bound `ttft_s` and (osl - 1) / a decode steps, none faster than a
+    lone sequence's at the roofline, so by Little's law they finish at most users / (ttft_s + (osl - 1) t(1) / a)
+    requests/s. Without it a short output (a free prompt, one step per two tokens) or several decode workers for
+    one user (each counted at one sequence) gave bounds no run of that many users could reach. It reads no
+    expected time: the bounds stay the roofline's alone."""
+    per_request = ttft_s + max(load.osl - 1, 0) * decode.light(1.0, "bound") / load.tokens_per_step
+    return np.minimum(requests_per_s, users / per_request)
 
 
 def first_wave(stepper: Stepper, load: Load, scheduler: Scheduler, active):

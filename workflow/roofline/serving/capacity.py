@@ -62,7 +62,7 @@ def activation_bytes(model: ModelSpec, scenario: Scenario, tokens: int) -> float
 def capacity(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: Framework, isl: int, osl: int,
              prefix_hit: float = 0.0, extra_weight_bytes: float = 0.0, draft=None) -> Capacity:
     """Capacity of one deployment (draft: a (model, scenario) whose cache rides along, or None)."""
-    weights, activations, held, shared, mean = _per_device_bytes(
+    weights, activations, held, shared, mean = per_device_bytes(
         model, scenario, framework.step_budget(scenario.parallel), framework.reserve_full_length, isl, osl, prefix_hit,
         extra_weight_bytes, draft)
     budget = framework.kv_budget_bytes(gpu.memory_bytes, weights, activations)
@@ -74,7 +74,7 @@ def capacity(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: 
 
 
 @lru_cache(maxsize=16384)
-def _per_device_bytes(model: ModelSpec, scenario: Scenario, max_batched_tokens: int, reserve_full_length: bool,
+def per_device_bytes(model: ModelSpec, scenario: Scenario, max_batched_tokens: int, reserve_full_length: bool,
                       isl: int, osl: int, prefix_hit: float, extra_weight_bytes: float, draft) -> tuple:
     """(weights, activations of a full-budget step, one request's KV at the length the expected side reserves, the
     shared prefix's KV, one request's KV at the mean in-flight length) on the busiest device, in bytes: what

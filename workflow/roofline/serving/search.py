@@ -114,6 +114,8 @@ class ServedSearch:
     evaluated: int = 0
     #: per candidate: the serving framework it ran under (candidate_framework; empty: the workload's for all)
     frameworks: list[str] = field(default_factory=list)
+    #: the memory share the frameworks' KV caches were sized with (None: each framework's own rule)
+    memory_utilization: float | None = None
 
     def framework_of(self, candidate: int) -> str:
         """The framework candidate number `candidate` was evaluated under."""
@@ -267,7 +269,7 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorklo
     merged = columns[0] if len(columns) == 1 else {k: np.concatenate([c[k] for c in columns]) for k in columns[0]}
     return ServedSearch(model, workload, candidates, np.concatenate(index), np.concatenate(concurrency), merged,
                         time.perf_counter() - start, labels, sum(len(part) * len(values) for part, values in parts),
-                        [key for members, _, key in groups for _ in members])
+                        [key for members, _, key in groups for _ in members], memory_utilization)
 
 
 def candidate_framework(workload: ServedWorkload, gpu: Accelerator) -> str:

@@ -5,15 +5,16 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..engine.analysis import aggregate, weight_bytes_per_device
+from ..engine.analysis import aggregate
 from ..engine.columns import PLAN_COLUMNS, PLAN_SERVING_COLUMNS
 from ..engine.graph import build_operators
 from ..engine.roofline import dominant_bound
 from .candidates import served_kv_dtypes
-from .capacity import kv_per_request
+from .capacity import per_device_bytes
 from .framework import balance_label, framework_for
 from .planner import PlanSettings, ms, nearest_miss, plan_table
 from .search import ServedSearch, ServedWorkload, frontier, search
+from .speculative import draft_model
 
 
 def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
@@ -26,9 +27,10 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
         batch = int(result.concurrency[i])
         decode = _decode_step(result, cand, max(float(c["decode_batch_expected"][i]), 1.0))
         prefill = cand.prefill_plan
-        fw = framework_for(result.framework_of(int(result.candidate[i])), cand.gpu, plan.tp)
+        fw = framework_for(result.framework_of(int(result.candidate[i])), cand.gpu, plan.tp,
+                           memory_fraction=result.memory_utilization)
         estimate, table = result.labels[result.candidate[i]]
-        footprint = _footprint(result, cand, batch, float(c["kv_capacity_requests"][i]))
+        footprint, usable = _memory(result, cand, fw, batch, float(c["kv_capacity_requests"][i]))
         row = {
             "model": result.model.key, "gpu": cand.gpu.key, "devices": cand.devices, "tp": plan.tp, "pp": plan.pp,
             "ep": plan.ep, "attention_dp": plan.attention_dp, "batch": batch, "weight_dtype": sc.weight_dtype,
@@ -38,7 +40,7 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
             "tokens_per_s": float(c["tokens_per_s"][i]),
             "tokens_per_s_per_device": float(c["tokens_per_s_per_device"][i]),
             "tokens_per_s_per_user": float(c["tokens_per_s_per_user"][i]), "footprint_bytes": footprint,
-            "usable_memory_bytes": float(sc.memory_utilization * cand.gpu.memory_bytes), "fits": bool(c["fits"][i]),
+            "usable_memory_bytes": usable, "fits": bool(c["fits"][i]),
             "bound": dominant_bound(float(decode["memory_bound_share"]), float(decode["network_share"])),
             "memory_bound_share": float(decode["memory_bound_share"]), "network_share": float(decode["network_share"]),
             "ttft_expected_s": float(c["ttft_expected_s"][i]), "tpot_expected_s": float(c["tpot_expected_s"][i]),
@@ -71,13 +73,22 @@ def _decode_step(result: ServedSearch, cand, batch: float) -> dict:
     return aggregate(result.model, cand.gpu, "decode", cand.scenario, ops, batch, seq)
 
 
-def _footprint(result: ServedSearch, cand, batch: int, capacity_requests: float) -> float:
-    """The busiest decode device: weights and the KV of the requests in flight at their full length."""
+def _memory(result: ServedSearch, cand, fw, batch: int, capacity_requests: float) -> tuple[float, float]:
+    """(footprint, usable) bytes of the busiest decode device under the framework's memory rule, the rule `fits`
+    and kv_capacity_requests come from (capacity.capacity): weights, a full-budget step's activations, the shared
+    prefix and each request's KV at the length the framework reserves (its full length under TensorRT-LLM, the
+    mean in-flight length under vLLM and SGLang), against the weights, activations and KV budget the rule allows.
+    A footprint at every request's full length against memory_utilization x memory called rows that fit too big."""
     w = result.workload
+    draft = draft_model(w.spec, result.model)
+    weights, activations, held, shared, _ = per_device_bytes(
+        result.model, cand.scenario, fw.step_budget(cand.scenario.parallel), fw.reserve_full_length, w.isl, w.osl,
+        w.prefix_hit, 0.0, (draft, cand.scenario) if draft else None)
     per_worker = min(batch, capacity_requests) / max(cand.decode_workers, 1)
     replicas = cand.scenario.parallel.tp if cand.scenario.parallel.attention_dp else 1
-    kv = float(kv_per_request(result.model, cand.scenario, w.isl + w.osl)) * np.ceil(per_worker / replicas)
-    return float(weight_bytes_per_device(result.model, cand.scenario) + kv)
+    footprint = weights + activations + shared + held * np.ceil(per_worker / replicas)
+    usable = weights + activations + fw.kv_budget_bytes(cand.gpu.memory_bytes, weights, activations)
+    return float(footprint), float(usable)
 
 
 def no_plan_reason(result: ServedSearch, side: str = "expected") -> str:

@@ -93,7 +93,7 @@ def aggregated(selected, points: Points, tables, load, fw, model, drafted, spec)
         tpot = np.minimum(steps.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"])
         rate = agg.throughput_bound(steps, load, np.minimum(N, at.running_bound))
         return {"ttft_s": ttft, "tpot_s": tpot, "ttft_expected_s": expected["ttft"],
-                "tpot_expected_s": expected["tpot"], "requests_per_s": agg.users_bound(rate, N, ttft, tpot, load.osl),
+                "tpot_expected_s": expected["tpot"], "requests_per_s": agg.users_bound(rate, N, ttft, steps, load),
                 "requests_per_s_expected": expected["requests_per_s"],
                 "decode_batch_expected": expected["decode"], "kv_transfer_s": 0 * N}
     return solve_chunks(points, solve)
@@ -119,7 +119,7 @@ def disaggregated(selected, points: Points, tables, load, fw, model, drafted, sp
         tpot = np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"])
         rate = pools.decode_workers * agg.throughput_bound(decode, load, per_worker)
         return {"ttft_s": ttft, "tpot_s": tpot, "ttft_expected_s": expected["ttft"],
-                "tpot_expected_s": expected["tpot"], "requests_per_s": agg.users_bound(rate, N, ttft, tpot, load.osl),
+                "tpot_expected_s": expected["tpot"], "requests_per_s": agg.users_bound(rate, N, ttft, decode, load),
                 "requests_per_s_expected": expected["requests_per_s"],
                 "decode_batch_expected": expected["decode"], "kv_transfer_s": transfer,
                 "limited_by": np.where(expected["prefill_utilization"] >= expected["decode_utilization"], "prefill",

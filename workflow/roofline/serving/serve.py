@@ -193,9 +193,10 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
         offered = workload.request_rate
         expected = _sustained(agg.open_loop(stepper, load, scheduler, offered, cap.running, "expected"), offered,
                               lambda: agg.closed_loop(stepper, load, scheduler, cap.running, cap.running, "expected"))
-    bound = {"requests_per_s": _offered_bound(agg.throughput_bound(
-        stepper, load, np.minimum(offered if workload.concurrency is not None else np.inf, cap.running_bound)),
-        workload)}
+    users = offered if workload.concurrency is not None else np.inf
+    rate = agg.throughput_bound(stepper, load, np.minimum(users, cap.running_bound))
+    bound = {"requests_per_s": _offered_bound(agg.users_bound(rate, users, stepper.lone(load.computed),
+                                                              stepper, load), workload)}
     # a lone decode step at the expected occupancy: lockstep groups keep prompts out of a request's decode steps
     tpot_bound = stepper.light(expected["decode"], "bound") / load.tokens_per_step
     return _row(served, workload, cap, stepper.lone(load.computed), (stepper.target,), expected, bound, tpot_bound)
@@ -312,9 +313,10 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     if not closed:
         expected = _sustained(expected, offered, lambda: solve(cap.running * shape.decode_workers, True))
     per_worker = np.minimum(offered / shape.decode_workers if closed else np.inf, cap.running_bound)
-    bound = {"requests_per_s": _offered_bound(shape.decode_workers * agg.throughput_bound(decode, load, per_worker),
-                                              workload),
-             "ttft": max(float(prefill.lone(load.computed)), transfer)}  # the transfer may overlap the prefill
+    ttft_bound = max(float(prefill.lone(load.computed)), transfer)  # the transfer may overlap the prefill
+    rate = shape.decode_workers * agg.throughput_bound(decode, load, per_worker)
+    bound = {"requests_per_s": _offered_bound(agg.users_bound(rate, offered if closed else np.inf, ttft_bound,
+                                                              decode, load), workload), "ttft": ttft_bound}
     tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step
     limited = "prefill" if float(expected["prefill_utilization"]) >= float(expected["decode_utilization"]) \
         else "decode"
@@ -331,9 +333,7 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
     devices = devices or served.plan.devices
     tokens = float(expected["requests_per_s"] * workload.osl)
     tpot = float(min(tpot_bound, expected["tpot"]))
-    rate = bound["requests_per_s"] if workload.concurrency is None else agg.users_bound(
-        bound["requests_per_s"], workload.concurrency, float(ttft_bound), tpot, workload.osl)
-    tokens_bound = max(float(rate * workload.osl), tokens)
+    tokens_bound = max(float(bound["requests_per_s"] * workload.osl), tokens)
     sc = served.scenario
     row = {
         "mode": "aggregated", "model": served.model.key, "gpu": served.gpu.key,
