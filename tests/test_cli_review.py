@@ -168,6 +168,9 @@ def test_the_default_16_bit_float_is_the_devices_own(capsys, gpu):
     served = _csv(capsys, *SERVE, "--gpu", gpu)[0]
     assert (served["weight_dtype"], served["act_dtype"], served["kv_dtype"]) == ("bf16", "bf16", "bf16")
     assert _csv(capsys, *SERVE, "--gpu", "h100-sxm")[0]["kv_dtype"] == "fp16"  # fp16 where the device has it
+    # weight-only integer recipes compute at the device's 16-bit float too (W8A16 was W8A fp16 everywhere)
+    served = _csv(capsys, *SERVE, "--gpu", gpu, "--weight-dtype", "int8")[0]
+    assert (served["weight_dtype"], served["act_dtype"]) == ("int8", "bf16")
 
 
 def test_the_default_sequence_length_stays_inside_a_short_context(capsys):

@@ -108,6 +108,9 @@ def test_a_concurrency_the_deployment_cannot_raise_is_marked_full_and_explained(
     users = {row["concurrency"]["text"] for row in section["rows"]}
     assert f"{units.integer(capped.loc[first, 'batch'])} (full)" in users
     assert section["constant"].endswith(served.CAPPED_NOTE) and "max_num_seqs" in section["constant"]
+    # a capacity between two points of the search's grid (steps of 16 past 256): the next point did not fit
+    capped.loc[first, ["batch", "kv_capacity_requests"]] = (592, 596.0)
+    assert served.at_capacity(capped.loc[first]) and not served.at_capacity(capped.loc[first].replace(596.0, 700.0))
     capped.loc[first, "fits"] = False  # users beyond the cache wait: said by the cell's mark, not as full
     assert not any(served.CAPPED in row["concurrency"]["text"] for row in served.served_section(capped)["rows"])
 

@@ -547,3 +547,40 @@ def test_a_served_plan_row_that_fits_has_its_footprint_within_its_usable_memory(
     for row in rows:
         assert row["fits"] and row["footprint_bytes"] <= row["usable_memory_bytes"] <= settings.gpus[0].memory_bytes
     assert max(row["footprint_bytes"] / row["usable_memory_bytes"] for row in rows) > 0.8  # near full at the top
+
+
+def test_a_draft_models_weights_take_their_share_of_the_kv_budget():
+    # a separate draft model's weights sit on every device of the target's plan: the KV budget loses exactly
+    # them (before, capacity counted the draft's KV cache but not its weights: 70B + 8B bf16 on 2 H100 "fit")
+    from roofline.engine.analysis import weight_bytes_per_device
+    from roofline.serving.capacity import capacity
+    from roofline.serving.framework import framework_for
+    from roofline.serving.speculative import draft_weight_bytes
+
+    target, draft, gpu = get_model("llama-3.1-70b"), get_model("llama-3.1-8b"), get_accelerator("h200-sxm")
+    scenario = FP8.with_(parallel=Parallel(tp=2))
+    spec = Speculation(method="draft", tokens=3, acceptance=0.7, draft_model=draft)
+    extra = draft_weight_bytes(spec, scenario)
+    assert extra == weight_bytes_per_device(draft, scenario) > 3e9  # ~8 GB of fp8 weights over 2 devices
+    assert draft_weight_bytes(Speculation(method="ngram", tokens=3, acceptance=0.7), scenario) == 0.0
+    fw = framework_for("vllm", gpu, 2)
+    alone = capacity(target, gpu, scenario, fw, 2048, 512, draft=(draft, scenario))
+    paid = capacity(target, gpu, scenario, fw, 2048, 512, extra_weight_bytes=extra, draft=(draft, scenario))
+    assert paid.kv_budget_bytes == pytest.approx(alone.kv_budget_bytes - extra)
+    assert paid.running < alone.running
+    with pytest.raises(RooflineInputError, match="weights alone exceed"):  # 141 + 16 GB of bf16 on 2 x 80 GB
+        served = prepare_served(target, get_accelerator("h100-sxm"), Scenario(parallel=Parallel(tp=2)), spec=spec)
+        serve_aggregated(served, Workload(isl=2048, osl=512, concurrency=4))
+
+
+def test_the_serving_search_reports_its_progress_to_the_end():
+    # `roofline plan` prints a progress line from these reports on long searches (a disaggregated one of 3.5 M
+    # configurations took 22-45 s in silence)
+    calls = []
+    workload = served_search.ServedWorkload(1024, 256)
+    result = served_search.search(get_model("llama-3.1-8b"), [get_accelerator("h100-sxm")], workload, ["fp8"],
+                                  ["fp8"], max_devices=2, mode="all", progress=lambda done, total: calls.append(
+                                      (done, total)))
+    assert calls and {total for _, total in calls} == {len(result)}
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and done[-1] == len(result)

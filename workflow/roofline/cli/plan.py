@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..engine import hardware
@@ -147,7 +148,7 @@ def table(args) -> tuple[list[dict], dict]:
     result = search.search(model, gpus, workload, weights, kvs, args.max_devices, args.mode or "aggregated",
                            memory_utilization=args.memory_utilization, max_candidates=args.max_candidates,
                            attention_weight_dtype=args.attention_weight_dtype or "",
-                           fp8_scaling=args.fp8_scaling or "tensor")
+                           fp8_scaling=args.fp8_scaling or "tensor", progress=_progress_line())
     by_key = {gpu.key: gpu for gpu in gpus}
     side = _side(args)
     if args.rank_on == "cost" or args.mode == "all":  # the whole frontier (hundreds of rows at most) first: the
@@ -161,6 +162,17 @@ def table(args) -> tuple[list[dict], dict]:
         left_out = len(frontier) - len(rows)
     return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out,
                   "reason": "" if rows else search_rows.no_plan_reason(result, side)}
+
+
+def _progress_line() -> Callable[[int, int], None]:
+    """The serving search's progress line on stderr (search_budget.Progress: after 3 s, then every 10 s), its clock
+    started now; the search tells its size (configurations) with each report."""
+    line = search_budget.Progress(0, lambda text: print(text, file=sys.stderr, flush=True))
+
+    def report(done: int, total: int) -> None:
+        line.candidates = total
+        line(done, total)
+    return report
 
 
 def _check_disaggregated_devices(args) -> None:

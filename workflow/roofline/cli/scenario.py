@@ -120,18 +120,11 @@ def _absolute(path: str) -> str:
         return path
 
 
-def sixteen_bit(gpu: Accelerator) -> str:
-    """The 16-bit float a device computes at when none is named: fp16 (the Scenario default), bf16 where the
-    device publishes a bf16 peak and no fp16 one (TPUs, Gaudi: bf16 is their 16-bit type; same width, same bytes)."""
-    peaks = gpu.peak_flops_per_s
-    return "bf16" if "fp16" not in peaks and "bf16" in peaks else Scenario.act_dtype
-
-
 def device_defaults(args, gpu: Accelerator) -> None:
-    """--act-dtype and --kv-dtype left unset take `gpu`'s 16-bit float (sixteen_bit)."""
+    """--act-dtype and --kv-dtype left unset take `gpu`'s 16-bit float (Accelerator.sixteen_bit)."""
     for name in ("act_dtype", "kv_dtype"):
         if getattr(args, name) is None:
-            setattr(args, name, sixteen_bit(gpu))
+            setattr(args, name, gpu.sixteen_bit)
 
 
 def analysis(args) -> tuple[list[dict], dict]:
@@ -143,8 +136,8 @@ def analysis(args) -> tuple[list[dict], dict]:
         room = model.max_position - (1 if args.stage == "decode" else 0) if model.max_position else Scenario.seq_len
         args.seq_len = min(Scenario.seq_len, room)
         if args.seq_len < Scenario.seq_len:
-            print(f"roofline: note: --seq-len {args.seq_len} (the default {Scenario.seq_len} is past {model.key}'s "
-                  f"context of {model.max_position} positions)", file=sys.stderr)
+            print(f"roofline: note: --seq-len {args.seq_len}: the default {Scenario.seq_len} does not fit "
+                  f"{model.key}'s {args.stage} in its context of {model.max_position} positions", file=sys.stderr)
     chosen = scenario(args)
     check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice

@@ -109,6 +109,13 @@ class Accelerator:
         """Ridge point P / BW [FLOP/byte]: the intensity above which `dtype` compute is the limit."""
         return self.peak(dtype) / self.bandwidth_bytes_per_s
 
+    @property
+    def sixteen_bit(self) -> str:
+        """The 16-bit float this device computes at when none is named: fp16, or bf16 where it publishes a bf16
+        peak and no fp16 one (TPUs, Gaudi: bf16 is their 16-bit type; same width, same bytes)."""
+        peaks = self.peak_flops_per_s
+        return "bf16" if "fp16" not in peaks and "bf16" in peaks else "fp16"
+
 
 def _float_or_none(text: str) -> float | None:
     return float(text) if text and text.strip() else None

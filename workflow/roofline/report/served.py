@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..serving.search import CONCURRENCY_GRID, DISAGGREGATED_GRID
 from . import units
 from .decision import cell, target_check
 from .page import name_parts
@@ -55,9 +56,14 @@ def _mode(row: pd.Series) -> str:
 
 def at_capacity(row: pd.Series) -> bool:
     """Whether a fitting row's concurrency is all its deployment holds (kv_capacity_requests: the KV cache's and
-    the framework's running-sequence cap, whichever is smaller), so the search could not raise it."""
+    the framework's running-sequence cap, whichever is smaller), or the next the search's grid tries (steps of 16
+    users past 256; ~12% disaggregated) would not fit: the search could not raise it."""
     capacity = row.get("kv_capacity_requests")
-    return bool(row["fits"]) and not units.missing(capacity) and float(row["batch"]) >= float(capacity)
+    if not bool(row["fits"]) or units.missing(capacity):
+        return False
+    grid = DISAGGREGATED_GRID if row.get("mode") == "disaggregated" else CONCURRENCY_GRID
+    above = grid[grid > float(row["batch"])]
+    return float(row["batch"]) >= float(capacity) or (above.size > 0 and above[0] > float(capacity))
 
 
 def _users(row: pd.Series) -> str:

@@ -75,7 +75,7 @@ def capacity(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: 
 
 @lru_cache(maxsize=16384)
 def per_device_bytes(model: ModelSpec, scenario: Scenario, max_batched_tokens: int, reserve_full_length: bool,
-                      isl: int, osl: int, prefix_hit: float, extra_weight_bytes: float, draft) -> tuple:
+                     isl: int, osl: int, prefix_hit: float, extra_weight_bytes: float, draft) -> tuple:
     """(weights, activations of a full-budget step, one request's KV at the length the expected side reserves, the
     shared prefix's KV, one request's KV at the mean in-flight length) on the busiest device, in bytes: what
     capacity() needs beyond the device, once per scenario (a search asks it of every device)."""

@@ -10,7 +10,7 @@ array programs over the points, a chunk at a time (roofline.serving.search_solve
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -32,7 +32,7 @@ from .framework import DEFAULT_FRAMEWORK, framework_for
 from .hugepages import without_hugepage_advice
 from .planner import BATCH_GRID, fronts
 from .search_budget import check_budget
-from .speculative import Speculation, draft_model
+from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import StepTables, tabulate_many
 from .steps import Mix
 
@@ -226,9 +226,10 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorklo
            kv_dtypes: Sequence[str], max_devices: int | None = None, mode: str = "aggregated",
            concurrencies=None, memory_utilization: float | None = None,
            max_candidates: int | None = None, attention_weight_dtype: str = "",
-           fp8_scaling: str = "tensor") -> ServedSearch:
+           fp8_scaling: str = "tensor", progress: Callable[[int, int], object] | None = None) -> ServedSearch:
     """Serve every candidate (see the module docstring); raises RooflineInputError when there is none, or, before
-    any work, when the candidates outnumber `max_candidates`."""
+    any work, when the candidates outnumber `max_candidates`. `progress(done, total)` hears the configurations
+    evaluated as the solvers go (a long search's progress line: search_budget.Progress)."""
     start = time.perf_counter()
     grid = check_search(workload, mode, concurrencies)
     if max_candidates is not None:
@@ -259,8 +260,12 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorklo
         raise RooflineInputError(f"gpus: no candidate: none of {', '.join(g.key for g in gpus)} computes at the "
                                  f"dtypes asked or holds {model.key} within the devices allowed")
     index, concurrency, columns, labels, offset = [], [], [], [], 0
-    for part, values, key in groups:
-        served, evaluated, label = evaluate(model, part, replace(workload, framework=key), values, memory_utilization)
+    sizes = [len(part) * len(values) for part, values, _ in groups]  # configurations of each evaluation
+    for n, (part, values, key) in enumerate(groups):
+        report = None if progress is None else (
+            lambda share, done=sum(sizes[:n]), size=sizes[n]: progress(int(done + share * size), sum(sizes)))
+        served, evaluated, label = evaluate(model, part, replace(workload, framework=key), values, memory_utilization,
+                                            report)
         index.append(served[0] + offset)
         concurrency.append(served[1])
         columns.append(evaluated)
@@ -303,7 +308,8 @@ def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkl
 
 
 def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkload, grid: np.ndarray,
-             memory_utilization: float | None) -> tuple[tuple[np.ndarray, np.ndarray], dict, list[tuple[str, str]]]:
+             memory_utilization: float | None, progress: Callable[[float], object] | None = None
+             ) -> tuple[tuple[np.ndarray, np.ndarray], dict, list[tuple[str, str]]]:
     """((candidate, concurrency) of each point served, its columns, each candidate's (estimate, calibration)) of
     `candidates` of one mode. The points served are the candidates x concurrencies whose requests the KV cache
     holds, candidate by candidate."""
@@ -327,7 +333,7 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     if rows.size:
         chunk = np.array([f.request_chunk(plan) for f, plan in zip(frameworks, plans)], dtype=float)
         at_points = solvers.Points(index, rows, concurrency, budget[index], running[index],
-                                   np.array([caps[i].running_bound for i in index]), chunk[index])
+                                   np.array([caps[i].running_bound for i in index]), chunk[index], progress)
         solver = solvers.aggregated if mode == "aggregated" else solvers.disaggregated
         out = solver([candidates[i] for i in index], at_points, tables, load, frameworks[0], model, drafted, spec)
     else:
@@ -384,7 +390,8 @@ def _capacities(model, candidates, frameworks, workload, drafted):
         key = (c.scenario, c.gpu.key)
         if key not in cache:
             cache[key] = capacity(model, c.gpu, c.scenario, fw, workload.isl, workload.osl, workload.prefix_hit,
-                                  draft=(drafted, c.scenario) if drafted else None)
+                                  draft_weight_bytes(workload.spec, c.scenario),
+                                  (drafted, c.scenario) if drafted else None)
     return [cache[(c.scenario, c.gpu.key)] for c in candidates]
 
 

@@ -14,7 +14,7 @@ from .capacity import per_device_bytes
 from .framework import balance_label, framework_for
 from .planner import PlanSettings, ms, nearest_miss, plan_table
 from .search import ServedSearch, ServedWorkload, frontier, search
-from .speculative import draft_model
+from .speculative import draft_model, draft_weight_bytes
 
 
 def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
@@ -83,7 +83,7 @@ def _memory(result: ServedSearch, cand, fw, batch: int, capacity_requests: float
     draft = draft_model(w.spec, result.model)
     weights, activations, held, shared, _ = per_device_bytes(
         result.model, cand.scenario, fw.step_budget(cand.scenario.parallel), fw.reserve_full_length, w.isl, w.osl,
-        w.prefix_hit, 0.0, (draft, cand.scenario) if draft else None)
+        w.prefix_hit, draft_weight_bytes(w.spec, cand.scenario), (draft, cand.scenario) if draft else None)
     per_worker = min(batch, capacity_requests) / max(cand.decode_workers, 1)
     replicas = cand.scenario.parallel.tp if cand.scenario.parallel.attention_dp else 1
     footprint = weights + activations + shared + held * np.ceil(per_worker / replicas)

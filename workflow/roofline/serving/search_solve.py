@@ -6,6 +6,7 @@ the tables are combined once for the whole stack (aggregated.Stepper) and read a
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -33,6 +34,8 @@ class Points:
     running: np.ndarray
     running_bound: np.ndarray
     chunk: np.ndarray  # one request's prompt tokens per step (one attention replica's budget)
+    #: called with the share of the points solved after each chunk (a long search's progress line), or None
+    progress: Callable[[float], object] | None = None
 
     def chunks(self):
         """The points CHUNK at a time, each with its candidate's budget and capacities (the temporaries of a chunk
@@ -63,6 +66,8 @@ def solve_chunks(points: Points, solve) -> dict:
             if name not in out:
                 out[name] = np.empty(len(points.rows), dtype=np.asarray(value).dtype)
             out[name][start:start + len(chunk.rows)] = value
+        if points.progress is not None:
+            points.progress((start + len(chunk.rows)) / len(points.rows))
     return out
 
 

@@ -24,7 +24,7 @@ from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, framework_for
-from .speculative import Speculation, draft_model
+from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
 from .steps import Mix, Parts
 
@@ -128,7 +128,7 @@ def _capacity(served: "Served", scenario: Scenario, isl: int, osl: int, prefix_h
         if len(_CAPACITY) > 4096:
             _CAPACITY.clear()
         _CAPACITY[key] = capacity(served.model, served.gpu, scenario, fw, isl, osl, prefix_hit,
-                                  draft=(draft, scenario) if draft else None)
+                                  draft_weight_bytes(served.spec, scenario), (draft, scenario) if draft else None)
     return _CAPACITY[key]
 
 

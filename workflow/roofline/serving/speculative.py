@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..engine.analysis import weight_bytes_per_device
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.models import ModelSpec, parameter_counts
 
@@ -101,6 +102,15 @@ class Speculation:
             raise RooflineInputError(f"--spec-draft-model: {self.draft_model.key} has a vocabulary of "
                                      f"{self.draft_model.vocab}, {target.key} of {target.vocab}; a draft model "
                                      "must share the target's tokenizer")
+
+
+def draft_weight_bytes(spec: Speculation, scenario) -> float:
+    """Bytes of a separate draft model's weights on each device of the target's plan (`scenario`), which the KV
+    cache's budget loses; 0 for ngram and for MTP/EAGLE heads (one layer sharing the target's embedding and LM
+    head, left out as the target's other small buffers are)."""
+    if spec.method != "draft" or spec.draft_model is None:
+        return 0.0
+    return float(weight_bytes_per_device(spec.draft_model, scenario))
 
 
 def draft_model(spec: Speculation, target: ModelSpec) -> ModelSpec | None:
