@@ -10,7 +10,16 @@ from ..engine.dtypes import STORAGE_DTYPES, WEIGHT_DTYPES
 from ..engine.errors import RooflineInputError, clip
 from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.parallel import Parallel
-from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, FP8_SCALINGS, LOGITS_MODES, MLA_MODES, STAGES, Scenario
+from ..engine.scenario import (
+    ATTENTION_IMPLS,
+    EXPERT_ROUTINGS,
+    FP8_SCALINGS,
+    LOGITS_MODES,
+    MLA_MODES,
+    STAGES,
+    Scenario,
+    longest_seq_len,
+)
 from ..estimate.calibration import check_table, read_table, table_facts
 from ..estimate.expected import analyze
 from . import options
@@ -133,8 +142,7 @@ def analysis(args) -> tuple[list[dict], dict]:
     model, gpu = options.model(args.model), options.gpu(args.gpu)
     device_defaults(args, gpu)
     if args.seq_len is None:  # the default, held inside a short context (GPT-2's 1,024, OPT's 2,048 positions)
-        room = model.max_position - (1 if args.stage == "decode" else 0) if model.max_position else Scenario.seq_len
-        args.seq_len = min(Scenario.seq_len, room)
+        args.seq_len = min(Scenario.seq_len, longest_seq_len(model, args.stage) or Scenario.seq_len)
         if args.seq_len < Scenario.seq_len:
             print(f"roofline: note: --seq-len {args.seq_len}: the default {Scenario.seq_len} does not fit "
                   f"{model.key}'s {args.stage} in its context of {model.max_position} positions", file=sys.stderr)

@@ -156,16 +156,22 @@ def _resolved(scenario: Scenario, native_weight_dtype: str, native_expert_dtype:
                    attention_weight_dtype="" if attention == dense else attention, fp8_scaling=scaling)
 
 
+def longest_seq_len(model, stage: str) -> int | None:
+    """The longest seq_len `model`'s context takes at `stage` (prefill: max_position; decode, whose step writes one
+    token more: max_position - 1); None for a model without a recorded context."""
+    return model.max_position - (1 if stage == "decode" else 0) if model.max_position else None
+
+
 def check_context(model, stage: str, scenario: Scenario) -> None:
     """Refuse a scenario longer than the model's context: prefill needs seq_len positions, decode seq_len + 1.
 
     A model with a longer usable context (RoPE scaling) can raise `max_position` in its config entry."""
-    needed = scenario.seq_len + (1 if stage == "decode" else 0)
-    if model.max_position and needed > model.max_position:
+    longest = longest_seq_len(model, stage)
+    if longest is not None and scenario.seq_len > longest:
         raise RooflineInputError(
-            f"scenario.seq_len: {scenario.seq_len} is not allowed for {model.key} {stage}: it needs {needed} "
-            f"positions and the model has {model.max_position} (max_position); use seq_len <= "
-            f"{model.max_position - (1 if stage == 'decode' else 0)} or override max_position")
+            f"scenario.seq_len: {scenario.seq_len} is not allowed for {model.key} {stage}: it needs "
+            f"{scenario.seq_len + model.max_position - longest} positions and the model has {model.max_position} "
+            f"(max_position); use seq_len <= {longest} or override max_position")
 
 
 def check_stage(stage: str) -> str:

@@ -12,7 +12,7 @@ from .columns import SWEEP_COLUMNS
 from .graph import build_operators
 from .hardware import Accelerator
 from .models import ModelSpec
-from .scenario import Scenario
+from .scenario import Scenario, longest_seq_len
 
 #: decode batch sizes of the batch sweep (1 to 512, powers of two)
 BATCH_POINTS = tuple(2**i for i in range(10))
@@ -47,7 +47,7 @@ def evaluate_many(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scen
 def sweep_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> list[dict]:
     """Rows (SWEEP_COLUMNS) of the batch sweep and the sequence-length sweep for one (model, gpu, stage)."""
     rows: list[dict] = []
-    longest = model.max_position - (1 if stage == "decode" else 0) if model.max_position else SEQ_POINTS[-1]
+    longest = longest_seq_len(model, stage) or SEQ_POINTS[-1]
     seq_points = [s for s in SEQ_POINTS if s <= longest] or [scenario.seq_len]
     if seq_points[-1] < longest < SEQ_POINTS[-1]:  # the model's own end (a decode step: one token short of it),
         seq_points.append(longest)  # so the decode curve is not a power of two shorter than the prefill one
