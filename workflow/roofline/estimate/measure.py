@@ -2,8 +2,10 @@
 
 Ceilings (copy and read bandwidth, large square matmuls per dtype: fp16, bf16, fp32/tf32, fp8 through
 torch._scaled_mm and int8 through torch._int_mm where the device runs them) and a ladder of LLM-shaped kernels
-(GEMMs at Llama-3-8B's (k, n) pairs from decode m = 1 to prefill m = 16k, SDPA causal prefill and decode with GQA,
-RMSNorm, LayerNorm, SiLU-and-multiply, residual add, embedding gather), each timed as the median of repetitions
+(GEMMs at Llama-3-8B's (k, n) pairs from decode m = 1 to prefill m = 16k, in the 16-bit dtype and, on a GPU that
+runs them, in fp8 with per-tensor scales; SDPA causal prefill and decode with GQA; Qwen3-30B-A3B's routed expert
+block as two grouped GEMMs around SiLU-and-multiply, where torch has torch._grouped_mm; RMSNorm, LayerNorm,
+SiLU-and-multiply, residual add, embedding gather), each timed as the median of repetitions
 after a warm-up, with the L2 cache flushed before every repetition (CUDA events on a GPU). FLOPs, bytes and the
 bound of every kernel come from the engine's formulas (roofline.engine.formulas,
 roofline.estimate.calibration.bound_seconds), so the table reads as measured vs bound for the same kernel. Needs
@@ -28,6 +30,7 @@ from ..engine.errors import RooflineInputError, clip, unknown
 from ..engine.hardware import GIGA, TERA, Accelerator, catalog
 from ..engine.hf_config import not_a_file
 from ..engine.models import ACTIVATION_FLOPS
+from .aic_rows import moe_cost
 from .calibration import CEILING, TEXTS, bound_seconds, measured_ceilings
 
 DEVICES = ("cuda", "cpu", "mps")
@@ -36,6 +39,8 @@ D, F, H, HKV, HD, V = 4096, 14336, 32, 8, 128, 128256
 #: (op, k, n) of the weight GEMMs (q/k/v fused, as serving engines run them).
 GEMMS = (("qkv_proj", D, (H + 2 * HKV) * HD), ("o_proj", H * HD, D), ("gate_up_proj", D, 2 * F),
          ("down_proj", F, D))
+#: Qwen3-30B-A3B's routed experts: hidden, expert intermediate, experts, experts per token.
+MOE_D, MOE_F, MOE_E, MOE_TOP_K = 2048, 768, 128, 8
 #: Catalog key per substring of the device name the driver reports.
 NAMES = (("H200", "h200-sxm"), ("H100 PCIe", "h100-pcie"), ("H100 NVL", "h100-nvl"), ("H100", "h100-sxm"),
          ("A100-SXM4-80GB", "a100-sxm-80gb"), ("A100-PCIE-40GB", "a100-pcie-40gb"), ("L40S", "l40s"), ("L4", "l4"),
@@ -52,10 +57,15 @@ class Plan:
     prefill_s: tuple[int, ...]
     decode_kv: tuple[int, ...]
     decode_batch: tuple[int, ...]
-    tokens: tuple[int, ...]  # norms and element-wise ops
+    tokens: tuple[int, ...]  # norms, element-wise ops and the MoE block
     square: int
     stream_bytes: int
     reps: int
+
+    @property
+    def gemm_m(self) -> tuple[int, ...]:
+        """GEMM rows from decode to prefill, each once (the full plan's decode ladder ends where prefill starts)."""
+        return tuple(sorted(set(self.decode_m + self.prefill_m)))
 
 
 def plan(device: str, quick: bool) -> Plan:
@@ -194,17 +204,17 @@ def ladder(torch, device: str, p: Plan, dtype: str):
     for op, k, n in GEMMS:
         k, n = k // p.scale, n // p.scale
         w = torch.randn(n, k, device=device, dtype=t)
-        for m in p.decode_m + p.prefill_m:
+        for m in p.gemm_m:
             x = torch.randn(m, k, device=device, dtype=t)
-            yield ({"op_class": "gemm", "op": op, "m": m, "n": n, "k": k}, f.linear(m, k, n, a, a),
-                   lambda x=x, w=w: fn_.linear(x, w))
+            yield ({"op_class": "gemm", "op": op, "m": m, "n": n, "k": k, "weight_dtype": dtype},
+                   f.linear(m, k, n, a, a), lambda x=x, w=w: fn_.linear(x, w))
     heads, kv_heads = max(H // p.scale, 1), max(HKV // p.scale, 1)
     for s in p.prefill_s:
         q = torch.randn(1, heads, s, HD, device=device, dtype=t)
         kv = torch.randn(2, 1, kv_heads, s, HD, device=device, dtype=t)  # K and V: separate memory
         cost = f.from_activations(f.fused_attention(1, heads, kv_heads, s, s * (s + 1) / 2, s, HD, HD, a, a))
         yield ({"op_class": "attention", "op": "sdpa_prefill", "batch": 1, "q_len": s, "kv_len": s, "heads": heads,
-                "kv_heads": kv_heads, "head_dim": HD}, cost,
+                "kv_heads": kv_heads, "head_dim": HD, "kv_dtype": dtype}, cost,
                lambda q=q, kv=kv: fn_.scaled_dot_product_attention(q, kv[0], kv[1], is_causal=True, enable_gqa=True))
     for b in p.decode_batch:
         for keys in p.decode_kv:
@@ -212,7 +222,7 @@ def ladder(torch, device: str, p: Plan, dtype: str):
             kv = torch.randn(2, b, kv_heads, keys, HD, device=device, dtype=t)
             cost = f.fused_attention(b, heads, kv_heads, 1, keys, keys, HD, HD, a, a)
             yield ({"op_class": "attention", "op": "sdpa_decode", "batch": b, "q_len": 1, "kv_len": keys,
-                    "heads": heads, "kv_heads": kv_heads, "head_dim": HD}, cost,
+                    "heads": heads, "kv_heads": kv_heads, "head_dim": HD, "kv_dtype": dtype}, cost,
                    lambda q=q, kv=kv: fn_.scaled_dot_product_attention(q, kv[0], kv[1], enable_gqa=True))
     table = torch.randn(V // p.scale, d, device=device, dtype=t)
     for m in p.tokens:
@@ -232,6 +242,58 @@ def ladder(torch, device: str, p: Plan, dtype: str):
                f.activation(m, ff, a, ACTIVATION_FLOPS["silu"], True), lambda g=g, u=u: fn_.silu(g) * u)
         yield ({"op_class": "embedding", "op": "embedding", **shape}, f.embedding(m, d, table.shape[0], a, a),
                lambda ids=ids: fn_.embedding(ids, table))
+
+
+def fp8_ladder(torch, p: Plan):
+    """(fields, Cost, fn) of the weight GEMMs in fp8 e4m3 with per-tensor scales and a bf16 output
+    (torch._scaled_mm, cuBLASLt), at every m the GPU runs: torch refuses an m that is not a multiple of 16 on some
+    versions, and such m are left out rather than padded (a padded kernel is another shape)."""
+    one = torch.tensor(1.0, device="cuda")
+    for op, k, n in GEMMS:
+        w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+        for m in p.gemm_m:
+            x = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+
+            def fn(x=x, w=w):
+                return torch._scaled_mm(x, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+            if _runs(fn):
+                yield ({"op_class": "gemm", "op": op, "dtype": "fp8", "weight_dtype": "fp8", "m": m, "n": n, "k": k},
+                       f.linear(m, k, n, 1, 1, out_width=2), fn)
+
+
+def moe_ladder(torch, device: str, p: Plan, dtype: str):
+    """(fields, Cost, fn) of Qwen3-30B-A3B's routed expert block at `dtype` per token count: tokens x top-k rows
+    routed evenly over the experts (as the package's balanced routing), gate/up as one grouped GEMM, SiLU-and-
+    multiply, down as a second grouped GEMM (torch._grouped_mm); routing and the permutation are not timed, as the
+    engine books them elsewhere. Nothing where this torch has no grouped GEMM for the device."""
+    t = getattr(torch, TORCH_DTYPES[dtype])
+    d, ff = MOE_D // p.scale, MOE_F // p.scale
+    # weights stored [experts, out, in] and read transposed: the column-major operand grouped GEMMs want
+    up = torch.randn(MOE_E, 2 * ff, d, device=device, dtype=t).transpose(-2, -1)
+    down = torch.randn(MOE_E, d, ff, device=device, dtype=t).transpose(-2, -1)
+    for tokens in p.tokens:
+        pairs = tokens * MOE_TOP_K
+        counts = [pairs // MOE_E + (e < pairs % MOE_E) for e in range(MOE_E)]
+        offs = torch.tensor(counts, device=device).cumsum(0).to(torch.int32)
+        x = torch.randn(pairs, d, device=device, dtype=t)
+
+        def fn(x=x, offs=offs):
+            gate, upper = torch._grouped_mm(x, up, offs=offs).chunk(2, dim=-1)
+            return torch._grouped_mm(torch.nn.functional.silu(gate) * upper, down, offs=offs)
+        if not _runs(fn):
+            return
+        yield ({"op_class": "moe", "op": "moe_experts", "weight_dtype": dtype, "m": tokens, "n": ff, "k": d,
+                "experts": MOE_E, "top_k": MOE_TOP_K, "span": 1},
+               moe_cost(tokens, d, ff, MOE_E, MOE_TOP_K, 1, 1, dtype, dtype), fn)
+
+
+def _runs(fn) -> bool:
+    """Whether fn runs here (a kernel this device or torch version refuses raises on its first call)."""
+    try:
+        fn()
+    except (RuntimeError, AttributeError, TypeError, NotImplementedError):
+        return False
+    return True
 
 
 def _ceiling_spec(name: str, rows: list[dict]) -> Accelerator:
@@ -276,7 +338,10 @@ def measure(device: str | None = None, quick: bool = False, gpu_key: str | None 
             rows.append(_record({"op_class": CEILING, "dtype": "fp32", **fields}, cost, timer(fn), context))
         spec = spec or _ceiling_spec(name, rows)
         dtype = {"cuda": "bf16", "mps": "fp16", "cpu": "fp32"}[device]
-        for fields, cost, fn in ladder(torch, device, p, dtype):
+        kernels = [ladder(torch, device, p, dtype), moe_ladder(torch, device, p, dtype)]
+        if device == "cuda" and "fp8" in spec.peak_flops_per_s:
+            kernels.append(fp8_ladder(torch, p))
+        for fields, cost, fn in (kernel for group in kernels for kernel in group):
             rows.append(_record({"dtype": dtype, **fields}, cost, timer(fn), context))
     for row in rows:
         row["bound_s"] = bound_seconds(spec, row["dtype"], row["flops"], row["bytes"])

@@ -1,0 +1,113 @@
+"""Compare a `roofline measure` table (kernels timed on a device) with the expected times of the shipped tables.
+
+    python benchmarks/compare_measured.py benchmarks/measured/h200-sxm.torch.csv [--frameworks trtllm vllm]
+                                          [--out rows.csv]
+
+Each kernel of the measured table (no ceilings) is looked up exactly as the engine looks up an operator of the same
+class, dtypes, FLOPs and bytes (roofline.estimate.lookup.Calibration.kernels, a standalone kernel: launch gap
+included) in the shipped table of each framework of the table's catalog device. Printed per framework and op class:
+kernels, median and p90 of |expected - measured| / measured, the median signed error (expected / measured - 1:
+above zero, we expect slower than measured), the `estimate` labels, and the kernels measured faster than their
+roofline bound (a bound above a measurement is a defect: each is listed). The measured ceilings are printed against
+the catalog's datasheet figures. `--out` writes one row per kernel and framework.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
+
+from roofline.engine.hardware import GIGA, TERA, catalog  # noqa: E402
+from roofline.estimate import calibration as cal  # noqa: E402
+from roofline.estimate.lookup import calibration_for  # noqa: E402
+
+
+def expected_rows(rows: list[dict], key: str, framework: str) -> list[dict]:
+    """One row per measured kernel: its bound on `key`, the expected time from the framework's shipped table and
+    the label the lookup earns."""
+    gpu, calibration = catalog()[key], calibration_for(catalog()[key], framework)
+    out = []
+    for row in rows:
+        bound = cal.bound_seconds(gpu, row["dtype"], row["flops"], row["bytes"])
+        cls, dtype, operand, phase = cal.curve_key(row)
+        axes, _ = cal.coordinates(cls, phase, bound, row["flops"], row["bytes"], cal.third_of(row))
+        expected, label = calibration.kernels(cls, dtype, operand, phase, np.array([bound]),
+                                              [np.atleast_1d(a) for a in axes[1:]])
+        out.append({"framework": framework, "op_class": cls, "op": row["op"], "dtype": dtype, "operand": operand,
+                    "m": row["m"], "n": row["n"], "k": row["k"], "batch": row["batch"], "kv_len": row["kv_len"],
+                    "measured_s": row["measured_s"], "bound_s": bound, "expected_s": float(expected[0]),
+                    "estimate": label})
+    return out
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per framework and op class: n, median / p90 |error|, median signed error, labels, bounds above a measurement."""
+    frame = frame.assign(error=frame["expected_s"] / frame["measured_s"] - 1,
+                         over=frame["bound_s"] > frame["measured_s"])
+    groups = frame.groupby(["framework", "op_class"])
+    table = pd.DataFrame({
+        "kernels": groups.size(),
+        "median_abs_error": groups["error"].apply(lambda e: e.abs().median()),
+        "p90_abs_error": groups["error"].apply(lambda e: e.abs().quantile(0.9)),
+        "median_signed_error": groups["error"].median(),
+        "estimate": groups["estimate"].apply(lambda s: "/".join(f"{k} {v}" for k, v in s.value_counts().items())),
+        "bound_above_measured": groups["over"].sum(),
+    })
+    overall = frame.groupby("framework")
+    for framework, part in overall:
+        table.loc[(framework, "all"), :] = [len(part), part["error"].abs().median(),
+                                            part["error"].abs().quantile(0.9), part["error"].median(),
+                                            "", int(part["over"].sum())]
+    return table.sort_index()
+
+
+def ceilings(rows: list[dict], key: str) -> str:
+    """The measured copy bandwidth and square-matmul rates against the catalog's datasheet figures."""
+    gpu, measured = catalog()[key], cal.measured_ceilings(rows)
+    lines = []
+    if measured["bandwidth_bytes_per_s"]:
+        bandwidth = measured["bandwidth_bytes_per_s"]
+        lines.append(f"bandwidth {bandwidth / GIGA:.0f} GB/s = {bandwidth / gpu.bandwidth_bytes_per_s:.0%} of "
+                     f"{gpu.bandwidth_bytes_per_s / GIGA:.0f} GB/s datasheet")
+    for dtype, peak in measured["peak_flops_per_s"].items():
+        sheet = gpu.peak_flops_per_s.get(dtype)
+        lines.append(f"{dtype} matmul {peak / TERA:.0f} TFLOP/s" + (f" = {peak / sheet:.0%} of {sheet / TERA:.0f}"
+                                                                      " TFLOP/s datasheet" if sheet else ""))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("table", help="a table written by `roofline measure` (CSV)")
+    parser.add_argument("--gpu", help="catalog key (default: the table's gpu column)")
+    parser.add_argument("--frameworks", nargs="+", help="shipped tables to compare with (default: every one)")
+    parser.add_argument("--out", help="CSV of every kernel's measured, bound and expected time per framework")
+    args = parser.parse_args()
+    rows = list(cal.read_table(args.table))
+    key = args.gpu or rows[0]["gpu"]
+    if key not in catalog():
+        parser.error(f"--gpu: '{key}' is not a catalog key")
+    frameworks = args.frameworks or list(cal.shipped_frameworks(key))
+    kernels = [r for r in rows if r["op_class"] != cal.CEILING and r["measured_s"] > 0]
+    frame = pd.DataFrame([row for fw in frameworks for row in expected_rows(kernels, key, fw)])
+    print(f"{args.table}: {len(kernels)} kernels on {rows[0]['device']} against the shipped {key} tables "
+          f"({', '.join(frameworks)})")
+    print(ceilings(rows, key))
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.3f}".format):
+        print(summary(frame).to_string())
+    over = frame[frame["bound_s"] > frame["measured_s"]].drop_duplicates(["op", "m", "n", "k", "batch", "kv_len"])
+    for row in over.itertuples():
+        print(f"bound above measured: {row.op} {row.dtype} m={row.m} n={row.n} k={row.k} batch={row.batch} "
+              f"kv_len={row.kv_len}: measured {row.measured_s * 1e6:.1f} us, bound {row.bound_s * 1e6:.1f} us")
+    if args.out:
+        frame.to_csv(args.out, index=False)
+        print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
