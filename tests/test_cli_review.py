@@ -173,6 +173,20 @@ def test_the_default_16_bit_float_is_the_devices_own(capsys, gpu):
     assert (served["weight_dtype"], served["act_dtype"]) == ("int8", "bf16")
 
 
+@pytest.mark.parametrize("gpu", ["tpu-v5e", "gaudi3"])
+def test_the_plan_searches_the_devices_own_16_bit_float(capsys, gpu):
+    # a default `plan` on a TPU found no candidate at all ("none of tpu-v5e computes at the dtypes asked"): its
+    # default lists name fp16 for weights and KV cache, a dtype the TPU publishes no peak for; on a Gaudi 3 it
+    # searched fp8 alone. The search's 16-bit float is now the device's own (bf16 there, fp16 on an H100)
+    argv = ["plan", "--model", "llama-3.1-8b", "--isl", "1024", "--osl", "256", "--top", "0", "--gpu"]
+    rows = _csv(capsys, *argv, gpu)
+    recipes = {(r["weight_dtype"], r["act_dtype"]) for r in rows}
+    assert ("bf16", "bf16") in recipes and not any("fp16" in recipe for recipe in recipes)
+    assert all(r["kv_dtype"] != "fp16" for r in rows)
+    assert "fp16" in {r["act_dtype"] for r in _csv(capsys, *argv, "h100-sxm")}
+    assert not {r["weight_dtype"] for r in _csv(capsys, *argv, "h100-sxm", "--dtypes", "bf16")} - {"bf16"}
+
+
 def test_the_default_sequence_length_stays_inside_a_short_context(capsys):
     # GPT-2 has 1,024 positions, OPT 2,048: the default 2,048 was refused though the user gave no --seq-len
     for model, stage, length in (("gpt2", "prefill", 1024), ("gpt2", "decode", 1023), ("opt-6.7b", "decode", 2047)):

@@ -50,9 +50,19 @@ def activation_dtype(weight_dtype: str, gpu: Accelerator | None = None) -> str:
 
 
 def on_device(scenario: Scenario, gpu: Accelerator) -> Scenario:
-    """`scenario` with the activation dtype of its weights' serving recipe on `gpu` (activation_dtype)."""
-    act = activation_dtype(scenario.weight_dtype, gpu)
-    return scenario if act == scenario.act_dtype else replace(scenario, act_dtype=act)
+    """`scenario` with the activation dtype of its weights' serving recipe on `gpu` (activation_dtype), and its
+    16-bit floats the device's own (Accelerator.sixteen_bit): a search's fp16 is bf16 on a device that publishes
+    no fp16 peak (TPUs, Gaudi: same width, same bytes), where it would otherwise find no 16-bit candidate at all."""
+    sixteen = {"fp16": gpu.sixteen_bit}
+    fields = {"weight_dtype": sixteen.get(scenario.weight_dtype, scenario.weight_dtype),
+              "kv_dtype": sixteen.get(scenario.kv_dtype, scenario.kv_dtype)}
+    act = activation_dtype(fields["weight_dtype"], gpu)
+    fields["act_dtype"] = sixteen.get(act, act)
+    if scenario.attention_weight_dtype:
+        fields["attention_weight_dtype"] = sixteen.get(scenario.attention_weight_dtype,
+                                                       scenario.attention_weight_dtype)
+    changed = {k: v for k, v in fields.items() if getattr(scenario, k) != v}
+    return replace(scenario, **changed) if changed else scenario
 
 
 @dataclass(frozen=True)
