@@ -573,6 +573,30 @@ def test_a_draft_models_weights_take_their_share_of_the_kv_budget():
         serve_aggregated(served, Workload(isl=2048, osl=512, concurrency=4))
 
 
+def test_an_mtp_or_eagle_heads_layer_takes_its_share_of_the_kv_budget():
+    # the heads were left out as "small buffers"; DeepSeek-V3's MTP layer is an MoE layer: 256 experts x 3 x 7168
+    # x 2048 = 11.27 B expert parameters plus MLA attention and its shared expert, ~11.5 GB in fp8, 1.44 GB of each
+    # device at TP 8 / EP 8 (the embedding and LM head it shares with the target are not counted again)
+    from roofline.serving.speculative import draft_weight_bytes
+
+    mtp = Speculation(method="mtp", tokens=1, acceptance=0.7)
+    deepseek = get_model("deepseek-v3")
+    whole = draft_weight_bytes(mtp, FP8.with_(parallel=Parallel(tp=1)).for_model(deepseek), deepseek)
+    assert 11.3e9 < whole < 11.8e9
+    per_device = draft_weight_bytes(mtp, FP8.with_(parallel=Parallel(tp=8, ep=8)).for_model(deepseek), deepseek)
+    assert whole / 8 <= per_device < whole / 7
+    # one dense layer: q and o 8192 x 8192, k and v 8192 x 1024, gate, up, down 8192 x 28672: 0.86 B parameters
+    llama = get_model("llama-3.1-70b")
+    eagle = Speculation(method="eagle", tokens=3, acceptance=0.7)
+    assert draft_weight_bytes(eagle, FP8.with_(parallel=Parallel(tp=1)).for_model(llama), llama) == pytest.approx(
+        (2 * 8192 * (8192 + 1024) + 3 * 8192 * 28672) * 1.0, rel=0.01)
+    assert draft_weight_bytes(eagle, FP8, None) == 0.0  # no target, no head to size
+    rows = [serve_aggregated(prepare_served(llama, get_accelerator("h200-sxm"), FP8.with_(parallel=Parallel()),
+                                            spec=spec), Workload(isl=2048, osl=512, concurrency=8))
+            for spec in (Speculation(), eagle)]
+    assert rows[1]["kv_capacity_requests"] < rows[0]["kv_capacity_requests"]
+
+
 def test_the_serving_search_reports_its_progress_to_the_end():
     # `roofline plan` prints a progress line from these reports on long searches (a disaggregated one of 3.5 M
     # configurations took 22-45 s in silence)

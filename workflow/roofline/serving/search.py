@@ -390,7 +390,7 @@ def _capacities(model, candidates, frameworks, workload, drafted):
         key = (c.scenario, c.gpu.key)
         if key not in cache:
             cache[key] = capacity(model, c.gpu, c.scenario, fw, workload.isl, workload.osl, workload.prefix_hit,
-                                  draft_weight_bytes(workload.spec, c.scenario),
+                                  draft_weight_bytes(workload.spec, c.scenario, model),
                                   (drafted, c.scenario) if drafted else None)
     return [cache[(c.scenario, c.gpu.key)] for c in candidates]
 

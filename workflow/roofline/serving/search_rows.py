@@ -83,7 +83,8 @@ def _memory(result: ServedSearch, cand, fw, batch: int, capacity_requests: float
     draft = draft_model(w.spec, result.model)
     weights, activations, held, shared, _ = per_device_bytes(
         result.model, cand.scenario, fw.step_budget(cand.scenario.parallel), fw.reserve_full_length, w.isl, w.osl,
-        w.prefix_hit, draft_weight_bytes(w.spec, cand.scenario), (draft, cand.scenario) if draft else None)
+        w.prefix_hit, draft_weight_bytes(w.spec, cand.scenario, result.model),
+        (draft, cand.scenario) if draft else None)
     per_worker = min(batch, capacity_requests) / max(cand.decode_workers, 1)
     replicas = cand.scenario.parallel.tp if cand.scenario.parallel.attention_dp else 1
     footprint = weights + activations + shared + held * np.ceil(per_worker / replicas)

@@ -128,7 +128,8 @@ def _capacity(served: "Served", scenario: Scenario, isl: int, osl: int, prefix_h
         if len(_CAPACITY) > 4096:
             _CAPACITY.clear()
         _CAPACITY[key] = capacity(served.model, served.gpu, scenario, fw, isl, osl, prefix_hit,
-                                  draft_weight_bytes(served.spec, scenario), (draft, scenario) if draft else None)
+                                  draft_weight_bytes(served.spec, scenario, served.model),
+                                  (draft, scenario) if draft else None)
     return _CAPACITY[key]
 
 

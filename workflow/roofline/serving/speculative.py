@@ -104,13 +104,21 @@ class Speculation:
                                      "must share the target's tokenizer")
 
 
-def draft_weight_bytes(spec: Speculation, scenario) -> float:
-    """Bytes of a separate draft model's weights on each device of the target's plan (`scenario`), which the KV
-    cache's budget loses; 0 for ngram and for MTP/EAGLE heads (one layer sharing the target's embedding and LM
-    head, left out as the target's other small buffers are)."""
-    if spec.method != "draft" or spec.draft_model is None:
+def draft_weight_bytes(spec: Speculation, scenario, target: ModelSpec | None = None) -> float:
+    """Bytes of the drafting weights on the busiest device of the target's plan (`scenario`), which the KV cache's
+    budget loses: a separate draft model's whole weights; an MTP or EAGLE head's one layer (DeepSeek-V3's MTP layer
+    is an MoE layer of ~11.5 B parameters, Llama-3.1-70B's EAGLE head a dense layer of ~0.9 B), split as the target's
+    layers are by tp and ep but held whole by the last pipeline stage, the embedding and LM head it shares with the
+    target not counted twice (EAGLE's small input projection is left out); 0 for ngram, or for a head without
+    `target`."""
+    if spec.method == "draft" and spec.draft_model is not None:
+        return float(weight_bytes_per_device(spec.draft_model, scenario))
+    head = draft_model(spec, target) if target is not None and spec.method in ("mtp", "eagle") else None
+    if head is None:
         return 0.0
-    return float(weight_bytes_per_device(spec.draft_model, scenario))
+    one_stage = replace(scenario, parallel=replace(scenario.parallel, pp=1))
+    two = replace(head, n_layers=2, first_dense_layers=2 * head.first_dense_layers)
+    return float(weight_bytes_per_device(two, one_stage) - weight_bytes_per_device(head, one_stage))
 
 
 def draft_model(spec: Speculation, target: ModelSpec) -> ModelSpec | None:
