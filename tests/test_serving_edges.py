@@ -608,3 +608,32 @@ def test_the_serving_search_reports_its_progress_to_the_end():
     assert calls and {total for _, total in calls} == {len(result)}
     done = [d for d, _ in calls]
     assert done == sorted(done) and done[-1] == len(result)
+
+
+def test_a_token_budget_below_the_concurrency_caps_the_running_sequences():
+    # each running sequence decodes one token per step inside the budget: --max-batched-tokens 16 with 64 users
+    # had every user decode every step (expected TPOT 6.8 ms, 8,450 tokens/s bound beside 38 expected); vLLM
+    # refuses max_num_batched_tokens below max_num_seqs. Now at most 16 run: 64 are refused in one line naming
+    # the budget, or queue with --overflow queue
+    from roofline.serving.framework import framework_for
+
+    gpu = get_accelerator("h100-sxm")
+    assert framework_for("vllm", gpu, max_batched_tokens=16).max_running == 16
+    assert framework_for("trtllm", gpu, max_batched_tokens=16).max_running == 16
+    assert framework_for("sglang", gpu, max_batched_tokens=16).max_running == 4096  # its decode steps stand alone
+    served = prepare_served(get_model("llama-3.1-8b"), gpu, FP8.with_(parallel=Parallel()), max_batched_tokens=16)
+    with pytest.raises(RooflineInputError, match=r"--max-batched-tokens 16 decodes one token of each running "
+                                                 r"sequence, so vllm runs at most 16 \(max_num_seqs 16\)"):
+        serve_aggregated(served, Workload(isl=1024, osl=256, concurrency=64))
+    row = serve_aggregated(served, Workload(isl=1024, osl=256, concurrency=16))
+    assert row["kv_capacity_requests"] == 16 and row["fits"]
+
+
+def test_the_framework_cap_on_running_sequences_is_not_called_a_full_cache():
+    # 2,048 users of 128 + 128 tokens on an H100 fit its KV cache many times over; vLLM's max_num_seqs (1,024)
+    # stops them, and the refusal said "do not fit the KV cache ... under vllm's memory rule"
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), FP8.with_(parallel=Parallel()))
+    with pytest.raises(RooflineInputError) as error:
+        serve_aggregated(served, Workload(isl=128, osl=128, concurrency=2048))
+    assert "vllm runs at most 1024 (max_num_seqs 1024)" in str(error.value)
+    assert "KV cache" not in str(error.value)

@@ -37,6 +37,8 @@ from ..engine.hardware import FRAMEWORKS, GIB, Accelerator
 #: frameworks that can hold context requests until every attention-DP rank has one, and their defaults when it is
 #: turned on without values: (timeout_iters, batching_wait_iters) of TensorRT-LLM's AttentionDpConfig (llm_args.py)
 BALANCING = {"trtllm": (50, 10)}
+#: each framework's setting that caps the sequences one engine runs at once (Framework.max_running)
+RUNNING_CAP = {"vllm": "max_num_seqs", "sglang": "max_running_requests", "trtllm": "max_batch_size"}
 #: the framework a served run assumes when none is named; its kernel tables are that framework's too
 #: (roofline.serving.steps)
 DEFAULT_FRAMEWORK = "vllm"
@@ -48,7 +50,7 @@ class Framework:
 
     key: str
     max_batched_tokens: int  # tokens one step may compute (decode + prompt chunks), per replica: step_budget
-    max_running: int  # sequences one engine runs at once
+    max_running: int  # sequences one engine runs at once (RUNNING_CAP), at most the budget where steps mix
     mixed: bool  # prompt chunks share a step with decode tokens (False: prefill steps pause decoding)
     memory_fraction: float  # of each device's memory the framework sizes its KV cache from (see kv_budget_bytes)
     of_free_memory: bool  # memory_fraction applies to the memory left after weights and activations (TensorRT-LLM)
@@ -127,6 +129,9 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
     }[key]
     if max_batched_tokens is not None:
         defaults["max_batched_tokens"] = max_batched_tokens
+        if defaults["mixed"]:  # a step decodes one token of every running sequence inside its token budget, so no
+            # more run at once than the budget holds (vLLM refuses max_num_batched_tokens < max_num_seqs)
+            defaults["max_running"] = min(defaults["max_running"], max_batched_tokens)
     if memory_fraction is not None:
         defaults["memory_fraction"] = memory_fraction
     step, request, sync, handoff = fitted or FITTED[key]

@@ -23,7 +23,7 @@ from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity
-from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, framework_for
+from .framework import DEFAULT_FRAMEWORK, RUNNING_CAP, Framework, balance_label, framework_for
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
 from .steps import Mix, Parts
@@ -238,11 +238,27 @@ def _check_capacity(served: Served, workload: Workload, cap, overflow: str) -> N
             f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
             f"{deployment_label(served.gpu, served.plan)} ({left}); use more devices, narrower weights{narrower}")
     if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
-        raise RooflineInputError(
-            f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} tokens do not fit the "
-            f"KV cache of {deployment_label(served.gpu, served.plan)}: it holds {int(cap.running)} under "
-            f"{served.framework.key}'s memory rule; use --concurrency <= {int(cap.running)}, more devices"
-            f"{narrower}, or --overflow queue to let the rest wait for a slot")
+        raise RooflineInputError(f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} "
+                                 f"tokens {_held(served, cap, narrower)}, or --overflow queue to let the rest wait "
+                                 "for a slot")
+
+
+def _held(served: Served, cap, narrower: str) -> str:
+    """Why no more than cap.running requests run at once: the KV cache, or the framework's cap on running sequences
+    (its default, or the token budget a step decodes them in)."""
+    fw, replicas = served.framework, served.plan.tp if served.plan.attention_dp else 1
+    where = deployment_label(served.gpu, served.plan)
+    if cap.running < fw.max_running * replicas:
+        return (f"do not fit the KV cache of {where}: it holds {int(cap.running)} under {fw.key}'s memory rule; use "
+                f"--concurrency <= {int(cap.running)}, more devices{narrower}")
+    setting = f"{RUNNING_CAP[fw.key]} {fw.max_running}" + (f" per attention replica x {replicas}" if replicas > 1
+                                                            else "")
+    if fw.mixed and fw.max_running == fw.max_batched_tokens:
+        return (f"cannot all run at once on {where}: a step of --max-batched-tokens {fw.max_batched_tokens} decodes "
+                f"one token of each running sequence, so {fw.key} runs at most {int(cap.running)} ({setting}); use "
+                f"--concurrency <= {int(cap.running)}, a larger --max-batched-tokens")
+    return (f"cannot all run at once on {where}: {fw.key} runs at most {int(cap.running)} ({setting}); use "
+            f"--concurrency <= {int(cap.running)}")
 
 
 @dataclass(frozen=True)
