@@ -127,7 +127,13 @@ def test_measure_cpu_quick_writes_a_well_formed_table(cpu_table):
     table = pd.read_csv(cpu_table)
     assert tuple(table.columns) == columns.CALIBRATION_COLUMNS
     assert pd.read_parquet(cpu_table.with_suffix(".parquet")).shape == table.shape
-    assert set(table["op_class"]) == {"ceiling", "gemm", "attention", "norm", "elementwise", "embedding"}
+    kernels = {"ceiling", "gemm", "attention", "norm", "elementwise", "embedding"}
+    # MoE expert blocks where this torch has a grouped GEMM (torch._grouped_mm; on a CPU too since 2.9)
+    grouped = hasattr(__import__("torch"), "_grouped_mm")
+    assert set(table["op_class"]) == kernels | ({"moe"} if grouped else set())
+    moe = table[table["op_class"] == "moe"]
+    assert (moe["experts"] == 128).all() and (moe["top_k"] == 8).all() and (moe["weight_dtype"] == "fp32").all()
+    assert (table.loc[table["op_class"] == "gemm", "weight_dtype"] == "fp32").all()
     assert (table["measured_s"] > 0).all() and (table["bound_s"] > 0).all() and (table["bytes"] > 0).all()
     assert (table["source"] == "measured").all() and table["provenance"].str.contains("torch").all()
     gemm = table[(table["op"] == "qkv_proj")].iloc[0]

@@ -538,7 +538,27 @@ def test_the_pareto_axes_write_every_tick_in_full():
     ticks = _log_ticks([15.0, 310.0, float("nan")])
     assert ticks["tickvals"] == [10.0, 20.0, 50.0, 100.0, 200.0, 500.0]
     assert ticks["ticktext"] == ["10", "20", "50", "100", "200", "500"]
-    assert _log_ticks([1500.0, 4.2e6])["ticktext"][:3] == ["1000", "2000", "5000"] and _log_ticks([]) == {}
+    # an axis reaching 10^5 or beyond writes every tick as a power of ten: it read "1000, 10000, 10⁵"
+    assert _log_ticks([1500.0, 4.2e6])["ticktext"][:4] == ["10³", "2×10³", "5×10³", "10⁴"] and _log_ticks([]) == {}
+
+
+def test_a_static_log_axis_keeps_one_tick_style():
+    import matplotlib.pyplot as plt
+
+    from roofline.figures.roofs import LogTicks
+
+    fig, ax = plt.subplots()
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(LogTicks(1e12))
+    # 10^5 TFLOP/s in view: every tick a power of ten; all below it: written out
+    for limits, expected in (((1e14, 1e17), ["10²", "10³", "10⁴", "10⁵"]),
+                             ((1e12, 1e16), ["1", "10", "100", "1000", "10000"])):
+        ax.set_ylim(*limits)
+        fig.canvas.draw()
+        shown = [(loc, label) for loc, label in zip(ax.yaxis.get_majorticklocs(), ax.get_yticklabels())
+                 if limits[0] <= loc <= limits[1]]
+        assert [label.get_text() for _, label in shown] == expected
+    plt.close(fig)
 
 
 def test_links_a_hair_apart_share_one_named_dash_dot_roof():

@@ -20,7 +20,7 @@ from .inputs import ModelFigures
 from .plan import plan_axes
 from .points import drawable, gemm_dtype, network_links, stage_shares
 from .roofline import limits
-from .roofs import Series, roof_for, tick_label
+from .roofs import Series, roof_for, tick_labels
 from .style import LINK_COLOR, ROOF_COLOR, STAGE_COLORS, gpu_styles
 
 #: plotly marker symbols of the operator classes (the static figures' markers: CLASS_MARKERS)
@@ -208,8 +208,8 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
 
 
 def _log_ticks(values) -> dict:
-    """Tick values at 1, 2 and 5 x 10^k over the finite positive `values`, labelled in full as the static Pareto
-    figure labels them (roofs.tick_label: '20', '5000'), for a log axis; {} where there are none."""
+    """Tick values at 1, 2 and 5 x 10^k over the finite positive `values`, labelled as the static Pareto figure
+    labels them (roofs.tick_labels: '20', '5000', or all as powers of ten), for a log axis; {} where there are none."""
     values = np.asarray(values, dtype=float)
     values = values[np.isfinite(values) & (values > 0)]
     if not len(values):
@@ -217,4 +217,4 @@ def _log_ticks(values) -> dict:
     low, high = np.floor(np.log10(values.min())), np.ceil(np.log10(values.max()))
     ticks = [m * 10.0 ** k for k in np.arange(low, high + 1) for m in (1, 2, 5)]
     ticks = [t for t in ticks if values.min() / 2 <= t <= values.max() * 2]
-    return {"tickmode": "array", "tickvals": ticks, "ticktext": [tick_label(t) for t in ticks]}
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": tick_labels(ticks)}

@@ -10,7 +10,7 @@ from matplotlib.ticker import LogLocator, NullFormatter
 
 from .. import display
 from .measured_runs import draw_measured_runs
-from .roofs import tick_label
+from .roofs import LogTicks
 from .style import gpu_styles, styled
 
 PLAN_SIZE = (7.0, 4.2)  # inches
@@ -70,7 +70,7 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
     for axis, scale in ((ax.xaxis, ax.set_xscale), (ax.yaxis, ax.set_yscale)):
         scale("log")
         axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))  # 2+ labels on a short range
-        axis.set_major_formatter(lambda value, _pos: tick_label(value))
+        axis.set_major_formatter(LogTicks())
         axis.set_minor_formatter(NullFormatter())
     styles = gpu_styles(dict.fromkeys(table["gpu"]))
     for key, rows in table.groupby("gpu", sort=False):

@@ -14,7 +14,7 @@ from matplotlib.ticker import LogLocator, NullFormatter
 
 from . import ceilings
 from .labels import PointLabel, cluster_requests, marker_boxes, place_labels
-from .roofs import Roof, Series, bandwidth_label, fmt_value, legend_handles, peak_label, roof_for, tick_label  # noqa: F401
+from .roofs import LogTicks, Roof, Series, bandwidth_label, fmt_value, legend_handles, peak_label, roof_for, tick_label  # noqa: F401
 
 __all__ = ["Roof", "RooflineResult", "Series", "bandwidth_label", "draw_roofline", "fmt_value", "legend_handles",
            "limits", "peak_label", "roof_for", "tick_label"]
@@ -56,8 +56,8 @@ def _log_axes(ax, xlim, ylim) -> None:
     ax.set_ylim(*ylim)
     ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
     ax.set_ylabel("Attainable performance [TFLOP/s]")
-    ax.yaxis.set_major_formatter(lambda value, _pos: tick_label(value / 1e12))
-    ax.xaxis.set_major_formatter(lambda value, _pos: tick_label(value))
+    ax.yaxis.set_major_formatter(LogTicks(1e12))
+    ax.xaxis.set_major_formatter(LogTicks())
     for axis in (ax.xaxis, ax.yaxis):  # minor ticks at 2x and 5x only: readable, and cheap to draw
         axis.set_major_locator(LogLocator(base=10, numticks=12))  # every decade, every 2nd beyond 12 decades
         axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0), numticks=12))

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.lines import Line2D
+from matplotlib.ticker import Formatter
 
 from .. import display
 from ..display import INT_DTYPES
@@ -72,15 +73,48 @@ def fmt_value(value: float) -> str:
     return display.sig(value)
 
 
-def tick_label(value: float) -> str:
-    """A log-axis tick: '0.1', '1000', and powers of ten beyond (1e6 -> '10⁶'), so far-apart extreme specs
-    keep short, non-overlapping labels."""
-    if value <= 0 or 1e-3 <= value < 1e5:
+def tick_label(value: float, powers: bool | None = None) -> str:
+    """A log-axis tick: plain ('0.1', '5000') or as a power of ten ('10⁶', '2×10⁴'); `powers` None: powers only
+    outside [0.001, 10^5), for a lone value (an axis's ticks take one style for all: tick_labels)."""
+    if powers is None:
+        powers = not plain(value)
+    if value <= 0 or not powers:
         return f"{value:g}"
-    exponent = round(math.log10(value))
-    if math.isclose(value, 10.0 ** exponent, rel_tol=1e-9):
+    exponent = math.floor(math.log10(value) + 1e-9)
+    mantissa = value / 10.0 ** exponent
+    if math.isclose(mantissa, 1.0, rel_tol=1e-9):
         return display.power_of_ten(exponent)
-    return display.sig(value, 2)
+    return f"{mantissa:.2g}×{display.power_of_ten(exponent)}"
+
+
+def plain(value: float) -> bool:
+    """Whether a tick reads well written out: 0.001 <= value < 10^5 (longer ones collide on a crowded axis)."""
+    return value <= 0 or 1e-3 <= value < 1e5
+
+
+def tick_labels(values) -> list[str]:
+    """The labels of one log axis's ticks, in one style: written out where every tick is (plain), else all as
+    powers of ten, so that an axis never reads '1000, 10000, 10⁵'."""
+    values = list(values)
+    powers = not all(plain(v) for v in values)
+    return [tick_label(v, powers) for v in values]
+
+
+class LogTicks(Formatter):
+    """Matplotlib's major-tick formatter of a log axis in one style (tick_labels) over the ticks in view, the
+    values divided by `scale` (FLOP/s -> TFLOP/s: 1e12)."""
+
+    def __init__(self, scale: float = 1.0):
+        self.scale, self.powers = scale, False
+
+    def set_locs(self, locs):
+        super().set_locs(locs)
+        low, high = sorted(self.axis.get_view_interval()) if self.axis is not None else (-np.inf, np.inf)
+        shown = [v / self.scale for v in locs if low <= v <= high] or [v / self.scale for v in locs]
+        self.powers = not all(plain(v) for v in shown)
+
+    def __call__(self, value, pos=None) -> str:
+        return tick_label(value / self.scale, self.powers)
 
 
 def peak_label(dtype_label: str, flops: float) -> str:

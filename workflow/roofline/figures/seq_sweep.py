@@ -14,7 +14,8 @@ from ..engine.hardware import Accelerator
 from ..engine.scenario import STAGES
 from .inputs import ModelFigures
 from .layout import LEGEND_FONT_SIZES, fitting, legend_below, legend_name, plain, put_suptitle, shorten
-from .roofline import fmt_value, legend_handles, tick_label
+from .roofline import fmt_value, legend_handles
+from .roofs import LogTicks
 from .style import STAGE_LINESTYLES, gpu_styles, styled
 
 
@@ -50,7 +51,7 @@ def seq_sweep_figure(sweeps: pd.DataFrame, gpus: dict[str, Accelerator], scenari
         ax.spines[["top", "right"]].set_visible(False)
         ax.set_xlim(seq.min() / 1.3, seq.max() * 1.3)
     left.set_yscale("log")
-    left.yaxis.set_major_formatter(lambda value, _pos: tick_label(value))
+    left.yaxis.set_major_formatter(LogTicks())
     left.yaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
     left.yaxis.set_minor_formatter(NullFormatter())
     return fig

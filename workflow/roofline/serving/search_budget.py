@@ -4,9 +4,10 @@ batches, nothing evaluated), the limits a search must stay under, and a progress
 Limits: at most MAX_DEVICES devices in one deployment (the schema's plan.max_devices maximum), and at most
 MAX_CANDIDATES candidates per search unless the user raises it (`--max-candidates`, config plan.max_candidates) up to
 MAX_CANDIDATES_CEILING. The search evaluates 200,000-350,000 candidates per second on one core of a 2-core
-development machine and keeps ~100-200 bytes per candidate in memory, so the default limit is ~35-60 s and ~2 GB:
+development machine and keeps ~100-200 bytes per candidate in memory, so the default limit is ~40-70 s and ~2.8 GB:
 it admits the default search (--max-devices 8, four dtypes, every catalog device) of every catalog model, the
-largest being the MoE models at 10.5 M candidates; --max-devices 16 over every device is refused up front.
+largest being the MoE models at 12.9 M candidates (10.5 M until TPUs and Gaudi were searched at their own 16-bit
+float, bf16); --max-devices 16 over every device is refused up front.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .candidates import candidate_groups
 #: Most devices in one deployment (tp x pp); the schema's plan.max_devices maximum.
 MAX_DEVICES = 4096
 #: Default limit on the candidates of one search (see the module docstring).
-MAX_CANDIDATES = 12_000_000
+MAX_CANDIDATES = 14_000_000
 #: The highest limit a user may set (memory: ~100-200 bytes per candidate).
 MAX_CANDIDATES_CEILING = 100_000_000
 #: Candidates per second assumed for the time a refused search would have taken (the low end of the measured rate).
