@@ -637,3 +637,23 @@ def test_the_framework_cap_on_running_sequences_is_not_called_a_full_cache():
         serve_aggregated(served, Workload(isl=128, osl=128, concurrency=2048))
     assert "vllm runs at most 1024 (max_num_seqs 1024)" in str(error.value)
     assert "KV cache" not in str(error.value)
+
+
+@pytest.mark.parametrize("workers,named", [((1, 1), "decode"), ((1, 4), "decode"), ((1, 8), "prefill"),
+                                           ((2, 8), "decode")])
+def test_limited_by_names_the_pool_whose_next_worker_helps_more(workers, named):
+    # it named the pool of the higher utilization: "prefill" on 1 + 1 H200 TP 2 pools, where a prefill worker more
+    # gives nothing and a decode worker more +87% requests/s (256 users of Llama-3.1-70B, 1024/1024); now the pool
+    # whose next worker shortens the users' cycle more (both pools' workers have 2 devices here)
+    served = prepare_served(get_model("llama-3.1-70b"), get_accelerator("h200-sxm"), FP8.with_(parallel=Parallel(tp=2)))
+    workload = Workload(isl=1024, osl=1024, concurrency=256)
+
+    def rate(prefill, decode):
+        pools = Disaggregation(prefill, decode, Parallel(tp=2), max_devices=64)
+        return serve_disaggregated(served, workload, pools)
+
+    row = rate(*workers)
+    gain = {"prefill": rate(workers[0] + 1, workers[1])["requests_per_s_expected"],
+            "decode": rate(workers[0], workers[1] + 1)["requests_per_s_expected"]}
+    assert row["limited_by"] == named == max(gain, key=gain.get)
+    assert gain[named] > row["requests_per_s_expected"]

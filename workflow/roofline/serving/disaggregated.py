@@ -17,8 +17,14 @@ The model (the README states it with its assumptions):
 * Closed loop: X_r = N / (TTFT + (osl - 1) TPOT), D = X_r (osl - 1) TPOT / Y (solved by bisection on D), X_r at
   most what the prefill pool computes busy all the time (users beyond wait in its queue: TTFT = N / X_r - (osl - 1)
   TPOT); open loop: X_r = R.
-  Rate matching: the pool with the higher load share (prefill utilization, decode cache occupancy) `limits`;
-  tokens/s per device counts every device of both pools.
+  `limited_by` names the pool whose next worker raises the rate: under a request rate the one with the higher load
+  share (prefill utilization, decode cache occupancy); under closed-loop users the prefill pool where it computes
+  busy all the time (users wait in its queue), the decode pool where its cache is full, else the pool whose next
+  worker shortens a request's cycle more per device (N users cycle through both pools: a prefill worker more cuts
+  TTFT's wait, a decode worker more cuts every decode step's batch; `_next_worker`). 256 users of Llama-3.1-70B on
+  1 + 1 H200 TP 2 pools at 1024/1024: a prefill worker more gives 0%, a decode worker more +87%, though the prefill
+  pool's utilization was the higher, which had named it; on 1 + 8 the prefill worker gives +6%, the decode worker
+  +1%. Tokens/s per device counts every device of both pools.
 
 Bound side: roofline times, no host time or waiting, the transfer overlapped with the prefill (layer by layer),
 the decode pool's cache at the whole device memory and the mean in-flight length.
@@ -88,6 +94,20 @@ def _prefill_side(prefill: Stepper, load: Load, pools: Pools, budget, transfer_s
     return request_overhead_s + busy * step / 2 + rho / (2 * (1 - rho)) * step + own + transfer_s, used
 
 
+def _next_worker(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget, transfer_s, side: str,
+                 request_overhead_s: float, rate, lone, saturation, chunk, D, tpot, ttft):
+    """(seconds a prefill worker more takes off a request's cycle per device it adds, the same of a decode worker
+    more), to first order at the state reached: the prompts of `rate` spread over one prefill worker more (TTFT's
+    wait), the decode batch D over one decode worker more ((osl - 1) TPOT)."""
+    wider = Pools(pools.prefill_workers + 1, pools.decode_workers, pools.prefill_devices, pools.decode_devices)
+    ttft_wider, _ = _prefill_side(prefill, load, wider, budget, transfer_s, side, request_overhead_s, rate, lone,
+                                  saturation, chunk)
+    share = pools.decode_workers / (pools.decode_workers + 1)
+    tpot_wider = decode.light(np.maximum(D * share, 1e-9), side) / load.tokens_per_step
+    return ((ttft - ttft_wider) / pools.prefill_devices,
+            (load.osl - 1) * (tpot - tpot_wider) / pools.decode_devices)
+
+
 def saturation_rate(prefill: Stepper, load: Load, budget, side: str, chunk=np.inf):
     """Prompts/s one prefill worker computes when busy all the time: full-budget steps (a prompt longer than the
     budget spans several)."""
@@ -151,10 +171,16 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
     in_flight = ttft + (load.osl - 1) * tpot
     if closed:
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
+        more_prefill, more_decode = _next_worker(prefill, decode, load, pools, budget, transfer_s, side,
+                                                 request_overhead_s, rate, lone, saturation, chunk, D, tpot, ttft)
+        prefill_limits = (rate >= most * (1 - 1e-6)) | ((D < running * (1 - 1e-6)) & (more_prefill > more_decode))
+    else:
+        prefill_limits = used >= D / np.maximum(running, 1e-9)
     if closed and side == "expected" and waves > 0:
         ttft = ttft + (first_wave(prefill, load, pools, budget, active, transfer_s, request_overhead_s, chunk)
                        - ttft) / waves
     return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
             "decode": D, "running": rate * in_flight, "prefill_utilization": used,
             "decode_utilization": D / np.maximum(running, 1e-9),
-            "keeps_up": np.ones_like(rate, dtype=bool) if closed else (used < 1) & (D < running)}
+            "keeps_up": np.ones_like(rate, dtype=bool) if closed else (used < 1) & (D < running),
+            "limited_by": np.where(prefill_limits, "prefill", "decode").astype(object)}

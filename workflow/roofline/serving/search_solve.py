@@ -127,6 +127,5 @@ def disaggregated(selected, points: Points, tables, load, fw, model, drafted, sp
                 "tpot_expected_s": expected["tpot"], "requests_per_s": agg.users_bound(rate, N, ttft, decode, load),
                 "requests_per_s_expected": expected["requests_per_s"],
                 "decode_batch_expected": expected["decode"], "kv_transfer_s": transfer,
-                "limited_by": np.where(expected["prefill_utilization"] >= expected["decode_utilization"], "prefill",
-                                       "decode").astype(object)}
+                "limited_by": expected["limited_by"]}
     return solve_chunks(points, solve)

@@ -335,8 +335,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     bound = {"requests_per_s": _offered_bound(agg.users_bound(rate, offered if closed else np.inf, ttft_bound,
                                                               decode, load), workload), "ttft": ttft_bound}
     tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step
-    limited = "prefill" if float(expected["prefill_utilization"]) >= float(expected["decode_utilization"]) \
-        else "decode"
+    limited = str(np.asarray(expected["limited_by"]).reshape(-1)[0])
     row = _row(served, workload, replace(cap, running=cap.running * shape.decode_workers), bound["ttft"],
                (prefill.target, decode.target), expected, bound, tpot_bound, devices=shape.devices)
     return {**row, "mode": "disaggregated", "deployment": pools.describe(served),
