@@ -580,3 +580,27 @@ def test_links_a_hair_apart_share_one_named_dash_dot_roof():
     assert names == ["NVLink 4 / xGMI 448-450 GB/s", "scale-out 25.0 GB/s"]
     assert len(ax.lines) == 2 and ax.lines[0].get_xdata()[-1] == pytest.approx(1307e12 / 450e9)
     plt.close(fig)
+
+
+def test_a_link_roof_keeps_its_name_where_every_place_touches_a_label():
+    # DeepSeek-V3's cross-GPU decode roofline drew the "scale-out 50.0 GB/s" roof unnamed: each place along it
+    # touched a label placed before, and such places were refused outright; now the least crowded one is taken
+    from matplotlib.transforms import Bbox
+
+    from roofline.figures import ceilings
+    from roofline.figures.roofs import Roof
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(0.1, 1e4)
+    ax.set_ylim(1e9, 1e16)
+    plot = ceilings.Ceilings(ax, (0.1, 1e4), (1e9, 1e16), multi=True)
+    roof = Roof(name="H100", bandwidth=3.35e12, peaks=(("fp16", 989e12),), links=(("scale-out", 50e9),))
+    ceilings.draw_roofs(plot, [roof], shade=False, show_ridges=False)
+    ceilings.draw_links(plot, [roof])
+    plot.measure([], lambda *args: [])
+    plot.taken.append(Bbox(ax.get_window_extent(plot.renderer).get_points()))  # a label over the whole frame
+    ceilings.label_links(plot)
+    assert [text.get_text() for text in plot.texts] == ["scale-out 50.0 GB/s"]
+    plt.close(fig)

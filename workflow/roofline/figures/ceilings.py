@@ -66,10 +66,10 @@ class Ceilings:
             self.taken.append(best[2])
             self.texts.append(best[1])
 
-    def best(self, make, candidates, *, taken=None, paths=()):
+    def best(self, make, candidates, *, taken=None, paths=(), veto=True):
         """`_best` against this plot's labels and markers (or `taken` instead of the labels)."""
         return _best(self.ax, self.renderer, make, candidates, taken=self.taken if taken is None else taken,
-                     markers=self.markers, paths=paths)
+                     markers=self.markers, paths=paths, veto=veto)
 
 
 def _screen_angle(ax, p0, p1) -> float:
@@ -81,21 +81,23 @@ def _inside_frame(frame, box) -> bool:
     return frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
 
 
-def _best(ax, renderer, make, candidates, *, taken, markers, paths):
+def _best(ax, renderer, make, candidates, *, taken, markers, paths, veto=True):
     """The first candidate artist that collides with nothing, else the one with the fewest collisions.
 
-    make(*candidate) creates an artist; a candidate is discarded outright when it leaves the axes or overlaps a
-    label already placed; among the rest, covering a marker costs 10 and crossing a line 1."""
+    make(*candidate) creates an artist; a candidate is discarded outright when it leaves the axes or (`veto`)
+    overlaps a label already placed; among the rest, covering a marker costs 10, crossing a line 1 and (no `veto`)
+    overlapping a label 100."""
     frame = ax.get_window_extent(renderer).padded(-2)
     best = None
     for candidate in candidates:
         artist = make(*candidate)
         box = artist.get_window_extent(renderer)
-        if not _inside_frame(frame, box) or overlaps_any(box, taken, pad=1.5):
+        clash = overlaps_any(box, taken, pad=1.5)
+        if not _inside_frame(frame, box) or (veto and clash):
             artist.remove()
             continue
         covered = int(markers.hits(box, 1.0).sum()) if len(markers) else 0
-        score = 10 * covered + sum(hits_paths(box, [p], 0) for p in paths)
+        score = 100 * clash + 10 * covered + sum(hits_paths(box, [p], 0) for p in paths)
         if best is None or score < best[0]:
             if best is not None:
                 best[1].remove()
@@ -212,8 +214,10 @@ def _along(plot: Ceilings, text: str, bandwidth: float, x_start: float, end: tup
 
     candidates = [(x_start * (x_end / x_start) ** f, side) for side in (1, -1) for f in np.linspace(0.03, 0.85, 18)]
     # a solid roof hidden under the label's white ground costs twice a dashed one (its path counted twice)
-    strong = [plot.path_of[line] for line in plot.strong if others(line)]
-    plot.keep(plot.best(make, candidates, paths=plot.paths(others) + strong))
+    paths = plot.paths(others) + [plot.path_of[line] for line in plot.strong if others(line)]
+    # where every place along the line touches a label already placed (crowded link roofs), the least crowded one
+    # rather than an unnamed line
+    plot.keep(plot.best(make, candidates, paths=paths) or plot.best(make, candidates, paths=paths, veto=False))
 
 
 def label_bandwidth(plot: Ceilings, i: int, roof: Roof) -> None:
@@ -225,8 +229,9 @@ def label_bandwidth(plot: Ceilings, i: int, roof: Roof) -> None:
 
 
 def label_links(plot: Ceilings) -> None:
-    """Each link's name and bandwidth along its network roof."""
-    for _roof, name, link_bw, line in plot.link_lines:
+    """Each link's name and bandwidth along its network roof, the fastest link first: the slowest roofs run along the
+    frame's lower edge, where a label finds room below its line; the faster ones run between other roofs."""
+    for _roof, name, link_bw, line in sorted(plot.link_lines, key=lambda link: -link[2]):
         x_start = max(plot.xlim[0], plot.ylim[0] / link_bw)
         x_end = float(line.get_xdata()[-1])
         if x_end <= x_start:
