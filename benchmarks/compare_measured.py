@@ -1,7 +1,7 @@
 """Compare a `roofline measure` table (kernels timed on a device) with the expected times of the shipped tables.
 
     python benchmarks/compare_measured.py benchmarks/measured/h200-sxm.torch.csv [--frameworks trtllm vllm]
-                                          [--out rows.csv]
+                                          [--out rows.csv] [--validation]
 
 Each kernel of the measured table (no ceilings) is looked up exactly as the engine looks up an operator of the same
 class, dtypes, FLOPs and bytes (roofline.estimate.lookup.Calibration.kernels, a standalone kernel: launch gap
@@ -9,11 +9,15 @@ included) in the shipped table of each framework of the table's catalog device. 
 kernels, median and p90 of |expected - measured| / measured, the median signed error (expected / measured - 1:
 above zero, we expect slower than measured), the `estimate` labels, and the kernels measured faster than their
 roofline bound (a bound above a measurement is a defect: each is listed). The measured ceilings are printed against
-the catalog's datasheet figures. `--out` writes one row per kernel and framework.
+the catalog's datasheet figures. `--out` writes one row per kernel and framework; `--validation` writes the summary
+into data/calibrations/validation.csv (check `real_device`, per shipped table and op class, `all` included, and
+`real_device_below_bound`: kernels measured faster than their bound), where the report's caveat quotes it
+(roofline.estimate.validation), replacing the rows it wrote before for the same tables.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from pathlib import Path
 
@@ -87,6 +91,8 @@ def main() -> None:
     parser.add_argument("--gpu", help="catalog key (default: the table's gpu column)")
     parser.add_argument("--frameworks", nargs="+", help="shipped tables to compare with (default: every one)")
     parser.add_argument("--out", help="CSV of every kernel's measured, bound and expected time per framework")
+    parser.add_argument("--validation", action="store_true",
+                        help="write the summary into data/calibrations/validation.csv (the report quotes it)")
     args = parser.parse_args()
     rows = list(cal.read_table(args.table))
     key = args.gpu or rows[0]["gpu"]
@@ -107,6 +113,34 @@ def main() -> None:
     if args.out:
         frame.to_csv(args.out, index=False)
         print(f"wrote {args.out}")
+    if args.validation:
+        print(f"wrote {write_validation(summary(frame), key)}")
+
+
+#: validation.csv's checks this script writes (benchmarks/validate_calibration.py keeps them)
+CHECKS = ("real_device", "real_device_below_bound")
+
+
+def write_validation(table: pd.DataFrame, key: str) -> Path:
+    """The summary's rows in validation.csv (check `real_device`; `real_device_below_bound` per table), in place of
+    the rows this script wrote before for the same tables."""
+    path = cal.data_dir() / "validation.csv"
+    names = {f"{key}.{framework}" for framework in table.index.get_level_values(0)}
+    with path.open(newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if not (r["check"] in CHECKS and r["table"] in names)]
+    for (framework, cls), r in table.iterrows():
+        name = f"{key}.{framework}"
+        rows.append({"table": name, "check": "real_device", "op_class": cls,
+                     "median_error": f"{r.median_abs_error:.4g}", "p90_error": f"{r.p90_abs_error:.4g}",
+                     "n": int(r.kernels)})
+        if cls == "all":
+            rows.append({"table": name, "check": "real_device_below_bound", "op_class": "all", "median_error": "",
+                         "p90_error": "", "n": int(r.bound_above_measured)})
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
 
 
 if __name__ == "__main__":

@@ -161,8 +161,9 @@ def main() -> None:
         for op, (count, worst) in faster.items():
             results.append({"table": name, "check": "below_bound", "op_class": op, "median_error": f"{worst:.4g}",
                             "p90_error": "", "n": count})
-    if VALIDATION.is_file():  # other tables' rows (--tables), and validate_served.py's decode_step rows, stay
-        results = _merged(results) if args.tables else results + _served_rows()
+    if VALIDATION.is_file():  # other tables' rows (--tables), and the rows of validate_served.py and
+        # compare_measured.py, stay
+        results = _merged(results) if args.tables else results + _kept_rows()
     with VALIDATION.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(results[0]), lineterminator="\n")
         writer.writeheader()
@@ -179,7 +180,7 @@ def _merged(results: list[dict]) -> list[dict]:
     out = []
     with VALIDATION.open(newline="") as handle:
         for r in csv.DictReader(handle):
-            if r["table"] not in fresh:
+            if r["table"] not in fresh or r["check"] in KEPT:
                 out.append(r)
             elif fresh[r["table"]]:
                 out.extend(fresh[r["table"]])
@@ -187,10 +188,14 @@ def _merged(results: list[dict]) -> list[dict]:
     return out + [r for rows in fresh.values() for r in rows]
 
 
-def _served_rows() -> list[dict]:
-    """The file's rows that validate_served.py wrote (check `decode_step`)."""
+#: the checks other scripts write into validation.csv: validate_served.py's, compare_measured.py's
+KEPT = ("decode_step", "real_device", "real_device_below_bound")
+
+
+def _kept_rows() -> list[dict]:
+    """The file's rows that other scripts wrote (KEPT)."""
     with VALIDATION.open(newline="") as handle:
-        return [r for r in csv.DictReader(handle) if r["check"] == "decode_step"]
+        return [r for r in csv.DictReader(handle) if r["check"] in KEPT]
 
 
 def _result(table: str, check: str, cls: str, errors: np.ndarray) -> dict:

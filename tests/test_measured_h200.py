@@ -61,6 +61,18 @@ def test_default_table_expected_times_within_fifteen_percent(compared):
     assert set(default.loc[gemm | (default["op_class"] == "attention"), "estimate"]) == {"calibrated"}
 
 
+def test_the_reports_caveat_quotes_the_real_device(compared):
+    # benchmarks/compare_measured.py --validation wrote these rows; the report's caveat sentence reads them
+    from roofline.estimate import validation
+
+    validation.summary.cache_clear()
+    default = compared[compared["framework"] == cal.manifest()["devices"]["h200-sxm"]["default"]]
+    median = (default["expected_s"] / default["measured_s"] - 1).abs().median()
+    assert validation.summary()["devices"]["h200-sxm"] == (183, pytest.approx(median, abs=5e-4), 0)
+    assert (f"183 kernels timed on a real H200 SXM 141GB outside those tables (PyTorch's): median {median:.0%} "
+            "against its default table, and no bound above a measurement") in validation.sentence()
+
+
 def test_summary_has_one_line_per_framework_and_class(compared):
     table = compare_measured.summary(compared)
     assert set(table.index.get_level_values(0)) == set(cal.shipped_frameworks("h200-sxm"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 from functools import lru_cache
 
+from ..engine.hardware import catalog
 from .calibration import data_dir, manifest
 
 #: op classes whose per-kernel errors the caveat quotes
@@ -40,7 +41,24 @@ def summary() -> dict:
                    "mape_main": float(served["mape_main"]) if served["mape_main"] else None,
                    "bound_below_measured": served["bound_below_measured"] == "True"}
     package = f"{manifest().get('package', 'aiconfigurator-core')} {manifest().get('version', '')}".strip()
-    return {"kernels": kernels, "served": overall, "package": package}
+    return {"kernels": kernels, "served": overall, "package": package, "devices": _real_devices()}
+
+
+def _real_devices() -> dict:
+    """{device key: (kernels, median error, kernels faster than their bound)} of the kernels timed on real devices
+    outside the package's tables (benchmarks/compare_measured.py --validation), against each device's default
+    table."""
+    rows = _rows("validation.csv")
+    out = {}
+    for key, entry in manifest()["devices"].items():
+        table = f"{key}.{entry['default']}"
+        found = {r["check"]: r for r in rows if r["table"] == table and r["op_class"] == "all"
+                 and r["check"].startswith("real_device")}
+        if "real_device" in found:
+            below = found.get("real_device_below_bound", {}).get("n")
+            out[key] = (int(found["real_device"]["n"]), float(found["real_device"]["median_error"]),
+                        int(below) if below else None)
+    return out
 
 
 def sentence() -> str:
@@ -57,4 +75,10 @@ def sentence() -> str:
         if served["mape_main"] is not None:
             text += f" (the previous estimator: {served['mape_main']:.1%})"
         parts.append(text + ", and no bound above a measurement")
+    for key, (n, median, below) in numbers["devices"].items():
+        name = catalog()[key].name if key in catalog() else key
+        text = (f"{n} kernels timed on a real {name} outside those tables (PyTorch's): median {median:.0%} "
+                "against its default table")
+        parts.append(text + (", and no bound above a measurement" if below == 0 else
+                             f", {below} faster than their bound" if below else ""))
     return ("Validation: " + "; ".join(parts) + ".") if parts else ""
