@@ -26,6 +26,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
+from roofline.engine.errors import RooflineInputError  # noqa: E402
 from roofline.engine.hardware import GIGA, TERA, catalog  # noqa: E402
 from roofline.estimate import calibration as cal  # noqa: E402
 from roofline.estimate.lookup import calibration_for  # noqa: E402
@@ -94,11 +95,20 @@ def main() -> None:
     parser.add_argument("--validation", action="store_true",
                         help="write the summary into data/calibrations/validation.csv (the report quotes it)")
     args = parser.parse_args()
-    rows = list(cal.read_table(args.table))
+    try:
+        rows = list(cal.read_table(args.table))
+    except RooflineInputError as error:
+        parser.error(f"{args.table}: {error}")
     key = args.gpu or rows[0]["gpu"]
     if key not in catalog():
         parser.error(f"--gpu: '{key}' is not a catalog key")
-    frameworks = args.frameworks or list(cal.shipped_frameworks(key))
+    shipped = list(cal.shipped_frameworks(key))
+    if not shipped:
+        parser.error(f"--gpu: {key} has no shipped table to compare with")
+    unknown = sorted(set(args.frameworks or ()) - set(shipped))
+    if unknown:
+        parser.error(f"--frameworks: no shipped {key} table of {', '.join(unknown)}; shipped: {', '.join(shipped)}")
+    frameworks = args.frameworks or shipped
     kernels = [r for r in rows if r["op_class"] != cal.CEILING and r["measured_s"] > 0]
     frame = pd.DataFrame([row for fw in frameworks for row in expected_rows(kernels, key, fw)])
     print(f"{args.table}: {len(kernels)} kernels on {rows[0]['device']} against the shipped {key} tables "

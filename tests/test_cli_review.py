@@ -184,7 +184,8 @@ def test_the_plan_searches_the_devices_own_16_bit_float(capsys, gpu):
     assert ("bf16", "bf16") in recipes and not any("fp16" in recipe for recipe in recipes)
     assert all(r["kv_dtype"] != "fp16" for r in rows)
     assert "fp16" in {r["act_dtype"] for r in _csv(capsys, *argv, "h100-sxm")}
-    assert not {r["weight_dtype"] for r in _csv(capsys, *argv, "h100-sxm", "--dtypes", "bf16")} - {"bf16"}
+    asked = _csv(capsys, *argv, "h100-sxm", "--dtypes", "bf16")
+    assert asked and {r["weight_dtype"] for r in asked} == {"bf16"}
 
 
 def test_the_default_sequence_length_stays_inside_a_short_context(capsys):

@@ -170,10 +170,12 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
                                        saturation, chunk)
     in_flight = ttft + (load.osl - 1) * tpot
     if closed:
-        ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
+        # the wait of users beyond what the pools run is no prefill time: a prefill worker more does not shorten it
         more_prefill, more_decode = _next_worker(prefill, decode, load, pools, budget, transfer_s, side,
                                                  request_overhead_s, rate, lone, saturation, chunk, D, tpot, ttft)
-        prefill_limits = (rate >= most * (1 - 1e-6)) | ((D < running * (1 - 1e-6)) & (more_prefill > more_decode))
+        full = (offered > active) | (D >= running * (1 - 1e-6))  # more users than the decode caches hold
+        prefill_limits = (rate >= most * (1 - 1e-6)) | (~full & (more_prefill > more_decode))
+        ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
     else:
         prefill_limits = used >= D / np.maximum(running, 1e-9)
     if closed and side == "expected" and waves > 0:

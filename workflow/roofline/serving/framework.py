@@ -63,6 +63,7 @@ class Framework:
     #: (timeout_iters, batching_wait_iters) where context requests wait until every attention-DP rank has one
     #: (TensorRT-LLM's attention_dp_config.enable_balance); None: each rank computes its own prompts at once
     dp_balance: tuple[int, int] | None = None
+    running_by_budget: bool = False  # max_running is the token budget's (below the framework's own cap)
 
     def step_budget(self, plan) -> int:
         """Tokens one step of an engine of `plan` may compute: the budget, per attention replica where the
@@ -129,9 +130,10 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
     }[key]
     if max_batched_tokens is not None:
         defaults["max_batched_tokens"] = max_batched_tokens
-        if defaults["mixed"]:  # a step decodes one token of every running sequence inside its token budget, so no
-            # more run at once than the budget holds (vLLM refuses max_num_batched_tokens < max_num_seqs)
-            defaults["max_running"] = min(defaults["max_running"], max_batched_tokens)
+        if defaults["mixed"] and max_batched_tokens < defaults["max_running"]:  # a step decodes one token of every
+            # running sequence inside its token budget, so no more run at once than the budget holds (vLLM refuses
+            # max_num_batched_tokens < max_num_seqs)
+            defaults.update(max_running=max_batched_tokens, running_by_budget=True)
     if memory_fraction is not None:
         defaults["memory_fraction"] = memory_fraction
     step, request, sync, handoff = fitted or FITTED[key]

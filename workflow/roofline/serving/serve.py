@@ -226,7 +226,10 @@ def scheduler_for(framework: Framework, plan: Parallel, waves: float = 0.0) -> a
                          sync=framework.sync, waves=waves, dp_balance=framework.dp_balance)
 
 
-def _check_capacity(served: Served, workload: Workload, cap, overflow: str) -> None:
+def _check_capacity(served: Served, workload: Workload, cap, overflow: str, workers: int = 1) -> None:
+    """Refuse (one line) a workload the deployment cannot hold: not one request in the KV cache, or more
+    closed-loop users than its `workers` engines run at once (cap.running: all of them together) without --overflow
+    queue."""
     option = "--concurrency" if workload.concurrency is not None else "--request-rate"
     narrower = "" if DTYPE_BYTES[served.scenario.kv_dtype] <= 1 else " or an fp8 KV cache"
     if cap.running < 1:
@@ -239,26 +242,28 @@ def _check_capacity(served: Served, workload: Workload, cap, overflow: str) -> N
             f"{deployment_label(served.gpu, served.plan)} ({left}); use more devices, narrower weights{narrower}")
     if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
         raise RooflineInputError(f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} "
-                                 f"tokens {_held(served, cap, narrower)}, or --overflow queue to let the rest wait "
-                                 "for a slot")
+                                 f"tokens {_held(served, cap, narrower, workers)}, or --overflow queue to let the "
+                                 "rest wait for a slot")
 
 
-def _held(served: Served, cap, narrower: str) -> str:
-    """Why no more than cap.running requests run at once: the KV cache, or the framework's cap on running sequences
-    (its default, or the token budget a step decodes them in)."""
+def _held(served: Served, cap, narrower: str, workers: int) -> str:
+    """Why no more than cap.running requests run at once on `workers` engines: the KV cache, or the framework's cap
+    on running sequences (its default, or the token budget a step decodes them in)."""
     fw, replicas = served.framework, served.plan.tp if served.plan.attention_dp else 1
     where = deployment_label(served.gpu, served.plan)
-    if cap.running < fw.max_running * replicas:
+    where = f"{workers} decode workers of {where}" if workers > 1 else where
+    if cap.running < fw.max_running * replicas * workers:
         return (f"do not fit the KV cache of {where}: it holds {int(cap.running)} under {fw.key}'s memory rule; use "
                 f"--concurrency <= {int(cap.running)}, more devices{narrower}")
-    setting = f"{RUNNING_CAP[fw.key]} {fw.max_running}" + (f" per attention replica x {replicas}" if replicas > 1
-                                                            else "")
-    if fw.mixed and fw.max_running == fw.max_batched_tokens:
+    engines = replicas * workers
+    each = f" per engine x {engines}" if engines > 1 else ""
+    if fw.running_by_budget:
         return (f"cannot all run at once on {where}: a step of --max-batched-tokens {fw.max_batched_tokens} decodes "
-                f"one token of each running sequence, so {fw.key} runs at most {int(cap.running)} ({setting}); use "
-                f"--concurrency <= {int(cap.running)}, a larger --max-batched-tokens")
-    return (f"cannot all run at once on {where}: {fw.key} runs at most {int(cap.running)} ({setting}); use "
-            f"--concurrency <= {int(cap.running)}")
+                f"one token of each running sequence, so {fw.key} runs at most {int(cap.running)} "
+                f"(--max-batched-tokens {fw.max_batched_tokens}{each}); use --concurrency <= {int(cap.running)}, a "
+                "larger --max-batched-tokens")
+    return (f"cannot all run at once on {where}: {fw.key} runs at most {int(cap.running)} "
+            f"({RUNNING_CAP[fw.key]} {fw.max_running}{each}); use --concurrency <= {int(cap.running)}")
 
 
 @dataclass(frozen=True)
@@ -313,7 +318,8 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
             f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of "
             f"{deployment_label(served.gpu, pools.prefill_plan)} cannot hold {served.model.key}'s weights and one "
             f"prompt of {workload.isl} tokens; use a wider prefill plan")
-    _check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow)
+    _check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow,
+                    shape.decode_workers)
     fw = served.framework
     sequences = max(cap.running_bound, cap.running, 1.0)
     prefill = served.stepper(load, sequences, prefill_scenario).prompts_alone()  # as in the search (search_solve)

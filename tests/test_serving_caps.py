@@ -1,0 +1,117 @@
+"""The serving model's caps on what runs at once and the pool that limits: drafting weights in the KV budget, the
+token budget and the framework's cap on running sequences (and the refusals that name them), the disaggregated pool
+whose next worker helps (a review's findings, each a test that failed before its fix)."""
+from __future__ import annotations
+
+import pytest
+
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.hardware import get_accelerator
+from roofline.engine.models import get_model
+from roofline.engine.parallel import Parallel
+from roofline.engine.scenario import Scenario
+from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_aggregated, serve_disaggregated
+from roofline.serving.speculative import Speculation
+
+FP8 = Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")
+
+
+def test_an_mtp_or_eagle_heads_layer_takes_its_share_of_the_kv_budget():
+    # the heads were left out as "small buffers"; DeepSeek-V3's MTP layer is an MoE layer: 256 experts x 3 x 7168
+    # x 2048 = 11.27 B expert parameters plus MLA attention and its shared expert, ~11.5 GB in fp8, 1.44 GB of each
+    # device at TP 8 / EP 8 (the embedding and LM head it shares with the target are not counted again)
+    from roofline.serving.speculative import draft_weight_bytes
+
+    mtp = Speculation(method="mtp", tokens=1, acceptance=0.7)
+    deepseek = get_model("deepseek-v3")
+    whole = draft_weight_bytes(mtp, FP8.with_(parallel=Parallel(tp=1)).for_model(deepseek), deepseek)
+    assert 11.3e9 < whole < 11.8e9
+    per_device = draft_weight_bytes(mtp, FP8.with_(parallel=Parallel(tp=8, ep=8)).for_model(deepseek), deepseek)
+    assert whole / 8 <= per_device < whole / 7
+    # one dense layer: q and o 8192 x 8192, k and v 8192 x 1024, gate, up, down 8192 x 28672: 0.86 B parameters
+    llama = get_model("llama-3.1-70b")
+    eagle = Speculation(method="eagle", tokens=3, acceptance=0.7)
+    assert draft_weight_bytes(eagle, FP8.with_(parallel=Parallel(tp=1)).for_model(llama), llama) == pytest.approx(
+        (2 * 8192 * (8192 + 1024) + 3 * 8192 * 28672) * 1.0, rel=0.01)
+    assert draft_weight_bytes(eagle, FP8, None) == 0.0  # no target, no head to size
+    rows = [serve_aggregated(prepare_served(llama, get_accelerator("h200-sxm"), FP8.with_(parallel=Parallel()),
+                                            spec=spec), Workload(isl=2048, osl=512, concurrency=8))
+            for spec in (Speculation(), eagle)]
+    assert rows[1]["kv_capacity_requests"] < rows[0]["kv_capacity_requests"]
+
+
+def test_a_token_budget_below_the_concurrency_caps_the_running_sequences():
+    # each running sequence decodes one token per step inside the budget: --max-batched-tokens 16 with 64 users
+    # had every user decode every step (expected TPOT 6.8 ms, 8,450 tokens/s bound beside 38 expected); vLLM
+    # refuses max_num_batched_tokens below max_num_seqs. Now at most 16 run: 64 are refused in one line naming
+    # the budget, or queue with --overflow queue
+    from roofline.serving.framework import framework_for
+
+    gpu = get_accelerator("h100-sxm")
+    assert framework_for("vllm", gpu, max_batched_tokens=16).max_running == 16
+    assert framework_for("trtllm", gpu, max_batched_tokens=16).max_running == 16
+    assert framework_for("sglang", gpu, max_batched_tokens=16).max_running == 4096  # its decode steps stand alone
+    served = prepare_served(get_model("llama-3.1-8b"), gpu, FP8.with_(parallel=Parallel()), max_batched_tokens=16)
+    with pytest.raises(RooflineInputError, match=r"--max-batched-tokens 16 decodes one token of each running "
+                                                 r"sequence, so vllm runs at most 16 \(--max-batched-tokens 16\)"):
+        serve_aggregated(served, Workload(isl=1024, osl=256, concurrency=64))
+    row = serve_aggregated(served, Workload(isl=1024, osl=256, concurrency=16))
+    assert row["kv_capacity_requests"] == 16 and row["fits"]
+
+
+def test_the_framework_cap_on_running_sequences_is_not_called_a_full_cache():
+    # 2,048 users of 128 + 128 tokens on an H100 fit its KV cache many times over; vLLM's max_num_seqs (1,024)
+    # stops them, and the refusal said "do not fit the KV cache ... under vllm's memory rule"
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), FP8.with_(parallel=Parallel()))
+    with pytest.raises(RooflineInputError) as error:
+        serve_aggregated(served, Workload(isl=128, osl=128, concurrency=2048))
+    assert "vllm runs at most 1024 (max_num_seqs 1024)" in str(error.value)
+    assert "KV cache" not in str(error.value)
+
+
+@pytest.mark.parametrize("workers,named", [((1, 1), "decode"), ((1, 4), "decode"), ((1, 8), "prefill"),
+                                           ((2, 8), "decode")])
+def test_limited_by_names_the_pool_whose_next_worker_helps_more(workers, named):
+    # it named the pool of the higher utilization: "prefill" on 1 + 1 H200 TP 2 pools, where a prefill worker more
+    # gives nothing and a decode worker more +87% requests/s (256 users of Llama-3.1-70B, 1024/1024); now the pool
+    # whose next worker shortens the users' cycle more (both pools' workers have 2 devices here)
+    served = prepare_served(get_model("llama-3.1-70b"), get_accelerator("h200-sxm"), FP8.with_(parallel=Parallel(tp=2)))
+    workload = Workload(isl=1024, osl=1024, concurrency=256)
+
+    def rate(prefill, decode):
+        pools = Disaggregation(prefill, decode, Parallel(tp=2), max_devices=64)
+        return serve_disaggregated(served, workload, pools)
+
+    row = rate(*workers)
+    gain = {"prefill": rate(workers[0] + 1, workers[1])["requests_per_s_expected"],
+            "decode": rate(workers[0], workers[1] + 1)["requests_per_s_expected"]}
+    assert row["limited_by"] == named == max(gain, key=gain.get)
+    assert gain[named] > row["requests_per_s_expected"]
+
+
+def test_limited_by_with_users_beyond_the_decode_caches_names_decode():
+    # 1,000 users on 1 + 1 pools whose 16-bit decode cache holds 248: the wait of the users beyond it counted as
+    # prefill time, and `prefill` was named where a prefill worker more gives nothing and a decode worker doubles
+    # the rate
+    fp16_cache = FP8.with_(kv_dtype="fp16", parallel=Parallel(tp=2))
+    served = prepare_served(get_model("llama-3.1-70b"), get_accelerator("h200-sxm"), fp16_cache)
+    workload = Workload(isl=1024, osl=1024, concurrency=1000)
+
+    def rate(prefill, decode):
+        return serve_disaggregated(served, workload, Disaggregation(prefill, decode, Parallel(tp=2)),
+                                   overflow="queue")
+
+    row = rate(1, 1)
+    assert row["limited_by"] == "decode"
+    assert rate(1, 2)["requests_per_s_expected"] > 1.5 * rate(2, 1)["requests_per_s_expected"]
+
+
+def test_a_disaggregated_refusal_names_the_cache_of_all_its_decode_workers():
+    # 3 decode workers hold 3 x 439 requests of 1024 + 2048 tokens; the refusal said "vllm runs at most 1317
+    # (max_num_seqs 1024)" of one H200, comparing all workers' hold with one engine's cap
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h200-sxm"), Scenario(parallel=Parallel()))
+    with pytest.raises(RooflineInputError) as error:
+        serve_disaggregated(served, Workload(isl=1024, osl=2048, concurrency=5000),
+                            Disaggregation(1, 3, Parallel()))
+    assert "do not fit the KV cache of 3 decode workers of 1 x H200" in str(error.value)
+    assert "max_num_seqs" not in str(error.value)
