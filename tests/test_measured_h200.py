@@ -79,3 +79,24 @@ def test_summary_has_one_line_per_framework_and_class(compared):
     assert {"all", "gemm", "attention", "moe", "norm", "elementwise", "embedding"} <= set(
         table.index.get_level_values(1))
     assert (table["bound_above_measured"] == 0).all()
+
+
+def test_the_measured_table_calibrates_totals_as_a_users_own_table(capsys):
+    # `roofline measure --device cuda` writes what --calibration takes: its checks pass, the decode step is priced on
+    # it (PyTorch's eager kernels: slower than the TensorRT-LLM table's fused ones, never below the bound)
+    import csv
+    import io
+
+    from roofline.cli import app
+
+    argv = ["totals", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--stage", "decode", "--batch", "32",
+            "--format", "csv"]
+    rows = {}
+    for name, extra in (("own", ["--calibration", str(MEASURED / "h200-sxm.torch.csv")]), ("shipped", [])):
+        assert app.main(argv + extra) == 0
+        rows[name] = next(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    own, shipped = rows["own"], rows["shipped"]
+    assert own["calibration"] == "h200-sxm.torch.csv" and own["estimate"] == "calibrated"
+    assert float(own["t_s"]) == float(shipped["t_s"])  # the bound does not depend on the table
+    assert float(own["t_s"]) < float(shipped["tpot_expected_s"]) < float(own["tpot_expected_s"]) < 3 * float(
+        own["t_s"])
