@@ -100,3 +100,30 @@ def test_the_measured_table_calibrates_totals_as_a_users_own_table(capsys):
     assert float(own["t_s"]) == float(shipped["t_s"])  # the bound does not depend on the table
     assert float(own["t_s"]) < float(shipped["tpot_expected_s"]) < float(own["tpot_expected_s"]) < 3 * float(
         own["t_s"])
+
+
+def test_the_measure_ladder_takes_a_models_shapes_per_device():
+    # `roofline measure --model KEY --tp N`: one device's share of the model's layer (no torch needed to build it)
+    from roofline.engine.errors import RooflineInputError
+    from roofline.engine.models import get_model
+    from roofline.estimate.measure_shapes import DEFAULT, shapes_for
+
+    # the default ladder: Llama-3-8B's q/k/v (32 + 2 x 8 heads of 128), o, gate/up (2 x 14336) and down GEMMs
+    assert DEFAULT.gemms == (("qkv_proj", 4096, 6144), ("o_proj", 4096, 4096), ("gate_up_proj", 4096, 28672),
+                             ("down_proj", 14336, 4096))
+    assert DEFAULT.moe == (2048, 768, 128, 8) and shapes_for(get_model("llama-3.1-8b")).gemms == DEFAULT.gemms
+    # Llama-3.1-70B at TP 2: 64 / 2 query and 8 / 2 KV heads of 128 -> (32 + 2 x 4) x 128 = 5120; 28672 / 2 = 14336
+    tp2 = shapes_for(get_model("llama-3.1-70b"), 2)
+    assert tp2.gemms == (("qkv_proj", 8192, 5120), ("o_proj", 4096, 8192), ("gate_up_proj", 8192, 28672),
+                         ("down_proj", 14336, 8192))
+    assert (tp2.heads, tp2.kv_heads, tp2.mlp, tp2.moe) == (32, 4, 14336, None)
+    # Qwen3-32B at TP 16: 8 KV heads replicated, one per device
+    assert shapes_for(get_model("qwen3-32b"), 16).kv_heads == 1
+    # Qwen3-30B-A3B: every layer MoE, no dense MLP GEMM; its experts (2048 -> 768, 128 of them, top 8)
+    moe = shapes_for(get_model("qwen3-30b-a3b"))
+    assert [op for op, _, _ in moe.gemms] == ["qkv_proj", "o_proj"] and moe.moe == (2048, 768, 128, 8)
+    with pytest.raises(RooflineInputError, match="multi-head latent attention"):
+        shapes_for(get_model("deepseek-v3"))
+    with pytest.raises(RooflineInputError, match="--tp: 3 does not split"):
+        shapes_for(get_model("llama-3.1-70b"), 3)
+    assert DEFAULT.scaled(8).gemms[0] == ("qkv_proj", 512, 768)  # a CPU run's widths / 8

@@ -32,15 +32,9 @@ from ..engine.hf_config import not_a_file
 from ..engine.models import ACTIVATION_FLOPS
 from .aic_rows import moe_cost
 from .calibration import CEILING, TEXTS, bound_seconds, measured_ceilings
+from .measure_shapes import DEFAULT, Shapes
 
 DEVICES = ("cuda", "cpu", "mps")
-#: Llama-3-8B: hidden, intermediate, query heads, KV heads, head dim, vocab.
-D, F, H, HKV, HD, V = 4096, 14336, 32, 8, 128, 128256
-#: (op, k, n) of the weight GEMMs (q/k/v fused, as serving engines run them).
-GEMMS = (("qkv_proj", D, (H + 2 * HKV) * HD), ("o_proj", H * HD, D), ("gate_up_proj", D, 2 * F),
-         ("down_proj", F, D))
-#: Qwen3-30B-A3B's routed experts: hidden, expert intermediate, experts, experts per token.
-MOE_D, MOE_F, MOE_E, MOE_TOP_K = 2048, 768, 128, 8
 #: Catalog key per substring of the device name the driver reports.
 NAMES = (("H200", "h200-sxm"), ("H100 PCIe", "h100-pcie"), ("H100 NVL", "h100-nvl"), ("H100", "h100-sxm"),
          ("A100-SXM4-80GB", "a100-sxm-80gb"), ("A100-PCIE-40GB", "a100-pcie-40gb"), ("L40S", "l40s"), ("L4", "l4"),
@@ -195,36 +189,35 @@ def _low_precision(torch, s: int):
         return
 
 
-def ladder(torch, device: str, p: Plan, dtype: str):
-    """(fields, Cost, fn) of the LLM-shaped kernels at `dtype` (fp16 / bf16 / fp32)."""
+def ladder(torch, device: str, p: Plan, dtype: str, s: Shapes):
+    """(fields, Cost, fn) of the LLM-shaped kernels of `s` at `dtype` (fp16 / bf16 / fp32)."""
     fn_ = torch.nn.functional
     t = getattr(torch, TORCH_DTYPES[dtype])
     a = 4 if dtype == "fp32" else 2
-    d, ff = D // p.scale, F // p.scale
-    for op, k, n in GEMMS:
-        k, n = k // p.scale, n // p.scale
+    d, ff, hd = s.hidden, s.mlp, s.head_dim
+    for op, k, n in s.gemms:
         w = torch.randn(n, k, device=device, dtype=t)
         for m in p.gemm_m:
             x = torch.randn(m, k, device=device, dtype=t)
             yield ({"op_class": "gemm", "op": op, "m": m, "n": n, "k": k, "weight_dtype": dtype},
                    f.linear(m, k, n, a, a), lambda x=x, w=w: fn_.linear(x, w))
-    heads, kv_heads = max(H // p.scale, 1), max(HKV // p.scale, 1)
-    for s in p.prefill_s:
-        q = torch.randn(1, heads, s, HD, device=device, dtype=t)
-        kv = torch.randn(2, 1, kv_heads, s, HD, device=device, dtype=t)  # K and V: separate memory
-        cost = f.from_activations(f.fused_attention(1, heads, kv_heads, s, s * (s + 1) / 2, s, HD, HD, a, a))
-        yield ({"op_class": "attention", "op": "sdpa_prefill", "batch": 1, "q_len": s, "kv_len": s, "heads": heads,
-                "kv_heads": kv_heads, "head_dim": HD, "kv_dtype": dtype}, cost,
+    heads, kv_heads = s.heads, s.kv_heads
+    for seq in p.prefill_s:
+        q = torch.randn(1, heads, seq, hd, device=device, dtype=t)
+        kv = torch.randn(2, 1, kv_heads, seq, hd, device=device, dtype=t)  # K and V: separate memory
+        cost = f.from_activations(f.fused_attention(1, heads, kv_heads, seq, seq * (seq + 1) / 2, seq, hd, hd, a, a))
+        yield ({"op_class": "attention", "op": "sdpa_prefill", "batch": 1, "q_len": seq, "kv_len": seq, "heads": heads,
+                "kv_heads": kv_heads, "head_dim": hd, "kv_dtype": dtype}, cost,
                lambda q=q, kv=kv: fn_.scaled_dot_product_attention(q, kv[0], kv[1], is_causal=True, enable_gqa=True))
     for b in p.decode_batch:
         for keys in p.decode_kv:
-            q = torch.randn(b, heads, 1, HD, device=device, dtype=t)
-            kv = torch.randn(2, b, kv_heads, keys, HD, device=device, dtype=t)
-            cost = f.fused_attention(b, heads, kv_heads, 1, keys, keys, HD, HD, a, a)
+            q = torch.randn(b, heads, 1, hd, device=device, dtype=t)
+            kv = torch.randn(2, b, kv_heads, keys, hd, device=device, dtype=t)
+            cost = f.fused_attention(b, heads, kv_heads, 1, keys, keys, hd, hd, a, a)
             yield ({"op_class": "attention", "op": "sdpa_decode", "batch": b, "q_len": 1, "kv_len": keys,
-                    "heads": heads, "kv_heads": kv_heads, "head_dim": HD, "kv_dtype": dtype}, cost,
+                    "heads": heads, "kv_heads": kv_heads, "head_dim": hd, "kv_dtype": dtype}, cost,
                    lambda q=q, kv=kv: fn_.scaled_dot_product_attention(q, kv[0], kv[1], enable_gqa=True))
-    table = torch.randn(V // p.scale, d, device=device, dtype=t)
+    table = torch.randn(s.vocab, d, device=device, dtype=t)
     for m in p.tokens:
         x, r = torch.randn(m, d, device=device, dtype=t), torch.randn(m, d, device=device, dtype=t)
         g, u = torch.randn(m, ff, device=device, dtype=t), torch.randn(m, ff, device=device, dtype=t)
@@ -244,12 +237,12 @@ def ladder(torch, device: str, p: Plan, dtype: str):
                lambda ids=ids: fn_.embedding(ids, table))
 
 
-def fp8_ladder(torch, p: Plan):
+def fp8_ladder(torch, p: Plan, s: Shapes):
     """(fields, Cost, fn) of the weight GEMMs in fp8 e4m3 with per-tensor scales and a bf16 output
     (torch._scaled_mm, cuBLASLt), at every m the GPU runs: torch refuses an m that is not a multiple of 16 on some
     versions, and such m are left out rather than padded (a padded kernel is another shape)."""
     one = torch.tensor(1.0, device="cuda")
-    for op, k, n in GEMMS:
+    for op, k, n in s.gemms:
         w = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
         for m in p.gemm_m:
             x = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
@@ -261,19 +254,21 @@ def fp8_ladder(torch, p: Plan):
                        f.linear(m, k, n, 1, 1, out_width=2), fn)
 
 
-def moe_ladder(torch, device: str, p: Plan, dtype: str):
-    """(fields, Cost, fn) of Qwen3-30B-A3B's routed expert block at `dtype` per token count: tokens x top-k rows
+def moe_ladder(torch, device: str, p: Plan, dtype: str, s: Shapes):
+    """(fields, Cost, fn) of the routed expert block of `s` at `dtype` per token count: tokens x top-k rows
     routed evenly over the experts (as the package's balanced routing), gate/up as one grouped GEMM, SiLU-and-
     multiply, down as a second grouped GEMM (torch._grouped_mm); routing and the permutation are not timed, as the
-    engine books them elsewhere. Nothing where this torch has no grouped GEMM for the device."""
+    engine books them elsewhere. Nothing for a dense model, or where this torch has no grouped GEMM for the device."""
+    if s.moe is None:
+        return
     t = getattr(torch, TORCH_DTYPES[dtype])
-    d, ff = MOE_D // p.scale, MOE_F // p.scale
+    d, ff, experts, top_k = s.moe
     # weights stored [experts, out, in] and read transposed: the column-major operand grouped GEMMs want
-    up = torch.randn(MOE_E, 2 * ff, d, device=device, dtype=t).transpose(-2, -1)
-    down = torch.randn(MOE_E, d, ff, device=device, dtype=t).transpose(-2, -1)
+    up = torch.randn(experts, 2 * ff, d, device=device, dtype=t).transpose(-2, -1)
+    down = torch.randn(experts, d, ff, device=device, dtype=t).transpose(-2, -1)
     for tokens in p.tokens:
-        pairs = tokens * MOE_TOP_K
-        counts = [pairs // MOE_E + (e < pairs % MOE_E) for e in range(MOE_E)]
+        pairs = tokens * top_k
+        counts = [pairs // experts + (e < pairs % experts) for e in range(experts)]
         offs = torch.tensor(counts, device=device).cumsum(0).to(torch.int32)
         x = torch.randn(pairs, d, device=device, dtype=t)
 
@@ -283,8 +278,8 @@ def moe_ladder(torch, device: str, p: Plan, dtype: str):
         if not _runs(fn):
             return
         yield ({"op_class": "moe", "op": "moe_experts", "weight_dtype": dtype, "m": tokens, "n": ff, "k": d,
-                "experts": MOE_E, "top_k": MOE_TOP_K, "span": 1},
-               moe_cost(tokens, d, ff, MOE_E, MOE_TOP_K, 1, 1, dtype, dtype), fn)
+                "experts": experts, "top_k": top_k, "span": 1},
+               moe_cost(tokens, d, ff, experts, top_k, 1, 1, dtype, dtype), fn)
 
 
 def _runs(fn) -> bool:
@@ -316,8 +311,10 @@ def _record(fields: dict, cost, seconds: float, context: dict) -> dict:
     return row
 
 
-def measure(device: str | None = None, quick: bool = False, gpu_key: str | None = None) -> tuple[list[dict], str]:
-    """(calibration rows in CALIBRATION_COLUMNS, summary text: measured ceilings vs the catalog's)."""
+def measure(device: str | None = None, quick: bool = False, gpu_key: str | None = None,
+            shapes: Shapes = DEFAULT) -> tuple[list[dict], str]:
+    """(calibration rows in CALIBRATION_COLUMNS, summary text: measured ceilings vs the catalog's) of the ladder of
+    `shapes` (measure_shapes: Llama-3-8B's layer and Qwen3-30B-A3B's experts, or a model's at a TP degree)."""
     try:
         import torch
     except ImportError:
@@ -328,7 +325,9 @@ def measure(device: str | None = None, quick: bool = False, gpu_key: str | None 
         raise RooflineInputError(f"--device: '{device}' is not available here; available: "
                                  f"{', '.join(d for d in DEVICES if d == 'cpu' or d == best_device(torch))}")
     p = plan(device, quick)
+    shapes = shapes.scaled(p.scale)
     name, provenance = describe(torch, device)
+    provenance += f"; shapes: {shapes.label}"
     spec = catalog_gpu(name, gpu_key)
     context = {"device": name, "gpu": spec.key if spec else "", "provenance": provenance}
     timer = Timer(torch, device, p.reps)
@@ -338,9 +337,9 @@ def measure(device: str | None = None, quick: bool = False, gpu_key: str | None 
             rows.append(_record({"op_class": CEILING, "dtype": "fp32", **fields}, cost, timer(fn), context))
         spec = spec or _ceiling_spec(name, rows)
         dtype = {"cuda": "bf16", "mps": "fp16", "cpu": "fp32"}[device]
-        kernels = [ladder(torch, device, p, dtype), moe_ladder(torch, device, p, dtype)]
+        kernels = [ladder(torch, device, p, dtype, shapes), moe_ladder(torch, device, p, dtype, shapes)]
         if device == "cuda" and "fp8" in spec.peak_flops_per_s:
-            kernels.append(fp8_ladder(torch, p))
+            kernels.append(fp8_ladder(torch, p, shapes))
         for fields, cost, fn in (kernel for group in kernels for kernel in group):
             rows.append(_record({"dtype": dtype, **fields}, cost, timer(fn), context))
     for row in rows:
