@@ -1,16 +1,16 @@
-"""Compare a `roofline measure` table (kernels timed on a device) with the expected times of the shipped tables.
+"""Compare `roofline measure` tables (kernels timed on one device) with the expected times of the shipped tables.
 
-    python benchmarks/compare_measured.py benchmarks/measured/h200-sxm.torch.csv [--frameworks trtllm vllm]
+    python benchmarks/compare_measured.py TABLE [TABLE ...] [--frameworks trtllm vllm]
                                           [--out rows.csv] [--validation]
 
-Each kernel of the measured table (no ceilings) is looked up exactly as the engine looks up an operator of the same
+Each kernel of the measured tables (no ceilings) is looked up exactly as the engine looks up an operator of the same
 class, dtypes, FLOPs and bytes (roofline.estimate.lookup.Calibration.kernels, a standalone kernel: launch gap
-included) in the shipped table of each framework of the table's catalog device. Printed per framework and op class:
-kernels, median and p90 of |expected - measured| / measured, the median signed error (expected / measured - 1:
-above zero, we expect slower than measured), the `estimate` labels, and the kernels measured faster than their
-roofline bound (a bound above a measurement is a defect: each is listed). The measured ceilings are printed against
-the catalog's datasheet figures. `--out` writes one row per kernel and framework; `--validation` writes the summary
-into data/calibrations/validation.csv (check `real_device`, per shipped table and op class, `all` included, and
+included) in the shipped table of each framework of the tables' catalog device. Printed per framework and op class:
+kernels, median and p90 of |expected - measured| / measured, the median signed error (expected / measured - 1: above
+zero, we expect slower than measured), the `estimate` labels, and the kernels measured faster than their roofline
+bound (a bound above a measurement is a defect: each is listed). The measured ceilings are printed against the
+catalog's datasheet figures. `--out` writes one row per kernel and framework; `--validation` writes the summary into
+data/calibrations/validation.csv (check `real_device`, per shipped table and op class, `all` included, and
 `real_device_below_bound`: kernels measured faster than their bound), where the report's caveat quotes it
 (roofline.estimate.validation), replacing the rows it wrote before for the same tables.
 """
@@ -88,17 +88,21 @@ def ceilings(rows: list[dict], key: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("table", help="a table written by `roofline measure` (CSV)")
+    parser.add_argument("tables", nargs="+", help="tables written by `roofline measure` on one device (CSV)")
     parser.add_argument("--gpu", help="catalog key (default: the table's gpu column)")
     parser.add_argument("--frameworks", nargs="+", help="shipped tables to compare with (default: every one)")
     parser.add_argument("--out", help="CSV of every kernel's measured, bound and expected time per framework")
     parser.add_argument("--validation", action="store_true",
                         help="write the summary into data/calibrations/validation.csv (the report quotes it)")
     args = parser.parse_args()
-    try:
-        rows = list(cal.read_table(args.table))
-    except RooflineInputError as error:
-        parser.error(f"{args.table}: {error}")
+    rows = []
+    for table in args.tables:
+        try:
+            rows += cal.read_table(table)
+        except RooflineInputError as error:
+            parser.error(f"{table}: {error}")
+    if len({r["device"] for r in rows}) > 1:
+        parser.error(f"tables of several devices ({', '.join(sorted({r['device'] for r in rows}))}); give one's")
     key = args.gpu or rows[0]["gpu"]
     if key not in catalog():
         parser.error(f"--gpu: '{key}' is not a catalog key")
@@ -111,7 +115,7 @@ def main() -> None:
     frameworks = args.frameworks or shipped
     kernels = [r for r in rows if r["op_class"] != cal.CEILING and r["measured_s"] > 0]
     frame = pd.DataFrame([row for fw in frameworks for row in expected_rows(kernels, key, fw)])
-    print(f"{args.table}: {len(kernels)} kernels on {rows[0]['device']} against the shipped {key} tables "
+    print(f"{', '.join(args.tables)}: {len(kernels)} kernels on {rows[0]['device']} against the shipped {key} tables "
           f"({', '.join(frameworks)})")
     print(ceilings(rows, key))
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.3f}".format):

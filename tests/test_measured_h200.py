@@ -1,5 +1,6 @@
 """Kernels timed on a real H200 (benchmarks/measured/, `roofline measure --device cuda`, 2026-12-04) against the
-shipped H200 tables: no bound above any of the 183 measurements, under every framework's table, and the default
+shipped H200 tables: no bound above any of the 658 measurements (four tables: Llama-3-8B's layer with Qwen3-30B-A3B's
+experts, Llama-3.1-70B at TP 2, Qwen3-32B, Mixtral-8x7B at TP 2), under every framework's table, and the default
 table's expected times within the calibration issue's 15% median absolute error (the README's table, item 3 of
 Validation). The measured kernels are PyTorch's (cuBLAS, cuBLASLt, SDPA, grouped GEMM), none in the package's
 tables, so this holds the estimator to data it was not built from."""
@@ -19,14 +20,21 @@ import compare_measured  # noqa: E402
 from roofline.estimate import calibration as cal  # noqa: E402
 
 MEASURED = Path(__file__).resolve().parents[1] / "benchmarks" / "measured"
+#: the tables and their kernels (the rerun of the first, a repeatability check, stays out)
+TABLES = {"h200-sxm.torch.csv": 183, "h200-sxm.torch.llama-3.1-70b.tp2.csv": 176,
+          "h200-sxm.torch.qwen3-32b.tp1.csv": 176, "h200-sxm.torch.mixtral-8x7b.tp2.csv": 123}
+
+
+def _kernels(name: str) -> list[dict]:
+    rows = cal.read_table(str(MEASURED / name))
+    assert {r["device"] for r in rows} == {"NVIDIA H200"} and {r["gpu"] for r in rows} == {"h200-sxm"}
+    assert all("CUDA events" in r["provenance"] and "caches flushed" in r["provenance"] for r in rows)
+    return [r for r in rows if r["op_class"] != cal.CEILING]
 
 
 @pytest.fixture(scope="module")
 def kernels() -> list[dict]:
-    rows = cal.read_table(str(MEASURED / "h200-sxm.torch.csv"))
-    assert {r["device"] for r in rows} == {"NVIDIA H200"} and {r["gpu"] for r in rows} == {"h200-sxm"}
-    assert all("CUDA events" in r["provenance"] and "caches flushed" in r["provenance"] for r in rows)
-    return [r for r in rows if r["op_class"] != cal.CEILING]
+    return [row for name in TABLES for row in _kernels(name)]
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +47,7 @@ def test_the_table_covers_what_the_issue_held_back(kernels):
     classes = {(r["op_class"], r["dtype"]) for r in kernels}
     assert {("gemm", "bf16"), ("gemm", "fp8"), ("attention", "bf16"), ("moe", "bf16"), ("norm", "bf16"),
             ("elementwise", "bf16")} <= classes
-    assert len(kernels) == 183
+    assert {name: len(_kernels(name)) for name in TABLES} == TABLES and len(kernels) == 658
 
 
 def test_no_bound_is_above_a_measurement(compared, kernels):
@@ -55,9 +63,9 @@ def test_no_bound_is_above_a_measurement(compared, kernels):
 def test_default_table_expected_times_within_fifteen_percent(compared):
     default = compared[compared["framework"] == cal.manifest()["devices"]["h200-sxm"]["default"]]
     error = (default["expected_s"] / default["measured_s"] - 1).abs()
-    assert error.median() <= 0.15  # 11.2% on 2026-12-04
+    assert error.median() <= 0.15  # 10.7% on 2026-12-04
     gemm = default["op_class"] == "gemm"
-    assert error[gemm & (default["dtype"] == "bf16")].median() <= 0.10  # cuBLAS on both sides: 6.0%
+    assert error[gemm & (default["dtype"] == "bf16")].median() <= 0.10  # cuBLAS on both sides: 5.5%
     assert set(default.loc[gemm | (default["op_class"] == "attention"), "estimate"]) == {"calibrated"}
 
 
@@ -68,8 +76,8 @@ def test_the_reports_caveat_quotes_the_real_device(compared):
     validation.summary.cache_clear()
     default = compared[compared["framework"] == cal.manifest()["devices"]["h200-sxm"]["default"]]
     median = (default["expected_s"] / default["measured_s"] - 1).abs().median()
-    assert validation.summary()["devices"]["h200-sxm"] == (183, pytest.approx(median, abs=5e-4), 0)
-    assert (f"183 kernels timed on a real H200 SXM 141GB outside those tables (PyTorch's): median {median:.0%} "
+    assert validation.summary()["devices"]["h200-sxm"] == (658, pytest.approx(median, abs=5e-4), 0)
+    assert (f"658 kernels timed on a real H200 SXM 141GB outside those tables (PyTorch's): median {median:.0%} "
             "against its default table, and no bound above a measurement") in validation.sentence()
 
 
