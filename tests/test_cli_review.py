@@ -198,3 +198,17 @@ def test_the_default_sequence_length_stays_inside_a_short_context(capsys):
     assert "note: --seq-len 1023" in capsys.readouterr().err
     assert "--seq-len: 2048 is not allowed" in _error(capsys, "totals", "--model", "opt-6.7b", "--gpu", "h100-sxm",
                                                        "--stage", "decode", "--seq-len", "2048")
+
+
+def test_fp8_weights_serve_weight_only_where_the_device_has_no_fp8_peak(capsys):
+    # an FP8 checkpoint on an A100 (or a TPU v5e) was refused by `serve` ("no fp8 peak") and found no candidate in
+    # `plan --weight-dtypes fp8`: vLLM and SGLang serve it W8A16 there (FP8 Marlin). In a search that has int8
+    # weights too, the same recipe with int8 weights stands for it (same bytes, same 16-bit compute)
+    served = _csv(capsys, *SERVE, "--gpu", "a100-sxm-80gb", "--weight-dtype", "fp8")[0]
+    assert (served["weight_dtype"], served["act_dtype"]) == ("fp8", "fp16")
+    assert _csv(capsys, *SERVE, "--gpu", "h100-sxm", "--weight-dtype", "fp8")[0]["act_dtype"] == "fp8"
+    argv = ["plan", "--model", "llama-3.1-8b", "--isl", "1024", "--osl", "256", "--top", "0", "--gpu"]
+    fp8 = _csv(capsys, *argv, "a100-sxm-80gb", "--weight-dtypes", "fp8")
+    assert fp8 and {(r["weight_dtype"], r["act_dtype"]) for r in fp8} == {("fp8", "fp16")}
+    both = _csv(capsys, *argv, "a100-sxm-80gb", "--weight-dtypes", "fp8", "int8")
+    assert both and {r["weight_dtype"] for r in both} == {"int8"}

@@ -37,7 +37,10 @@ def activation_dtype(weight_dtype: str, gpu: Accelerator | None = None) -> str:
     (TensorRT-LLM's and vLLM's ModelOpt NVFP4 recipe) and MXFP4 ones W4A8 (fp8 activations: TensorRT-LLM's MoE
     backend on Blackwell); on AMD's (MI350X/MI355X) MXFP4 runs W4A4 (AMD Quark's MXFP4 recipe), NVFP4, a format its
     matrix cores do not take, weight-only. Elsewhere they are weight-only, as integer weights always are (W4A16,
-    W8A16)."""
+    W8A16), and so are FP8 weights on a device without an fp8 peak (vLLM's and SGLang's FP8 Marlin kernels on
+    Ampere: an FP8 checkpoint on an A100 serves W8A16)."""
+    if weight_dtype == "fp8" and gpu is not None and "fp8" not in gpu.peak_flops_per_s:
+        return "fp16"
     if weight_dtype in ("fp32", "fp16", "bf16", "fp8"):
         return weight_dtype
     fp4 = gpu is None or "fp4" in gpu.peak_flops_per_s
@@ -127,8 +130,12 @@ def candidate_groups(model: ModelSpec, gpus: Sequence[Accelerator], dtypes: Sequ
 
 def recipes_on(gpu: Accelerator, scenarios: Sequence[Scenario]) -> list[Scenario]:
     """The recipes `gpu` computes at, each with its activations as served there (on_device; a recipe that becomes
-    another, e.g. W4A4 and W4A16 both weight-only on Hopper, is kept once)."""
-    return [sc for sc in dict.fromkeys(on_device(sc, gpu) for sc in scenarios) if _computes(gpu, sc)]
+    another, e.g. W4A4 and W4A16 both weight-only on Hopper, is kept once; so is a weight-only FP8 recipe, on a device
+    without an fp8 peak, where the same recipe with int8 weights is searched too: the same bytes and the same 16-bit
+    compute, one row, int8's)."""
+    served = dict.fromkeys(on_device(sc, gpu) for sc in scenarios)
+    return [sc for sc in served if _computes(gpu, sc) and not (
+        sc.weight_dtype == "fp8" and sc.act_dtype != "fp8" and replace(sc, weight_dtype="int8") in served)]
 
 
 def _computes(gpu: Accelerator, scenario: Scenario) -> bool:
