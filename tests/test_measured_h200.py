@@ -135,3 +135,20 @@ def test_the_measure_ladder_takes_a_models_shapes_per_device():
     with pytest.raises(RooflineInputError, match="--tp: 3 does not split"):
         shapes_for(get_model("llama-3.1-70b"), 3)
     assert DEFAULT.scaled(8).gemms[0] == ("qkv_proj", 512, 768)  # a CPU run's widths / 8
+
+
+@pytest.mark.parametrize("reported,key", [
+    ("NVIDIA H200", "h200-sxm"), ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"),
+    ("NVIDIA H20", "h20"), ("NVIDIA A100-SXM4-80GB", "a100-sxm-80gb"), ("NVIDIA A10", "a10"),
+    ("NVIDIA A100-SXM4-40GB", None), ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"), ("NVIDIA GB200", "gb200-gpu"),
+    ("NVIDIA B200", "b200"), ("NVIDIA B300 SXM6 AC", "b300"), ("NVIDIA RTX PRO 6000 Blackwell Server Edition",
+                                                                "rtx-pro-6000"),
+    ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"), ("NVIDIA RTX A6000", "rtx-a6000"),
+    ("AMD Instinct MI300X", "mi300x"), ("AMD Instinct MI355X", "mi355x"), ("Apple GPU (MPS)", None)])
+def test_measure_finds_the_catalog_device_the_driver_names(reported, key):
+    # the H200 run found h200-sxm by name; a GB200 read as a B200, and a B300, an H20 or an A10 as nothing (whole
+    # words now: a substring test would read an A100-40GB, which the catalog lacks, as an A10, an H200 as an H20)
+    from roofline.estimate.measure import catalog_gpu
+
+    found = catalog_gpu(reported, None)
+    assert (found.key if found else None) == key

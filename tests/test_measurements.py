@@ -174,13 +174,16 @@ def test_report_section_three_significant_digits_and_the_unpredicted_listed():
      "measurements: bad.csv line 2, column 'isl': isl + osl: 4000 + 200 = 4200 tokens do not fit the context"),
     (HEADER + ",weight_dtype\nllama-2-7b,h100-sxm,1,1024,256,8,30,11,700,fp7\n",
      "measurements: bad.csv line 2, column 'weight_dtype': weight_dtype: unknown value 'fp7'"),
-    (HEADER + ",weight_dtype\nllama-2-7b,rtx-a6000,1,1024,256,8,30,11,700,fp8\n",
-     "measurements: bad.csv line 2, column 'weight_dtype': gpu 'rtx-a6000' has no fp8 peak"),
+    (HEADER + ",weight_dtype\nllama-2-7b,v100-sxm2-32gb,1,1024,256,8,30,11,700,bf16\n",
+     "measurements: bad.csv line 2, column 'weight_dtype': gpu 'v100-sxm2-32gb' has no bf16 peak"),
 ])
 def test_bad_csv_is_one_line_naming_file_row_and_column(tmp_path, text, message):
     (tmp_path / "bad.csv").write_text(text)
+    # a V100 beside the config's GPUs: it has no bf16 peak (every recipe computes on the H100 and the A6000, FP8
+    # weight-only there since FP8 Marlin)
+    config = {**CONFIG, "gpus": {**CONFIG["gpus"], "v100-sxm2-32gb": {}}, "measurements": "bad.csv"}
     with pytest.raises(RooflineInputError) as raised:
-        resolve("bad.csv", tmp_path)
+        rc.resolve_config(config, tmp_path)
     assert str(raised.value).startswith(message) and "\n" not in str(raised.value), str(raised.value)
 
 
