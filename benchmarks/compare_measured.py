@@ -50,6 +50,22 @@ def expected_rows(rows: list[dict], key: str, framework: str) -> list[dict]:
     return out
 
 
+#: the columns that make two kernels the same kernel: a shape timed in two tables (Mixtral's norms are Llama-3-8B's)
+SHAPE = ("op_class", "op", "dtype", "weight_dtype", "kv_dtype", "m", "n", "k", "batch", "q_len", "kv_len", "heads",
+         "kv_heads", "head_dim", "experts", "top_k")
+
+
+def distinct(rows: list[dict]) -> list[dict]:
+    """`rows` with each kernel shape once (the first table's timing kept)."""
+    seen, out = set(), []
+    for row in rows:
+        key = tuple(str(row.get(c, "")) for c in SHAPE)
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out
+
+
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Per framework and op class: n, median / p90 |error|, median signed error, labels, bounds above a measurement."""
     frame = frame.assign(error=frame["expected_s"] / frame["measured_s"] - 1,
@@ -113,7 +129,7 @@ def main() -> None:
     if unknown:
         parser.error(f"--frameworks: no shipped {key} table of {', '.join(unknown)}; shipped: {', '.join(shipped)}")
     frameworks = args.frameworks or shipped
-    kernels = [r for r in rows if r["op_class"] != cal.CEILING and r["measured_s"] > 0]
+    kernels = distinct([r for r in rows if r["op_class"] != cal.CEILING and r["measured_s"] > 0])
     frame = pd.DataFrame([row for fw in frameworks for row in expected_rows(kernels, key, fw)])
     print(f"{', '.join(args.tables)}: {len(kernels)} kernels on {rows[0]['device']} against the shipped {key} tables "
           f"({', '.join(frameworks)})")

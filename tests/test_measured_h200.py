@@ -1,9 +1,10 @@
-"""Kernels timed on a real H200 (benchmarks/measured/, `roofline measure --device cuda`, 2026-12-04) against the
-shipped H200 tables: no bound above any of the 658 measurements (four tables: Llama-3-8B's layer with Qwen3-30B-A3B's
-experts, Llama-3.1-70B at TP 2, Qwen3-32B, Mixtral-8x7B at TP 2), under every framework's table, and the default
-table's expected times within the calibration issue's 15% median absolute error (the README's table, item 3 of
-Validation). The measured kernels are PyTorch's (cuBLAS, cuBLASLt, SDPA, grouped GEMM), none in the package's
-tables, so this holds the estimator to data it was not built from."""
+"""Kernels timed on a real H200 (benchmarks/measured/, `roofline measure --device cuda`, 2026-12-04) against the shipped
+H200 tables: no bound above any of the 623 kernel shapes measured (four tables: Llama-3-8B's layer with
+Qwen3-30B-A3B's experts, Llama-3.1-70B at TP 2, Qwen3-32B, Mixtral-8x7B at TP 2), under every framework's table, and
+the default table's expected times within the calibration issue's 15% median absolute error (the README's table, item
+3 of Validation). The measured kernels are PyTorch's (cuBLAS, cuBLASLt, SDPA, grouped GEMM), none in the package's
+tables, so this holds the estimator to data it was not built from.
+"""
 from __future__ import annotations
 
 import sys
@@ -34,7 +35,8 @@ def _kernels(name: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def kernels() -> list[dict]:
-    return [row for name in TABLES for row in _kernels(name)]
+    # each shape once: Mixtral's norms, element-wise and embedding kernels are Llama-3-8B's shapes (hidden 4096)
+    return compare_measured.distinct([row for name in TABLES for row in _kernels(name)])
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +49,8 @@ def test_the_table_covers_what_the_issue_held_back(kernels):
     classes = {(r["op_class"], r["dtype"]) for r in kernels}
     assert {("gemm", "bf16"), ("gemm", "fp8"), ("attention", "bf16"), ("moe", "bf16"), ("norm", "bf16"),
             ("elementwise", "bf16")} <= classes
-    assert {name: len(_kernels(name)) for name in TABLES} == TABLES and len(kernels) == 658
+    assert {name: len(_kernels(name)) for name in TABLES} == TABLES and sum(TABLES.values()) == 658
+    assert len(kernels) == 623
 
 
 def test_no_bound_is_above_a_measurement(compared, kernels):
@@ -63,7 +66,7 @@ def test_no_bound_is_above_a_measurement(compared, kernels):
 def test_default_table_expected_times_within_fifteen_percent(compared):
     default = compared[compared["framework"] == cal.manifest()["devices"]["h200-sxm"]["default"]]
     error = (default["expected_s"] / default["measured_s"] - 1).abs()
-    assert error.median() <= 0.15  # 10.7% on 2026-12-04
+    assert error.median() <= 0.15  # 10.4% on 2026-12-04
     gemm = default["op_class"] == "gemm"
     assert error[gemm & (default["dtype"] == "bf16")].median() <= 0.10  # cuBLAS on both sides: 5.5%
     assert set(default.loc[gemm | (default["op_class"] == "attention"), "estimate"]) == {"calibrated"}
@@ -76,8 +79,8 @@ def test_the_reports_caveat_quotes_the_real_device(compared):
     validation.summary.cache_clear()
     default = compared[compared["framework"] == cal.manifest()["devices"]["h200-sxm"]["default"]]
     median = (default["expected_s"] / default["measured_s"] - 1).abs().median()
-    assert validation.summary()["devices"]["h200-sxm"] == (658, pytest.approx(median, abs=5e-4), 0)
-    assert (f"658 kernels timed on a real H200 SXM 141GB outside those tables (PyTorch's): median {median:.0%} "
+    assert validation.summary()["devices"]["h200-sxm"] == (623, pytest.approx(median, abs=5e-4), 0)
+    assert (f"623 kernels timed on a real H200 SXM 141GB outside those tables (PyTorch's): median {median:.0%} "
             "against its default table, and no bound above a measurement") in validation.sentence()
 
 
@@ -132,9 +135,16 @@ def test_the_measure_ladder_takes_a_models_shapes_per_device():
     assert [op for op, _, _ in moe.gemms] == ["qkv_proj", "o_proj"] and moe.moe == (2048, 768, 128, 8)
     with pytest.raises(RooflineInputError, match="multi-head latent attention"):
         shapes_for(get_model("deepseek-v3"))
+    with pytest.raises(RooflineInputError, match="linear attention layers"):  # Qwen3-Next's Gated DeltaNet
+        shapes_for(get_model("qwen3-next-80b-a3b"))
+    # Llama-4-Scout: every layer MoE with a shared expert of 8192 (gate/up 2 x 8192 wide), 16 routed experts, top 1
+    scout = shapes_for(get_model("llama-4-scout"))
+    assert scout.gemms[2:] == (("shared_gate_up_proj", 5120, 16384), ("shared_down_proj", 8192, 5120))
+    assert scout.moe == (5120, 8192, 16, 1)
     with pytest.raises(RooflineInputError, match="--tp: 3 does not split"):
         shapes_for(get_model("llama-3.1-70b"), 3)
-    assert DEFAULT.scaled(8).gemms[0] == ("qkv_proj", 512, 768)  # a CPU run's widths / 8
+    assert DEFAULT.scaled(8).gemms[0] == ("qkv_proj", 512, 768)  # a CPU run's widths / 8, said in the label
+    assert DEFAULT.scaled(8).label.endswith("widths / 8")
 
 
 @pytest.mark.parametrize("reported,key", [
@@ -144,7 +154,11 @@ def test_the_measure_ladder_takes_a_models_shapes_per_device():
     ("NVIDIA B200", "b200"), ("NVIDIA B300 SXM6 AC", "b300"), ("NVIDIA RTX PRO 6000 Blackwell Server Edition",
                                                                 "rtx-pro-6000"),
     ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"), ("NVIDIA RTX A6000", "rtx-a6000"),
-    ("AMD Instinct MI300X", "mi300x"), ("AMD Instinct MI355X", "mi355x"), ("Apple GPU (MPS)", None)])
+    ("AMD Instinct MI300X", "mi300x"), ("AMD Instinct MI355X", "mi355x"), ("Apple GPU (MPS)", None),
+    # variants the catalog lacks take the measured ceilings (or --gpu), not a sibling's specs
+    ("NVIDIA H200 NVL", None), ("NVIDIA GeForce RTX 3090 Ti", None), ("NVIDIA GeForce RTX 4090 D", None),
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", None), ("NVIDIA GH200 480GB", None), ("AMD Instinct MI250", None),
+    ("AMD Instinct MI250X/MI250", "mi250x"), ("NVIDIA H100 NVL", "h100-nvl")])
 def test_measure_finds_the_catalog_device_the_driver_names(reported, key):
     # the H200 run found h200-sxm by name; a GB200 read as a B200, and a B300, an H20 or an A10 as nothing (whole
     # words now: a substring test would read an A100-40GB, which the catalog lacks, as an A10, an H200 as an H20)

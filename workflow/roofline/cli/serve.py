@@ -82,9 +82,7 @@ def table(args) -> tuple[list[dict], dict]:
     gpu = scenario.calibrated(options.gpu(args.gpu), args, args.framework or DEFAULT_FRAMEWORK)
     args.kv_dtype = args.kv_dtype or gpu.sixteen_bit
     native = Scenario(weight_dtype=args.weight_dtype, act_dtype=gpu.sixteen_bit).for_model(model)
-    act = args.act_dtype or activation_dtype(native.weight_dtype, gpu)
-    if args.act_dtype is None and act == "fp16" and native.weight_dtype not in ("fp16", "fp32"):
-        act = gpu.sixteen_bit  # weight-only (W8A16, W4A16) at the device's own 16-bit float: bf16 on a TPU
+    act = args.act_dtype or activation_dtype(native.weight_dtype, gpu)  # weight-only: the device's 16-bit float
     chosen = Scenario(act_dtype=act, **scenario.deployment_fields(args)).validate()
     scenario.check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),

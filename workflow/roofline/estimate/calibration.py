@@ -57,8 +57,12 @@ SAME_RATE = {"bf16": "fp16", "fp16": "bf16"}
 #: the operand key of block-scaled fp8 GEMMs (rows of fp8 weights with a group_size: aic_rows.FP8_BLOCK), apart from
 #: the per-tensor fp8 curve: Scenario.fp8_scaling "block" reads it (roofline.estimate.step.operand_dtype)
 FP8_BLOCK_OPERAND = "fp8-block"
-#: the operand whose curve stands in for one a table did not measure (not exact: a `default` estimate)
-STAND_IN = {FP8_BLOCK_OPERAND: "fp8"}
+#: the operand key of fp8 weights computed at 16 bits (weight-only, where a device has no fp8 peak: FP8 Marlin),
+#: which no table measures (roofline.estimate.step.operand_dtype)
+FP8_WEIGHT_ONLY_OPERAND = "fp8-weight-only"
+#: the operand whose curve stands in for one a table did not measure (not exact: a `default` estimate): int8
+#: weight-only GEMMs for fp8 weight-only ones (the same bytes, the same 16-bit compute, dequantized in the kernel)
+STAND_IN = {FP8_BLOCK_OPERAND: "fp8", FP8_WEIGHT_ONLY_OPERAND: "int8"}
 #: op_class of the ceiling rows (copy/read bandwidth, square matmuls): roofs, not ladder points.
 CEILING = "ceiling"
 #: Shipped devices whose tables are pooled into the `default` fallback of a device without one (catalog keys).

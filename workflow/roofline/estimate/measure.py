@@ -38,13 +38,14 @@ from .measure_shapes import DEFAULT, Shapes
 DEVICES = ("cuda", "cpu", "mps")
 #: Catalog key per pattern of the device name the driver reports (torch.cuda.get_device_name: "NVIDIA H100 80GB
 #: HBM3", "NVIDIA GB200", "AMD Instinct MI300X"), the first that matches; whole words, so that the A100 is not an A10,
-#: the H200 no H20 and the GB200 no B200
+#: the H200 no H20 and the GB200 no B200, and not a variant the catalog lacks (an H200 NVL, an RTX 3090 Ti or 4090 D,
+#: a laptop part, a GH200): those take the measured ceilings, or --gpu
 NAMES = ((r"H200", "h200-sxm"), (r"H100 PCIe", "h100-pcie"), (r"H100 NVL", "h100-nvl"), (r"H100", "h100-sxm"),
          (r"H20", "h20"), (r"A100-SXM4-80GB", "a100-sxm-80gb"), (r"A100-PCIE-40GB", "a100-pcie-40gb"),
          (r"A10", "a10"), (r"L40S", "l40s"), (r"L4", "l4"), (r"GB200", "gb200-gpu"), (r"B200", "b200"),
          (r"GB300", "gb300-gpu"), (r"B300", "b300"), (r"RTX PRO 6000", "rtx-pro-6000"),
          (r"RTX 6000 Ada", "rtx-6000-ada"), (r"RTX A6000", "rtx-a6000"), (r"RTX 4090", "rtx-4090"),
-         (r"RTX 3090", "rtx-3090"), (r"V100-SXM2-32GB", "v100-sxm2-32gb"), (r"T4", "t4"), (r"MI250X?", "mi250x"),
+         (r"RTX 3090", "rtx-3090"), (r"V100-SXM2-32GB", "v100-sxm2-32gb"), (r"T4", "t4"), (r"MI250X", "mi250x"),
          (r"MI300X", "mi300x"), (r"MI325X", "mi325x"), (r"MI350X", "mi350x"), (r"MI355X", "mi355x"))
 
 
@@ -144,13 +145,18 @@ def describe(torch, device: str) -> tuple[str, str]:
     return name, f"roofline measure on {device}, {when}: {timer}, median, caches flushed; {versions}"
 
 
+#: name endings of variants with specs of their own, which the catalog does not hold
+VARIANTS = r" (?:NVL|Ti|D|SUPER|Laptop)\b"
+
+
 def catalog_gpu(name: str, key: str | None) -> Accelerator | None:
     """The catalog entry to compute bounds for: --gpu, else the one whose name the device reports, else None."""
     if key:
         if key not in catalog():
             raise unknown("--gpu", key, catalog())
         return catalog()[key]
-    return next((catalog()[k] for pattern, k in NAMES if re.search(rf"(?<![\w-]){pattern}(?![\w-])", name)), None)
+    return next((catalog()[k] for pattern, k in NAMES if re.search(rf"(?<![\w-]){pattern}(?![\w-]|{VARIANTS})", name)),
+                None)
 
 
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}

@@ -38,9 +38,11 @@ def activation_dtype(weight_dtype: str, gpu: Accelerator | None = None) -> str:
     backend on Blackwell); on AMD's (MI350X/MI355X) MXFP4 runs W4A4 (AMD Quark's MXFP4 recipe), NVFP4, a format its
     matrix cores do not take, weight-only. Elsewhere they are weight-only, as integer weights always are (W4A16,
     W8A16), and so are FP8 weights on a device without an fp8 peak (vLLM's and SGLang's FP8 Marlin kernels on
-    Ampere: an FP8 checkpoint on an A100 serves W8A16)."""
+    Ampere: an FP8 checkpoint on an A100 serves W8A16; elsewhere, a V100, a TPU, an assumption as for int8 weights).
+    Weight-only recipes compute at the device's 16-bit float (Accelerator.sixteen_bit: bf16 on TPUs and Gaudi)."""
+    sixteen = gpu.sixteen_bit if gpu is not None else "fp16"  # weight-only recipes compute at the device's 16 bits
     if weight_dtype == "fp8" and gpu is not None and "fp8" not in gpu.peak_flops_per_s:
-        return "fp16"
+        return sixteen
     if weight_dtype in ("fp32", "fp16", "bf16", "fp8"):
         return weight_dtype
     fp4 = gpu is None or "fp4" in gpu.peak_flops_per_s
@@ -49,7 +51,7 @@ def activation_dtype(weight_dtype: str, gpu: Accelerator | None = None) -> str:
         return "nvfp4"
     if weight_dtype == "mxfp4" and fp4:
         return "fp8" if nvidia else "mxfp4"
-    return "fp16"
+    return sixteen
 
 
 def on_device(scenario: Scenario, gpu: Accelerator) -> Scenario:

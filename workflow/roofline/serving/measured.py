@@ -59,9 +59,9 @@ class MeasuredRun:
 
     def scenario(self, base: Scenario, gpu: Accelerator | None = None) -> Scenario:
         """`base` (the config's scenario, 'native' resolved) with this run's plan and dtypes (weights given here are
-        served with the deployment search's activation recipe on `gpu`: fp8 as W8A8, integers weight-only,
-        candidates.activation_dtype) and its framework where it is one we have tables of (its expected times use
-        that framework's measured kernels)."""
+        served with the deployment search's activation recipe on `gpu`: fp8 as W8A8 where it has an fp8 peak,
+        integers weight-only at its 16-bit float, candidates.activation_dtype) and its framework where it is one we
+        have tables of (its expected times use that framework's measured kernels)."""
         changes: dict = {"parallel": self.plan}
         if self.framework in FRAMEWORKS:
             changes["framework"] = self.framework
