@@ -77,14 +77,15 @@ def operand_dtype(op: Op, scenario: Scenario, cls: str) -> str:
     routers and attention projections: theirs; block-scaled fp8 weights: FP8_BLOCK_OPERAND; fp8 weights computed at
     16 bits: FP8_WEIGHT_ONLY_OPERAND), the KV cache's of an attention kernel; "" elsewhere."""
     if cls in ("gemm", "moe"):
-        if op.name.startswith("expert_") or cls == "moe":
+        expert = op.name.startswith("expert_") or cls == "moe"
+        if expert:
             weights = scenario.expert_dtype
         else:
             weights = scenario_dtypes(scenario).head_weight if op.name == "lm_head" else part_weight_dtype(op.name,
                                                                                                              scenario)
         if weights == "fp8" and op.compute_dtype != "fp8":
             return FP8_WEIGHT_ONLY_OPERAND
-        if weights == "fp8" and scenario.fp8_scaling == "block" and not (op.name.startswith("expert_") or cls == "moe"):
+        if weights == "fp8" and scenario.fp8_scaling == "block" and not expert:
             return FP8_BLOCK_OPERAND
         return weights
     return scenario.kv_dtype if cls == "attention" else ""

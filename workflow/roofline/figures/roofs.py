@@ -92,11 +92,16 @@ def plain(value: float) -> bool:
     return value <= 0 or 1e-3 <= value < 1e5
 
 
+def in_powers(values) -> bool:
+    """Whether one axis's ticks `values` are all written as powers of ten: unless every one is plain."""
+    return not all(plain(v) for v in values)
+
+
 def tick_labels(values) -> list[str]:
     """The labels of one log axis's ticks, in one style: written out where every tick is (plain), else all as
     powers of ten, so that an axis never reads '1000, 10000, 10⁵'."""
     values = list(values)
-    powers = not all(plain(v) for v in values)
+    powers = in_powers(values)
     return [tick_label(v, powers) for v in values]
 
 
@@ -111,7 +116,7 @@ class LogTicks(Formatter):
         super().set_locs(locs)
         low, high = sorted(self.axis.get_view_interval()) if self.axis is not None else (-np.inf, np.inf)
         shown = [v / self.scale for v in locs if low <= v <= high] or [v / self.scale for v in locs]
-        self.powers = not all(plain(v) for v in shown)
+        self.powers = in_powers(shown)
 
     def __call__(self, value, pos=None) -> str:
         return tick_label(value / self.scale, self.powers)

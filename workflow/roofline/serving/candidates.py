@@ -61,8 +61,7 @@ def on_device(scenario: Scenario, gpu: Accelerator) -> Scenario:
     sixteen = {"fp16": gpu.sixteen_bit}
     fields = {"weight_dtype": sixteen.get(scenario.weight_dtype, scenario.weight_dtype),
               "kv_dtype": sixteen.get(scenario.kv_dtype, scenario.kv_dtype)}
-    act = activation_dtype(fields["weight_dtype"], gpu)
-    fields["act_dtype"] = sixteen.get(act, act)
+    fields["act_dtype"] = activation_dtype(fields["weight_dtype"], gpu)  # weight-only: at the device's 16 bits
     if scenario.attention_weight_dtype:
         fields["attention_weight_dtype"] = sixteen.get(scenario.attention_weight_dtype,
                                                        scenario.attention_weight_dtype)

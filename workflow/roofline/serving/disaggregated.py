@@ -169,6 +169,7 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         ttft, used = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone,
                                        saturation, chunk)
     in_flight = ttft + (load.osl - 1) * tpot
+    occupancy = D / np.maximum(running, 1e-9)  # the decode caches' share in use
     if closed:
         # the wait of users beyond what the pools run is no prefill time: a prefill worker more does not shorten it
         more_prefill, more_decode = _next_worker(prefill, decode, load, pools, budget, transfer_s, side,
@@ -177,12 +178,12 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         prefill_limits = (rate >= most * (1 - 1e-6)) | (~full & (more_prefill > more_decode))
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
     else:
-        prefill_limits = used >= D / np.maximum(running, 1e-9)
+        prefill_limits = used >= occupancy
     if closed and side == "expected" and waves > 0:
         ttft = ttft + (first_wave(prefill, load, pools, budget, active, transfer_s, request_overhead_s, chunk)
                        - ttft) / waves
     return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
             "decode": D, "running": rate * in_flight, "prefill_utilization": used,
-            "decode_utilization": D / np.maximum(running, 1e-9),
+            "decode_utilization": occupancy,
             "keeps_up": np.ones_like(rate, dtype=bool) if closed else (used < 1) & (D < running),
             "limited_by": np.where(prefill_limits, "prefill", "decode").astype(object)}
