@@ -43,7 +43,9 @@ The model (the README states it with its assumptions):
 
 Bounds: TTFT's is the request's own prompt computed alone at the roofline; TPOT's a lone decode step at the expected
 occupancy (lockstep groups can keep every prompt out of a request's decode steps); throughput's (throughput_bound)
-every request the whole device memory holds at the mean in-flight length decoding in every step, prompts free.
+the less of two: every request the whole device memory holds at the mean in-flight length decoding in every step
+at the roofline, plus its prompt's attention; and every token a request computes (its prompt's and its decode
+steps') at the compute roof, weights read never (prompts batched as one likes), plus its prompt's attention.
 """
 from __future__ import annotations
 
@@ -323,14 +325,32 @@ def decoding(scheduler: Scheduler, past_first, active):
     return (1 - scheduler.sync) * past_first + scheduler.sync * active
 
 
-def throughput_bound(stepper: Stepper, load: Load, active):
-    """Requests/s no run can beat with `active` requests in the cache: every one decoding in every step at the
-    roofline (a lone decode step of `active` sequences yields a tokens each) and its prompt free (prompts only add
-    work, however they are batched), so at most active x a / ((osl - 1) x t(active)) requests finish per second.
-    By Little's law any run with D <= active decoding meets it: its rate D a / ((osl - 1) TPOT a) <= this, since
-    t(D) / D falls with D."""
+def throughput_bound(stepper: Stepper, load: Load, active, prompts: bool = True):
+    """Requests/s no run can beat with `active` requests in the cache, the less of two bounds on the time a run
+    spends per request (`prompts` False: a disaggregated decode worker's, whose prompts the prefill pool computes:
+    the first bound's decode share alone).
+
+    * Decode: a request takes part in (osl - 1) / a steps of at most `active` sequences, each at least its lone
+      decode step t(D), and t(D) / D falls with D: at least (osl - 1) t(active) / (active a) of the steps' time is
+      its share. A step that carries prompt tokens is at least that decode step plus their attention (the token-wise
+      and logit parts only grow with tokens), so its prompt's attention adds c x r (r: per computed token).
+    * Work: whatever the batching, every token a step carries costs it at least its token-wise FLOPs at the compute
+      roof (Parts.token_compute_bound, per token: weights read never, no fusion saves a FLOP): the request's c
+      prompt tokens and its (osl - 1) Q / a decode tokens, plus its prompt's attention. This is the bound of
+      prefill-heavy loads (long prompts, short outputs), where the first leaves the prompts nearly free."""
     active = np.maximum(np.asarray(active, dtype=float), 1.0)
-    return active * load.tokens_per_step / (max(load.osl - 1, 1) * stepper.light(active, "bound"))
+    decode = max(load.osl - 1, 1) * stepper.light(active, "bound") / (active * load.tokens_per_step)
+    if not prompts:
+        return 1.0 / decode
+    attention = load.computed * stepper.prompt["bound"]
+    work = stepper.token_compute * (load.computed + max(load.osl - 1, 0) * load.queries / load.tokens_per_step)
+    return 1.0 / np.maximum(decode + attention, work + attention)
+
+
+def prefill_bound(stepper: Stepper, load: Load):
+    """Requests/s one prefill worker cannot beat: each prompt's c tokens at the compute roof of the token-wise part
+    and their attention at the roofline (throughput_bound's work bound, without decode tokens)."""
+    return 1.0 / (load.computed * (stepper.token_compute + stepper.prompt["bound"]))
 
 
 def users_bound(requests_per_s, users, ttft_s, decode: Stepper, load: Load):

@@ -77,7 +77,7 @@ class StepTables:
 #: the fields of Parts that are tables ([K] per pair) and numbers (one per pair)
 ARRAYS = ("tokenwise_bound", "tokenwise_expected", "logits_bound", "logits_expected", "attention_bound",
           "attention_expected", "experts_bound", "experts_expected")
-SCALARS = ("prompt_bound", "prompt_expected", "queries", "computed", "replicas")
+SCALARS = ("prompt_bound", "prompt_expected", "queries", "computed", "replicas", "token_compute_bound")
 
 
 def tabulate(model: ModelSpec, gpus: list[Accelerator], scenario: Scenario, mix: Mix, tokens: float,
@@ -110,6 +110,7 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
         replicas = resolved.parallel.tp if resolved.parallel.attention_dp else 1
         per_token = 1 / max(S - S0, 1.0) / replicas  # the prompt piece is the uncached queries' share already
         scalars["replicas"][row:row + len(gpus)] = replicas
+        tokenwise = [pieces.key(name, resolved) for name in PARTS["tokenwise"]]
         keys = {part: [pieces.key(name, resolved) for name in names] for part, names in PARTS.items()}
         members = {part: tuple(ids[key] for key in part_keys) for part, part_keys in keys.items()}
         for gpu in gpus:
@@ -126,6 +127,7 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
                     scalars["prompt_expected"][row] = seconds * per_token
                 else:
                     arrays[f"{part}_bound"][row], arrays[f"{part}_expected"][row] = bound, seconds
+            scalars["token_compute_bound"][row] = sum(pieces.compute[(key, gpu.key)] for key in tokenwise)
             labels.append((step_label(core) if expected else DEFAULT,
                            calibration_for(gpu, framework).table if expected else "none"))
             row += 1
@@ -148,6 +150,7 @@ class _Pieces:
         self.model, self.mix, self.tokens, self.sequences, self.framework = model, mix, tokens, sequences, framework
         self.wanted: dict[tuple, tuple[Scenario, dict[str, Accelerator]]] = {}
         self._graph: tuple | None = None  # (scenario, its token-wise decode graph): the last one built
+        self.compute: dict[tuple, float] = {}  # {(token-wise piece key, device key): its compute roof per token}
 
     @staticmethod
     @lru_cache(maxsize=65536)
@@ -211,6 +214,9 @@ class _Pieces:
             gpus = list(devices.values())
             for gpu, bound in zip(gpus, _bounds(gpus, ops)):
                 out[(key, gpu.key)] = (bound, bound, set())
+            if key[0] in PARTS["tokenwise"]:
+                for gpu, seconds in zip(gpus, _compute_per_token(gpus, ops, self.tokens)):
+                    self.compute[(key, gpu.key)] = seconds
             if not expected or not ops:
                 continue
             shape = np.shape(out[(key, gpus[0].key)][0])
@@ -235,6 +241,18 @@ class _Pieces:
                     bound = out[(key, gpu.key)][0]
                     out[(key, gpu.key)] = (bound, seconds[slot * size:(slot + 1) * size].reshape(shape), labels)
         return out
+
+
+def _compute_per_token(gpus: list[Accelerator], ops: list[Op], tokens: np.ndarray) -> list[float]:
+    """Per device: count x FLOPs at the device's peak for their dtype, per token, of token-wise operators priced on
+    the `tokens` grid (their FLOPs are linear in the tokens: read at the last point). No bytes and no links: a
+    fusion can save traffic, never FLOPs."""
+    total = np.zeros(len(gpus))
+    for op in ops:
+        flops = np.broadcast_to(np.asarray(op.cost.flops, dtype=float), np.shape(tokens)).reshape(-1)[-1]
+        total += op.count * devices_time(gpus, np.asarray(flops), np.asarray(0.0), np.asarray(0.0), op.compute_dtype,
+                                         1, lambda values: values)
+    return list(total / tokens[-1])
 
 
 def _bounds(gpus: list[Accelerator], ops: list[Op]) -> list[np.ndarray]:

@@ -157,6 +157,9 @@ class Parts:
     queries: float
     computed: float  # prompt tokens a prefill computes (S - S0)
     replicas: float  # attention replicas: tp under data-parallel attention, else 1
+    #: the token-wise part's compute roof per token: its FLOPs at the device's peaks (no bytes, no links), the
+    #: least time any step spends per token it carries however it is batched (FLOPs are linear in tokens)
+    token_compute_bound: float
     estimate: str  # calibrated | partial | default (roofline.estimate.step.step_label)
     calibration: str = "none"  # the table the expected times rest on (roofline.estimate.lookup.describe)
 
