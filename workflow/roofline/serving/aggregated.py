@@ -337,20 +337,26 @@ def throughput_bound(stepper: Stepper, load: Load, active, prompts: bool = True)
     * Work: whatever the batching, every token a step carries costs it at least its token-wise FLOPs at the compute
       roof (Parts.token_compute_bound, per token: weights read never, no fusion saves a FLOP): the request's c
       prompt tokens and its (osl - 1) Q / a decode tokens, plus its prompt's attention. This is the bound of
-      prefill-heavy loads (long prompts, short outputs), where the first leaves the prompts nearly free."""
+      prefill-heavy loads (long prompts, short outputs), where the first leaves the prompts nearly free.
+
+    Under a pipeline of p stages both are divided by p: the tables price a step through every stage in turn, and
+    under load the stages compute different micro-batches at once (at best p times the work of one stage; a
+    memory-bound decode step gains nothing from it, as each micro-batch reads its stage's weights again, so the
+    bound is loose there, never wrong)."""
     active = np.maximum(np.asarray(active, dtype=float), 1.0)
     decode = max(load.osl - 1, 1) * stepper.light(active, "bound") / (active * load.tokens_per_step)
     if not prompts:
-        return 1.0 / decode
+        return stepper.stages / decode
     attention = load.computed * stepper.prompt["bound"]
     work = stepper.token_compute * (load.computed + max(load.osl - 1, 0) * load.queries / load.tokens_per_step)
-    return 1.0 / np.maximum(decode + attention, work + attention)
+    return stepper.stages / np.maximum(decode + attention, work + attention)
 
 
 def prefill_bound(stepper: Stepper, load: Load):
     """Requests/s one prefill worker cannot beat: each prompt's c tokens at the compute roof of the token-wise part
-    and their attention at the roofline (throughput_bound's work bound, without decode tokens)."""
-    return 1.0 / (load.computed * (stepper.token_compute + stepper.prompt["bound"]))
+    and their attention at the roofline, its pipeline stages at once (throughput_bound's work bound, without
+    decode tokens)."""
+    return stepper.stages / (load.computed * (stepper.token_compute + stepper.prompt["bound"]))
 
 
 def users_bound(requests_per_s, users, ttft_s, decode: Stepper, load: Load):

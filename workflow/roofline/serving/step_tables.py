@@ -77,7 +77,7 @@ class StepTables:
 #: the fields of Parts that are tables ([K] per pair) and numbers (one per pair)
 ARRAYS = ("tokenwise_bound", "tokenwise_expected", "logits_bound", "logits_expected", "attention_bound",
           "attention_expected", "experts_bound", "experts_expected")
-SCALARS = ("prompt_bound", "prompt_expected", "queries", "computed", "replicas", "token_compute_bound")
+SCALARS = ("prompt_bound", "prompt_expected", "queries", "computed", "replicas", "token_compute_bound", "stages")
 
 
 def tabulate(model: ModelSpec, gpus: list[Accelerator], scenario: Scenario, mix: Mix, tokens: float,
@@ -110,6 +110,7 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
         replicas = resolved.parallel.tp if resolved.parallel.attention_dp else 1
         per_token = 1 / max(S - S0, 1.0) / replicas  # the prompt piece is the uncached queries' share already
         scalars["replicas"][row:row + len(gpus)] = replicas
+        scalars["stages"][row:row + len(gpus)] = resolved.parallel.pp
         tokenwise = [pieces.key(name, resolved) for name in PARTS["tokenwise"]]
         keys = {part: [pieces.key(name, resolved) for name in names] for part, names in PARTS.items()}
         members = {part: tuple(ids[key] for key in part_keys) for part, part_keys in keys.items()}

@@ -160,6 +160,9 @@ class Parts:
     #: the token-wise part's compute roof per token: its FLOPs at the device's peaks (no bytes, no links), the
     #: least time any step spends per token it carries however it is batched (FLOPs are linear in tokens)
     token_compute_bound: float
+    #: pipeline stages (pp): the tables price a step through every stage in turn; under load the stages compute
+    #: different micro-batches at once, so a throughput bound divides its device time by them
+    stages: float
     estimate: str  # calibrated | partial | default (roofline.estimate.step.step_label)
     calibration: str = "none"  # the table the expected times rest on (roofline.estimate.lookup.describe)
 
