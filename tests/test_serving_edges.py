@@ -584,3 +584,22 @@ def test_the_serving_search_reports_its_progress_to_the_end():
     assert calls and {total for _, total in calls} == {len(result)}
     done = [d for d, _ in calls]
     assert done == sorted(done) and done[-1] == len(result)
+
+
+@pytest.mark.parametrize("method", ["mtp", "eagle"])
+@pytest.mark.parametrize("attention_dp", [False, True])
+def test_a_drafting_head_of_an_moe_model_serves_under_every_plan(method, attention_dp):
+    # DeepSeek-V3's EAGLE head is one of its dense layers (it has three): a one-layer model without an MoE layer,
+    # whose parameter count divided the router's by zero MoE layers under data-parallel attention (a review found
+    # it: ZeroDivisionError instead of a row)
+    from roofline.engine.models import parameter_counts
+    from roofline.serving.speculative import draft_model
+    model = get_model("deepseek-v3")
+    spec = Speculation(method=method, tokens=3, acceptance=0.7)
+    head = draft_model(spec, model)
+    total, active = parameter_counts(head)
+    assert (total == active) == (method == "eagle")  # the EAGLE head is dense, the MTP head an MoE layer
+    served = prepare_served(model, get_accelerator("h200-sxm"),
+                            FP8.with_(parallel=Parallel(tp=8, ep=8, attention_dp=attention_dp)), "vllm", spec=spec)
+    row = serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=64))
+    assert row["accepted_tokens_per_step"] > 1 and row["tokens_per_s"] >= row["tokens_per_s_expected"] > 0

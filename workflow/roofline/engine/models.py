@@ -151,7 +151,7 @@ def parameter_counts(m: ModelSpec) -> tuple[int, int]:
     total = (embed + head + norm_params(m, D) + m.n_layers * per_layer_common + mixers
              + m.n_dense_layers * dense_mlp)
     active = total
-    if m.is_moe:
+    if m.is_moe and m.n_moe_layers:  # an EAGLE head of an MoE model is one of its dense layers: no MoE layer
         expert = expert_params(m)
         router = router_params(m) // m.n_moe_layers
         shared = mlp_params(m, m.moe_intermediate * m.n_shared_experts) if m.n_shared_experts else 0

@@ -332,8 +332,11 @@ def throughput_bound(stepper: Stepper, load: Load, active, prompts: bool = True)
 
     * Decode: a request takes part in (osl - 1) / a steps of at most `active` sequences, each at least its lone
       decode step t(D), and t(D) / D falls with D: at least (osl - 1) t(active) / (active a) of the steps' time is
-      its share. A step that carries prompt tokens is at least that decode step plus their attention (the token-wise
-      and logit parts only grow with tokens), so its prompt's attention adds c x r (r: per computed token).
+      its share. A step that carries prompt tokens is at least that decode step with their attention (the
+      token-wise and logit parts only grow with tokens): its prompt's attention, c x r (r: per computed token),
+      counts where it exceeds the request's share of the decode attention, as one kernel can run both (vLLM's
+      varlen attention computes a mixed step's prompt and decode rows in one call: the decode rows' cache reads
+      and the prompt rows' FLOPs overlap).
     * Work: whatever the batching, every token a step carries costs it at least its token-wise FLOPs at the compute
       roof (Parts.token_compute_bound, per token: weights read never, no fusion saves a FLOP): the request's c
       prompt tokens and its (osl - 1) Q / a decode tokens, plus its prompt's attention. This is the bound of
@@ -344,12 +347,14 @@ def throughput_bound(stepper: Stepper, load: Load, active, prompts: bool = True)
     memory-bound decode step gains nothing from it, as each micro-batch reads its stage's weights again, so the
     bound is loose there, never wrong)."""
     active = np.maximum(np.asarray(active, dtype=float), 1.0)
-    decode = max(load.osl - 1, 1) * stepper.light(active, "bound") / (active * load.tokens_per_step)
+    share = max(load.osl - 1, 1) / (active * load.tokens_per_step)  # of each decode step, per request
+    decode = share * stepper.light(active, "bound")
     if not prompts:
         return stepper.stages / decode
     attention = load.computed * stepper.prompt["bound"]
+    attended = share * stepper.decode_attention(active, "bound")
     work = stepper.token_compute * (load.computed + max(load.osl - 1, 0) * load.queries / load.tokens_per_step)
-    return stepper.stages / np.maximum(decode + attention, work + attention)
+    return stepper.stages / np.maximum(decode + np.maximum(attention - attended, 0.0), work + attention)
 
 
 def prefill_bound(stepper: Stepper, load: Load):

@@ -107,6 +107,10 @@ class Stepper:
         """A decode step at occupancy D (at least the sequence asking: one)."""
         return self._read(side, "light", np.maximum(D, 1.0)) + self._host(side)
 
+    def decode_attention(self, D, side: str):
+        """The attention part of a decode step at occupancy D (light's share that reads the cached tokens)."""
+        return self._read(side, "attend", np.maximum(D, 1.0))
+
     def heavy(self, D, C, side: str, chunk=np.inf):
         """A step carrying C prompt tokens (one request's at most `chunk` of them, which bounds the busiest
         attention replica's share: _busiest) beside D decodes (mixed) or alone (separate)."""
