@@ -352,6 +352,11 @@ def main() -> None:
     print(f"\nmeasurements beyond their bound in those rows: {len(bad)}")
     if len(bad):
         print(bad.to_string())
+    ratio = frame.measured_tokens_per_s / frame.tokens_per_s
+    long_prompts = frame.isl >= 4 * frame.osl
+    print(f"\nmeasured / bound tokens/s: median {ratio.median():.2f}, p90 {ratio.quantile(0.9):.2f} over "
+          f"{len(frame)} rows; median {ratio[long_prompts].median():.2f} over the {long_prompts.sum()} with "
+          "isl >= 4 osl")
     everywhere = violations(frame)
     print(f"\nmeasurements beyond their bound in all {len(frame)} rows served: {len(everywhere)}")
     if len(everywhere):
