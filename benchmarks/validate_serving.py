@@ -290,10 +290,11 @@ def calibration_limit(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def fit(data: pd.DataFrame, frameworks: tuple[str, ...] = ()) -> tuple[dict, float]:
-    """Per-framework (step, request, sync, hand-over) and the global waves by coordinate descent on the even rows
-    (each framework's constants on its own rows; the hand-over on its disaggregated rows)."""
+    """Per-framework (step, request, sync, hand-over, per sequence) and the global waves by coordinate descent on the
+    even rows (each framework's constants on its own rows; the hand-over on its disaggregated rows)."""
     grids = ((0.0, 0.0005, 0.001, 0.002, 0.003, 0.005), (0.0, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.5),
-             (0.0, 0.25, 0.5, 0.75, 1.0), (0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.2))
+             (0.0, 0.25, 0.5, 0.75, 1.0), (0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.2),
+             (0.0, 2e-6, 4e-6, 7e-6, 1e-5, 1.2e-5, 1.6e-5, 2.4e-5))
     fitted, waves = {key: tuple(fw.FITTED[key]) for key in fw.FITTED}, WAVES
     train = data.iloc[::2]
 
@@ -315,7 +316,8 @@ def fit(data: pd.DataFrame, frameworks: tuple[str, ...] = ()) -> tuple[dict, flo
                 trials = {value: {**fitted, key: fitted[key][:i] + (value,) + fitted[key][i + 1:]} for value in grid}
                 scores = {value: loss(trial, waves, rows) for value, trial in trials.items()}
                 fitted = trials[min(scores, key=scores.get)]
-                print(f"  {key} {('step', 'request', 'sync', 'handoff')[i]}: {scores}", file=sys.stderr, flush=True)
+                name = ("step", "request", "sync", "handoff", "per sequence")[i]
+                print(f"  {key} {name}: {scores}", file=sys.stderr, flush=True)
         scores = {w: loss(fitted, w, train) for w in (0.0, 3.0, 5.0, 10.0, 20.0)}
         waves = min(scores, key=scores.get)
         print(f"  waves: {scores}", file=sys.stderr, flush=True)

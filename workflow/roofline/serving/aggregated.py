@@ -22,7 +22,8 @@ The model (the README states it with its assumptions):
   all that are due (the scheduler packs every waiting prompt into a step, up to its room). The prompts allow at
   most room / (c x t) requests/s, t the time of a step whose room is all prompt tokens. vLLM and TensorRT-LLM run
   the chunk inside a decode step (weights read once), SGLang as a prefill step of its own that pauses decoding;
-  TPOT = the mean time between a sequence's tokens over that mix. Every step adds the framework's host time.
+  TPOT = the mean time between a sequence's tokens over that mix. Every step adds the framework's host time: per
+  step, and per decoding sequence of each attention replica (Stepper).
 * TTFT = the request's time outside the steps + the rest of the step running when it arrives (the residual life of
   a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room + its group's prefill steps (on
   average (n + 1) / 2 of n). The wait's utilization: open loop, the prompt tokens due per step / room; closed loop,

@@ -82,7 +82,8 @@ def stepper(tables: dict[bool, StepTables], fw, drafted, spec) -> agg.Stepper:
     points with Stepper.at_points."""
     return agg.Stepper(target=tables[False].parts, mixed=fw.mixed,
                        passes=spec.tokens if drafted else 0, host_s=fw.step_overhead_s,
-                       draft=tables[True].parts if drafted else None, even_prompts=fw.dp_balance is not None)
+                       draft=tables[True].parts if drafted else None, even_prompts=fw.dp_balance is not None,
+                       host_per_sequence_s=fw.host_per_sequence_s)
 
 
 def aggregated(selected, points: Points, tables, load, fw, model, drafted, spec) -> dict:

@@ -98,7 +98,8 @@ class Served:
         return agg.Stepper(target=self.parts(load, sequences, scenario), mixed=self.framework.mixed,
                            draft=self.parts(load, sequences, scenario, draft=True) if drafted else None,
                            passes=self.spec.tokens if drafted else 0, host_s=self.framework.step_overhead_s,
-                           even_prompts=self.framework.dp_balance is not None)
+                           even_prompts=self.framework.dp_balance is not None,
+                           host_per_sequence_s=self.framework.host_per_sequence_s)
 
 
 _PARTS: dict[tuple, object] = {}

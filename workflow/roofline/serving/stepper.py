@@ -14,14 +14,16 @@ from .steps import GRID_RATIO, Curve, Parts, at, lookup
 class Stepper:
     """Step times of a deployment, or of stacked candidates (tables [G, K]; every point then names its row by
     `group`): the target's parts, the draft's (K decode passes of its own plus its share of the prompts), the
-    framework's host time per step, combined once into tables over the decode occupancy D. `even_prompts`: under
+    framework's host time per step (and per running sequence: `host_per_sequence_s`, each attention replica's
+    scheduler handling its own), combined once into tables over the decode occupancy D. `even_prompts`: under
     data-parallel attention the framework deals a step's prompt chunks evenly over the replicas (TensorRT-LLM's
     attention-DP balancing); otherwise a step that carries prompts waits for the replica that computes one
     (_busiest)."""
 
     def __init__(self, target: Parts, mixed: bool, draft: Parts | None = None, passes: int = 0, host_s: float = 0.0,
-                 group=None, even_prompts: bool = False):
+                 group=None, even_prompts: bool = False, host_per_sequence_s: float = 0.0):
         self.target, self.mixed, self.draft, self.passes, self.host_s = target, mixed, draft, passes, host_s
+        self.host_per_sequence_s = host_per_sequence_s
         self.even_prompts = even_prompts
         self.tables = {side: {name: value if name == "rate" else Curve(value)
                               for name, value in self._combine(side).items()} for side in ("bound", "expected")}
@@ -66,8 +68,14 @@ class Stepper:
                 "logits": getattr(t, f"logits_{side}"),
                 "replica": np.maximum(tokenwise - getattr(t, f"experts_{side}"), 0.0)}
 
-    def _host(self, side: str) -> float:
-        return self.host_s if side == "expected" else 0.0
+    def _host(self, side: str, D=0.0):
+        """The framework's host time of a step with D sequences decoding (expected side only): per step, and per
+        running sequence on each attention replica (its own scheduler process under data-parallel attention)."""
+        if side != "expected":
+            return 0.0
+        if not self.host_per_sequence_s:
+            return self.host_s
+        return self.host_s + self.host_per_sequence_s * D / self.replicas
 
     def _read(self, side: str, name: str, x):
         return self._reads(side, (name,), x)[0]
@@ -105,7 +113,8 @@ class Stepper:
 
     def light(self, D, side: str):
         """A decode step at occupancy D (at least the sequence asking: one)."""
-        return self._read(side, "light", np.maximum(D, 1.0)) + self._host(side)
+        D = np.maximum(D, 1.0)
+        return self._read(side, "light", D) + self._host(side, D)
 
     def decode_attention(self, D, side: str):
         """The attention part of a decode step at occupancy D (light's share that reads the cached tokens)."""
@@ -116,13 +125,15 @@ class Stepper:
         attention replica's share: _busiest) beside D decodes (mixed) or alone (separate)."""
         if not self.mixed:
             return self._alone(C, side, chunk) + self._host(side)
-        return self._fused(np.maximum(D, 1.0), C, side, chunk=chunk) + self._host(side)
+        D = np.maximum(D, 1.0)
+        return self._fused(D, C, side, chunk=chunk) + self._host(side, D)
 
     def light_and_heavy(self, D, prompt_tokens: tuple, side: str, chunk=np.inf) -> tuple:
         """(light(D), [heavy(D, C, chunk) for each C of prompt_tokens]), the decode tables read at D once."""
         if not self.mixed:
             return self.light(D, side), [self.heavy(D, C, side, chunk) for C in prompt_tokens]
-        D, host = np.maximum(D, 1.0), self._host(side)
+        D = np.maximum(D, 1.0)
+        host = self._host(side, D)
         light, attend = self._reads(side, ("light", "attend"), D)
         return light + host, [self._fused(D, C, side, attend, chunk) + host for C in prompt_tokens]
 
