@@ -294,7 +294,7 @@ def fit(data: pd.DataFrame, frameworks: tuple[str, ...] = ()) -> tuple[dict, flo
     even rows (each framework's constants on its own rows; the hand-over on its disaggregated rows)."""
     grids = ((0.0, 0.0005, 0.001, 0.002, 0.003, 0.005), (0.0, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.5),
              (0.0, 0.25, 0.5, 0.75, 1.0), (0.0, 0.1, 0.2, 0.4, 0.6, 0.8, 1.2),
-             (0.0, 2e-6, 4e-6, 7e-6, 1e-5, 1.2e-5, 1.6e-5, 2.4e-5))
+             (0.0, 2e-6, 4e-6, 7e-6, 1e-5, 1.6e-5, 2.4e-5, 3.2e-5, 4.8e-5))
     fitted, waves = {key: tuple(fw.FITTED[key]) for key in fw.FITTED}, WAVES
     train = data.iloc[::2]
 

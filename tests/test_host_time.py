@@ -28,7 +28,7 @@ def _without_host(stepper):
 
 def test_the_fitted_host_time_per_sequence_of_each_framework():
     # fitted on the even served runs (benchmarks/validate_serving.py --fit): vLLM's loss only rose with it
-    assert {key: FITTED[key][4] for key in FITTED} == {"vllm": 0.0, "sglang": 12e-6, "trtllm": 7e-6}
+    assert {key: FITTED[key][4] for key in FITTED} == {"vllm": 0.0, "sglang": 24e-6, "trtllm": 7e-6}
     assert framework_for("trtllm", H200).host_per_sequence_s == 7e-6
 
 
