@@ -36,7 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine.analysis import kv_cache_bytes
-from .aggregated import ITERATIONS, MAX_UTILIZATION, Load, Stepper
+from .aggregated import ITERATIONS, MAX_UTILIZATION, Load, Stepper, prefill_bound
+from .aggregated import throughput_bound as worker_bound
 
 #: bisection steps of a closed loop's decode occupancy (to 2^-24 of the cache's hold)
 CLOSED_ITERATIONS = 24
@@ -54,6 +55,13 @@ class Pools:
     @property
     def devices(self) -> int:
         return self.prefill_workers * self.prefill_devices + self.decode_workers * self.decode_devices
+
+
+def throughput_bound(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, per_worker):
+    """Requests/s no run of `pools` can beat: the less of its decode workers' bound (each holding `per_worker`
+    requests; their prompts computed elsewhere) and its prefill workers' (aggregated.prefill_bound)."""
+    return np.minimum(pools.decode_workers * worker_bound(decode, load, per_worker, prompts=False),
+                      pools.prefill_workers * prefill_bound(prefill, load))
 
 
 def transfer_seconds(model, scenario, gpu, load: Load, pools: Pools) -> float:

@@ -123,8 +123,7 @@ def disaggregated(selected, points: Points, tables, load, fw, model, drafted, sp
         per_worker = np.minimum(N / pools.decode_workers, at.running_bound)
         ttft = np.maximum(prefill.lone(load.computed), transfer)
         tpot = np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"])
-        rate = np.minimum(pools.decode_workers * agg.throughput_bound(decode, load, per_worker, prompts=False),
-                          pools.prefill_workers * agg.prefill_bound(prefill, load))
+        rate = dis.throughput_bound(prefill, decode, load, pools, per_worker)
         return {"ttft_s": ttft, "tpot_s": tpot, "ttft_expected_s": expected["ttft"],
                 "tpot_expected_s": expected["tpot"], "requests_per_s": agg.users_bound(rate, N, ttft, decode, load),
                 "requests_per_s_expected": expected["requests_per_s"],

@@ -338,8 +338,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
         expected = _sustained(expected, offered, lambda: solve(cap.running * shape.decode_workers, True))
     per_worker = np.minimum(offered / shape.decode_workers if closed else np.inf, cap.running_bound)
     ttft_bound = max(float(prefill.lone(load.computed)), transfer)  # the transfer may overlap the prefill
-    rate = np.minimum(shape.decode_workers * agg.throughput_bound(decode, load, per_worker, prompts=False),
-                      shape.prefill_workers * agg.prefill_bound(prefill, load))
+    rate = dis.throughput_bound(prefill, decode, load, shape, per_worker)
     bound = {"requests_per_s": _offered_bound(agg.users_bound(rate, offered if closed else np.inf, ttft_bound,
                                                               decode, load), workload), "ttft": ttft_bound}
     tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step

@@ -111,7 +111,6 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
         per_token = 1 / max(S - S0, 1.0) / replicas  # the prompt piece is the uncached queries' share already
         scalars["replicas"][row:row + len(gpus)] = replicas
         scalars["stages"][row:row + len(gpus)] = resolved.parallel.pp
-        tokenwise = [pieces.key(name, resolved) for name in PARTS["tokenwise"]]
         keys = {part: [pieces.key(name, resolved) for name in names] for part, names in PARTS.items()}
         members = {part: tuple(ids[key] for key in part_keys) for part, part_keys in keys.items()}
         for gpu in gpus:
@@ -128,7 +127,7 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
                     scalars["prompt_expected"][row] = seconds * per_token
                 else:
                     arrays[f"{part}_bound"][row], arrays[f"{part}_expected"][row] = bound, seconds
-            scalars["token_compute_bound"][row] = sum(pieces.compute[(key, gpu.key)] for key in tokenwise)
+            scalars["token_compute_bound"][row] = sum(pieces.compute[(key, gpu.key)] for key in keys["tokenwise"])
             labels.append((step_label(core) if expected else DEFAULT,
                            calibration_for(gpu, framework).table if expected else "none"))
             row += 1
