@@ -25,6 +25,7 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         if args is not None:
             self._refuse_repeats(list(args))
+            self._given = list(args)
         return super().parse_known_args(args, namespace)
 
     def _refuse_repeats(self, args: list[str]) -> None:
@@ -60,9 +61,17 @@ class Parser(argparse.ArgumentParser):
         owners = self._commands_taking(word)
         if owners:  # a real option, given to a command that does not take it
             return RooflineInputError(f"option '{word}' is not accepted here; it belongs to: {', '.join(owners)}")
-        options = sorted({o for action in self._all_options() for o in action.option_strings if o != "-h"})
+        command = self._command_given()
+        actions = self._commands()[command]._actions if command else self._all_options()
+        options = sorted({o for action in actions for o in action.option_strings if o != "-h"})
         return RooflineInputError(f"unrecognized option '{word}'{did_you_mean(word, options)}; "
-                                  f"allowed: {', '.join(options)}")
+                                  f"allowed{f' with {command}' if command else ''}: {', '.join(options)}")
+
+    def _command_given(self) -> str:
+        """The sub-command of the arguments parsed ("" when none was given): argparse reports an unknown option
+        on the top parser, which must not suggest another command's options."""
+        commands = self._commands()
+        return next((word for word in getattr(self, "_given", ()) if word in commands), "")
 
     def _commands(self) -> dict:
         """Sub-command name -> its parser."""

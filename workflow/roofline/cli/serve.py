@@ -91,10 +91,21 @@ def table(args) -> tuple[list[dict], dict]:
                         prefix_hit=args.prefix_hit)
     if args.mode == "aggregated":
         _refuse_pool_options(args)
+        _check_balance(args, [served.plan])
         return [serve_aggregated(served, workload, args.overflow, args.benchmark_waves or 0.0)], {}
     prefill = _prefill_plan(args, served)
+    _check_balance(args, [served.plan, prefill])
     pools = Disaggregation(args.prefill_workers, args.decode_workers, prefill, args.max_devices)
     return [serve_disaggregated(served, workload, pools, args.overflow, args.benchmark_waves or 0.0)], {}
+
+
+def _check_balance(args, plans: list[Parallel]) -> None:
+    """--attention-dp-balance deals context requests over the attention-DP replicas: refused (one line) where no
+    plan of the deployment has any, rather than shown in the row while it changes nothing."""
+    if args.attention_dp_balance is not None and not any(plan.attention_dp for plan in plans):
+        raise RooflineInputError("--attention-dp-balance: balances prompts over data-parallel attention replicas, and "
+                                 "this deployment has none; add --attention-dp (or --prefill-attention-dp) on an "
+                                 "MoE model, or drop it")
 
 
 def _prefill_plan(args, served) -> Parallel:

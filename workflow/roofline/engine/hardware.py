@@ -84,6 +84,14 @@ class Accelerator:
     framework: str = ""  # serving framework (FRAMEWORKS) whose shipped tables it uses (roofline.estimate); "" = its
     # default
 
+    @property
+    def reach(self) -> float:
+        """The most devices one collective (or one cache hand-over) can span: any number over a scale-out network,
+        the scale-up domain without one (1: the device links to none)."""
+        if self.scaleout_bandwidth_bytes_per_s > 0:
+            return float("inf")
+        return float(self.scaleup_domain) if self.scaleup_bandwidth_bytes_per_s > 0 else 1.0
+
     def link(self, span: int) -> tuple[float, float]:
         """(bandwidth [byte/s], latency [s]) of a collective over `span` devices: scale-up inside one domain,
         scale-out beyond it. A one-line error when the device has no such link."""

@@ -121,8 +121,10 @@ def check_plan(model, gpu, plan: Parallel) -> None:
         raise RooflineInputError(f"{where}: pp {plan.pp} is more than the {model.n_layers} layers of {model.key}")
     if plan.ep > 1 or plan.attention_dp:
         if not model.is_moe:
+            fix = " and ".join((["use ep 1"] if plan.ep > 1 else []) + (["drop attention_dp"] if plan.attention_dp
+                                                                         else []))
             raise RooflineInputError(f"{where}: ep/attention_dp need a mixture-of-experts model; {model.key} is dense "
-                                     "(use ep 1)")
+                                     f"({fix})")
         if model.n_experts % plan.ep:
             raise RooflineInputError(f"{where}: ep {plan.ep} does not divide the {model.n_experts} experts of "
                                      f"{model.key}")

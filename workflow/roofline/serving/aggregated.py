@@ -78,6 +78,9 @@ class Load:
     queries: int = 1
     tokens_per_step: float = 1.0
 
+    def __post_init__(self):
+        object.__setattr__(self, "tokens_per_step", step_yield(self.tokens_per_step, self.osl))
+
     @property
     def computed(self) -> float:
         """Prompt tokens a prefill computes (the rest is in the prefix cache); at least one."""
@@ -92,6 +95,13 @@ class Load:
     def mean_kv(self) -> float:
         """Cached tokens of a decoding sequence, on average over its decode steps."""
         return self.isl + self.osl / 2
+
+
+def step_yield(accepted: float, osl: int) -> float:
+    """Tokens a decode step yields on average: the speculative gain `accepted` (accepted drafts + 1), at most the
+    osl - 1 tokens a request has left after its first (a verify step never emits past the request's end: with
+    one token left it yields one, however many the drafts would have given)."""
+    return float(min(accepted, max(osl - 1, 1)))
 
 
 @dataclass(frozen=True)

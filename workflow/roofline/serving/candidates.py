@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ..engine.analysis import check_device_dtypes, check_indexer_device, deployment_label
 from ..engine.dtypes import DTYPE_BYTES
 from ..engine.errors import RooflineInputError
@@ -145,3 +147,33 @@ def _computes(gpu: Accelerator, scenario: Scenario) -> bool:
     except RooflineInputError:
         return False  # the device publishes no peak for this recipe: not a candidate
     return True
+
+
+#: worker counts searched per pool (disaggregated)
+WORKER_COUNTS = (1, 2, 3, 4, 6, 8)
+
+
+def linked_devices(gpu: Accelerator, max_devices: int) -> int:
+    """Devices both pools of a disaggregated deployment may take together on `gpu`: at most its reach (the prefill
+    pool hands each cache over to the decode pool; a device linked to no other has no disaggregated deployment)."""
+    return int(min(max_devices, gpu.reach))
+
+
+def pool_layouts(plans: list[Parallel], gpu: Accelerator, max_devices: int):
+    """(prefill plan, decode plan, prefill workers, decode workers) of every layout of `plans` on `gpu` within
+    `max_devices` and the device's links (linked_devices)."""
+    limit = linked_devices(gpu, max_devices)
+    for prefill in plans:
+        for decode in plans:
+            for x in WORKER_COUNTS:
+                for y in WORKER_COUNTS:
+                    if x * prefill.devices + y * decode.devices <= limit:
+                        yield prefill, decode, x, y
+
+
+def layout_count(plans: list[Parallel], gpu: Accelerator, max_devices: int) -> int:
+    """How many layouts pool_layouts yields: pairs of pool loads (workers x devices of a plan), one per pool,
+    that add up to at most its limit (sorted loads and one binary search each, not a loop over the pairs)."""
+    limit = linked_devices(gpu, max_devices)
+    loads = np.sort(np.outer(WORKER_COUNTS, [plan.devices for plan in plans]).ravel())
+    return int(np.searchsorted(loads, limit - loads, side="right").sum())

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine.analysis import kv_cache_bytes
-from .aggregated import ITERATIONS, MAX_UTILIZATION, Load, Stepper, prefill_bound
+from .aggregated import ITERATIONS, MAX_UTILIZATION, TOLERANCE, Load, Stepper, prefill_bound
 from .aggregated import throughput_bound as worker_bound
 
 #: bisection steps of a closed loop's decode occupancy (to 2^-24 of the cache's hold)
@@ -81,7 +81,9 @@ def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, satur
     C = np.minimum(least, budget) + 0.0 * np.asarray(arrivals, dtype=float)
     for _ in range(ITERATIONS):
         step = prefill.heavy(0.0 * C, C, side, chunk)
-        C = np.clip(np.maximum(least, arrivals * load.computed * step), 1.0, budget)
+        C, before = np.clip(np.maximum(least, arrivals * load.computed * step), 1.0, budget), C
+        if np.all(np.abs(C - before) <= TOLERANCE * before):  # converged (geometrically, at the busy share's rate)
+            break
     step = prefill.heavy(0.0 * C, C, side, chunk)
     busy = np.minimum(arrivals * load.computed * step / C, 1.0)
     return C, step, busy, arrivals / saturation
@@ -169,6 +171,12 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
                                        saturation, chunk)
             short = np.minimum(active / (ttft + (load.osl - 1) * tpot), most) > rate  # more users' rate: x too low
             lo, hi = np.where(short, x, lo), np.where(short, hi, x)
+        # the bisection's last midpoint may sit a hair past the crossing (its step is `running` / 2^24, coarse
+        # beside the fractional D of a few users over several workers): no closed loop completes more than its
+        # users over their cycle (Little's law), so the rate and its decode occupancy come back to it
+        in_flight = ttft + (load.osl - 1) * tpot
+        little = np.minimum(rate, active / in_flight)
+        D, rate = D * little / np.maximum(rate, 1e-300), little
     else:
         rate = offered
         for _ in range(ITERATIONS):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..engine.analysis import deployment_label
+from ..engine.analysis import check_indexer_device, deployment_label
 from ..engine.dtypes import DTYPE_BYTES, check_storage_dtype
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import Accelerator
@@ -26,7 +26,7 @@ from ..estimate.calibration import DEFAULT
 from ..estimate.step import combine
 from . import aggregated as agg
 from . import search_solve as solvers
-from .candidates import MIN_KV_BYTES, activation_dtype, parallel_plans, recipes_on
+from .candidates import MIN_KV_BYTES, activation_dtype, layout_count, parallel_plans, pool_layouts, recipes_on
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, framework_for
 from .hugepages import without_hugepage_advice
@@ -43,8 +43,6 @@ CONCURRENCY_GRID = BATCH_GRID
 #: the same candidate, while its TTFT grows as its extra users' queue would, is left out (they only wait; see
 #: _waiting_users)
 SURPLUS_GAIN = 0.01
-#: worker counts searched per pool (disaggregated)
-WORKER_COUNTS = (1, 2, 3, 4, 6, 8)
 #: concurrencies searched for disaggregated pools: ~12% steps from 1 to the grid's largest. Their layouts (prefill
 #: plan x decode plan x workers) are ~100x the aggregated plans, so the aggregated grid's one-by-one steps would make
 #: a one-device DeepSeek-V3 search 51 M candidates; this grid keeps it at ~4 M with the frontier still resolved.
@@ -167,23 +165,14 @@ def aggregated_candidates(model: ModelSpec, gpus: Sequence[Accelerator], scenari
 
 def disaggregated_candidates(model: ModelSpec, gpus: Sequence[Accelerator], scenarios: list[Scenario],
                              max_devices: int) -> list[Candidate]:
-    """Every (device, recipe, prefill plan, decode plan, workers) whose pools fit `max_devices` devices."""
+    """Every (device, recipe, prefill plan, decode plan, workers) whose pools fit `max_devices` devices and the
+    device's links (the prefill pool hands each cache over to the decode pool: both within its reach)."""
     out = []
     for gpu in gpus:
         usable = recipes_on(gpu, scenarios)
-        for prefill, decode, x, y in _pool_layouts(parallel_plans(model, gpu, max_devices), max_devices):
+        for prefill, decode, x, y in pool_layouts(parallel_plans(model, gpu, max_devices), gpu, max_devices):
             out += [Candidate(gpu, replace(sc, parallel=decode), prefill, x, y) for sc in usable]
     return out
-
-
-def _pool_layouts(plans: list[Parallel], max_devices: int):
-    """(prefill plan, decode plan, prefill workers, decode workers) of every layout within `max_devices`."""
-    for prefill in plans:
-        for decode in plans:
-            for x in WORKER_COUNTS:
-                for y in WORKER_COUNTS:
-                    if x * prefill.devices + y * decode.devices <= max_devices:
-                        yield prefill, decode, x, y
 
 
 def count_candidates(model: ModelSpec, gpus: Sequence[Accelerator], weight_dtypes: Sequence[str],
@@ -197,16 +186,9 @@ def count_candidates(model: ModelSpec, gpus: Sequence[Accelerator], weight_dtype
         if mode in ("aggregated", "all"):
             count += len(parallel_plans(model, gpu, max_devices or 8)) * usable * len(CONCURRENCY_GRID)
         if mode in ("disaggregated", "all"):
-            layouts = _layout_count(parallel_plans(model, gpu, max_devices or 16), max_devices or 16)
+            layouts = layout_count(parallel_plans(model, gpu, max_devices or 16), gpu, max_devices or 16)
             count += layouts * usable * len(DISAGGREGATED_GRID)
     return count
-
-
-def _layout_count(plans: list[Parallel], max_devices: int) -> int:
-    """How many layouts _pool_layouts yields: pairs of pool loads (workers x devices of a plan), one per pool,
-    that add up to at most `max_devices` (sorted loads and one binary search each, not a loop over the pairs)."""
-    loads = np.sort(np.outer(WORKER_COUNTS, [plan.devices for plan in plans]).ravel())
-    return int(np.searchsorted(loads, max_devices - loads, side="right").sum())
 
 
 def check_search(workload: ServedWorkload, mode: str, concurrencies) -> np.ndarray:
@@ -257,8 +239,14 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorklo
         groups += [(members, values, key) for key, members in by_framework.items()]
     candidates = [c for members, _, _ in groups for c in members]
     if not candidates:
-        raise RooflineInputError(f"gpus: no candidate: none of {', '.join(g.key for g in gpus)} computes at the "
-                                 f"dtypes asked or holds {model.key} within the devices allowed")
+        if len(gpus) == 1:
+            check_indexer_device(model, gpus[0])  # where the device cannot run the model at all, its line says why
+        unlinked = mode == "disaggregated" and all(gpu.reach < 2 for gpu in gpus)
+        raise RooflineInputError(
+            f"gpus: no candidate: none of {', '.join(g.key for g in gpus)} " + (
+                "links to another device, and a disaggregated deployment hands each prompt's cache from one "
+                "device to another (use --mode aggregated)" if unlinked else
+                f"computes at the dtypes asked or holds {model.key} within the devices allowed"))
     index, concurrency, columns, labels, offset = [], [], [], [], 0
     sizes = [len(part) * len(values) for part, values, _ in groups]  # configurations of each evaluation
     for n, (part, values, key) in enumerate(groups):

@@ -9,6 +9,7 @@ from ..engine.analysis import aggregate
 from ..engine.columns import PLAN_COLUMNS, PLAN_SERVING_COLUMNS
 from ..engine.graph import build_operators
 from ..engine.roofline import dominant_bound
+from .aggregated import step_yield
 from .candidates import served_kv_dtypes
 from .capacity import per_device_bytes
 from .framework import balance_label, framework_for
@@ -57,7 +58,8 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
             "e2e_latency_s": float(c["ttft_s"][i] + (w.osl - 1) * c["tpot_s"][i]),
             "e2e_latency_expected_s": float(c["ttft_expected_s"][i] + (w.osl - 1) * c["tpot_expected_s"][i]),
             "kv_capacity_requests": float(c["kv_capacity_requests"][i]), "prefix_hit": float(w.prefix_hit),
-            "spec_method": w.spec.method or "none", "accepted_tokens_per_step": w.spec.tokens_per_step,
+            "spec_method": w.spec.method or "none",
+            "accepted_tokens_per_step": step_yield(w.spec.tokens_per_step, w.osl),
             "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
             "attention_dp_balance": balance_label(w.dp_balance),
         }

@@ -234,6 +234,7 @@ def _check_capacity(served: Served, workload: Workload, cap, overflow: str, work
     option = "--concurrency" if workload.concurrency is not None else "--request-rate"
     narrower = "" if DTYPE_BYTES[served.scenario.kv_dtype] <= 1 else " or an fp8 KV cache"
     if cap.running < 1:
+        narrower = narrower if cap.kv_budget_bytes > 0 else ""  # with no room left, no cache dtype helps
         left = (f"{cap.kv_budget_bytes / 1e9:.3g} GB per device left by {served.framework.key}'s memory rule after "
                 "the weights" if cap.kv_budget_bytes > 0 else
                 f"the weights alone exceed what {served.framework.key}'s memory rule leaves them, by "
@@ -380,7 +381,8 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "fits": bool(workload.concurrency <= cap.running if workload.concurrency is not None
                      else expected["running"] <= cap.running),
         "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "none",
-        "accepted_tokens_per_step": served.spec.tokens_per_step, "prefill_workers": 0, "decode_workers": 0,
+        "accepted_tokens_per_step": agg.step_yield(served.spec.tokens_per_step, workload.osl), "prefill_workers": 0,
+        "decode_workers": 0,
         "kv_transfer_s": 0.0, "limited_by": "none", "estimate": combine(*(p.estimate for p in parts)),
         "calibration": parts[-1].calibration, "expert_weight_dtype": sc.expert_dtype,
         "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,

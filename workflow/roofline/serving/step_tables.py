@@ -56,6 +56,11 @@ STAGE_OPS = ("pp_send",)
 PARTS = {"tokenwise": ("core", "experts", "kv_write", "stage"), "logits": ("logits",), "attention": ("attention",),
          "experts": ("experts",), "prompt": ("prompt",)}
 PIECES = tuple(dict.fromkeys(name for names in PARTS.values() for name in names))
+#: tokens of the step the token-wise compute roof is read at (Parts.token_compute_bound): its FLOPs per token under
+#: balanced routing are the same at any count (each expert group its mean share of the token-expert pairs), and a
+#: power of two divides evenly among the attention-DP replicas; one count, whatever grid a caller's tables span, so
+#: that `serve` and `plan` bound a deployment alike
+COMPUTE_TOKENS = float(2 ** 20)
 
 
 @dataclass(frozen=True)
@@ -150,6 +155,7 @@ class _Pieces:
         self.model, self.mix, self.tokens, self.sequences, self.framework = model, mix, tokens, sequences, framework
         self.wanted: dict[tuple, tuple[Scenario, dict[str, Accelerator]]] = {}
         self._graph: tuple | None = None  # (scenario, its token-wise decode graph): the last one built
+        self._balanced: dict = {}  # {scenario: its decode graph at COMPUTE_TOKENS, routing balanced}
         self.compute: dict[tuple, float] = {}  # {(token-wise piece key, device key): its compute roof per token}
 
     @staticmethod
@@ -175,8 +181,10 @@ class _Pieces:
         _, devices = self.wanted.setdefault(self.key(name, scenario), (scenario, {}))
         devices.update((gpu.key, gpu) for gpu in gpus)
 
-    def ops(self, name: str, scenario: Scenario) -> tuple[list[Op], str, object]:
-        """(operators, stage, cached length) of one piece of `scenario`."""
+    def ops(self, name: str, scenario: Scenario, tokenwise: tuple[Op, ...] | None = None
+            ) -> tuple[list[Op], str, object]:
+        """(operators, stage, cached length) of one piece of `scenario` (a token-wise piece's from the graph
+        `tokenwise`, if given: else the grid's)."""
         model, mix = self.model, self.mix
         if name == "prompt":
             length = float(mix.prompt)
@@ -185,7 +193,7 @@ class _Pieces:
             ops = build_operators(model, "decode", scenario, batch=self.sequences, seq_len=float(mix.kv_len))
             ops = [_queries(op, float(mix.queries)) for op in ops if op.op_class == "attention"]
             return ops, "decode", float(mix.kv_len)
-        ops = self._tokenwise(scenario)
+        ops = self._tokenwise(scenario) if tokenwise is None else tokenwise
         if name == "logits":
             return [op for op in ops if op.name in LOGIT_OPS], "decode", float(mix.kv_len)
         apart = scenario.parallel.attention_dp  # the experts a piece of their own (else in the core: none needs them)
@@ -205,6 +213,17 @@ class _Pieces:
             self._graph = scenario, build_operators(self.model, "decode", scenario, batch=self.tokens, seq_len=1.0)
         return self._graph[1]
 
+    def _compute_roof(self, name: str, scenario: Scenario, gpus: list[Accelerator]) -> list[float]:
+        """A token-wise piece's FLOPs per token at each device's peaks, from the decode graph at COMPUTE_TOKENS under
+        balanced routing: a bound holds for the best routing a step could see (the busiest expert group at its mean
+        share: formulas.expected_max_load's spread is an expectation, not a floor)."""
+        if scenario not in self._balanced:
+            balanced = replace(scenario, expert_routing="balanced")
+            self._balanced[scenario] = build_operators(self.model, "decode", balanced, batch=COMPUTE_TOKENS,
+                                                       seq_len=1.0)
+        ops, _, _ = self.ops(name, scenario, self._balanced[scenario])
+        return _compute_per_token(gpus, ops, np.array([COMPUTE_TOKENS]))
+
     def price(self, expected: bool) -> dict[tuple, tuple]:
         """{(piece key, device key): (bound, kernel time, core labels)}: bounds per piece for all its devices at
         once, kernel times batched per calibration."""
@@ -215,7 +234,7 @@ class _Pieces:
             for gpu, bound in zip(gpus, _bounds(gpus, ops)):
                 out[(key, gpu.key)] = (bound, bound, set())
             if key[0] in PARTS["tokenwise"]:
-                for gpu, seconds in zip(gpus, _compute_per_token(gpus, ops, self.tokens)):
+                for gpu, seconds in zip(gpus, self._compute_roof(key[0], scenario, gpus)):
                     self.compute[(key, gpu.key)] = seconds
             if not expected or not ops:
                 continue
