@@ -129,6 +129,11 @@ def test_refusals_name_the_fix_that_applies(capsys):
     err = _error(capsys, "serve", "--model", "llama-3.1-405b", "--gpu", "h100-sxm", "--tp", "1", "--isl", "1024",
                  "--osl", "1024", "--concurrency", "8")
     assert "weights alone exceed" in err and "KV cache dtype" not in err and "fp8 KV cache" not in err
+    # pools on a device linked to no other: said as the pools' hand-over (was "has no link for 2 devices ... give
+    # scaleup_gbps/scaleup_domain/scaleout_gbps", catalog fields, not options)
+    err = _error(capsys, "serve", "--model", "llama-3.1-8b", "--gpu", "m1-max", "--isl", "128", "--osl", "128",
+                 "--concurrency", "1", "--mode", "disaggregated")
+    assert "--mode disaggregated: 2 devices of m1-max cannot hand caches over" in err and "--mode aggregated" in err
     # one device that cannot run the model at all: its own reason, not "computes at the dtypes asked or holds"
     err = _error(capsys, "plan", "--model", "glm-5", "--gpu", "a100-sxm-80gb", "--isl", "1024", "--osl", "1024")
     assert "sparse-attention indexer computes in fp8" in err

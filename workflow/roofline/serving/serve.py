@@ -293,6 +293,13 @@ class Disaggregation:
                 f"--prefill-workers / --decode-workers: {self.prefill_workers} x {self.prefill_plan.devices} + "
                 f"{self.decode_workers} x {served.plan.devices} = {needed} devices, more than {what}; use fewer "
                 "workers or smaller plans")
+        if needed > served.gpu.reach:  # the prefill pool hands each prompt's cache over to the decode pool
+            reach = int(served.gpu.reach)
+            raise RooflineInputError(
+                f"--mode disaggregated: {needed} devices of {served.gpu.key} cannot hand caches over between the "
+                "pools: " + ("it links to no other device" if reach < 2 else
+                   f"its scale-up domain holds {reach}, with no scale-out network")
+                + "; use --mode aggregated" + ("" if reach < 2 else " or fewer workers"))
         return self
 
     def pools(self, served: Served) -> dis.Pools:
