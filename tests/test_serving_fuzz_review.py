@@ -117,6 +117,12 @@ def test_an_unknown_option_is_matched_against_its_own_command(capsys):
                  "--concurrency", "1", "--bogus")
     assert "allowed with serve: " in err and "--concurrency" in err
     assert "--top" not in err and "--out" not in err and "--stage" not in err
+    assert "did you mean" not in err  # matched without the dashes every option shares: nothing is close to "bogus"
+    for typo, meant in (("--conc", "--concurrency"), ("--prefil-tp", "--prefill-tp"),
+                        ("--concurency", "--concurrency")):
+        err = _error(capsys, "serve", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--isl", "1", "--osl", "2",
+                     "--concurrency", "1", typo)
+        assert f"unrecognized option '{typo}' (did you mean '{meant}'?)" in err
 
 
 def test_refusals_name_the_fix_that_applies(capsys):

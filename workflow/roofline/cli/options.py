@@ -3,12 +3,13 @@ errors worded as the options that fix them."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import re
 from pathlib import Path
 
 from ..engine import hardware, models
-from ..engine.errors import RooflineInputError, did_you_mean, unknown
+from ..engine.errors import RooflineInputError, unknown
 
 FORMATS = ("table", "csv", "json")
 
@@ -64,7 +65,9 @@ class Parser(argparse.ArgumentParser):
         command = self._command_given()
         actions = self._commands()[command]._actions if command else self._all_options()
         options = sorted({o for action in actions for o in action.option_strings if o != "-h"})
-        return RooflineInputError(f"unrecognized option '{word}'{did_you_mean(word, options)}; "
+        close = _closest_option(word, options)
+        hint = f" (did you mean '{close}'?)" if close else ""
+        return RooflineInputError(f"unrecognized option '{word}'{hint}; "
                                   f"allowed{f' with {command}' if command else ''}: {', '.join(options)}")
 
     def _command_given(self) -> str:
@@ -89,6 +92,17 @@ class Parser(argparse.ArgumentParser):
                 if isinstance(action.choices, dict):
                     actions += action.choices[sub]._actions
         return actions
+
+
+def _closest_option(word: str, options: list[str]) -> str | None:
+    """The option `word` most likely meant: the shortest one it abbreviates, else the closest by spelling with the
+    dashes every option shares left out (with them, '--bogus' was "close" to '--osl')."""
+    abbreviated = [option for option in options if option.startswith(word)]
+    if abbreviated:
+        return min(abbreviated, key=len)
+    bare = {option.lstrip("-"): option for option in options}
+    close = difflib.get_close_matches(word.lstrip("-").lower(), list(bare), n=1, cutoff=0.6)
+    return bare[close[0]] if close else None
 
 
 def int_in(option, low: int, maximum: int | None = None):
