@@ -13,6 +13,7 @@ from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import Scenario
 from roofline.serving import disaggregated as dis
 from roofline.serving import search as served_search
+from roofline.serving.aggregated import step_yield
 from roofline.serving.search import ServedWorkload
 from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_disaggregated
 from roofline.serving.step_tables import tabulate_many
@@ -72,6 +73,11 @@ def test_an_overloaded_open_loop_fits_alike_in_both_modes():
     rows = [roofline.serve("llama-3.1-8b", "h200-sxm", isl=1024, osl=1024, request_rate=50.0, **kw).iloc[0]
             for kw in ({}, {"mode": "disaggregated", "prefill_workers": 1, "decode_workers": 1})]
     assert [(bool(r.fits), bool(r.keeps_up)) for r in rows] == [(True, False), (True, False)]
+    # the saturated closed loop's requests in flight, rate x cycle, came out at 233.00000000000003 of 233 (a
+    # review's case): at most the users it serves
+    row = roofline.serve("llama-2-7b", "h100-sxm", isl=1070, osl=142, kv_dtype="fp8", weight_dtype="fp8",
+                         request_rate=1000.0, mode="disaggregated").iloc[0]
+    assert bool(row.fits) and not bool(row.keeps_up)
 
 
 def test_a_verify_step_yields_no_more_tokens_than_the_request_has_left():
@@ -82,9 +88,10 @@ def test_a_verify_step_yields_no_more_tokens_than_the_request_has_left():
                              spec_tokens=4, spec_accepted_length=5.0).iloc[0]
     assert drafted.accepted_tokens_per_step == 1.0
     assert drafted.tpot_expected_s >= plain.tpot_expected_s  # a verify step of 5 queries, one token out of it
-    long = roofline.serve("llama-3.1-8b", "h200-sxm", isl=1024, osl=512, concurrency=1, spec_method="ngram",
+    long = roofline.serve("llama-3.1-8b", "h200-sxm", isl=1024, osl=511, concurrency=1, spec_method="ngram",
                           spec_tokens=4, spec_accepted_length=5.0).iloc[0]
     assert long.accepted_tokens_per_step == 5.0
+    assert step_yield(5.0, 2) == 1.0 and step_yield(5.0, 4) == 3.0 and step_yield(2.533, 1024) == 2.533
 
 
 def test_the_prefill_worker_stops_iterating_once_converged():
@@ -118,6 +125,10 @@ def test_an_unknown_option_is_matched_against_its_own_command(capsys):
     assert "allowed with serve: " in err and "--concurrency" in err
     assert "--top" not in err and "--out" not in err and "--stage" not in err
     assert "did you mean" not in err  # matched without the dashes every option shares: nothing is close to "bogus"
+    # before the command: the top parser's own options
+    err = _error(capsys, "--bogus", "serve", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--isl", "1", "--osl",
+                 "2", "--concurrency", "1")
+    assert err.endswith("unrecognized option '--bogus'; allowed: --help, --version\n")
     for typo, meant in (("--conc", "--concurrency"), ("--prefil-tp", "--prefill-tp"),
                         ("--concurency", "--concurrency")):
         err = _error(capsys, "serve", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--isl", "1", "--osl", "2",
@@ -129,8 +140,15 @@ def test_refusals_name_the_fix_that_applies(capsys):
     base = ("serve", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--isl", "1", "--osl", "2", "--concurrency", "1")
     # a dense model under attention DP with ep 1 was told "use ep 1"
     assert "is dense (drop attention_dp)" in _error(capsys, *base, "--attention-dp")
-    # balancing where no replica exists changed nothing while the row showed it on
+    # balancing where no replica exists changed nothing while the row showed it on; disaggregated, only the
+    # prefill pool computes prompts (the decode pool's attention DP has none to balance)
     assert "--attention-dp-balance: " in _error(capsys, *base, "--framework", "trtllm", "--attention-dp-balance")
+    moe = ("serve", "--model", "qwen3-30b-a3b", "--gpu", "h200-sxm", "--framework", "trtllm", "--tp", "2", "--ep",
+           "2", "--isl", "1024", "--osl", "128", "--concurrency", "8", "--mode", "disaggregated",
+           "--attention-dp-balance")
+    assert "--attention-dp-balance: " in _error(capsys, *moe, "--attention-dp")
+    assert cli.main([*moe, "--prefill-attention-dp", "--prefill-tp", "2", "--prefill-ep", "2", "--format", "csv"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(',"50,10"')
     # weights that alone overflow the device: no KV-cache dtype can help
     err = _error(capsys, "serve", "--model", "llama-3.1-405b", "--gpu", "h100-sxm", "--tp", "1", "--isl", "1024",
                  "--osl", "1024", "--concurrency", "8")

@@ -62,19 +62,24 @@ class Parser(argparse.ArgumentParser):
         owners = self._commands_taking(word)
         if owners:  # a real option, given to a command that does not take it
             return RooflineInputError(f"option '{word}' is not accepted here; it belongs to: {', '.join(owners)}")
-        command = self._command_given()
-        actions = self._commands()[command]._actions if command else self._all_options()
+        command = self._command_before(word)
+        actions = self._commands()[command]._actions if command else self._actions  # before the command: its own
         options = sorted({o for action in actions for o in action.option_strings if o != "-h"})
         close = _closest_option(word, options)
         hint = f" (did you mean '{close}'?)" if close else ""
         return RooflineInputError(f"unrecognized option '{word}'{hint}; "
                                   f"allowed{f' with {command}' if command else ''}: {', '.join(options)}")
 
-    def _command_given(self) -> str:
-        """The sub-command of the arguments parsed ("" when none was given): argparse reports an unknown option
+    def _command_before(self, option: str) -> str:
+        """The sub-command `option` was given to ("" when it came before any): argparse reports an unknown option
         on the top parser, which must not suggest another command's options."""
         commands = self._commands()
-        return next((word for word in getattr(self, "_given", ()) if word in commands), "")
+        for word in getattr(self, "_given", ()):
+            if word.split("=", 1)[0] == option.split("=", 1)[0]:
+                return ""
+            if word in commands:
+                return word
+        return ""
 
     def _commands(self) -> dict:
         """Sub-command name -> its parser."""
@@ -83,15 +88,6 @@ class Parser(argparse.ArgumentParser):
     def _commands_taking(self, option: str) -> list[str]:
         return [name for name, sub in self._commands().items()
                 if any(option in action.option_strings for action in sub._actions)]
-
-    def _all_options(self):
-        """Options of this parser and of its sub-commands (argparse reports unknown ones on the top parser)."""
-        actions = list(self._actions)
-        for action in self._actions:
-            for sub in getattr(action, "choices", None) or ():
-                if isinstance(action.choices, dict):
-                    actions += action.choices[sub]._actions
-        return actions
 
 
 def _closest_option(word: str, options: list[str]) -> str | None:

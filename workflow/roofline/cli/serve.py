@@ -94,7 +94,7 @@ def table(args) -> tuple[list[dict], dict]:
         _check_balance(args, [served.plan])
         return [serve_aggregated(served, workload, args.overflow, args.benchmark_waves or 0.0)], {}
     prefill = _prefill_plan(args, served)
-    _check_balance(args, [served.plan, prefill])
+    _check_balance(args, [prefill])  # the decode pool computes no prompts: nothing of its own to balance
     pools = Disaggregation(args.prefill_workers, args.decode_workers, prefill, args.max_devices)
     return [serve_disaggregated(served, workload, pools, args.overflow, args.benchmark_waves or 0.0)], {}
 
@@ -104,8 +104,8 @@ def _check_balance(args, plans: list[Parallel]) -> None:
     plan of the deployment has any, rather than shown in the row while it changes nothing."""
     if args.attention_dp_balance is not None and not any(plan.attention_dp for plan in plans):
         raise RooflineInputError("--attention-dp-balance: balances prompts over data-parallel attention replicas, and "
-                                 "this deployment has none; add --attention-dp (or --prefill-attention-dp) on an "
-                                 "MoE model, or drop it")
+                                 "this deployment computes its prompts without them; add --attention-dp (with "
+                                 "--mode disaggregated: --prefill-attention-dp) on an MoE model, or drop it")
 
 
 def _prefill_plan(args, served) -> Parallel:

@@ -199,7 +199,8 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         ttft = ttft + (first_wave(prefill, load, pools, budget, active, transfer_s, request_overhead_s, chunk)
                        - ttft) / waves
     return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
-            "decode": D, "running": rate * in_flight, "prefill_utilization": used,
+            "decode": D, "running": np.minimum(rate * in_flight, active) if closed else rate * in_flight,
+            "prefill_utilization": used,
             "decode_utilization": occupancy,
             "keeps_up": np.ones_like(rate, dtype=bool) if closed else (used < 1) & (D < running),
             "limited_by": np.where(prefill_limits, "prefill", "decode").astype(object)}
