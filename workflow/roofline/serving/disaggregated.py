@@ -159,9 +159,11 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         most = MAX_UTILIZATION * pools.prefill_workers * saturation
         decodes = load.osl > 1  # else prompts alone: the rate itself is bisected, no decode step runs
         lo = 0.0 * active
-        # the root has D <= N / Y (the users' rate is at most N / ((osl - 1) TPOT)); the bracket leaves N out so
-        # that every concurrency past saturation reaches the same state (a tie the search's frontier drops)
-        hi = (running if decodes else most) + lo
+        # the root has D <= N / Y (the users' rate is at most N / ((osl - 1) TPOT)): the bracket ends there, else at
+        # the cache's hold, so that every concurrency past saturation reaches the same state (a tie the search's
+        # frontier drops) and a few users' fraction of a sequence per worker is bisected at its own scale (over
+        # [0, running] a step of running / 2^24 was coarse beside one user's D of 0.004 on two workers)
+        hi = (np.minimum(running, active / pools.decode_workers) if decodes else most) + lo
         for _ in range(CLOSED_ITERATIONS):
             x = (lo + hi) / 2
             D = x if decodes else 0.0 * x
