@@ -166,3 +166,17 @@ def test_refusals_name_the_fix_that_applies(capsys):
     # one device that cannot run the model at all: its own reason, not "computes at the dtypes asked or holds"
     err = _error(capsys, "plan", "--model", "glm-5", "--gpu", "a100-sxm-80gb", "--isl", "1024", "--osl", "1024")
     assert "sparse-attention indexer computes in fp8" in err
+
+
+def test_a_plan_row_shows_the_balancing_only_where_it_acts(capsys):
+    # every row showed --attention-dp-balance's 50,10, plans without attention-DP replicas too (where it changes
+    # nothing, as `serve` now refuses)
+    import csv
+    import io
+
+    assert cli.main(["plan", "--model", "qwen3-30b-a3b", "--gpu", "h200-sxm", "--isl", "1024", "--osl", "1024",
+                     "--framework", "trtllm", "--attention-dp-balance", "--max-devices", "2", "--top", "0",
+                     "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    shown = {(row["attention_dp"], row["attention_dp_balance"]) for row in rows}
+    assert shown == {("True", "50,10"), ("False", "off")}

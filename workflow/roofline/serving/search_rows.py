@@ -61,7 +61,8 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
             "spec_method": w.spec.method or "none",
             "accepted_tokens_per_step": step_yield(w.spec.tokens_per_step, w.osl),
             "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
-            "attention_dp_balance": balance_label(w.dp_balance),
+            # the balancing acts where the prompts' plan has attention-DP replicas (the prefill pool's, disaggregated)
+            "attention_dp_balance": balance_label(w.dp_balance if (prefill or plan).attention_dp else None),
         }
         assert tuple(row) == PLAN_COLUMNS + PLAN_SERVING_COLUMNS
         out.append(row)
