@@ -180,3 +180,17 @@ def test_a_plan_row_shows_the_balancing_only_where_it_acts(capsys):
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     shown = {(row["attention_dp"], row["attention_dp_balance"]) for row in rows}
     assert shown == {("True", "50,10"), ("False", "off")}
+
+
+def test_weight_options_that_would_change_nothing_are_refused(capsys):
+    # they were accepted and shown in the row while the price stayed the same
+    base = ("serve", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--isl", "1", "--osl", "2", "--concurrency", "1")
+    assert "--expert-weight-dtype: llama-3.1-8b is dense" in _error(capsys, *base, "--expert-weight-dtype", "fp8")
+    err = _error(capsys, "totals", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--stage", "decode",
+                 "--weight-group-size", "64")
+    assert "--weight-group-size: groups int4 weights" in err and "these are fp16" in err
+    # where some weights are int4 (the experts alone, too) it applies
+    assert cli.main([*base, "--weight-dtype", "int4", "--weight-group-size", "64", "--format", "csv"]) == 0
+    assert cli.main(["totals", "--model", "mixtral-8x7b", "--gpu", "h200-sxm", "--stage", "decode",
+                     "--expert-weight-dtype", "int4", "--weight-group-size", "64"]) == 0
+    capsys.readouterr()

@@ -66,7 +66,7 @@ def add_dtypes(parser, defaults: Scenario) -> None:
                         default=None, help="attention projections' weights (default: as --weight-dtype; routers "
                         "are 16-bit in any case)")
     parser.add_argument("--weight-group-size", type=positive_int("--weight-group-size"),
-                        default=defaults.weight_group_size, help="int4 weights per fp16 scale")
+                        default=None, help=f"int4 weights per fp16 scale (default {defaults.weight_group_size})")
     parser.add_argument("--fp8-scaling", type=choice("--fp8-scaling", FP8_SCALINGS), default=defaults.fp8_scaling,
                         help="fp8 weights' scales: tensor (default) or block (128 x 128, as DeepSeek-V3's and "
                         "Qwen3's own FP8 checkpoints): the expected times read the measured block-scaled GEMMs. "
@@ -104,7 +104,8 @@ def deployment_fields(args) -> dict:
     plan): one list, so that a field added to Scenario and to add_scenario_options reaches every command."""
     return dict(weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, attention=args.attention,
                 expert_routing=args.expert_routing, mla_mode=args.mla_mode, parallel=parallel(args),
-                expert_weight_dtype=args.expert_weight_dtype or "", weight_group_size=args.weight_group_size,
+                expert_weight_dtype=args.expert_weight_dtype or "",
+                weight_group_size=args.weight_group_size or Scenario.weight_group_size,
                 fp8_scaling=args.fp8_scaling, attention_weight_dtype=args.attention_weight_dtype or "")
 
 
@@ -118,6 +119,19 @@ def check_fp8_scaling(scaling: str | None, weights: list[Scenario], give: str) -
     if "fp8" not in stored:
         raise RooflineInputError(f"--fp8-scaling: block scales fp8 dense and attention weights, and these are "
                                  f"{', '.join(sorted(stored))}; give fp8 weights ({give}) or leave --fp8-scaling out")
+
+
+def check_weight_options(args, resolved: Scenario, model) -> None:
+    """Refuse (one line) weight options that would change nothing, rather than show them in the row: experts' weights
+    of a dense model, and a group size where no weights are int4 (`resolved`: the scenario as priced)."""
+    if args.expert_weight_dtype and not model.is_moe:
+        raise RooflineInputError(f"--expert-weight-dtype: {model.key} is dense (no experts to store); leave it out "
+                                 "or give --weight-dtype")
+    stored = {resolved.weight_dtype, resolved.attention_weights_dtype} | ({resolved.expert_dtype} if model.is_moe
+                                                                            else set())
+    if args.weight_group_size is not None and "int4" not in stored:
+        raise RooflineInputError(f"--weight-group-size: groups int4 weights under one fp16 scale, and these are "
+                                 f"{', '.join(sorted(stored))}; give int4 weights or leave it out")
 
 
 def _absolute(path: str) -> str:
@@ -148,6 +162,7 @@ def analysis(args) -> tuple[list[dict], dict]:
                   f"{model.key}'s {args.stage} in its context of {model.max_position} positions", file=sys.stderr)
     chosen = scenario(args)
     check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
+    check_weight_options(args, chosen.for_model(model), model)
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice
         gpu = replace(gpu, framework=args.framework)
     if getattr(args, "price_per_hour", None):

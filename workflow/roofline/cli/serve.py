@@ -85,6 +85,7 @@ def table(args) -> tuple[list[dict], dict]:
     act = args.act_dtype or activation_dtype(native.weight_dtype, gpu)  # weight-only: the device's 16-bit float
     chosen = Scenario(act_dtype=act, **scenario.deployment_fields(args)).validate()
     scenario.check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
+    scenario.check_weight_options(args, chosen.for_model(model), model)
     served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),
                             args.max_batched_tokens, args.memory_utilization, dp_balance=args.attention_dp_balance)
     workload = Workload(isl=args.isl, osl=args.osl, concurrency=args.concurrency, request_rate=args.request_rate,
