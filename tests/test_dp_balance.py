@@ -120,12 +120,14 @@ def test_serve_and_plan_take_the_option(capsys):
     row = json.loads(out)
     row = row[0] if isinstance(row, list) else row
     assert code == 0 and row["attention_dp_balance"] == "50,10"  # the flag alone: TensorRT-LLM's defaults
-    code, out, _ = _cli(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h200-sxm", "--isl", "1024", "--osl",
-                        "1024", "--max-devices", "1", "--framework", "trtllm", "--attention-dp-balance", "60,0",
-                        "--top", "2", "--format", "json")
+    code, out, _ = _cli(capsys, "plan", "--model", "qwen3-30b-a3b", "--gpu", "h200-sxm", "--isl", "1024", "--osl",
+                        "1024", "--max-devices", "2", "--framework", "trtllm", "--attention-dp-balance", "60,0",
+                        "--top", "0", "--format", "json")
     rows = json.loads(out)
     rows = rows if isinstance(rows, list) else rows["rows"]
-    assert code == 0 and rows and {r["attention_dp_balance"] for r in rows} == {"60,0"}
+    # shown where it acts: rows whose plan has attention-DP replicas ('off' on the others)
+    assert code == 0 and {(r["attention_dp"], r["attention_dp_balance"]) for r in rows} == {(True, "60,0"),
+                                                                                              (False, "off")}
 
 
 @pytest.mark.parametrize("argv, message", [
