@@ -173,12 +173,6 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
                                        saturation, chunk)
             short = np.minimum(active / (ttft + (load.osl - 1) * tpot), most) > rate  # more users' rate: x too low
             lo, hi = np.where(short, x, lo), np.where(short, hi, x)
-        # the bisection's last midpoint may sit a hair past the crossing (its step is `running` / 2^24, coarse
-        # beside the fractional D of a few users over several workers): no closed loop completes more than its
-        # users over their cycle (Little's law), so the rate and its decode occupancy come back to it
-        in_flight = ttft + (load.osl - 1) * tpot
-        little = np.minimum(rate, active / in_flight)
-        D, rate = D * little / np.maximum(rate, 1e-300), little
     else:
         rate = offered
         for _ in range(ITERATIONS):
@@ -187,6 +181,10 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         ttft, used = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone,
                                        saturation, chunk)
     in_flight = ttft + (load.osl - 1) * tpot
+    if closed:  # the bisection's last midpoint may sit a hair (2^-24 of its bracket) past the crossing: no closed
+        # loop completes more than its users over their cycle (Little's law), so rate and occupancy come back to it
+        little = np.minimum(rate, active / in_flight)
+        D, rate = D * little / np.maximum(rate, 1e-300), little
     occupancy = D / np.maximum(running, 1e-9)  # the decode caches' share in use
     if closed:
         # the wait of users beyond what the pools run is no prefill time: a prefill worker more does not shorten it
