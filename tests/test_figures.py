@@ -243,6 +243,20 @@ def test_sweep_and_breakdown_axes_contain_their_data(data):
     plt.close(fig)
 
 
+def test_attention_ridge_reads_the_dtype_the_engine_computes_attention_at(data):
+    # fp8 activations and KV cache on an RTX A6000 (no fp8 peak): the engine computes attention at 16 bits (8-bit
+    # activations are GEMM inputs only), so the figure's ridge is the 16-bit one; it asked for an fp8 peak and the
+    # figures job failed after the tables were written
+    tables, specs = data
+    gpus, scenario = specs_objects(specs)
+    a6000 = {"rtx-a6000": gpus["rtx-a6000"]}
+    assert "fp8" not in a6000["rtx-a6000"].peak_flops_per_s
+    fig = seq_sweep_figure(tables["sweeps"], a6000, {**scenario, "act_dtype": "fp8", "kv_dtype": "fp8"}, HOSTILE)
+    texts = " ".join(text.get_text() for text in fig.findobj(matplotlib.text.Text))  # the legend's included
+    assert f"ridge {fmt_value(a6000['rtx-a6000'].ridge('fp16'))} FLOP/byte" in texts
+    plt.close(fig)
+
+
 def test_label_text_helpers():
     assert compact_names(["q_proj", "k_proj", "lm_head", "softmax"]) == "q/k_proj, lm_head, softmax"
     # an ending of several words is shared whole ('mlp_all/attn_all_reduce' read as two broken names)

@@ -96,8 +96,19 @@ def test_progress_lines_only_for_long_searches():
     for done, at in ((10, 1.0), (20, 2.9), (30, 3.0), (40, 6.0), (60, 13.5), (100, 20.0)):
         now[0] = at
         progress(done, 100)
+    # the pace since the first candidates were done (at 1 s): 20 in 2 s leave 70 for 7 s, 50 in 12.5 s 40 for 10 s
     assert lines == ["plan: 30% of 1,000,000 candidates evaluated in 3 s, about 7 s left",
-                     "plan: 60% of 1,000,000 candidates evaluated in 14 s, about 9 s left"]
+                     "plan: 60% of 1,000,000 candidates evaluated in 14 s, about 10 s left"]
+
+
+def test_progress_leaves_the_tables_before_the_first_candidates_out():
+    now, lines = [0.0], []
+    progress = search_budget.Progress(1_000, lines.append, clock=lambda: now[0])
+    for done, at in ((0, 2.0), (1, 2.9), (5, 3.0)):  # 2.9 s of step tables, then 4 candidates in 0.1 s
+        now[0] = at
+        progress(done, 100)
+    # 95 left at 40 per second: 2 s (from the start, 5% in 3 s would have said 57 s)
+    assert lines == ["plan: 5% of 1,000 candidates evaluated in 3 s, about 2 s left"]
 
 
 # ------------------------------------------------------------------ H2, H3 and the messages

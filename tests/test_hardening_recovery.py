@@ -80,6 +80,29 @@ def live_snakemake(tmp_path):
     process.wait()
 
 
+def test_a_wrapper_that_started_this_run_is_not_another_run(tmp_path):
+    # `timeout 900 snakemake ...` names snakemake on the wrapper's command line: the run (its child) must not count
+    # its own wrapper as a concurrent run, or it skips moving stale outputs aside
+    work = tmp_path / "work"
+    work.mkdir()
+    wrapper = tmp_path / "bin" / "snakemake"
+    wrapper.parent.mkdir()
+    wrapper.write_text("import subprocess, sys\nchild = subprocess.Popen([sys.executable, '-c', "
+                       "'import time; time.sleep(120)'])\nprint(child.pid, flush=True)\nchild.wait()\n")
+    process = subprocess.Popen([sys.executable, str(wrapper)], cwd=work, stdout=subprocess.PIPE, text=True)
+    child = 0
+    try:
+        child = int(process.stdout.readline())
+        assert _wait(lambda: procs.snakemake_runs_in(work) == [process.pid])
+        assert process.pid in procs.ancestors(child)
+        assert procs.snakemake_runs_in(work, exclude=child) == []
+    finally:
+        process.kill()
+        process.wait()
+        if child:
+            os.kill(child, signal.SIGKILL)
+
+
 def test_a_live_runs_lock_is_respected(live_snakemake):
     work, process = live_snakemake
     lock = _lock(work)

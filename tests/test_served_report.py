@@ -53,8 +53,12 @@ def test_the_served_table_has_one_row_per_gpu_with_expected_and_bound(searched):
     first = picked[picked["tokens_per_s_per_device_expected"] == per_gpu[0]].iloc[0]
     row = section["rows"][0]
     assert row["deployment"]["text"] == first["deployment"]
-    assert row["ttft"]["text"] == f"{units.seconds(first['ttft_expected_s'])} ({units.seconds(first['ttft_s'])})"
-    assert row["tpot"]["text"] == f"{units.seconds(first['tpot_expected_s'])} ({units.seconds(first['tpot_s'])})"
+    # 'expected (bound)', each half kept on one line (no-break spaces): a narrow column breaks between the two
+    def both(expected, bound):
+        return f"{units.seconds(expected)} ({units.seconds(bound)})".replace(" ", "\u00a0").replace("\u00a0(", " (")
+
+    assert row["ttft"]["text"] == both(first["ttft_expected_s"], first["ttft_s"])
+    assert row["tpot"]["text"] == both(first["tpot_expected_s"], first["tpot_s"])
     assert row["concurrency"]["text"] == units.integer(first["batch"])
     assert row["target"]["text"] == "yes" and first["tpot_expected_s"] <= 0.05 and first["ttft_expected_s"] <= 1.0
     # the mode and the estimate read the same in every row (both devices have measured vLLM tables): said once
@@ -63,6 +67,17 @@ def test_the_served_table_has_one_row_per_gpu_with_expected_and_bound(searched):
     assert set(picked["estimate"]) == {"calibrated"}
     assert section["constant"] == "Mode: aggregated in every row. Estimate: calibrated in every row."
     assert "vllm" in section["workload"] and "TPOT ≤ 50.0 ms" in section["workload"]
+
+
+def test_the_caption_says_what_the_plans_were_ranked_on(searched):
+    # with plan.rank_on: bound it said "ranks first on the expected times" over rows that miss the targets in
+    # expectation (a config fuzz of the pipeline)
+    assert searched.attrs["search"]["rank_on"] == "expected"  # what search_metadata writes
+    assert "ranks first on the expected times" in served.served_section(searched)["ranking"]
+    on_bounds = searched.copy()
+    on_bounds.attrs = {**searched.attrs, "search": {**searched.attrs["search"], "rank_on": "bound"}}
+    assert served.served_section(on_bounds)["ranking"].startswith("ranks first on the roofline bounds among those "
+                                                                  "that fit and whose bounds meet the targets")
 
 
 def test_the_first_sentence_names_the_best_deployment_under_load(searched):

@@ -243,6 +243,18 @@ def test_search_mode_all_names_both_kinds_of_pools():
     modes = {row["mode"] for row in found}
     assert modes == {"aggregated", "disaggregated"}
     assert all(row["deployment"].startswith("prefill:") == (row["mode"] == "disaggregated") for row in found)
+    # --mode all keeps one front per mode: the joint front is inside it, merged best first, and its best aggregated
+    # plan (354 token/s per device here) is not dropped for the disaggregated ones that beat it (the joint front's
+    # best aggregated plan gives 199)
+    per_device = result.columns["tokens_per_s_per_device_expected"]
+    kinds = np.array([c.mode for c in result.candidates])[result.candidate]
+    joint, each = served_search.frontier(result), served_search.frontier(result, per_mode=True)
+    assert set(joint) <= set(each) and list(per_device[each]) == sorted(per_device[each], reverse=True)
+    best = {mode: max(per_device[i] for i in front if kinds[i] == "aggregated") for mode, front in
+            (("joint", joint), ("each", each))}
+    assert best["each"] > 1.5 * best["joint"]
+    assert best["each"] == max(per_device[i] for i in np.flatnonzero(result.meets("expected")) if kinds[i] ==
+                               "aggregated")
 
 
 def test_search_matches_serve():

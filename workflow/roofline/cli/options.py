@@ -179,7 +179,8 @@ class ListOption(argparse.Action):
 
 
 def add_format(parser) -> None:
-    parser.add_argument("--format", type=choice("--format", FORMATS), default="table")
+    parser.add_argument("--format", type=choice("--format", FORMATS), default="table",
+                        help="table (default: for reading), csv or json (every column, in SI base units)")
 
 
 def add_price(parser) -> None:

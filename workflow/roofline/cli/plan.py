@@ -35,9 +35,10 @@ _HUMAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dt
           ("tokens_per_s_per_device_expected", "token/s"), ("tokens_per_s_per_user", "token/s"), ("bound", None),
           ("estimate", None), ("framework", None))
 _HUMAN_SERVED = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
-                 ("attention", None), ("ttft_expected_s", "s"), ("tpot_expected_s", "s"),
-                 ("tokens_per_s_per_device_expected", "token/s"), ("tokens_per_s_per_user_expected", "token/s"),
-                 ("tokens_per_s_per_device", "token/s"), ("bound", None), ("estimate", None), ("framework", None))
+                 ("attention", None), ("ttft_expected_s", "s"), ("ttft_s", "s"), ("tpot_expected_s", "s"),
+                 ("tpot_s", "s"), ("tokens_per_s_per_device_expected", "token/s"),
+                 ("tokens_per_s_per_user_expected", "token/s"), ("tokens_per_s_per_device", "token/s"),
+                 ("bound", None), ("estimate", None), ("framework", None))
 _COST = (("cost_per_million_tokens", "USD"), ("cost_per_million_tokens_expected", "USD"))
 #: Latency targets allowed [ms] (1 us to ~2.8 h; the schema's plan.tpot_ms/ttft_ms bounds are the same)
 TARGET_MS = (1e-3, 1e7)
@@ -153,7 +154,8 @@ def table(args) -> tuple[list[dict], dict]:
     side = _side(args)
     if args.rank_on == "cost" or args.mode == "all":  # the whole frontier (hundreds of rows at most) first: the
         # cost front re-ranks it, --mode all keeps --top per mode
-        rows = add_plan_cost(search_rows.rows(result, search.frontier(result, side=side)), by_key)
+        rows = add_plan_cost(search_rows.rows(result, search.frontier(result, side=side,
+                                                                       per_mode=args.mode == "all")), by_key)
         rows, left_out = _top(rank_on_cost(rows) if args.rank_on == "cost" else rows, args.top,
                               per_mode=args.mode == "all")
     else:

@@ -37,11 +37,9 @@ def add_arguments(parser) -> None:
                         help=f"prefill: prompt tokens; decode: tokens already in the KV cache (default "
                              f"{defaults.seq_len}, or as many as the model's context allows where it is shorter)")
     add_dtypes(parser, defaults)
-    parser.add_argument("--attention", type=choice("--attention", ATTENTION_IMPLS), default=defaults.attention)
-    parser.add_argument("--logits", type=choice("--logits", LOGITS_MODES), default=defaults.logits)
-    parser.add_argument("--expert-routing", type=choice("--expert-routing", EXPERT_ROUTINGS),
-                        default=defaults.expert_routing)
-    parser.add_argument("--mla-mode", type=choice("--mla-mode", MLA_MODES), default=defaults.mla_mode)
+    add_kernels(parser, defaults)
+    parser.add_argument("--logits", type=choice("--logits", LOGITS_MODES), default=defaults.logits,
+                        help="prefill's lm_head: for the last token of each prompt (default, as servers do) or all")
     add_parallel(parser)
     parser.add_argument("--memory-utilization", type=fraction("--memory-utilization"),
                         default=defaults.memory_utilization, help="usable fraction of each device's memory")
@@ -53,13 +51,37 @@ def add_arguments(parser) -> None:
                             "--out); default: the one shipped for --gpu, if any")
 
 
-def add_dtypes(parser, defaults: Scenario) -> None:
+def add_kernels(parser, defaults: Scenario) -> None:
+    """--attention, --expert-routing and --mla-mode: how the kernels move the bytes (engine.scenario.Scenario)."""
+    parser.add_argument("--attention", type=choice("--attention", ATTENTION_IMPLS), default=defaults.attention,
+                        help="flash (default: one fused kernel, as serving engines run) or eager (the score matrix "
+                             "written to and read from memory)")
+    parser.add_argument("--expert-routing", type=choice("--expert-routing", EXPERT_ROUTINGS),
+                        default=defaults.expert_routing,
+                        help="MoE experts a layer loads: uniform (default: tokens pick experts at random), balanced "
+                             "(the picks spread over as many experts as they can) or all (every expert)")
+    parser.add_argument("--mla-mode", type=choice("--mla-mode", MLA_MODES), default=defaults.mla_mode,
+                        help="MLA attention: absorbed (default: over the cached latent, as vLLM, SGLang and "
+                             "TensorRT-LLM run it), naive (the latent decompressed every step) or decompressed "
+                             "(per-head K and V cached)")
+
+
+#: --act-dtype's help where the activations follow the weights' serving recipe (serve and plan rows)
+ACT_FOLLOWS_WEIGHTS = ("default: the weights' serving recipe (fp8 and 16-bit weights compute in their own type; "
+                       "on a device with an fp4 peak NVFP4 in fp4 and MXFP4 in fp8, fp4 on AMD; integer and other "
+                       "weight-only formats in the device's 16-bit float)")
+
+
+def add_dtypes(parser, defaults: Scenario, act_help: str | None = None) -> None:
+    """--weight-dtype, --act-dtype, --kv-dtype and the weights' finer options; `act_help` where the activations'
+    default is not the device's 16-bit float."""
     parser.add_argument("--weight-dtype", type=choice("--weight-dtype", WEIGHT_DTYPES),
                         default=defaults.weight_dtype, help="a storage dtype or native (the checkpoint's own)")
+    sixteen = "(bf16 on a device that publishes no fp16 peak: TPUs, Gaudi)"
     for name in ("act", "kv"):  # None: the device's 16-bit float (sixteen_bit), resolved once the device is known
+        default = f"default {getattr(defaults, f'{name}_dtype')} {sixteen}"
         parser.add_argument(f"--{name}-dtype", type=choice(f"--{name}-dtype", STORAGE_DTYPES), default=None,
-                            help=f"default {getattr(defaults, f'{name}_dtype')} (bf16 on a device that publishes "
-                                 "no fp16 peak: TPUs, Gaudi)")
+                            help=act_help if name == "act" and act_help else default)
     parser.add_argument("--expert-weight-dtype", type=choice("--expert-weight-dtype", STORAGE_DTYPES),
                         default=None, help="MoE experts' weights (default: as --weight-dtype)")
     parser.add_argument("--attention-weight-dtype", type=choice("--attention-weight-dtype", STORAGE_DTYPES),

@@ -7,7 +7,7 @@ import sys
 from ..engine.columns import SERVE_COLUMNS
 from ..engine.errors import RooflineInputError
 from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
-from ..engine.scenario import ATTENTION_IMPLS, EXPERT_ROUTINGS, MLA_MODES, Scenario
+from ..engine.scenario import Scenario
 from ..serving.candidates import activation_dtype
 from ..serving.framework import DEFAULT_FRAMEWORK
 from ..serving.serve import (
@@ -44,14 +44,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--benchmark-waves", type=positive_float("--benchmark-waves"),
                         help="TTFT of a closed-loop benchmark of this many waves of --concurrency requests, its first "
                              "wave sent at once (default: the steady state)")
-    scenario.add_dtypes(parser, defaults)
     # the activations default to the serving recipe of the weights, as `plan` serves its rows (W8A8 fp8, NVFP4 W4A4
     # on NVIDIA Blackwell, 16-bit otherwise): a plan row's deployment served again gives the row's numbers
-    parser.set_defaults(act_dtype=None)
-    parser.add_argument("--attention", type=choice("--attention", ATTENTION_IMPLS), default=defaults.attention)
-    parser.add_argument("--expert-routing", type=choice("--expert-routing", EXPERT_ROUTINGS),
-                        default=defaults.expert_routing)
-    parser.add_argument("--mla-mode", type=choice("--mla-mode", MLA_MODES), default=defaults.mla_mode)
+    scenario.add_dtypes(parser, defaults, act_help=scenario.ACT_FOLLOWS_WEIGHTS)
+    scenario.add_kernels(parser, defaults)
     scenario.add_parallel(parser)
     parser.add_argument("--memory-utilization", type=fraction("--memory-utilization"),
                         help="the framework's memory fraction for the KV cache (default: the framework's)")
@@ -65,8 +61,10 @@ def add_arguments(parser) -> None:
 def _add_pools(parser) -> None:
     parser.add_argument("--mode", type=choice("--mode", MODES), default="aggregated",
                         help="aggregated | disaggregated (prefill and decode pools)")
-    parser.add_argument("--prefill-workers", type=positive_int("--prefill-workers"), default=1)
-    parser.add_argument("--decode-workers", type=positive_int("--decode-workers"), default=1)
+    parser.add_argument("--prefill-workers", type=positive_int("--prefill-workers"), default=1,
+                        help="--mode disaggregated: engines computing prompts (default 1)")
+    parser.add_argument("--decode-workers", type=positive_int("--decode-workers"), default=1,
+                        help="--mode disaggregated: engines decoding, each of the --tp/--pp/--ep plan (default 1)")
     for name in ("tp", "pp", "ep"):
         parser.add_argument(f"--prefill-{name}", type=positive_int(f"--prefill-{name}"),
                             help=f"the prefill workers' {name} (default: the decode plan's)")

@@ -21,7 +21,7 @@ def did_you_mean(value: object, allowed: Iterable[str]) -> str:
 
 def unknown(what: str, value: object, allowed: Iterable[str]) -> RooflineInputError:
     """Error for a value that is not one of `allowed`, listing them and suggesting the nearest."""
-    allowed = sorted(allowed)
+    allowed = sorted(set(allowed))  # a name in two sources (configured and catalog) listed once
     named = [name or "''" for name in allowed]  # an empty value allowed (a dtype 'as the weights') shows as ''
     shown = ", ".join(named) if len(named) <= 60 else ", ".join(named[:60]) + ", ..."
     return RooflineInputError(f"{what}: unknown value '{clip(value)}'{did_you_mean(value, allowed)}; allowed: {shown}")

@@ -153,9 +153,11 @@ class ResolvedConfig:
 def check_key(section: str, key: object) -> str:
     """`key` if it is a safe path component (see SAFE_KEY, MAX_KEY_LENGTH), else a one-line error."""
     if not isinstance(key, str) or not SAFE_KEY.fullmatch(key):
+        lower = key.lower() if isinstance(key, str) else ""
+        hint = f" (did you mean '{lower}'?)" if SAFE_KEY.fullmatch(lower) else ""
         raise RooflineInputError(
-            f"{section}: key {key!r} is not allowed; keys use lowercase letters, digits, '.', '-' and '_' and start "
-            "with a letter or digit (they become file names under results/ and reports/)")
+            f"{section}: key {key!r} is not allowed{hint}; keys use lowercase letters, digits, '.', '-' and '_' and "
+            "start with a letter or digit (they become file names under results/ and reports/)")
     if len(key) > MAX_KEY_LENGTH:
         raise RooflineInputError(
             f"{section}: key '{key[:24]}...' ({len(key)} characters) is too long; keys have at most "

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import Accelerator
+from ..engine.hardware import catalog as gpu_catalog
 from ..engine.models import ModelSpec
+from ..engine.parallel import MAX_DEVICES, Parallel
 from ..serving.framework import DEFAULT_FRAMEWORK
 from ..serving.table import ServingSettings, ServingWorkload
 
@@ -20,6 +22,9 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
     keys = tuple(section.get("gpus") or gpus)
     for key in keys:
         if key not in gpus:
+            if key in gpu_catalog():  # a catalog device: served only where the config lists it
+                raise RooflineInputError(f"serving.gpus: '{key}' is not in gpus:; serving runs on the configured "
+                                         f"devices ({', '.join(gpus)}): add it to gpus: or drop it here")
             raise unknown("serving.gpus", key, gpus)
     defaults = {name: section[name] for name in ("framework", "mode") if name in section}
     workloads = []
@@ -35,10 +40,40 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
             try:
                 workload.validate(model)
             except RooflineInputError as error:
-                raise RooflineInputError(f"serving.workloads[{i}].{error} (models.{model.key})") from None
+                raise RooflineInputError(f"serving.workloads[{i}].{_as_key(str(error))} (models.{model.key})") from None
+        _check_pools(f"serving.workloads[{i}]", workload, {key: gpus[key] for key in keys})
         workloads.append(workload)
     if not workloads:
         raise RooflineInputError("serving.workloads: empty; give at least one, e.g. {isl: 1024, osl: 1024, "
                                  "concurrency: [1, 16, 64]}")
     return ServingSettings(workloads=tuple(workloads), gpus=keys,
                            framework=section.get("framework", DEFAULT_FRAMEWORK))
+
+
+def _as_key(message: str) -> str:
+    """A workload's one-line error with the option it names (`--spec-accepted-length: ...`) as the config key
+    (`spec_accepted_length: ...`), so that the line names what to edit."""
+    head, sep, rest = message.partition(":")
+    if sep and head.startswith("--") and " " not in head:
+        return head[2:].replace("-", "_") + sep + rest
+    return message
+
+
+def _check_pools(where: str, workload: ServingWorkload, gpus: dict[str, Accelerator]) -> None:
+    """Refuse (one line, before any job runs) disaggregated pools that need more devices than any deployment may
+    use, or than a served gpu reaches, at their smallest (one device per decode worker; the prefill workers at
+    their plan, one device when it is the model's): beyond, no row could be served and the job would write an empty
+    table over the last good one."""
+    if workload.mode != "disaggregated":
+        return
+    prefill = Parallel(**workload.prefill_plan).devices if workload.prefill_plan else 1
+    least = workload.prefill_workers * prefill + workload.decode_workers
+    if least > MAX_DEVICES:
+        raise RooflineInputError(f"{where}.prefill_workers / decode_workers: {workload.prefill_workers} x {prefill} "
+                                 f"+ {workload.decode_workers} x 1 or more = at least {least} devices, more than "
+                                 f"{MAX_DEVICES} (the most one deployment may use); use fewer workers")
+    for key, gpu in gpus.items():
+        if least > gpu.reach:
+            raise RooflineInputError(f"{where}.prefill_workers / decode_workers: at least {least} devices of {key} "
+                                     f"cannot hand caches over between the pools ({key} reaches "
+                                     f"{int(gpu.reach)}); use fewer workers, mode: aggregated or other serving.gpus")

@@ -24,6 +24,14 @@ SERVED_COLUMNS = (
 )
 #: columns stated once under the table when every row reads the same
 CONSTANT_COLUMNS = ("mode", "estimate")
+NBSP = "\u00a0"
+#: how the search picked each GPU's plan, by plan.rank_on (the sentence under the served table)
+RANKINGS = {
+    "expected": "ranks first on the expected times among those that fit and meet the targets",
+    "bound": "ranks first on the roofline bounds among those that fit and whose bounds meet the targets "
+             "(plan.rank_on: bound; Targets met checks the expected times, which may miss them)",
+    "cost": "ranks first on the expected cost per million tokens among those that fit and meet the targets",
+}
 #: the mark of a concurrency the search could not raise (at_capacity) and what it means, said under the table
 CAPPED = "(full)"
 CAPPED_NOTE = (f"Users {CAPPED}: all the deployment holds (its KV cache, or the framework's cap on running "
@@ -37,7 +45,13 @@ def is_served(plans: pd.DataFrame | None) -> bool:
 
 def _pair(row: pd.Series, expected: str, bound: str, fmt) -> str:
     """'55.0 ms (26.7 ms)': the expected value, the bound in parentheses."""
-    return f"{fmt(row[expected])} ({fmt(row[bound])})"
+    return _both(fmt(row[expected]), fmt(row[bound]))
+
+
+def _both(expected: str, bound: str) -> str:
+    """'expected (bound)', each kept on one line (no-break spaces inside): a narrow column breaks between the two
+    alone, so a wide table (cost, disaggregated pools) stays inside the page."""
+    return f"{expected.replace(' ', NBSP)} ({bound.replace(' ', NBSP)})"
 
 
 def _usd(value) -> str:
@@ -84,7 +98,7 @@ def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
         "per_gpu": cell(_pair(row, "tokens_per_s_per_device_expected", "tokens_per_s_per_device", units.sig)),
         "per_user": cell(units.sig(row["tokens_per_s_per_user_expected"])),
         "cost": cell(units.DASH if units.missing(row.get("cost_per_million_tokens_expected")) else
-                     f"{_usd(row['cost_per_million_tokens_expected'])} ({_usd(row['cost_per_million_tokens'])})"),
+                     _both(_usd(row["cost_per_million_tokens_expected"]), _usd(row["cost_per_million_tokens"]))),
         "target": cell(check["text"], css="fit-yes" if check["meets"] else "misfit"),
         "estimate": cell(str(row.get("estimate", units.DASH))),
     }
@@ -114,6 +128,7 @@ def workload_text(plans: pd.DataFrame) -> str:
 
 def served_section(plans: pd.DataFrame | None, configured: dict[str, str] | None = None) -> dict | None:
     """Page 1's served block ({"workload", "columns" (shown_columns), "rows" (cells by column key), "constant",
+    "ranking" (how each GPU's plan was picked: RANKINGS),
     "reason", "coverage" (coverage_note over `configured`: {gpu key: name})}), None when the plan table is not the
     serving model's."""
     if not is_served(plans):
@@ -121,7 +136,9 @@ def served_section(plans: pd.DataFrame | None, configured: dict[str, str] | None
     targets = plans.attrs.get("workload") or {}
     rows = [served_cells(row, targets) for _, row in _ordered(plans, targets).iterrows()]
     columns, constant = shown_columns(rows)
+    ranked_on = (plans.attrs.get("search") or {}).get("rank_on", "expected")
     return {"workload": workload_text(plans), "columns": columns, "rows": rows, "constant": _notes(constant, rows),
+            "ranking": RANKINGS.get(ranked_on, RANKINGS["expected"]),
             "reason": plans.attrs.get("reason", "") if not rows else "",
             "coverage": coverage_note([plans], configured or {})}
 

@@ -154,9 +154,10 @@ def _cluster_steps(load: Load, scheduler: Scheduler, active, D, room):
 
 
 def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str, closed: bool = True,
-             rate=None) -> dict:
+             rate=None, busy=1.0) -> dict:
     """Times at decode occupancy D with `active` requests in flight: TPOT, TTFT, prompt-room use (`closed`: users
-    who send a request as their last one ends; False: independent arrivals at `rate` per second)."""
+    who send a request as their last one ends; False: independent arrivals at `rate` per second, which find the
+    engine running a step with probability `busy`)."""
     room, steps = _room(scheduler, load, D), max(load.decode_steps, 1e-9)
     if side == "bound":  # prompts fused evenly into the steps: no mix of steps is faster
         due = load.computed * D / steps
@@ -192,7 +193,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     prompt = first * heavy
     # closed loop: a group arrives as the last step of its members' previous requests ends, so it waits for a running
     # step and for queued prompts only as far as other groups are in flight (none when one group holds them all)
-    apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else 1.0
+    apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else busy
     ttft = scheduler.request_overhead_s + apart * square / (2 * mean) + prompt
     # the most requests/s the prompts allow: every step a full heavy one (at least the chunk's: tables not monotone)
     full = np.maximum(full, heavy)
@@ -406,7 +407,10 @@ def open_loop(stepper: Stepper, load: Load, scheduler: Scheduler, request_rate, 
     scheduler = replace(scheduler, sync=0.0)  # independent arrivals: no closed-loop groups
     D = active = np.zeros_like(rate)
     for _ in range(OPEN_ITERATIONS):
-        times = step_mix(stepper, load, scheduler, D, np.maximum(active, 1.0), side, closed=False, rate=rate)
+        # a Poisson arrival sees the time-average of the requests in flight (PASTA), about Poisson in number while
+        # they are served side by side: the engine is running a step w.p. 1 - exp(-active) (an idle one starts at once)
+        times = step_mix(stepper, load, scheduler, D, np.maximum(active, 1.0), side, closed=False, rate=rate,
+                         busy=-np.expm1(-active))
         D = 0.5 * D + 0.5 * np.minimum(rate * (load.osl - 1) * times["tpot"], largest)
         # past saturation both grow geometrically: held at `largest` (a run that does not keep up), not overflowed
         active = np.minimum(rate * (times["ttft"] + (load.osl - 1) * times["tpot"]), largest)

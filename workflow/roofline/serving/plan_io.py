@@ -39,8 +39,9 @@ def plan_arrow_table(rows: list[dict], reason: str, search: dict | None = None):
 def search_metadata(settings) -> dict:
     """What a plan table was searched with (roofline.serving.planner.PlanSettings): the workload with its targets
     (isl, osl, tpot_s, ttft_s; None = no target), the candidate devices as (key, display name), mode (None: the
-    step model), framework and the dtypes searched: the step model's `dtypes`, or the serving model's recipe
-    (weight_dtypes and kv_dtypes as searched; attention_weight_dtype; fp8_scaling)."""
+    step model), framework, what the frontier was ranked on (rank_on) and the dtypes searched: the step model's
+    `dtypes`, or the serving model's recipe (weight_dtypes and kv_dtypes as searched; attention_weight_dtype;
+    fp8_scaling)."""
     w = settings.workload
     searched = {"dtypes": list(settings.dtypes)} if settings.mode is None else {
         "weight_dtypes": list(settings.weight_dtypes or settings.dtypes),
@@ -48,7 +49,7 @@ def search_metadata(settings) -> dict:
         "attention_weight_dtype": settings.attention_weight_dtype, "fp8_scaling": settings.fp8_scaling}
     return {"workload": {"isl": w.isl, "osl": w.osl, "tpot_s": w.tpot_s, "ttft_s": w.ttft_s},
             "names": [[gpu.key, gpu.name] for gpu in settings.gpus], "mode": settings.mode,
-            "framework": settings.framework, **searched}
+            "framework": settings.framework, "rank_on": getattr(settings, "rank_on", "expected"), **searched}
 
 
 def read_plan_table(path: str):

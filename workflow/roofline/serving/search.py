@@ -383,14 +383,20 @@ def _capacities(model, candidates, frameworks, workload, drafted):
     return [cache[(c.scenario, c.gpu.key)] for c in candidates]
 
 
-def frontier(result: ServedSearch, per_gpu: bool = False, side: str = "expected") -> np.ndarray:
+def frontier(result: ServedSearch, per_gpu: bool = False, side: str = "expected", per_mode: bool = False) -> np.ndarray:
     """Candidates that fit and meet the targets on the Pareto front of tokens/s per device against tokens/s per
-    user (expected, or bounds with side="bound"), best first; `per_gpu`: one front per device, in device order."""
+    user (expected, or bounds with side="bound"), best first; `per_gpu`: one front per device, in device order;
+    `per_mode` (--mode all): one front per mode, merged best first, so that each mode's best plans are there even
+    where the other mode's beat them (an aggregated plan is not dropped for a disaggregated one)."""
     suffix = "_expected" if side == "expected" else ""
     meets = result.meets(side)
     ok = np.flatnonzero(meets & ~_waiting_users(result, meets, side))
     x = result.columns[f"tokens_per_s_per_device{suffix}"][ok]
     y = result.columns[f"tokens_per_s_per_user{suffix}"][ok]
+    if per_mode:
+        modes = np.array([c.mode for c in result.candidates])[result.candidate[ok]]
+        merged = fronts(ok, x, y, modes, ("aggregated", "disaggregated"))
+        return merged[np.argsort(-result.columns[f"tokens_per_s_per_device{suffix}"][merged], kind="stable")]
     if not per_gpu:
         return fronts(ok, x, y)
     gpus = [c.gpu.key for c in result.candidates]

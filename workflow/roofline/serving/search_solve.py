@@ -113,7 +113,8 @@ def disaggregated(selected, points: Points, tables, load, fw, model, drafted, sp
               for c in selected]
     layouts = [np.array(v, dtype=float) for v in zip(*(
         (p.prefill_workers, p.decode_workers, p.prefill_devices, p.decode_devices) for p in shapes))]
-    transfers = np.array([dis.transfer_seconds(model, c.scenario, c.gpu, load, p) for c, p in zip(selected, shapes)])
+    transfers = np.array([dis.transfer_seconds(model, c.scenario, c.gpu, load, p, c.prefill_plan)
+                          for c, p in zip(selected, shapes)])
 
     def solve(at: Chunk) -> dict:
         prefill, decode = prefills.at_points(prefill_rows[at.rows]), decodes.at_points(decode_rows[at.rows])

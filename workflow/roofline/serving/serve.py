@@ -43,7 +43,8 @@ class Workload:
     request_rate: float | None = None
     prefix_hit: float = 0.0
 
-    def validate(self) -> "Workload":
+    def validate(self, waves: float = 0.0) -> "Workload":
+        """Refuse (one line) what no served run has; `waves` (--benchmark-waves) is a closed-loop benchmark's."""
         for name in ("isl", "osl"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SEQ_LEN:
@@ -59,6 +60,9 @@ class Workload:
         if self.request_rate is not None and not (self.request_rate > 0 and math.isfinite(self.request_rate)):
             raise RooflineInputError(f"--request-rate: {self.request_rate!r} is not allowed; expected a positive "
                                      "number of requests per second")
+        if waves and self.request_rate is not None:
+            raise RooflineInputError("--benchmark-waves: times a closed-loop benchmark's first wave of --concurrency "
+                                     "requests sent at once; an open loop (--request-rate) has no waves: drop it")
         if not 0 <= self.prefix_hit < 1:
             raise RooflineInputError(f"--prefix-hit: {self.prefix_hit!r} is not allowed; expected a share from 0 to "
                                      "below 1 of the prompt tokens found in the prefix cache")
@@ -180,7 +184,7 @@ def check_context(model: ModelSpec, workload: Workload) -> None:
 
 def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse", waves: float = 0.0) -> dict:
     """The served row of one aggregated deployment (SERVE_COLUMNS)."""
-    workload.validate()
+    workload.validate(waves)
     check_context(served.model, workload)
     load = workload.load(served.spec)
     draft = draft_model(served.spec, served.model)
@@ -314,7 +318,7 @@ class Disaggregation:
 def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregation, overflow: str = "refuse",
                         waves: float = 0.0) -> dict:
     """The served row of one disaggregated deployment (SERVE_COLUMNS)."""
-    workload.validate()
+    workload.validate(waves)
     check_context(served.model, workload)
     pools.validate(served)
     load = workload.load(served.spec)
@@ -333,7 +337,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     sequences = max(cap.running_bound, cap.running, 1.0)
     prefill = served.stepper(load, sequences, prefill_scenario).prompts_alone()  # as in the search (search_solve)
     decode = served.stepper(load, sequences)
-    transfer = dis.transfer_seconds(served.model, served.scenario, served.gpu, load, shape)
+    transfer = dis.transfer_seconds(served.model, served.scenario, served.gpu, load, shape, pools.prefill_plan)
     closed = workload.concurrency is not None
     offered = workload.concurrency if closed else workload.request_rate
     def solve(users_or_rate, closed_loop: bool) -> dict:

@@ -62,7 +62,10 @@ class ServingWorkload:
     def speculation(self, model: ModelSpec) -> Speculation:
         if self.spec_method is None:
             return Speculation()
-        draft = get_model(self.spec_draft_model) if self.spec_draft_model else None
+        try:
+            draft = get_model(self.spec_draft_model) if self.spec_draft_model else None
+        except RooflineInputError as error:  # get_model names its `model`; here it is the draft's key
+            raise RooflineInputError("spec_draft_model" + str(error).removeprefix("model")) from None
         return Speculation(self.spec_method, self.spec_tokens, self.spec_acceptance, self.spec_accepted_length,
                            draft).validate(model)
 

@@ -75,12 +75,23 @@ def is_snakemake(argv: list[str]) -> bool:
             or any(arg == "-m" and nxt == "snakemake" for arg, nxt in zip(head, head[1:])))
 
 
+def ancestors(pid: int) -> set[int]:
+    """The live processes `pid` descends from (its parent, theirs, ... up to init)."""
+    up, found = parents(), set()
+    while (pid := up.get(pid, 0)) > 0 and pid not in found:
+        found.add(pid)
+    return found
+
+
 def snakemake_runs_in(workdir: Path, exclude: int | None = None) -> list[int]:
-    """Pids of live Snakemake processes whose working directory is `workdir` (other than `exclude`)."""
+    """Pids of live Snakemake processes whose working directory is `workdir`, other than `exclude` and the processes
+    it descends from (a wrapper that started it, `timeout 900 snakemake ...` or `nice snakemake ...`, names
+    Snakemake on its own command line, and is this run, not another one)."""
     workdir = Path(workdir).resolve()
+    skip = set() if exclude is None else {exclude} | ancestors(exclude)
     found = []
     for entry in PROC.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == exclude:
+        if not entry.name.isdigit() or int(entry.name) in skip:
             continue
         pid = int(entry.name)
         if is_snakemake(command_line(pid)) and working_directory(pid) == workdir and start_time(pid) is not None:

@@ -1,0 +1,109 @@
+"""Findings of an interface audit (every flag and column issue 18 names, run as a new user would) and of a fuzz of
+config.yaml through the pipeline (14 valid configs, ~45 invalid ones), each a test that failed before its fix."""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+import roofline
+from roofline.cli import app as cli
+from roofline.engine.errors import RooflineInputError, unknown
+from roofline.pipeline.config import resolve_config
+from roofline.serving.search_budget import check_budget
+
+CONFIG = yaml.safe_load((Path(__file__).resolve().parents[1] / "config.yaml").read_text())
+
+
+def _error(capsys, *argv) -> str:
+    """The one error line of `roofline ARGV` (exit status 2)."""
+    assert cli.main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def _config_error(**sections) -> str:
+    config = copy.deepcopy(CONFIG)
+    config.update(sections)
+    with pytest.raises(RooflineInputError) as error:
+        resolve_config(config)
+    assert "\n" not in str(error.value)
+    return str(error.value)
+
+
+def test_benchmark_waves_are_refused_under_a_request_rate(capsys):
+    # an open loop has no waves: the option was accepted and changed nothing (the two outputs were identical)
+    err = _error(capsys, "serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                 "--request-rate", "3", "--benchmark-waves", "2")
+    assert err.startswith("roofline: error: --benchmark-waves: times a closed-loop benchmark's first wave")
+
+
+def test_a_request_at_an_idle_engine_waits_no_longer_than_a_lone_user():
+    # an arrival waited out half a running step however idle the engine: 46.6 ms against a lone user's 43.5 ms
+    # (Llama-3.1-8B on an H100); it now finds a step running w.p. 1 - exp(-N) at N requests in flight
+    kwargs = dict(model="llama-3.1-8b", gpu="h100-sxm", isl=1024, osl=256)
+    lone = roofline.serve(**kwargs, concurrency=1).iloc[0]
+    idle = roofline.serve(**kwargs, request_rate=1e-6).iloc[0]
+    busy = roofline.serve(**kwargs, request_rate=1.0).iloc[0]
+    assert idle["ttft_expected_s"] == pytest.approx(lone["ttft_expected_s"], rel=1e-4)
+    assert idle["ttft_expected_s"] < busy["ttft_expected_s"]
+
+
+def test_a_request_under_data_parallel_attention_moves_its_cache_over_one_link():
+    # under DP attention a request lives on one attention replica of each pool: its cache goes over one link,
+    # not over min(prefill devices, decode devices) = 8 of them (DeepSeek-V3, 4096-token prompt, 288 MB in bf16)
+    kwargs = dict(model="deepseek-v3", gpu="h200-sxm", isl=4096, osl=1024, concurrency=64, mode="disaggregated",
+                  prefill_workers=2, decode_workers=1, tp=8)
+    spread = roofline.serve(**kwargs).iloc[0]["kv_transfer_s"]
+    one = roofline.serve(**kwargs, ep=8, attention_dp=True).iloc[0]["kv_transfer_s"]
+    # 8 links: 288 MB / (8 x 50 GB/s) = 0.72 ms; one link: 5.8 ms (each plus the network's ~5 us latency)
+    assert 0.7e-3 < spread < 0.75e-3 and 5.7e-3 < one < 5.85e-3
+    assert one - 5e-6 == pytest.approx(8 * (spread - 5e-6), rel=0.01)
+
+
+def test_the_plan_table_shows_the_ttft_and_tpot_bounds_beside_the_expected(capsys):
+    assert cli.main(["plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                     "--max-devices", "1", "--top", "1"]) == 0
+    header = capsys.readouterr().out.splitlines()[0].split()
+    assert header.index("ttft_s") == header.index("ttft_expected_s") + 1
+    assert header.index("tpot_s") == header.index("tpot_expected_s") + 1
+
+
+def test_a_tiny_search_over_its_limit_says_under_a_second():
+    with pytest.raises(RooflineInputError, match=r"over the limit of 10 \(under a second at "):
+        check_budget(100, 10, "plan", "raise --max-candidates")
+
+
+def test_pools_no_deployment_can_have_are_refused_before_any_job_runs():
+    # 4000 + 4000 workers passed the config check; both serving jobs then wrote empty tables over the good ones
+    err = _config_error(serving={"workloads": [{"isl": 1024, "osl": 256, "concurrency": [1, 8],
+                                                "mode": "disaggregated", "prefill_workers": 4000,
+                                                "decode_workers": 4000}]})
+    assert err.startswith("serving.workloads[0].prefill_workers / decode_workers: 4000 x 1 + 4000 x 1 or more = "
+                          "at least 8000 devices, more than 4096")
+
+
+def test_workload_errors_name_the_config_key():
+    draft = _config_error(serving={"workloads": [{"isl": 1024, "osl": 256, "concurrency": [1], "spec_method": "draft",
+                                                  "spec_acceptance": 0.7, "spec_draft_model": "llama-3.2-1b"}]})
+    assert draft.startswith("serving.workloads[0].spec_draft_model: unknown value 'llama-3.2-1b'")  # was '.model'
+    length = _config_error(serving={"workloads": [{"isl": 1024, "osl": 256, "concurrency": [1],
+                                                   "spec_method": "eagle", "spec_accepted_length": 9}]})
+    assert length.startswith("serving.workloads[0].spec_accepted_length: 9 is not allowed")  # was '.--spec-...'
+
+
+def test_a_catalog_gpu_missing_from_gpus_is_named_as_such():
+    err = _config_error(serving={"gpus": ["b200"], "workloads": [{"isl": 16, "osl": 16, "concurrency": [1]}]})
+    assert err.startswith("serving.gpus: 'b200' is not in gpus:; serving runs on the configured devices")
+
+
+def test_a_key_in_capitals_is_offered_in_lowercase():
+    assert "key 'L40S' is not allowed (did you mean 'l40s'?)" in _config_error(gpus={"L40S": {}})
+
+
+def test_a_name_in_two_sources_is_listed_once():
+    message = str(unknown("plan.gpus", "h100-sxmm", ["h100-sxm", "l40s", "h100-sxm", "l40s"]))
+    assert message.endswith("allowed: h100-sxm, l40s")
