@@ -169,6 +169,12 @@ def _dry_run(work, text: str, *extra: str) -> subprocess.CompletedProcess:
      "Invalid configuration: scenario.batch: '8' is not allowed; expected integer"),
     ("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {bandwidth_gbps: 1.0e+308}}\n",
      "Invalid configuration: gpus.h100-sxm.bandwidth_gbps: 1e+308 is not plausible"),
+    # keys that act on nothing, as written (the schema's defaults fill every workload's spec_tokens and workers)
+    ("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {}}\nserving: {workloads: [{isl: 64, osl: 8, concurrency: [1], "
+     "spec_tokens: 4}]}\n", "Invalid configuration: serving.workloads[0].spec_tokens: sets speculative decoding"),
+    ("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {}}\nserving: {workloads: [{isl: 64, osl: 8, concurrency: [1], "
+     "prefill_workers: 3}]}\n", "Invalid configuration: serving.workloads[0].prefill_workers: sizes the pools of "
+                                "mode: disaggregated, and this workload is aggregated"),
 ])
 def test_snakemake_refuses_in_one_line(workflow_copy, text, expected):
     run = _dry_run(workflow_copy, text)

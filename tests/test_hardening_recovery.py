@@ -174,7 +174,9 @@ def test_stale_outputs_are_the_per_key_paths_of_keys_no_longer_configured(tmp_pa
              "reports/figures/qwen/roofline_h100.svg", "reports/qwen.html", "reports/qwen.pdf", "reports/llama.pdf",
              "reports/summary.html", "reports/other.html", "results/ops.parquet",
              "reports/figures/.llama.ab12cd34.part/x.svg",  # a killed figure job's: its writer cleans it up
-             "reports/figures/.qwen.ab12cd34.part/x.svg"]  # ... but not any more for a removed model
+             "reports/figures/.qwen.ab12cd34.part/x.svg",  # ... but not any more for a removed model
+             "results/plans/qwen.parquet", "results/serving/qwen.parquet", "results/plans/llama.parquet",
+             "reports/qwen.txt"]  # one file per model: the tables stayed behind; a .txt is the user's own
     for name in files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
@@ -182,11 +184,12 @@ def test_stale_outputs_are_the_per_key_paths_of_keys_no_longer_configured(tmp_pa
     assert sorted(map(str, found)) == sorted([
         "results/ops/llama/h100/decode.parquet", "results/ops/llama/a6000", "results/totals/qwen",
         "results/models/qwen", "reports/figures/qwen", "reports/figures/.qwen.ab12cd34.part", "reports/qwen.html",
-        "reports/qwen.pdf"])
+        "reports/qwen.pdf", "results/plans/qwen.parquet", "results/serving/qwen.parquet"])
     target = stale.move_aside(tmp_path, found)
     assert (target / "reports/qwen.pdf").is_file() and not (tmp_path / "reports/qwen.pdf").exists()
     assert stale.stale_outputs(tmp_path, ["llama"], ["h100"], ["prefill"], ["ops", "totals"]) == []
     assert (tmp_path / "reports/other.html").exists() and (tmp_path / "reports/llama.pdf").exists()
+    assert (tmp_path / "results/plans/llama.parquet").exists() and (tmp_path / "reports/qwen.txt").exists()
 
 
 # ------------------------------------------------------------------------------------------------ end to end

@@ -9,6 +9,7 @@ from snakemake.utils import validate
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # the roofline package of this checkout
 from roofline.engine.errors import RooflineInputError
 from roofline.pipeline.config import resolve_config
+from roofline.pipeline.serving_section import check_given_keys
 from roofline.pipeline.schema import load_schema, typed_config
 from roofline.pipeline.schema_messages import check_schema, describe_schema_error
 from roofline.pipeline.sources import engine_sources
@@ -35,6 +36,7 @@ def _resolved_config():
         config.clear()
         config.update(typed)
         check_schema(config, schema)  # one line, before validate() fills defaults (it fails on a mistyped value)
+        check_given_keys(config.get("serving"))  # keys that act on nothing, as written (before the defaults)
         validate(config, SCHEMA)
         return resolve_config(config, base_dir=Path.cwd())
     except WorkflowError as error:

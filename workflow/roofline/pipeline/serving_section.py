@@ -77,3 +77,29 @@ def _check_pools(where: str, workload: ServingWorkload, gpus: dict[str, Accelera
             raise RooflineInputError(f"{where}.prefill_workers / decode_workers: at least {least} devices of {key} "
                                      f"cannot hand caches over between the pools ({key} reaches "
                                      f"{int(gpu.reach)}); use fewer workers, mode: aggregated or other serving.gpus")
+
+
+#: workload keys that act only with another: the pools' with mode disaggregated, the drafts' with a spec_method
+POOL_KEYS = ("prefill_workers", "decode_workers", "prefill_plan")
+SPEC_KEYS = ("spec_tokens", "spec_acceptance", "spec_accepted_length", "spec_draft_model")
+
+
+def check_given_keys(section: dict | None) -> None:
+    """Refuse (one line) workload keys given where they would change nothing: pool sizes in an aggregated workload,
+    a draft's settings without spec_method. Runs on the config as written, before the schema fills its defaults
+    (after, every workload carries spec_tokens and the worker counts)."""
+    if not isinstance(section, dict):
+        return
+    for i, entry in enumerate(section.get("workloads") or []):
+        if not isinstance(entry, dict):
+            continue
+        mode = entry.get("mode", section.get("mode", "aggregated"))
+        pools = [key for key in POOL_KEYS if key in entry]
+        if mode != "disaggregated" and pools:
+            raise RooflineInputError(f"serving.workloads[{i}].{pools[0]}: sizes the pools of mode: disaggregated, "
+                                     f"and this workload is {mode}; give mode: disaggregated or leave it out")
+        drafts = [key for key in SPEC_KEYS if key in entry]
+        if entry.get("spec_method") is None and drafts:
+            raise RooflineInputError(f"serving.workloads[{i}].{drafts[0]}: sets speculative decoding, which this "
+                                     "workload does not use; give spec_method (mtp, eagle, draft or ngram) or leave "
+                                     "it out")

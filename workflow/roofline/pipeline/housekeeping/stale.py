@@ -32,11 +32,17 @@ def _key(folder: Path) -> str:
     return match.group(1) if match else folder.name
 
 
+#: results/{folder}/{model}.parquet tables (the plan and serving rules')
+PER_MODEL_TABLES = ("plans", "serving")
+#: reports/{model}{suffix}: the model's HTML and PDF report (other files there are the user's: never moved)
+MODEL_REPORTS = (".html", ".pdf")
+
+
 def stale_outputs(workdir: Path, models: Iterable[str], gpus: Iterable[str], stages: Iterable[str],
                   tables: Iterable[str]) -> list[Path]:
     """Paths (relative to `workdir`) of per-key outputs whose model, GPU or stage the config no longer lists:
-    results/{table}/{model}/[{gpu}/[{stage}.parquet]], results/models/{model}/, reports/figures/{model}/ and
-    reports/{model}.html|pdf."""
+    results/{table}/{model}/[{gpu}/[{stage}.parquet]], results/models/{model}/, results/plans|serving/{model}.parquet,
+    reports/figures/{model}/ and reports/{model}.html|pdf."""
     workdir, models, gpus, stages = Path(workdir), set(models), set(gpus), set(stages)
     stale: list[Path] = []
     former: set[str] = set()
@@ -56,9 +62,13 @@ def stale_outputs(workdir: Path, models: Iterable[str], gpus: Iterable[str], sta
             if _key(model_dir) not in models:
                 stale.append(model_dir)
                 former.add(_key(model_dir))
+    for folder in PER_MODEL_TABLES:  # one file per model: the deployment search's and the served table
+        for table in sorted((workdir / "results" / folder).glob("*.parquet")):
+            if table.stem not in models:
+                stale.append(table)
+                former.add(table.stem)
     for model in sorted(former):
-        stale += [p for p in (workdir / "reports" / f"{model}.html", workdir / "reports" / f"{model}.pdf")
-                  if p.is_file()]
+        stale += [p for p in (workdir / "reports" / f"{model}{suffix}" for suffix in MODEL_REPORTS) if p.is_file()]
     return [p.relative_to(workdir) for p in stale]
 
 
