@@ -136,6 +136,14 @@ def test_the_summary_groups_the_served_rows_by_model(searched):
     assert [row["model"] for row in table["rows"]] == ["llama-3.1-8b"] * len(GPUS)
     assert [row["first"] for row in table["rows"]] == [True] + [False] * (len(GPUS) - 1)
     assert served.summary_served({}, specs) is None
+    assert table["unmet"] == []
+    # a model whose search kept no plan is said under the table (it was left out without a word)
+    none = searched.iloc[:0].copy()
+    none.attrs = {**searched.attrs, "reason": "no plan meets TPOT <= 0.001 ms"}
+    table = served.summary_served({"llama-3.1-8b": searched, "llama-2-7b": none}, specs)
+    assert table["unmet"] == [{"name": "Llama 2", "reason": "no plan meets TPOT <= 0.001 ms"}]
+    alone = served.summary_served({"llama-2-7b": none}, specs)
+    assert alone["rows"] == [] and alone["unmet"] and alone["columns"] == []
 
 
 def test_the_model_page_renders_the_served_table_before_the_stage_tables(searched):

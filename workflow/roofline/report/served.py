@@ -207,24 +207,27 @@ def _estimate_note(row: pd.Series) -> str:
 def summary_served(plans: dict[str, pd.DataFrame], specs: dict,
                    configured: dict[str, str] | None = None) -> dict | None:
     """The summary's served table: per model (config order), each GPU's recommended deployment under load (the
-    rows of `served_section`), {"workload", "columns", "rows", "coverage"}; None when no plan table is the serving
-    model's.
+    rows of `served_section`), {"workload", "columns", "rows", "coverage", "unmet" (the models no deployment of
+    which meets the targets: {"name", "reason"})}; None when no plan table is the serving model's.
     Each row: {"model", "name", "href", "pdf", "first", "cells"}."""
-    rows, workload = [], ""
+    rows, workload, unmet = [], "", []
     for model, spec in specs["models"].items():
         table = plans.get(model)
         if not is_served(table):
             continue
         targets = table.attrs.get("workload") or {}
         workload = workload or workload_text(table)
-        for i, (_, row) in enumerate(_ordered(table, targets).iterrows()):
+        ordered = _ordered(table, targets)
+        if ordered.empty:  # said under the table, not left out without a word
+            unmet.append({"name": spec["name"], "reason": table.attrs.get("reason", "") or "no plan qualifies"})
+        for i, (_, row) in enumerate(ordered.iterrows()):
             rows.append({"model": model, "name": spec["name"], "name_parts": name_parts(spec["name"]),
                          "href": f"{model}.html", "pdf": f"{model}.pdf", "first": i == 0,
                          "cells": served_cells(row, targets)})
-    if not rows:
+    if not rows and not unmet:
         return None
-    columns, constant = shown_columns([row["cells"] for row in rows])
+    columns, constant = shown_columns([row["cells"] for row in rows]) if rows else ([], "")
     searched = [table for table in plans.values() if is_served(table)]
     return {"workload": workload, "columns": columns, "rows": rows,
-            "constant": _notes(constant, [row["cells"] for row in rows]),
-            "coverage": coverage_note(searched, configured or {})}
+            "constant": _notes(constant, [row["cells"] for row in rows]) if rows else "",
+            "coverage": coverage_note(searched, configured or {}), "unmet": unmet}
