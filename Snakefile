@@ -5,6 +5,9 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
+include: "workflow/rules/config_syntax.smk"  # config.yaml's YAML syntax, named by line, before Snakemake reads it
+
+
 configfile: "config.yaml"
 
 

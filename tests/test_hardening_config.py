@@ -184,6 +184,19 @@ def test_snakemake_refuses_in_one_line(workflow_copy, text, expected):
         assert "(lines 4 and 5)" in lines[0]
 
 
+def test_a_yaml_syntax_error_in_config_yaml_names_its_line(workflow_copy):
+    # Snakemake's own reading said only "Config file is not valid JSON or YAML"
+    (workflow_copy / "config.yaml").write_text("models:\n  llama-2-7b: {\ngpus: {h100-sxm: {}}\n")
+    try:
+        run = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(workflow_copy / "Snakefile"),
+                              "--dry-run"], cwd=workflow_copy, capture_output=True, text=True, timeout=600)
+    finally:
+        (workflow_copy / "config.yaml").write_text("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {}}\n")
+    lines = [line for line in run.stderr.splitlines() if line.startswith("Invalid configuration: ")]
+    assert run.returncode == 2 and len(lines) == 1, run.stderr[-2000:]
+    assert lines[0].startswith("Invalid configuration: config.yaml: not valid YAML") and "line 2, column 15" in lines[0]
+
+
 def test_snakemake_reads_yaml_numbers_in_any_notation_and_types_config_values(workflow_copy):
     run = _dry_run(workflow_copy, "models: {llama-2-7b: {}}\ngpus: {h100-sxm: {bandwidth_gbps: 3e3}}\n",
                    "--config", "scenario={batch: 8}", "gpus={h100-sxm: {peak_tflops: {fp16: 1e3}}}")
