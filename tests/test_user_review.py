@@ -107,3 +107,18 @@ def test_a_key_in_capitals_is_offered_in_lowercase():
 def test_a_name_in_two_sources_is_listed_once():
     message = str(unknown("plan.gpus", "h100-sxmm", ["h100-sxm", "l40s", "h100-sxm", "l40s"]))
     assert message.endswith("allowed: h100-sxm, l40s")
+
+
+def test_an_open_loop_that_does_not_keep_up_says_what_it_runs_out_of(capsys):
+    # limited_by was 'none' on every aggregated row, keeps_up False included: the user was not told what saturates
+    kwargs = dict(model="llama-3.1-8b", gpu="h100-sxm")
+    assert roofline.serve(**kwargs, isl=1024, osl=256, request_rate=1.0).iloc[0]["limited_by"] == "none"
+    # 8000-token prompts at 50/s: the saturated engine computes prompts all the time (4.9 requests/s at most)
+    prompts = roofline.serve(**kwargs, isl=8000, osl=16, request_rate=50.0).iloc[0]
+    assert not prompts["keeps_up"] and prompts["limited_by"] == "prefill"
+    # 64-token prompts, 4096-token outputs at 20/s: every slot of the cache is taken, the prompts keep up
+    slots = roofline.serve(**kwargs, isl=64, osl=4096, request_rate=20.0).iloc[0]
+    assert not slots["keeps_up"] and slots["limited_by"] == "kv_cache" and slots["kv_cache_utilization"] == 1.0
+    assert cli.main(["serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "8000", "--osl", "16",
+                     "--request-rate", "50", "--format", "csv"]) == 0
+    assert "(computing the prompts is what limits it)" in capsys.readouterr().err

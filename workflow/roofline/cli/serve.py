@@ -142,11 +142,18 @@ def _refuse_pool_options(args) -> None:
         raise RooflineInputError(f"--{given[0].replace('_', '-')}: only with --mode disaggregated")
 
 
+#: the note's words for what a run that does not keep up runs out of (limited_by)
+RUNS_OUT = {"prefill": " (computing the prompts is what limits it)",
+            "kv_cache": " (its KV cache is full: every slot taken)",
+            "decode": " (its decode workers are what limits it)"}
+
+
 def run(args) -> str:
     """The served row in --format; on stderr, one line when the deployment cannot keep up with --request-rate."""
     (row,), _ = table(args)
     if not row["keeps_up"]:
+        short = RUNS_OUT.get(row["limited_by"], "")
         print(f"note: {row['deployment']} completes at most {row['requests_per_s_expected']:.3g} requests/s, below "
-              f"--request-rate {row['request_rate']:g}: the queue grows without end, so ttft_expected_s and "
+              f"--request-rate {row['request_rate']:g}{short}: the queue grows without end, so ttft_expected_s and "
               "e2e_latency_expected_s are infinite (lower the rate or add devices)", file=sys.stderr)
     return one_row_text(row, COLUMNS, args.format, 34)

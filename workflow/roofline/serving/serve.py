@@ -215,8 +215,11 @@ def _sustained(expected: dict, rate: float, saturated) -> dict:
     if bool(expected["keeps_up"]):
         return expected
     full = saturated()
-    return {**full, "ttft": np.inf, "e2e": np.inf, "keeps_up": False,
-            "requests_per_s": np.minimum(rate, full["requests_per_s"])}
+    # what one engine runs out of (limited_by; disaggregated pools name theirs): the prompt room where the saturated
+    # state computes prompts all the time, else the KV cache (every slot taken, the prompts keeping up)
+    used = float(np.max(full["prefill_utilization"]))
+    return {"limited_by": "prefill" if used >= agg.MAX_UTILIZATION else "kv_cache", **full, "ttft": np.inf,
+            "e2e": np.inf, "keeps_up": False, "requests_per_s": np.minimum(rate, full["requests_per_s"])}
 
 
 def _offered_bound(requests_per_s, workload: Workload):
@@ -394,7 +397,8 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "none",
         "accepted_tokens_per_step": agg.step_yield(served.spec.tokens_per_step, workload.osl), "prefill_workers": 0,
         "decode_workers": 0,
-        "kv_transfer_s": 0.0, "limited_by": "none", "estimate": combine(*(p.estimate for p in parts)),
+        "kv_transfer_s": 0.0, "limited_by": expected.get("limited_by", "none"),
+        "estimate": combine(*(p.estimate for p in parts)),
         "calibration": parts[-1].calibration, "expert_weight_dtype": sc.expert_dtype,
         "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
         "attention_dp_balance": balance_label(served.framework.dp_balance),
