@@ -122,3 +122,13 @@ def test_an_open_loop_that_does_not_keep_up_says_what_it_runs_out_of(capsys):
     assert cli.main(["serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "8000", "--osl", "16",
                      "--request-rate", "50", "--format", "csv"]) == 0
     assert "(computing the prompts is what limits it)" in capsys.readouterr().err
+
+
+def test_the_python_api_takes_whole_floats_and_refuses_a_list_for_one_value():
+    kwargs = dict(model="llama-3.1-8b", gpu="h100-sxm", isl=1024, osl=256)
+    assert roofline.serve(**kwargs, concurrency=32.0).iloc[0]["concurrency"] == 32  # was "not an integer"
+    with pytest.raises(RooflineInputError, match=r"^--concurrency: '32.5' is not an integer"):
+        roofline.serve(**kwargs, concurrency=32.5)
+    with pytest.raises(RooflineInputError, match=r"^gpu: \['h100-sxm', 'h200-sxm'\] is not allowed; roofline.serve "
+                                                 r"takes one value here"):
+        roofline.serve(**{**kwargs, "gpu": ["h100-sxm", "h200-sxm"]}, concurrency=32)

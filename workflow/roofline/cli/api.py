@@ -58,12 +58,15 @@ def _argv(command: str, parser: argparse.ArgumentParser, options: dict) -> list[
                 argv.append(f"{option}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}")
             continue
         values = [value] if isinstance(value, str) or not isinstance(value, (list, tuple)) else list(value)
+        values = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values]  # 32.0 users are 32
         if action.nargs == "+":
             argv += [option, *map(str, values)]
         elif isinstance(action, argparse._AppendAction):
             argv += [f"{option}={v}" for v in values]
+        elif len(values) != 1 or isinstance(value, (list, tuple)):
+            raise RooflineInputError(f"{name}: {value!r} is not allowed; roofline.{command} takes one value here")
         else:
-            argv.append(f"{option}={value}")
+            argv.append(f"{option}={values[0]}")
     return argv
 
 
