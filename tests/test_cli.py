@@ -62,6 +62,18 @@ def test_ridge_and_list(capsys):
     assert code == 0 and "rtx-a6000" in out and "mi300x" in out
     code, out, _ = run(capsys, "list", "models")
     assert "deepseek-v3" in out
+    # --format csv|json: every figure in SI base units (the table rounds them), the peaks one column per dtype
+    import csv
+    import io
+    import json
+
+    code, out, _ = run(capsys, "list", "gpus", "--format", "csv")
+    h100 = next(row for row in csv.DictReader(io.StringIO(out)) if row["key"] == "h100-sxm")
+    assert float(h100["bandwidth_bytes_per_s"]) == 3.35e12 and float(h100["peak_fp16_flops_per_s"]) == 989.4e12
+    assert float(h100["scaleout_bandwidth_bytes_per_s"]) == 50e9 and h100["peak_fp4_flops_per_s"] == ""
+    code, out, _ = run(capsys, "list", "models", "--format", "json")
+    v3 = next(row for row in json.loads(out) if row["key"] == "deepseek-v3")
+    assert v3["params"] == 671_026_419_200 and v3["active_params"] == 37_552_297_472
 
 
 @pytest.mark.parametrize("argv, expected", [

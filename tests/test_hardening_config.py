@@ -132,7 +132,8 @@ def _cli(capsys, *argv):
 @pytest.mark.parametrize("argv, expected", [
     (["opss"], "roofline: error: command: unknown value 'opss' (did you mean 'ops'?); allowed: calibrate, compare, "
                "list, measure, ops, plan, ridge, serve, totals"),
-    (["list", "models", "--format", "csv"], "option '--format' is not accepted here; it belongs to: ops, totals"),
+    (["ridge", "--gpu", "h100-sxm", "--format", "csv"], "option '--format' is not accepted here; it belongs to: ops, "
+                                                         "totals"),
     ([], "missing command; allowed: ops, totals, ridge, plan, serve, compare, measure, calibrate, list (or --version)"),
     (["totals", "--model", "gpt2", "--gpu", "h100-sxm", "--stage", "prefill", "--seq-len", "5000"],
      "use --seq-len <= 1024 or give --model a config.json whose max_position_embeddings covers it"),
