@@ -87,5 +87,6 @@ class Progress:
             left = (total - done) * (now - since) / (done - before)
         else:
             left = elapsed / share - elapsed if share else float("nan")
-        about = f"about {left:.0f} s left" if left == left else "the time left not yet known"
+        about = ("the time left not yet known" if left != left else "under a second left" if left < 1
+                 else f"about {left:.0f} s left")
         self.write(f"plan: {share:.0%} of {self.candidates:,} candidates evaluated in {elapsed:.0f} s, {about}")
