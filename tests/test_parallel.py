@@ -340,6 +340,11 @@ def test_the_report_says_when_the_link_is_the_bottleneck():
     nvlink = sentence("h100-sxm", Parallel(tp=8), "decode")
     assert "16.4 kB" in nvlink and "set by the 2.00 µs latency" in nvlink and "adds them in flight" in nvlink
     assert sentence("h100-sxm", Parallel(), "decode") == ""  # one device: no collectives
+    assert "on each device's link" in pcie
+    # a pipeline: the step's all-reduces run through both stages, each device takes its own stage's (it read "on
+    # each device's link" for the whole count)
+    piped = sentence("rtx-a6000", Parallel(tp=4, pp=2), "prefill")
+    assert "all-reduces of 50.3 MB along the step's 2 pipeline stages, each on its devices' links" in piped
 
 
 # ------------------------------------------------------------------------------ collectives across domains

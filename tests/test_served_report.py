@@ -155,3 +155,13 @@ def test_the_model_page_renders_the_served_table_before_the_stage_tables(searche
     assert section["rows"][0]["tpot"]["text"] in html
     template = (environment().loader.get_source(environment(), "model.html.j2")[0])
     assert template.index("Served under load") < template.index("{% for table in decision %}")
+
+
+def test_fp8_weights_say_their_scales(searched):
+    # DeepSeek-V3's header said "fp8 (block scales)" while its served row, "fp8 / fp8", was a per-tensor
+    # re-quantization (plan.fp8_scaling tensor): the cell now says which
+    cells = [row["precision"]["text"] for row in served.served_section(searched)["rows"]]
+    assert cells and all(text == "fp8\u00a0(tensor) / fp8" for text in cells), cells
+    block = searched.copy()
+    block["fp8_scaling"] = "block"
+    assert served.served_section(block)["rows"][0]["precision"]["text"] == "fp8\u00a0(block) / fp8"

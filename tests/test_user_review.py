@@ -132,3 +132,28 @@ def test_the_python_api_takes_whole_floats_and_refuses_a_list_for_one_value():
     with pytest.raises(RooflineInputError, match=r"^gpu: \['h100-sxm', 'h200-sxm'\] is not allowed; roofline.serve "
                                                  r"takes one value here"):
         roofline.serve(**{**kwargs, "gpu": ["h100-sxm", "h200-sxm"]}, concurrency=32)
+
+
+def test_the_bandwidth_a_speed_up_follows_is_the_deployments():
+    # Mixtral decode: 2 x H100 (TP 2) at 3.98 ms against 4 x RTX A6000 (TP 4) at 8.69 ms, 2.18x; the sentence quoted
+    # one device's bandwidth each (3.35 TB/s against 768 GB/s: 4.36x), as if that set the deployments' ratio. Side
+    # by side the devices read 2 x 3.35 = 6.70 TB/s and 4 x 0.768 = 3.07 TB/s: 2.18x
+    import pandas as pd
+
+    from roofline.engine.hardware import get_accelerator
+    from roofline.report.text.executive import _follows_clause
+
+    rows = pd.DataFrame({"t_s": [0.003983, 0.008693], "memory_bound_share": [1.0, 1.0], "network_share": [0.0, 0.0],
+                         "tp": [2, 4]}, index=["h100-sxm", "rtx-a6000"])
+    names = {"h100-sxm": "2 x H100", "rtx-a6000": "4 x RTX A6000"}
+    text = _follows_clause(rows, {key: get_accelerator(key) for key in rows.index}, {}, names)
+    assert text == (", so it follows memory bandwidth: by the bound, 2 x H100 (6.70 TB/s over 2 devices) is 2.18× "
+                    "faster than "
+                    "4 x RTX A6000 (3.07 TB/s over 4 devices)")
+
+
+def test_a_share_is_rounded_once():
+    from roofline.report.units import percent_value
+
+    assert percent_value(0.5651) == 57.0  # was 56: 56.51 -> 56.5 -> 56 (half to even)
+    assert percent_value(0.0949) == 9.5 and percent_value(0.0996) == 10.0 and percent_value(0.125) == 13.0

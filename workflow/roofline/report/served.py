@@ -68,6 +68,14 @@ def _mode(row: pd.Series) -> str:
     return ", ".join(words)
 
 
+def _weights(row: pd.Series) -> str:
+    """The weights' dtype, with its scales where it is fp8 ('fp8 (block)': 128 x 128 blocks, as DeepSeek's and
+    Qwen3's own checkpoints; 'fp8 (tensor)': one scale per tensor, a re-quantization of such a checkpoint)."""
+    scaling = str(row.get("fp8_scaling", "") or "")
+    return f"fp8 ({scaling})" if row["weight_dtype"] == "fp8" and scaling in ("tensor", "block") else \
+        str(row["weight_dtype"])
+
+
 def at_capacity(row: pd.Series) -> bool:
     """Whether a fitting row's concurrency is all its deployment holds (kv_capacity_requests: the KV cache's and
     the framework's running-sequence cap, whichever is smaller), or the next the search's grid tries (steps of 16
@@ -90,7 +98,7 @@ def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
     waits = "" if bool(row["fits"]) else "the KV cache cannot hold every user: the others wait for a slot"
     return {
         "deployment": cell(str(row["deployment"]), css="name"),
-        "precision": cell(f"{row['weight_dtype']} / {row['kv_dtype']}", css="nowrap"),
+        "precision": cell(f"{_weights(row).replace(' ', NBSP)} / {row['kv_dtype']}"),  # may break at the slash
         "mode": cell(_mode(row)),
         "concurrency": cell(_users(row), waits),
         "ttft": cell(_pair(row, "ttft_expected_s", "ttft_s", units.seconds)),

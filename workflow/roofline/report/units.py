@@ -95,8 +95,10 @@ def percent_value(fraction: float) -> float:
     """The percentage `percent` prints, as a number (one decimal below 10%, whole from 10% up): words that
     classify a share (`text.bound_phrase`) use it, so '10%' always reads the same."""
     value = float(fraction) * 100
-    value = round(value, 1)
-    return float(round(value)) if value >= 10 else value
+    tenth = round(value, 1)
+    # whole percents from the value itself, half up: rounding its tenth again read 56.51% as 56.5% and then, half to
+    # even, as 56%
+    return float(math.floor(value + 0.5)) if tenth >= 10 else tenth
 
 
 def times(ratio: float) -> str:

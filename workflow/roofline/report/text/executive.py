@@ -13,10 +13,14 @@ from .treatments import lever_sentence
 from .words import is_throughput, network_share, spread_clause, step_bound, value_range, where_it_applies
 
 
-def footprint_parts(row: pd.Series) -> str:
+def footprint_parts(row: pd.Series, everywhere: bool = False) -> str:
     """'571 GB (weights 4.02 GB, KV cache 17.2 GB, activations 550 GB)': the busiest device of the deployment, with
-    the deployment named when it has several devices."""
-    where = f" per device of {row['deployment']}" if int(row["devices"]) > 1 else f" on {row['deployment']}"
+    the deployment named when it has several devices; `everywhere`: every configured GPU holds the same bytes on one
+    device (naming the one sorted last read as if it alone did)."""
+    if everywhere:
+        where = " on every configured GPU"
+    else:
+        where = f" per device of {row['deployment']}" if int(row["devices"]) > 1 else f" on {row['deployment']}"
     return (f"{units.nbytes(row['footprint_bytes'])}{where} (weights {units.nbytes(row['weight_bytes_per_device'])}, "
             f"KV cache {units.nbytes(row['kv_cache_bytes_per_device'])}, activations "
             f"{units.nbytes(row['activation_bytes'])})")
@@ -33,8 +37,11 @@ def fit_sentence(totals: pd.DataFrame, names: dict[str, str],
         # the verdict first: the footprint quoted is one deployment's, and read before it, "fits every GPU" was
         # taken to hold that deployment's bytes against every GPU
         where = "every configured GPU holds" if len(names) > 1 else "the GPU holds"
+        rows = totals[totals["stage"] == stage]
+        same = len(names) > 1 and (rows["devices"] == 1).all() and rows["footprint_bytes"].max() <= 1.0005 * rows[
+            "footprint_bytes"].min()
         return (f"Memory: {where} {'both stages' if len(stages) > 1 else f'the {stage} step'}; the largest "
-                f"footprint is {stage}'s {footprint_parts(largest[stage])}.")
+                f"footprint is {stage}'s {footprint_parts(largest[stage], same)}.")
     parts = []
     for stage in stages:
         fits = totals[totals["stage"] == stage].set_index("gpu")["fits"].astype(bool)
@@ -67,7 +74,7 @@ def speed_sentence(totals: pd.DataFrame, names: dict[str, str], scenario: dict) 
             continue
         expected = column.replace("_s", "_expected_s")
         best = fitting.loc[fitting[expected].idxmin()]
-        extra = (f" ({units.tokens_per_s(best['tokens_per_s_expected'])} at batch {scenario['batch']})"
+        extra = (f" ({units.tokens_per_s(best['tokens_per_s_expected'])} expected at batch {scenario['batch']})"
                  if stage == "decode" else f" for {scenario['batch']} × {scenario['seq_len']} prompt tokens")
         parts.append(f"{stage} {units.seconds(best[expected])} {what} expected (bound "
                      f"{units.seconds(best[column])}) on {best['deployment']}{extra}")
@@ -100,7 +107,7 @@ def stage_sentence(stage: str, rows: pd.DataFrame, treatments: pd.DataFrame, gpu
     if len(batching):
         speedups = dict(zip(batching["gpu"], batching["speedup"]))
         text += (f" Batching decode up to the critical batch (or as many sequences as fit) raises throughput "
-                 f"{value_range(speedups, units.times)}{where_it_applies(speedups, names)}.")
+                 f"{value_range(speedups, units.times)} (bound){where_it_applies(speedups, names)}.")
     return text
 
 
@@ -146,13 +153,24 @@ def _follows_clause(rows: pd.DataFrame, gpus: dict[str, Accelerator], scenario: 
     fast, slow = rows["t_s"].idxmin(), rows["t_s"].idxmax()
     ratio = units.times(float(rows["t_s"][slow] / rows["t_s"][fast]))
     if bounds == {"memory"}:
-        return (f", so it follows memory bandwidth: {names[fast]} ({units.bandwidth(gpus[fast].bandwidth_bytes_per_s)})"
-                f" is {ratio} faster than {names[slow]} ({units.bandwidth(gpus[slow].bandwidth_bytes_per_s)})")
+        return (f", so it follows memory bandwidth: by the bound, {names[fast]} "
+                f"({_across(rows, fast, gpus[fast].bandwidth_bytes_per_s, units.bandwidth)}) is {ratio} faster than "
+                f"{names[slow]} ({_across(rows, slow, gpus[slow].bandwidth_bytes_per_s, units.bandwidth)})")
     if bounds == {"compute"}:
         dtype, _ = gemm_peak(gpus[fast], scenario)
-        return (f", so it follows peak FLOP/s: {names[fast]} ({units.peak(gpus[fast].peak(dtype), dtype)}) is {ratio} "
-                f"faster than {names[slow]} ({units.peak(gpus[slow].peak(dtype), dtype)})")
+        return (f", so it follows peak FLOP/s: by the bound, {names[fast]} "
+                f"({_across(rows, fast, gpus[fast].peak(dtype), lambda v: units.peak(v, dtype))}) is {ratio} faster "
+                f"than {names[slow]} ({_across(rows, slow, gpus[slow].peak(dtype), lambda v: units.peak(v, dtype))})")
     return ""
+
+
+def _across(rows: pd.DataFrame, key: str, per_device: float, fmt) -> str:
+    """A deployment's figure as its step sees it: the tensor-parallel devices read (or compute) side by side, so
+    their sum, '6.70 TB/s over 2 devices' ('3.35 TB/s' for one); pipeline stages take turns and add nothing. The
+    speed-up quoted beside it is the deployments', so the figures must be too (one device's read as the cause of a
+    whole deployment's ratio)."""
+    tp = int(rows["tp"][key]) if "tp" in rows.columns else 1
+    return fmt(per_device * tp) + (f" over {tp} devices" if tp > 1 else "")
 
 
 def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.DataFrame,

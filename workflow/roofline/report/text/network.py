@@ -42,8 +42,12 @@ def network_sentence(stage: str, total: pd.Series, ops: pd.DataFrame, gpu: Accel
     link, latency = link_of(gpu, link_bw)
     name = COLLECTIVE_NAMES.get(top["op"], top["op"])
     reduced = name == "all-reduce" and gpu.in_network_reduction and link == gpu.scaleup_link
+    stages = int(total["pp"]) if "pp" in total.index and not units.missing(total["pp"]) else 1
+    # under a pipeline the step's path runs through every stage: each device takes its stage's share of them
+    where = ("on each device's link" if stages == 1
+             else f"along the step's {stages} pipeline stages, each on its devices' links")
     text = (f"On {total['deployment']} the collectives take {units.percent(share)} of the {stage} step: "
-            f"{count} {name}s of {units.nbytes(top['bytes_network'])} on each device's link ({link}, "
+            f"{count} {name}s of {units.nbytes(top['bytes_network'])} {where} ({link}, "
             f"{units.bandwidth(link_bw)} per direction"
             f"{'; the switch adds them in flight, so each tensor crosses once each way' if reduced else ''}) "
             f"at {units.seconds(top['t_s'])} apiece")

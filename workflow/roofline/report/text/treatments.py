@@ -99,7 +99,7 @@ def lever_sentence(stage: str, latency: pd.DataFrame, names: dict[str, str]) -> 
     label = labels[0] if len(labels) == 1 else labels[0].split(":")[0]
     ranked = " (by its median speed-up over the GPUs)" if len(names) > 1 else ""
     text = (f"The largest single latency lever for {stage}{ranked} is {label}: "
-            f"{value_range(good, units.times)} faster")
+            f"{value_range(good, units.times)} faster (bound)")
     if len(good) == len(names):
         return text + (" on every configured GPU." if len(names) > 1 else ".")
     text += f" on {', '.join(names[k] for k in good)}"
