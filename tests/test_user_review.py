@@ -157,3 +157,17 @@ def test_a_share_is_rounded_once():
 
     assert percent_value(0.5651) == 57.0  # was 56: 56.51 -> 56.5 -> 56 (half to even)
     assert percent_value(0.0949) == 9.5 and percent_value(0.0996) == 10.0 and percent_value(0.125) == 13.0
+
+
+def test_schema_errors_name_list_positions_as_the_later_checks_do():
+    # the schema said 'serving.workloads.0.isl', the semantic checks 'serving.workloads[0]...'
+    from roofline.pipeline.schema_messages import key_path
+
+    assert key_path(["serving", "workloads", 0, "concurrency", 2]) == "serving.workloads[0].concurrency[2]"
+    assert key_path([]) == "config"
+    from roofline.pipeline.schema import load_schema
+    from roofline.pipeline.schema_messages import check_schema
+
+    config = {**copy.deepcopy(CONFIG), "serving": {"workloads": [{"isl": 64, "osl": 8, "concurrency": [1, 0]}]}}
+    with pytest.raises(RooflineInputError, match=r"^serving\.workloads\[0\]\.concurrency\[1\]: 0 is not allowed"):
+        check_schema(config, load_schema(Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml"))

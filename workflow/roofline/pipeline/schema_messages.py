@@ -18,9 +18,18 @@ def check_schema(config: dict, schema: dict) -> None:
         raise RooflineInputError(describe_schema_error(error))
 
 
+def key_path(parts) -> str:
+    """'serving.workloads[0].isl': keys joined by dots, list positions in brackets, as the later checks name them
+    ('config' for the top)."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "config"
+
+
 def describe_schema_error(error) -> str:
     """One line for a `jsonschema.ValidationError`: where, the bad value, what is allowed."""
-    where = ".".join(str(part) for part in error.absolute_path) or "config"
+    where = key_path(error.absolute_path)
     value, kind, expected = error.instance, error.validator, error.validator_value
     if kind in ("oneOf", "anyOf") and error.context:
         return _alternatives(error)
@@ -69,7 +78,7 @@ def _alternatives(error) -> str:
         deepest = max(typed[0], key=lambda s: len(s.path))
         line = describe_schema_error(deepest)
         return line + plan if deepest.validator == "enum" and not deepest.path else line
-    where = ".".join(str(part) for part in error.absolute_path) or "config"
+    where = key_path(error.absolute_path)
     kinds = sorted({str(b.get("type")) for b in error.validator_value if isinstance(b, dict) and "type" in b})
     return f"{where}: {clip(repr(error.instance))} is not allowed; expected {' or '.join(kinds)}{plan}"
 
