@@ -58,7 +58,7 @@ def _argv(command: str, parser: argparse.ArgumentParser, options: dict) -> list[
                 argv.append(f"{option}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}")
             continue
         values = [value] if isinstance(value, str) or not isinstance(value, (list, tuple)) else list(value)
-        values = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values]  # 32.0 users are 32
+        values = [int(v) if _whole_float(v) else v for v in values]  # 32.0 users are 32
         if action.nargs == "+":
             argv += [option, *map(str, values)]
         elif isinstance(action, argparse._AppendAction):
@@ -68,6 +68,12 @@ def _argv(command: str, parser: argparse.ArgumentParser, options: dict) -> list[
         else:
             argv.append(f"{option}={values[0]}")
     return argv
+
+
+def _whole_float(value) -> bool:
+    """A float (Python's or NumPy's, without importing NumPy) that holds a whole number."""
+    return (not isinstance(value, (bool, int, str)) and callable(getattr(value, "is_integer", None))
+            and bool(value.is_integer()))
 
 
 def _not_a_keyword(command: str, name: str, actions: dict) -> RooflineInputError:

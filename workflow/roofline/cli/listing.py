@@ -54,7 +54,7 @@ def _gpus() -> list[dict]:
 
 def _gpu_records() -> list[dict]:
     """Every catalog device in SI base units (bytes, byte/s, FLOP/s; dense peaks, empty where it publishes none)."""
-    return [{"key": k, "name": g.name, "memory_bytes": g.memory_bytes,
+    return [{"key": k, "name": g.name, "memory_bytes": int(g.memory_bytes),
              "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s, "scaleup_link": g.scaleup_link or "",
              "scaleup_bandwidth_bytes_per_s": g.scaleup_bandwidth_bytes_per_s, "scaleup_domain": g.scaleup_domain,
              "in_network_reduction": g.in_network_reduction,

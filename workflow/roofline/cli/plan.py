@@ -156,7 +156,7 @@ def table(args) -> tuple[list[dict], dict]:
         # cost front re-ranks it, --mode all keeps --top per mode
         rows = add_plan_cost(search_rows.rows(result, search.frontier(result, side=side,
                                                                        per_mode=args.mode == "all")), by_key)
-        rows, left_out = _top(rank_on_cost(rows) if args.rank_on == "cost" else rows, args.top,
+        rows, left_out = _top(cost_fronts(rows) if args.rank_on == "cost" else rows, args.top,
                               per_mode=args.mode == "all")
     else:
         frontier = search.frontier(result, side=side)
@@ -231,6 +231,14 @@ def _ranked(result: planner.Search, args, gpus: dict) -> tuple[list[dict], int]:
     frontier = planner.frontier(result)
     rows = add_plan_cost(planner.rows(result, frontier[:args.top or None]), gpus)
     return rows, len(frontier) - len(rows)
+
+
+def cost_fronts(rows: list[dict]) -> list[dict]:
+    """rank_on_cost within each mode the rows hold (--mode all: a mode's cheap plans stay where the other mode's are
+    cheaper still), merged cheapest first."""
+    modes = dict.fromkeys(row.get("mode", "") for row in rows)
+    fronts = [row for mode in modes for row in rank_on_cost([r for r in rows if r.get("mode", "") == mode])]
+    return sorted(fronts, key=lambda row: row["cost_per_million_tokens_expected"])
 
 
 def _top(rows: list[dict], top: int, per_mode: bool = False) -> tuple[list[dict], int]:

@@ -66,17 +66,18 @@ def _check_pools(where: str, workload: ServingWorkload, gpus: dict[str, Accelera
     table over the last good one."""
     if workload.mode != "disaggregated":
         return
-    prefill = Parallel(**workload.prefill_plan).devices if workload.prefill_plan else 1
+    prefill = Parallel(**workload.prefill_plan).devices if isinstance(workload.prefill_plan, dict) else 1
     least = workload.prefill_workers * prefill + workload.decode_workers
     if least > MAX_DEVICES:
         raise RooflineInputError(f"{where}.prefill_workers / decode_workers: {workload.prefill_workers} x {prefill} "
                                  f"+ {workload.decode_workers} x 1 or more = at least {least} devices, more than "
                                  f"{MAX_DEVICES} (the most one deployment may use); use fewer workers")
-    for key, gpu in gpus.items():
-        if least > gpu.reach:
-            raise RooflineInputError(f"{where}.prefill_workers / decode_workers: at least {least} devices of {key} "
-                                     f"cannot hand caches over between the pools ({key} reaches "
-                                     f"{int(gpu.reach)}); use fewer workers, mode: aggregated or other serving.gpus")
+    if gpus and all(least > gpu.reach for gpu in gpus.values()):  # one that reaches serves; the job names the rest
+        reach = ", ".join(f"{key} {int(gpu.reach)}" for key, gpu in gpus.items())
+        fewer = "fewer workers, " if least > 2 else ""
+        raise RooflineInputError(f"{where}.prefill_workers / decode_workers: at least {least} devices cannot hand "
+                                 f"caches over between the pools on any served gpu (the devices each reaches: "
+                                 f"{reach}); use {fewer}mode: aggregated or other serving.gpus")
 
 
 #: workload keys that act only with another: the pools' with mode disaggregated, the drafts' with a spec_method

@@ -47,7 +47,8 @@ def caveat(gpus: dict[str, Accelerator], totals: pd.DataFrame) -> str:
 #: devices whose tables ran small decode GEMMs from their large L2 (the package does not flush it between
 #: repetitions): dense models' expected decode steps there sit at 1.03-1.12x of the bound (README, "The bound never
 #: exceeds"); steps of MoE and MLA models, whose other kernels are not L2-resident, sit higher
-L2_RESIDENT = {"l40s": "up to 96 MB: its AD102 die's, the SKU's own not vendor-stated", "rtx-pro-6000": "128 MB"}
+L2_RESIDENT = {"l40s": "up to 96 MB of L2, its AD102 die's: the SKU's is not vendor-stated",
+               "rtx-pro-6000": "128 MB of L2"}
 
 
 def _limits(gpus: dict[str, Accelerator], named: list, fallback: list) -> str:
@@ -56,7 +57,7 @@ def _limits(gpus: dict[str, Accelerator], named: list, fallback: list) -> str:
     if named and fallback:
         notes.append("a GPU on the pooled fallback and one on its own tables can rank in expected time against their "
                      "bandwidths: compare bounds across the two kinds")
-    large = [f"{gpus[k].name} ({size} L2)" for k, size in L2_RESIDENT.items() if k in gpus]
+    large = [f"{gpus[k].name} ({size})" for k, size in L2_RESIDENT.items() if k in gpus]
     if large:
         notes.append(f"the tables of {', '.join(large)} timed small decode GEMMs from the L2 (kernels replayed "
                      "without flushing it): expected decode times there are optimistic (dense models' decode "

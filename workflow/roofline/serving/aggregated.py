@@ -210,7 +210,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         rho = load.computed * (active / (steps + per_cluster) if load.decode_steps or rate is None else rate * full)
         rho = rho / room
         used = np.minimum(rho, MAX_UTILIZATION)
-        queue = apart * used / (2 * (1 - used)) * prompt
+        queue = used / (2 * (1 - used)) * prompt  # M/D/1: its utilization already says how often it is busy
         if rate is not None:
             queue = queue + balance_wait(stepper, scheduler, mean, rate=rate)
     return {"tpot": tpot, "ttft": ttft + queue, "rho": rho, "heavy": heavy, "most": most}

@@ -66,10 +66,10 @@ def throughput_bound(prefill: Stepper, decode: Stepper, load: Load, pools: Pools
 
 def transfer_seconds(model, scenario, gpu, load: Load, pools: Pools, prefill_plan) -> float:
     """Time to move one prompt's KV cache from the prefill pool (an engine of `prefill_plan`) to the decode pool
-    (of scenario.parallel), over as many links in parallel as both sides have devices that hold the request: one
-    under data-parallel attention (the request lives on one attention replica), every device of the engine
-    otherwise (each sends or receives its share; a copy replicated over tensor-parallel ranks, as MLA's latent
-    cache, is counted as split between them and gathered over the engine's scale-up links)."""
+    (of scenario.parallel), over as many links in parallel as both sides have devices that hold the request: one per
+    pipeline stage under data-parallel attention (the request lives on one attention replica of each stage), every
+    device of the engine otherwise (each sends or receives its share; a copy replicated over tensor-parallel ranks,
+    as MLA's latent cache, is counted as split between them and gathered over the engine's scale-up links)."""
     nbytes = float(kv_cache_bytes(model, "prefill", scenario, batch=1, seq_len=load.isl))
     links = min(_holders(prefill_plan, pools.prefill_devices), _holders(scenario.parallel, pools.decode_devices))
     bandwidth, latency = gpu.link(pools.devices if pools.devices > 1 else 2)
@@ -77,8 +77,9 @@ def transfer_seconds(model, scenario, gpu, load: Load, pools: Pools, prefill_pla
 
 
 def _holders(plan, devices: int) -> int:
-    """Devices of an engine that hold one request's KV cache (see transfer_seconds)."""
-    return 1 if plan.attention_dp else devices
+    """Devices of an engine that hold one request's KV cache (see transfer_seconds): under data-parallel attention
+    its replica in each pipeline stage, every device otherwise."""
+    return plan.pp if plan.attention_dp else devices
 
 
 def _prefill_worker(prefill: Stepper, load: Load, budget: float, arrivals, saturation, side: str, chunk=np.inf):

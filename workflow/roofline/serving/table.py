@@ -120,6 +120,7 @@ def serving_table(model: ModelSpec, gpus: dict[str, Accelerator], scenarios: dic
 def _serve(served, load: Workload, workload: ServingWorkload) -> dict:
     if workload.mode == "aggregated":
         return serve_aggregated(served, load, overflow="queue")
-    prefill = Parallel(**workload.prefill_plan) if workload.prefill_plan else served.plan
+    # a plan of its own, or ('auto' or none) the model's configured plan, as the decode workers'
+    prefill = Parallel(**workload.prefill_plan) if isinstance(workload.prefill_plan, dict) else served.plan
     pools = Disaggregation(workload.prefill_workers, workload.decode_workers, prefill)
     return serve_disaggregated(served, load, pools, overflow="queue")
