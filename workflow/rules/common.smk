@@ -1,12 +1,11 @@
 # Config validation, wildcard constraints and target lists. Logic lives in roofline.pipeline (config, schema,
 # schema_messages); this file only wires it.
 import re
-import sys
 from pathlib import Path
 
 from snakemake.utils import validate
 
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # the roofline package of this checkout
+# the roofline package is on the path and refuse_config / workflow_config_replaced defined: config_syntax.smk
 from roofline.engine.errors import RooflineInputError
 from roofline.pipeline.config import resolve_config
 from roofline.pipeline.serving_section import check_given_keys
@@ -22,8 +21,7 @@ def _config_files():
     replaced it), then each --configfile."""
     given = list(workflow.config_settings.configfiles)
     own = [f for f in workflow.configfiles if Path(f).absolute() not in given]
-    replaced = workflow.config_settings.replace_workflow_config and workflow.config_settings.overwrite_config
-    return ([] if replaced else own) + given
+    return ([] if workflow_config_replaced() else own) + given
 
 
 def _resolved_config():
@@ -45,8 +43,7 @@ def _resolved_config():
         message = describe_schema_error(error.__context__)
     except RooflineInputError as error:
         message = str(error)
-    print("Invalid configuration: " + " ".join(message.splitlines()), file=sys.stderr)
-    sys.exit(2)  # bad input: the status the roofline command uses
+    refuse_config(message)
 
 
 RESOLVED = _resolved_config()

@@ -9,9 +9,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import LogLocator, NullFormatter
 
-from ..engine.dtypes import DTYPE_BYTES, matmul_dtype, unquantized_dtype
 from ..engine.hardware import Accelerator
-from ..engine.scenario import STAGES
+from ..engine.parts import scenario_dtypes
+from ..engine.scenario import STAGES, Scenario
 from .inputs import ModelFigures
 from .layout import LEGEND_FONT_SIZES, fitting, legend_below, legend_name, plain, put_suptitle, shorten
 from .roofline import fmt_value, legend_handles
@@ -89,12 +89,10 @@ def _intensity_panel(ax, rows: pd.DataFrame, stages: list[str], gpus: dict[str, 
         mine = rows[(rows["gpu"] == first_gpu) & (rows["stage"] == stage)]
         ax.plot(mine["seq_len"], mine["attention_intensity"], color="#333333", ls=STAGE_LINESTYLES[stage],
                 marker="o", ms=2.5)
-    # the engine's rule (engine.parts.scenario_dtypes): attention computes the KV dtype against 16-bit activations
-    # (8-bit ones are GEMM inputs only), so fp8 activations and KV on a device without an fp8 peak read its 16-bit
-    # one, as the tables do
-    weights = [scenario["weight_dtype"]] if scenario.get("weight_dtype") in DTYPE_BYTES else []
-    act16 = unquantized_dtype(scenario["act_dtype"], scenario["kv_dtype"], *weights)
-    attention_dtype = matmul_dtype(scenario["kv_dtype"], act16)
+    # the dtype the engine computes attention at (the KV cache's against 16-bit activations: 8-bit ones are GEMM
+    # inputs only), so fp8 activations and KV on a device without an fp8 peak read its 16-bit one, as the tables do;
+    # the plan does not change a dtype (and a plan's dict would not hash)
+    attention_dtype = scenario_dtypes(Scenario(**{**scenario, "parallel": "auto"})).attention
     ridges = [g.ridge(attention_dtype) for g in gpus.values()]
     if max(ridges) / min(ridges) > 1.02:
         ax.axhspan(min(ridges), max(ridges), color="#dddddd", lw=0, zorder=0)

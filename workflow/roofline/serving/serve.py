@@ -215,11 +215,12 @@ def _sustained(expected: dict, rate: float, saturated) -> dict:
     if bool(expected["keeps_up"]):
         return expected
     full = saturated()
-    # what one engine runs out of (limited_by; disaggregated pools name theirs): the prompt room where the saturated
-    # state computes prompts all the time, else the KV cache (every slot taken, the prompts keeping up)
-    used = float(np.max(full["prefill_utilization"]))
-    return {"limited_by": "prefill" if used >= agg.MAX_UTILIZATION else "kv_cache", **full, "ttft": np.inf,
-            "e2e": np.inf, "keeps_up": False, "requests_per_s": np.minimum(rate, full["requests_per_s"])}
+    if "limited_by" not in full:  # what one engine runs out of (disaggregated pools name theirs): the prompt room
+        # where the saturated state computes prompts all the time, else the KV cache (every slot taken)
+        used = float(np.max(full["prefill_utilization"]))
+        full = {**full, "limited_by": "prefill" if used >= agg.MAX_UTILIZATION else "kv_cache"}
+    return {**full, "ttft": np.inf, "e2e": np.inf, "keeps_up": False,
+            "requests_per_s": np.minimum(rate, full["requests_per_s"])}
 
 
 def _offered_bound(requests_per_s, workload: Workload):
