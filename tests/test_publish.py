@@ -74,7 +74,8 @@ def test_pages_escape_names_and_mark_setups_that_do_not_fit(bundle):
     assert not misfit["fits"]
     seventy = (target / "llama-3.1-70b.md").read_text()
     time = units.seconds(misfit["tpot_s"])
-    needs, has = units.nbytes(misfit["footprint_bytes"]), units.nbytes(misfit["usable_memory_bytes"])
+    needs, has = units.nbytes(misfit["footprint_bytes"]), units.usable(misfit["usable_memory_bytes"],
+                                                                       misfit["memory_bytes"])
     why = f"does not fit: needs {needs}, has {has}"
     assert f"| {why} | ✗ ~~{time}~~ |" in seventy  # the Fits column says why, the time is struck through
     # the summary has no Fits column: the first marked cell of the row (here prefill's, the same footprint) says why

@@ -17,6 +17,7 @@ from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import Scenario
 from roofline.serving import search as served_search
 from roofline.serving.candidates import DEFAULT_KV_DTYPES, activation_dtype
+from roofline.serving.framework import FITTED
 from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_aggregated, serve_disaggregated
 from roofline.serving.speculative import Speculation
 
@@ -33,7 +34,14 @@ def test_an_open_loop_beyond_capacity_delivers_its_saturated_state_and_an_unboun
     served = _served_70b(framework)
     low = serve_aggregated(served, Workload(isl=1024, osl=1024, request_rate=0.5))
     assert low["keeps_up"] and low["requests_per_s_expected"] == pytest.approx(0.5)
-    saturated = serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=int(low["kv_capacity_requests"])))
+    # the saturated state: a full cache of arrivals that come one by one (no closed-loop lockstep groups: SGLang's
+    # fitted share of them had made an overloaded open loop deliver less than one just below saturation)
+    step, request, _, handoff, per_sequence = FITTED[framework]
+    independent = prepare_served(get_model("llama-3.1-70b"), get_accelerator("h200-sxm"),
+                                 FP8.with_(parallel=Parallel()), framework=framework,
+                                 fitted=(step, request, 0.0, handoff, per_sequence))
+    saturated = serve_aggregated(independent, Workload(isl=1024, osl=1024,
+                                                       concurrency=int(low["kv_capacity_requests"])))
     for rate in (10.0, 1000.0):
         row = serve_aggregated(served, Workload(isl=1024, osl=1024, request_rate=rate))
         assert not row["keeps_up"] and math.isinf(row["ttft_expected_s"]) and math.isinf(row["e2e_latency_expected_s"])

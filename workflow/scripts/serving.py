@@ -17,7 +17,8 @@ model = ModelSpec(**snakemake.params.model)  # noqa: F821
 gpus = {key: Accelerator(**spec) for key, spec in params["gpus"].items()}
 scenarios = {key: Scenario(**spec) for key, spec in params["scenarios"].items()}
 rows, skipped = serving_table(model, gpus, scenarios, ServingSettings.from_params(params["settings"]))
-write_serving_table(rows, snakemake.output[0])  # noqa: F821
+write_serving_table(rows, snakemake.output[0], skipped)  # noqa: F821
 print(f"{model.key}: {len(rows)} served rows", file=sys.stderr)
-for line in skipped:
+for line in skipped:  # in the log, in the table's metadata, and on the console: a gpu left out is said aloud
     print(f"not served: {line}", file=sys.stderr)
+    print(f"serving {model.key}: not served: {line}", file=sys.__stderr__)

@@ -201,11 +201,35 @@ def model(text: str, option: str = "--model") -> models.ModelSpec:
     return models.catalog()[text]
 
 
+#: file endings --gpu reads as a device description rather than a catalog key
+GPU_FILES = (".yaml", ".yml", ".json")
+#: --gpu's help, wherever the option is
+GPU_HELP = "catalog key (roofline list gpus), or a .yaml/.json file holding one device as config.yaml's gpus: writes it"
+
+
 def gpu(text: str) -> hardware.Accelerator:
-    """--gpu: a catalog key."""
-    if text not in hardware.catalog():
+    """--gpu: a catalog key, or the path of a YAML or JSON file holding one device as config.yaml's `gpus:` section
+    writes it ({key: {name, memory_gb, bandwidth_gbps, peak_tflops, ...}}, or `base:` a catalog key with changes),
+    resolved and checked as the config's entries are (hardware.accelerator_from_entry)."""
+    if text in hardware.catalog():
+        return hardware.catalog()[text]
+    if not text.endswith(GPU_FILES):
         raise unknown("--gpu", text, hardware.catalog())
-    return hardware.catalog()[text]
+    from ..pipeline.yaml_loader import load_config_file  # the config's strict reader: one parse rule for both
+
+    if not Path(text).is_file():
+        raise RooflineInputError(f"--gpu: file '{text}' does not exist; expected a catalog key or a YAML/JSON file "
+                                 "holding one device as config.yaml's gpus: section writes it")
+    entries = load_config_file(text)
+    if not isinstance(entries, dict) or len(entries) != 1 or not isinstance(next(iter(entries.values())),
+                                                                            (dict, type(None))):
+        raise RooflineInputError(f"--gpu: {text} must hold one device as config.yaml's gpus: section writes it, "
+                                 "{key: {name: ..., memory_gb: ..., bandwidth_gbps: ..., peak_tflops: {bf16: ...}}}")
+    (key, entry), = entries.items()
+    try:
+        return hardware.accelerator_from_entry(str(key), entry)
+    except RooflineInputError as error:  # name the file the entry came from
+        raise RooflineInputError(f"--gpu {text}: {error}") from None
 
 
 def in_option_words(error: RooflineInputError) -> str:
@@ -228,5 +252,8 @@ def _cli_fix(message: str) -> str:
     message = message.replace(" or override max_position",
                               " or give --model a config.json whose max_position_embeddings covers it")
     message = re.sub(r"^scenario\.parallel: ", "--tp/--pp/--ep: ", message)
+    # check_plan's "parallel (tp 3, pp 1, ep 1): tp 3 does not divide ..." names the options that set the plan
+    message = re.sub(r"^parallel \(tp (\d+), pp (\d+), ep (\d+)\): ", r"--tp \1 --pp \2 --ep \3: ",
+                     message)
     return re.sub(r"^hf_config: (file '.*' does not exist)$",
                   r"--model: \1 (give a catalog key, roofline list models, or the path of a config.json)", message)

@@ -19,7 +19,7 @@ from ..serving.candidates import DEFAULT_KV_DTYPES, served_kv_dtypes
 from ..serving.cost import RANK_ON, add_plan_cost, check_priced, rank_on_cost
 from . import options, spec_options
 from .formats import csv_text, format_table, json_safe
-from .options import choice, fraction, non_negative_int, number_in, positive_float, positive_int
+from .options import GPU_HELP, choice, fraction, non_negative_int, number_in, positive_float, positive_int
 from .scenario import check_fp8_scaling
 
 HELP = "deployment search: the Pareto frontier of tokens/s per device vs tokens/s per user under latency targets"
@@ -46,8 +46,8 @@ TARGET_MS = (1e-3, 1e7)
 
 def add_arguments(parser) -> None:
     parser.add_argument("--model", required=True, help="catalog key (roofline list models) or path to a config.json")
-    parser.add_argument("--gpu", action="append", help="candidate device (repeat the option); default: every "
-                                                       "catalog device")
+    parser.add_argument("--gpu", action="append", help="candidate device (repeat the option): " + GPU_HELP
+                        + "; default: every catalog device")
     parser.add_argument("--isl", required=True, type=positive_int("--isl"), help="prompt tokens per request")
     parser.add_argument("--osl", required=True, type=positive_int("--osl"), help="output tokens per request")
     parser.add_argument("--tpot-ms", type=number_in("--tpot-ms", *TARGET_MS, "ms"),

@@ -7,13 +7,13 @@ from ..engine.errors import RooflineInputError
 from ..engine.scenario import Scenario
 from . import options
 from .formats import format_table
-from .options import choice
+from .options import GPU_HELP, choice
 
 HELP = "ridge point P/BW per dtype and the critical decode batch"
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--gpu", required=True)
+    parser.add_argument("--gpu", required=True, help=GPU_HELP)
     parser.add_argument("--dtype", type=choice("--dtype", PEAK_DTYPES))
     parser.add_argument("--model", help="also give this model's exact critical decode batch (weights and activations "
                                         "in --dtype)")

@@ -23,14 +23,14 @@ from ..engine.scenario import (
 from ..estimate.calibration import check_table, read_table, table_facts
 from ..estimate.expected import analyze
 from . import options
-from .options import choice, fraction, positive_int
+from .options import GPU_HELP, choice, fraction, positive_int
 
 
 def add_arguments(parser) -> None:
     """--model, --gpu, --stage and every scenario field, --format, --framework and --calibration."""
     defaults = Scenario()
     parser.add_argument("--model", required=True, help="catalog key (roofline list models) or path to a config.json")
-    parser.add_argument("--gpu", required=True, help="catalog key (roofline list gpus)")
+    parser.add_argument("--gpu", required=True, help=GPU_HELP)
     parser.add_argument("--stage", required=True, type=choice("--stage", STAGES), help="prefill | decode")
     parser.add_argument("--batch", type=positive_int("--batch"), default=defaults.batch)
     parser.add_argument("--seq-len", type=positive_int("--seq-len"), default=None,

@@ -21,7 +21,7 @@ from ..serving.serve import (
 )
 from . import options, scenario, spec_options
 from .formats import one_row_text
-from .options import choice, fraction, positive_float, positive_int
+from .options import GPU_HELP, choice, fraction, positive_float, positive_int
 
 HELP = "served TTFT, TPOT and tokens/s of one deployment under one workload (continuous batching, pools, drafts)"
 #: the --format csv columns (and the Python API's DataFrame columns)
@@ -31,7 +31,7 @@ COLUMNS = SERVE_COLUMNS
 def add_arguments(parser) -> None:
     defaults = Scenario()
     parser.add_argument("--model", required=True, help="catalog key (roofline list models) or path to a config.json")
-    parser.add_argument("--gpu", required=True, help="catalog key (roofline list gpus)")
+    parser.add_argument("--gpu", required=True, help=GPU_HELP)
     parser.add_argument("--isl", required=True, type=positive_int("--isl"), help="prompt tokens per request")
     parser.add_argument("--osl", required=True, type=positive_int("--osl"), help="output tokens per request")
     parser.add_argument("--concurrency", type=positive_int("--concurrency"), help="closed-loop users")

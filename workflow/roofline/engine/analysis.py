@@ -98,8 +98,8 @@ def check_indexer_device(model: ModelSpec, gpu: Accelerator) -> None:
 def prepare(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) -> Scenario:
     """Check the inputs once (everything that needs model, device, stage and scenario together; one-line errors) and
     return the scenario with concrete dtypes (`weight_dtype: native` resolved for `model`) and a concrete plan
-    (`parallel: auto` resolved among plans check_plan accepts): what the functions below take without checking
-    or resolving again."""
+    (`parallel: auto` resolved among plans check_plan accepts that fit `stage`: the pipeline resolves one plan for
+    all its stages first): what the functions below take without checking or resolving again."""
     scenario = scenario.for_model(model)
     check_stage(stage)
     check_context(model, stage, scenario)
@@ -108,7 +108,7 @@ def prepare(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) 
     if isinstance(scenario.parallel, Parallel):
         check_plan(model, gpu, scenario.parallel)
         return scenario
-    return resolve_plan(model, gpu, scenario)
+    return resolve_plan(model, gpu, scenario, (stage,))
 
 
 def network_time(gpu: Accelerator, op: Op):

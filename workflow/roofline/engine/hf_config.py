@@ -52,6 +52,9 @@ FIELD_TYPES: dict[str, tuple[type, ...]] = {
 #: Fields whose null means something other than "unset" (DeepSeek: q_lora_rank null = a plain q_proj,
 #: n_shared_experts null = none); every other null field is dropped, so that readers see it as absent.
 NULL_IS_A_VALUE = ("q_lora_rank", "n_shared_experts")
+#: Fields whose null transformers replaces by another field's value (its config classes: `if num_key_value_heads is
+#: None: num_key_value_heads = num_attention_heads`, where a field left out takes the class's own default instead)
+NULL_TAKES = {"num_key_value_heads": "num_attention_heads"}
 _TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string", list: "a list"}
 
 
@@ -220,8 +223,11 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
 
 
 def _without_nulls(cfg: dict) -> dict:
-    """`cfg` without its null fields (unset, as transformers writes them), but those whose null is a value."""
-    return {name: value for name, value in cfg.items() if value is not None or name in NULL_IS_A_VALUE}
+    """`cfg` without its null fields (unset, as transformers writes them), but those whose null is a value, and
+    with those whose null takes another field's value (NULL_TAKES) given it."""
+    taken = {name: cfg[other] for name, other in NULL_TAKES.items()
+             if name in cfg and cfg[name] is None and cfg.get(other) is not None}
+    return {name: value for name, value in cfg.items() if value is not None or name in NULL_IS_A_VALUE} | taken
 
 
 def _language_model(cfg: dict, where: str) -> tuple[str, dict]:

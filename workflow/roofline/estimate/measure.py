@@ -182,12 +182,13 @@ def ceilings(torch, device: str, p: Plan):
 
 
 def _low_precision(torch, s: int):
-    """fp8 (e4m3, torch._scaled_mm) and int8 (torch._int_mm) square matmuls, where this GPU and torch run them."""
+    """fp8 (e4m3, torch._scaled_mm) and int8 (torch._int_mm) square matmuls, where this GPU and torch run them; their
+    outputs are bf16 (2 bytes) and int32 (4 bytes) a value."""
     try:
         a = torch.randn(s, s, device="cuda").to(torch.float8_e4m3fn)
         one = torch.tensor(1.0, device="cuda")
         torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-        yield ({"op": "matmul", "dtype": "fp8", "m": s, "n": s, "k": s}, f.linear(s, s, s, 1, 1),
+        yield ({"op": "matmul", "dtype": "fp8", "m": s, "n": s, "k": s}, f.linear(s, s, s, 1, 1, out_width=2),
                lambda: torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
     except (RuntimeError, AttributeError, TypeError):
         pass
@@ -197,7 +198,7 @@ def _low_precision(torch, s: int):
             torch._int_mm(b, second)
         except (RuntimeError, AttributeError, TypeError):
             continue
-        yield ({"op": "matmul", "dtype": "int8", "m": s, "n": s, "k": s}, f.linear(s, s, s, 1, 1),
+        yield ({"op": "matmul", "dtype": "int8", "m": s, "n": s, "k": s}, f.linear(s, s, s, 1, 1, out_width=4),
                lambda second=second: torch._int_mm(b, second))
         return
 
@@ -344,20 +345,30 @@ def measure(device: str | None = None, quick: bool = False, gpu_key: str | None 
     spec = catalog_gpu(name, gpu_key)
     context = {"device": name, "gpu": spec.key if spec else "", "provenance": provenance}
     timer = Timer(torch, device, p.reps)
-    rows = []
+    rows, failed = [], []
+
+    def timed(fields: dict, cost, fn) -> None:
+        # one kernel this torch or device cannot run costs its row, not the run (a one-shot GPU session keeps the rest)
+        try:
+            rows.append(_record(fields, cost, timer(fn), context))
+        except (RuntimeError, TypeError, NotImplementedError) as error:
+            failed.append(f"{fields.get('op')} {fields.get('dtype')} m {fields.get('m')}: "
+                          f"{str(error).splitlines()[0][:100] if str(error) else type(error).__name__}")
+
     with torch.inference_mode():
         for fields, cost, fn in ceilings(torch, device, p):
-            rows.append(_record({"op_class": CEILING, "dtype": "fp32", **fields}, cost, timer(fn), context))
+            timed({"op_class": CEILING, "dtype": "fp32", **fields}, cost, fn)
         spec = spec or _ceiling_spec(name, rows)
         dtype = {"cuda": "bf16", "mps": "fp16", "cpu": "fp32"}[device]
         kernels = [ladder(torch, device, p, dtype, shapes), moe_ladder(torch, device, p, dtype, shapes)]
         if device == "cuda" and "fp8" in spec.peak_flops_per_s:
             kernels.append(fp8_ladder(torch, p, shapes))
         for fields, cost, fn in (kernel for group in kernels for kernel in group):
-            rows.append(_record({"dtype": dtype, **fields}, cost, timer(fn), context))
+            timed({"dtype": dtype, **fields}, cost, fn)
     for row in rows:
         row["bound_s"] = bound_seconds(spec, row["dtype"], row["flops"], row["bytes"])
-    return rows, summary(rows, spec)
+    skipped = f"\nnot measured ({len(failed)}): " + "; ".join(failed) if failed else ""
+    return rows, summary(rows, spec) + skipped
 
 
 def summary(rows: list[dict], spec: Accelerator) -> str:

@@ -37,11 +37,15 @@ def capacity_bytes(total: pd.Series) -> float:
 
 
 def misfit_text(total: pd.Series) -> str:
-    """'does not fit: needs 140 GB, has 48.0 GB' for a setup that does not fit, '' for one that does."""
+    """'does not fit: needs 140 GB, has 46.4 GB usable of 48 GiB' for a setup that does not fit, '' for one that
+    does (footprints in decimal GB; the capacity as the vendor sizes it, in GiB, where the row carries it: a reader
+    checks the usable share against memory_utilization)."""
     if bool(total["fits"]):
         return ""
-    return (f"does not fit: needs {units.nbytes(total['footprint_bytes'])}, has "
-            f"{units.nbytes(capacity_bytes(total))}")
+    memory = total.get("memory_bytes")
+    has = units.nbytes(capacity_bytes(total)) if units.missing(memory) else units.usable(capacity_bytes(total),
+                                                                                         float(memory))
+    return f"does not fit: needs {units.nbytes(total['footprint_bytes'])}, has {has}"
 
 
 def cell(text_value: str, misfit: str = "", css: str = "") -> dict:

@@ -84,6 +84,9 @@ def model_facts(m: ModelSpec, scenario: dict, total: pd.Series) -> list[tuple[st
              ("layers", layers), ("hidden size", f"{m.hidden:,}"), *attention_facts(m, scenario)]
     if m.is_moe:
         shared = f" + {m.n_shared_experts} shared" if m.n_shared_experts else ""
+        if m.n_shared_experts and m.shared_expert_gate:  # Qwen2-MoE, Qwen3-Next: one gated shared expert, priced
+            # as whole expert widths (hf_families._shared_expert)
+            shared = f" + 1 gated shared expert of width {m.n_shared_experts * m.moe_intermediate:,}"
         dense = f"; dense MLP width {m.intermediate:,} in the {m.n_dense_layers} dense layers" if m.n_dense_layers \
             else ""
         facts.append(("experts", f"{m.n_experts} routed (top-{m.top_k} per token){shared}, expert width "

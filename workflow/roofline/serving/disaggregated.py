@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine.analysis import kv_cache_bytes
-from .aggregated import ITERATIONS, MAX_UTILIZATION, TOLERANCE, Load, Stepper, prefill_bound
+from .aggregated import ITERATIONS, MAX_UTILIZATION, OPEN_ITERATIONS, TOLERANCE, Load, Stepper, prefill_bound
 from .aggregated import throughput_bound as worker_bound
 
 #: bisection steps of a closed loop's decode occupancy (to 2^-24 of the cache's hold)
@@ -184,10 +184,17 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
             short = np.minimum(active / (ttft + (load.osl - 1) * tpot), most) > rate  # more users' rate: x too low
             lo, hi = np.where(short, x, lo), np.where(short, hi, x)
     else:
-        rate = offered
-        for _ in range(ITERATIONS):
-            D = np.minimum(rate * (load.osl - 1) * tpot / pools.decode_workers, running)
+        rate, D, settled = offered, 0.0 * offered, np.zeros(offered.shape, dtype=bool)
+        # from D = 0 the occupancy climbs to the least fixed point of D = R (osl - 1) TPOT(D) / Y (TPOT grows with
+        # D), slowly near saturation, where it may have none below the cache's hold: OPEN_ITERATIONS steps as the
+        # aggregated open loop takes, and a rate whose occupancy has not settled does not keep up (16 had called
+        # rates past the closed loop's saturation sustained)
+        for _ in range(OPEN_ITERATIONS):
+            D, before = np.minimum(rate * (load.osl - 1) * tpot / pools.decode_workers, running), D
             tpot = decode.light(D, side) / load.tokens_per_step
+            settled = np.abs(D - before) <= TOLERANCE * np.maximum(D, 1e-300)
+            if settled.all():
+                break
         ttft, used = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone,
                                        saturation, chunk)
     in_flight = ttft + (load.osl - 1) * tpot
@@ -212,5 +219,5 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
             "decode": D, "running": np.minimum(rate * in_flight, active) if closed else rate * in_flight,
             "prefill_utilization": used,
             "decode_utilization": occupancy,
-            "keeps_up": np.ones_like(rate, dtype=bool) if closed else (used < 1) & (D < running),
+            "keeps_up": np.ones_like(rate, dtype=bool) if closed else (used < 1) & (D < running) & settled,
             "limited_by": np.where(prefill_limits, "prefill", "decode").astype(object)}

@@ -92,7 +92,8 @@ class Speculation:
                 raise RooflineInputError(f"--spec-draft-model: only with --spec-method draft, not {self.method}")
             return
         if self.draft_model is None:
-            raise RooflineInputError("--spec-draft-model: --spec-method draft needs a draft model (a catalog key)")
+            raise RooflineInputError("--spec-draft-model: --spec-method draft needs a draft model (a catalog key or "
+                                     "the path of a config.json)")
         if parameter_counts(self.draft_model)[1] >= parameter_counts(target)[1]:
             raise RooflineInputError(f"--spec-draft-model: {self.draft_model.key} is not smaller than "
                                      f"{target.key} ({parameter_counts(self.draft_model)[1] / 1e9:.3g}B against "

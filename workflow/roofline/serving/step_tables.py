@@ -46,7 +46,18 @@ from ..engine.scenario import Scenario
 from ..estimate.calibration import DEFAULT
 from ..estimate.lookup import calibration_for
 from ..estimate.step import Kernels, combine, kernel_times, step_label
-from .steps import LOGIT_OPS, Mix, Parts, Pricing, _kernels, _queries, expert_op, grid, uncached_attention
+from .steps import (
+    LOGIT_OPS,
+    Mix,
+    Parts,
+    Pricing,
+    _kernels,
+    _queries,
+    expert_op,
+    grid,
+    physical,
+    uncached_attention,
+)
 
 #: token-wise operators whose cost follows the KV dtype (the rest of the token-wise part does not)
 KV_WRITE_OPS = ("kv_cache_write",)
@@ -136,9 +147,18 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
             labels.append((step_label(core) if expected else DEFAULT,
                            calibration_for(gpu, framework).table if expected else "none"))
             row += 1
+    if expected:
+        _held_physical(arrays, T, D)
     stacked = Parts(*arrays.values(), *scalars.values(), combine(*(e for e, _ in labels)) if labels else DEFAULT,
                     "; ".join(dict.fromkeys(c for _, c in labels)))
     return StepTables(stacked, {(scenario, gpu.key): row for row, (scenario, gpu) in enumerate(pairs)}, labels)
+
+
+def _held_physical(arrays: dict, T: np.ndarray, D: np.ndarray) -> None:
+    """Each part's expected table held to what an engine can do (steps.physical: no step of fewer tokens, rows or
+    sequences slower, none of more dearer than as several smaller ones), never below its bound; in place."""
+    for part, points in (("tokenwise", T), ("logits", T), ("attention", D), ("experts", T)):
+        arrays[f"{part}_expected"] = np.maximum(physical(arrays[f"{part}_expected"], points), arrays[f"{part}_bound"])
 
 
 def _part(pieces: list[tuple]) -> tuple:

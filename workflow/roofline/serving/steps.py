@@ -79,6 +79,21 @@ def grid(largest: float) -> np.ndarray:
     return GRID_RATIO ** np.arange(int(np.ceil(np.log(max(largest, 1.0)) / np.log(GRID_RATIO))) + 2)
 
 
+def physical(times: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Expected times of a part on the grid `points` (tokens, rows or sequences: the last axis of `times`) held to
+    what any engine can do with them: a step of x' >= x takes at least as long as one of x (it could pad the
+    smaller one: a reversed running minimum), and one of x at most ceil(x / x') times one of x' < x (it could run
+    that many smaller steps). Measured kernel tables break both where a curve's first row holds host time (B200
+    vLLM fp8 GEMMs: 20 us at one token, 5 us at two, so one user decoded slower than two) or a fit mixes shapes
+    (a fused MoE kernel 4x dearer at 1.5x the tokens); the bound's linear costs keep both already."""
+    t = np.array(times, dtype=float)
+    if t.ndim == 0:  # a part without operators (0 everywhere)
+        return t
+    for j in range(points.size - 1):  # ascending: t[..., j] is final when it caps the larger points
+        t[..., j + 1:] = np.minimum(t[..., j + 1:], np.ceil(points[j + 1:] / points[j] - 1e-9) * t[..., j:j + 1])
+    return np.flip(np.minimum.accumulate(np.flip(t, axis=-1), axis=-1), axis=-1)
+
+
 def locate(x):
     """(index k, weight w) of x on the grid, linear in log x (x below 1 reads the first point)."""
     u = np.log(np.maximum(np.asarray(x, dtype=float), 1.0)) * (1 / np.log(GRID_RATIO))

@@ -113,7 +113,9 @@ def serving_table(model: ModelSpec, gpus: dict[str, Accelerator], scenarios: dic
                 try:
                     rows.append(_serve(served, load, workload))
                 except RooflineInputError as error:
-                    skipped.append(f"{key}, isl {load.isl}, osl {load.osl}: {error}")
+                    line = f"{key}, isl {load.isl}, osl {load.osl}: {error}"
+                    if line not in skipped:  # one line per reason, not one per concurrency it refuses
+                        skipped.append(line)
     return rows, skipped
 
 
