@@ -14,9 +14,9 @@ from roofline.serving.steps import physical
 from test_hf_families import CONFIGS
 
 
-def test_physical_pads_smaller_steps_and_splits_larger_ones():
+def test_physical_pads_smaller_steps_and_never_dearer_per_token_for_larger_ones():
     # points 1, 2, 4, 8 tokens; a first row of host time (4 at one token) and a cliff (10 at eight):
-    # splitting: t(8) <= ceil(8 / 4) t(4) = 2 x 2 = 4; padding: t(1) <= t(2) = 1
+    # per token at most the least of the fewer: t(8) <= 8 x min(4 / 1, 1 / 2, 2 / 4) = 4; padding: t(1) <= t(2) = 1
     times = np.array([[4.0, 1.0, 2.0, 10.0], [1.0, 2.0, 3.0, 4.0]])
     held = physical(times, np.array([1.0, 2.0, 4.0, 8.0]))
     np.testing.assert_array_equal(held, [[1.0, 1.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0]])  # a physical curve stays
@@ -189,3 +189,15 @@ def test_an_impossible_plan_names_the_options_that_set_it(capsys):
     assert capsys.readouterr().err.strip().endswith(
         "error: --tp 3 --pp 1 --ep 1: tp 3 does not divide the 32 attention heads of llama-3.1-8b; use a tp that "
         "divides 32")
+
+
+def test_a_decode_step_of_one_sequence_is_priced_no_dearer_than_the_same_step_padded():
+    # B200 vLLM fp8 GEMM rows at one token hold host time: `totals` had priced Llama-3.1-70B's decode at 20.2 ms
+    # for one sequence and 16.0 ms for two
+    options = dict(model="llama-3.1-70b", gpu="b200", stage="decode", seq_len=1024, weight_dtype="fp8",
+                   kv_dtype="fp8", framework="vllm")
+    one, two = roofline.totals(batch=1, **options).iloc[0], roofline.totals(batch=2, **options).iloc[0]
+    assert one["tpot_s"] <= one["tpot_expected_s"] <= two["tpot_expected_s"] * (1 + 1e-3)
+    ops_one = roofline.ops(batch=1, **options).set_index("op")["t_expected_s"]
+    ops_four = roofline.ops(batch=4, **options).set_index("op")["t_expected_s"]
+    assert (ops_one <= ops_four * (1 + 1e-9)).all()

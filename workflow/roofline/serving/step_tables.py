@@ -155,8 +155,9 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
 
 
 def _held_physical(arrays: dict, T: np.ndarray, D: np.ndarray) -> None:
-    """Each part's expected table held to what an engine can do (steps.physical: no step of fewer tokens, rows or
-    sequences slower, none of more dearer than as several smaller ones), never below its bound; in place."""
+    """Each part's expected table held to a step's regularities (steps.physical: its time per token, row or sequence
+    never growing with their number, and no step of fewer slower than one of more), never below its bound; in
+    place."""
     for part, points in (("tokenwise", T), ("logits", T), ("attention", D), ("experts", T)):
         arrays[f"{part}_expected"] = np.maximum(physical(arrays[f"{part}_expected"], points), arrays[f"{part}_bound"])
 

@@ -81,16 +81,17 @@ def grid(largest: float) -> np.ndarray:
 
 def physical(times: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Expected times of a part on the grid `points` (tokens, rows or sequences: the last axis of `times`) held to
-    what any engine can do with them: a step of x' >= x takes at least as long as one of x (it could pad the
-    smaller one: a reversed running minimum), and one of x at most ceil(x / x') times one of x' < x (it could run
-    that many smaller steps). Measured kernel tables break both where a curve's first row holds host time (B200
-    vLLM fp8 GEMMs: 20 us at one token, 5 us at two, so one user decoded slower than two) or a fit mixes shapes
-    (a fused MoE kernel 4x dearer at 1.5x the tokens); the bound's linear costs keep both already."""
+    two regularities of a step: its time per token never grows with the tokens it carries (weights, launches and
+    the cache's fixed costs amortize over more; a running minimum of time / point), and a step of fewer tokens never
+    takes longer than one of more (an engine could pad it; a reversed running minimum). Measured kernel tables break
+    both where a curve's first row holds host time (B200 vLLM fp8 GEMMs: 20 us at one token, 5 us at two, so one
+    user decoded slower than two) or a fit mixes kernel shapes (a fused MoE kernel 4x dearer at 1.5x the tokens, so
+    768 Mixtral users on a B200 delivered 17% less than 512). The tables are smooth fits, so a kernel's tile
+    quantization (a sawtooth within a factor of two) is not theirs to keep; the bound's linear costs hold both."""
     t = np.array(times, dtype=float)
     if t.ndim == 0:  # a part without operators (0 everywhere)
         return t
-    for j in range(points.size - 1):  # ascending: t[..., j] is final when it caps the larger points
-        t[..., j + 1:] = np.minimum(t[..., j + 1:], np.ceil(points[j + 1:] / points[j] - 1e-9) * t[..., j:j + 1])
+    t = np.minimum.accumulate(t / points, axis=-1) * points
     return np.flip(np.minimum.accumulate(np.flip(t, axis=-1), axis=-1), axis=-1)
 
 
