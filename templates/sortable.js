@@ -5,11 +5,13 @@
   var SCALE = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1, "k": 1e3, "M": 1e6, "B": 1e9, "G": 1e9,
                "T": 1e12, "P": 1e15, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "GiB": 1073741824};
   function key(cell) {
-    var text = (cell ? cell.textContent : "").replace(/✗/g, "").trim();
+    var raw = cell ? cell.textContent : "";
+    var text = raw.replace(/✗/g, "").trim();
+    var last = /✗/.test(raw) || text === "—" || text === "";  // does not fit, or no value: last either way
     var match = text.replace(/,/g, "").match(/^[≥$]?\s*(-?\d+(?:\.\d+)?)\s*([a-zA-Zµ]+)?/);
-    if (!match) return {num: null, text: text.toLowerCase()};
+    if (!match) return {num: null, text: text.toLowerCase(), last: last};
     var unit = match[2] || "", scale = SCALE[unit] || SCALE[unit.replace(/FLOP.*|token.*|B\/s$/, "")] || 1;
-    return {num: parseFloat(match[1]) * scale, text: text.toLowerCase()};
+    return {num: parseFloat(match[1]) * scale, text: text.toLowerCase(), last: last};
   }
   function compare(a, b) {
     if (a.num !== null && b.num !== null) return a.num - b.num;
@@ -28,7 +30,9 @@
         var rows = Array.prototype.slice.call(body.rows).filter(function (r) { return !r.classList.contains("total"); });
         var totals = Array.prototype.slice.call(body.rows).filter(function (r) { return r.classList.contains("total"); });
         rows.sort(function (a, b) {
-          var order = compare(key(a.cells[column]), key(b.cells[column]));
+          var ka = key(a.cells[column]), kb = key(b.cells[column]);
+          if (ka.last !== kb.last) return ka.last ? 1 : -1;  // in both directions, as the header comment says
+          var order = compare(ka, kb);
           return ascending ? order : -order;
         });
         rows.concat(totals).forEach(function (r) { r.classList.remove("group-start"); body.appendChild(r); });

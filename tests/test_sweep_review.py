@@ -201,3 +201,88 @@ def test_a_decode_step_of_one_sequence_is_priced_no_dearer_than_the_same_step_pa
     ops_one = roofline.ops(batch=1, **options).set_index("op")["t_expected_s"]
     ops_four = roofline.ops(batch=4, **options).set_index("op")["t_expected_s"]
     assert (ops_one <= ops_four * (1 + 1e-9)).all()
+
+
+# ---------------------------------------------------------------- an audit of bytes by hand (helper review, late)
+def test_a_linear_attention_state_is_split_by_tp_and_kept_at_sixteen_bits():
+    # Qwen3-Next at TP 8, 256 sequences of 1,024 cached tokens: its 12 full-attention layers' 2 KV heads are
+    # replicated over 8 devices (one a device: half the cache), 12 x 256 x 1,024 x (2 x 2 x 256 x 2 B) / 2 =
+    # 3,221,225,472; its 36 Gated DeltaNet layers' state splits 8 ways, 36 x 256 x (32 x 128 x 128 + 8,192 x 3)
+    # x 2 B / 8 = 1,264,582,656; together 4,485,808,128 (the whole cache over 2 had read 8.28e9)
+    total = roofline.totals(model="qwen3-next-80b-a3b", gpu="h200-sxm", stage="decode", tp=8, batch=256,
+                            seq_len=1023).iloc[0]
+    assert total["kv_cache_bytes_per_device"] == 3_221_225_472 + 1_264_582_656
+    # an fp8 KV cache leaves the state at 16 bits (vLLM: mamba_ssm_cache_dtype, never kv_cache_dtype)
+    rows = {kv: roofline.ops(model="qwen3-next-80b-a3b", gpu="h200-sxm", stage="decode", tp=2, batch=4,
+                             seq_len=1023, kv_dtype=kv).set_index("op") for kv in ("bf16", "fp8")}
+    for op in ("gated_delta_rule", "conv1d"):
+        assert rows["fp8"].loc[op, "bytes_kv_read"] == rows["bf16"].loc[op, "bytes_kv_read"] > 0
+
+
+def test_experts_under_data_parallel_attention_see_the_tokens_routed_not_tp_times_the_busiest():
+    # DeepSeek-V3, TP 8 EP 8 with DP attention: one sequence is one token at the experts, which touches its 8
+    # experts, one on each device (it had been charged as 8 tokens, 57 experts: TPOT bound 7.71 ms at batch 1, as
+    # at batch 8)
+    options = dict(model="deepseek-v3", gpu="h200-sxm", stage="decode", tp=8, ep=8, attention_dp=True,
+                   seq_len=2047)
+    one, eight = (roofline.totals(batch=b, **options).iloc[0] for b in (1, 8))
+    assert one["tpot_s"] < 0.6 * eight["tpot_s"]
+    ops = roofline.ops(batch=1, **options).set_index("op")
+    width = 7168 * 2048 * 1  # one fp8 expert matrix [7,168 x 2,048] at a byte a weight
+    assert ops.loc["expert_gate_proj", "bytes_weight"] == pytest.approx(width)  # 8 x (1 - (1 - 8/256)^1) / 8 = 1
+
+
+def test_a_sparse_models_fp8_latent_is_read_as_the_cache_holds_it():
+    # DeepSeek-V3.2's fp8 cache holds FlashMLA's sparse layout, 656 bytes a token and layer (512 fp8 values, 4 fp32
+    # scales, 64 RoPE dims at 16 bits) beside the indexer's 132; below index_topk every row is read, so decode reads
+    # the whole per-device cache (it had read 576-byte rows: 0.8985 of it)
+    options = dict(model="deepseek-v3.2", gpu="h200-sxm", stage="decode", tp=8, ep=8, attention_dp=True, batch=64,
+                   seq_len=1023, kv_dtype="fp8")
+    ops, total = roofline.ops(**options), roofline.totals(**options).iloc[0]
+    assert (ops["bytes_kv_read"] * ops["count"]).sum() == pytest.approx(total["kv_cache_bytes_per_device"], rel=1e-12)
+
+
+# ---------------------------------------------------------------- the serving section in the report (reader review)
+def test_the_serving_sections_workloads_are_a_table_each_in_the_model_report():
+    # results/serving/{model}.parquet had been written and shown nowhere: a reader who configured 8,192/512 took
+    # page 1's plan workload for theirs
+    from roofline.engine.hardware import get_accelerator
+    from roofline.engine.scenario import Scenario
+    from roofline.report.index import result_tables
+    from roofline.report.workloads import workloads_section
+    from roofline.serving.table import ServingSettings, ServingWorkload, serving_table
+
+    model = models.get_model("llama-3.1-8b")
+    gpus = {key: get_accelerator(key) for key in ("rtx-4090", "h100-sxm")}
+    workloads = (ServingWorkload(isl=1024, osl=256, concurrency=(1, 4096)),
+                 ServingWorkload(isl=120_000, osl=100, request_rate=(0.01, 50.0)))
+    rows, skipped = serving_table(model, gpus, {key: Scenario() for key in gpus},
+                                  ServingSettings(workloads=workloads, gpus=tuple(gpus)))
+    section = workloads_section(pd.DataFrame(rows), skipped, {"h100-sxm": "H100", "rtx-4090": "RTX 4090"})
+    first, second = section["tables"]
+    assert first["title"] == "vllm, aggregated: 1,024 prompt and 256 output tokens per request"
+    # the report's GPU order, then the load: H100 first
+    assert [(r["deployment"]["text"][:9], r["load"]["text"]) for r in first["rows"]] == [
+        ("1 x H100 ", "1 user"), ("1 x H100 ", "4,096 users"), ("1 x GeFor", "1 user"), ("1 x GeFor", "4,096 users")]
+    many = first["rows"][1]
+    assert many["holds"]["text"] == "no: users wait" and "wait for a slot" in many["holds"]["misfit"]
+    assert first["rows"][0]["holds"]["text"] == "yes"
+    # an open loop that falls behind: its TTFT is unbounded, beside the bound
+    fast = [r for r in second["rows"] if r["load"]["text"].startswith("50")]
+    assert fast and fast[0]["holds"]["text"] == "no: falls behind" and fast[0]["ttft"]["text"].startswith("unbounded")
+    assert len(skipped) == 1 and section["skipped"] == skipped  # the 4090 holds not one 120,100-token request
+    assert {"path": "results/serving/{model}.parquet",
+            "what": "every GPU under each served workload (config serving; what could not be served in its "
+                    "metadata)"} in result_tables(["serving"])
+    assert not any("serving" in table["path"] for table in result_tables())
+
+
+def test_a_pipelines_bandwidth_names_the_stage_that_reads_at_once():
+    # '16 x RTX A6000, TP 8, PP 2 (6.14 TB/s over 8 devices)' left a reader to guess why 8 of 16
+    from roofline.report import units
+    from roofline.report.text.executive import _across
+
+    rows = pd.DataFrame({"tp": {"a6000": 8, "h100": 1}, "pp": {"a6000": 2, "h100": 2}})
+    assert _across(rows, "a6000", 768e9, units.bandwidth) == \
+        "6.14 TB/s over 8 devices, one of its 2 pipeline stages at a time"
+    assert _across(rows, "h100", 3.35e12, units.bandwidth) == "3.35 TB/s, one of its 2 pipeline stages at a time"

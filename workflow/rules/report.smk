@@ -17,6 +17,11 @@ def plan_inputs(wildcards):
     return {"plan": expand(rules.plan.output[0], model=wildcards.model)} if RESOLVED.plan_search else {}
 
 
+def serving_inputs(wildcards):
+    """The model's served workloads (config section `serving`): a table per workload in its report."""
+    return {"serving": expand(rules.serving.output[0], model=wildcards.model)} if RESOLVED.serving else {}
+
+
 def all_plan_inputs(wildcards):
     """Every model's deployment search, for the summary (none without a `plan` section)."""
     return expand(rules.plan.output[0], model=MODELS) if RESOLVED.plan_search else []
@@ -44,6 +49,7 @@ rule report:
     input:
         unpack(paper_inputs),
         unpack(plan_inputs),
+        unpack(serving_inputs),
         unpack(measured_inputs),
         ops=model_table("ops"),
         totals=model_table("totals"),
@@ -99,5 +105,9 @@ rule index:
         "logs/report/index.log",
     params:
         page="index",
+        per_model=[
+            *(["plans"] if RESOLVED.plan_search else []),
+            *(["serving"] if RESOLVED.serving else []),
+        ],
     script:
         "../scripts/report.py"

@@ -29,6 +29,8 @@ if "paper_ops" in inputs.keys():
     specs["models"].update(report.load_specs(inputs.paper_specs)["models"])
 if "plan" in inputs.keys():  # the deployment search of this model (config section `plan`)
     tables["plans"] = report.load_plan(inputs.plan)  # its metadata holds the workload and targets searched
+if "serving" in inputs.keys():  # the served workloads of this model (config section `serving`)
+    tables["serving"] = report.load_serving(inputs.serving)  # attrs["skipped"]: what could not be served
 if page == "model":
     figures = Path(inputs.figures)
     context = report.model_context(snakemake.wildcards.model, tables, specs,  # noqa: F821
@@ -38,7 +40,8 @@ elif page == "summary":  # with each model's deployment search when the config h
     plans = {Path(path).stem: report.load_plan(path) for path in inputs.get("plans", [])}
     context = report.summary_context(tables, specs, plans)
 else:
-    context = report.index_context(specs, {Path(d).name: report.load_manifest(d) for d in inputs.figures})
+    context = report.index_context(specs, {Path(d).name: report.load_manifest(d) for d in inputs.figures},
+                                   snakemake.params.per_model)  # noqa: F821 (plans, serving: the sections run)
 if page == "model":  # cost and energy per token on page 1, when a GPU has a price (config price_per_hour)
     context["cost"] = report.cost_section(tables["totals"])
 if "measured" in inputs.keys():  # your own runs beside ours (config section `measurements`)

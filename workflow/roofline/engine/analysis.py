@@ -21,23 +21,26 @@ import numpy as np
 
 from .collectives import collective_kind, link_arrays, link_seconds, link_time, moved_bytes
 from .columns import TOTAL_COLUMNS
-from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
+from .dtypes import matmul_dtype, weight_bytes_per_element
 from .errors import RooflineInputError
 from .formulas import distinct_experts
-from .graph import Op, attention_groups, build_operators
+from .graph import Op, build_operators
 from .hardware import Accelerator
+from .kv_cache import (  # noqa: F401 (kv_cache_bytes, kv_share_per_device, linear_state_elements: re-exported)
+    kv_bytes_per_device,
+    kv_cache_bytes,
+    kv_share_per_device,
+    linear_state_elements,
+)
 from .models import (
     ModelSpec,
     embedding_params,
-    indexer_cache_bytes_per_token,
-    kv_bytes_per_token_layer,
-    kv_elements_per_token,
     mixer_params,
     parameter_counts,
     routed_expert_params,
     router_params,
 )
-from .parallel import Parallel, busiest_stage_layer_share, check_plan, kv_heads_per_device, weight_params_per_device
+from .parallel import Parallel, check_plan, weight_params_per_device
 from .parts import part_gemm, scenario_dtypes
 from .roofline import bound_class, dominant_bound, roof_times
 from .scenario import STAGES, Scenario, check_context, check_stage
@@ -173,50 +176,6 @@ def operator_table(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Sce
     return [op_row(model.key, gpu, stage, op) for op in build_operators(model, stage, scenario)]
 
 
-def kv_cache_bytes(model: ModelSpec, stage: str, scenario: Scenario, batch=None, seq_len=None):
-    """KV cache of the batch after the stage: prefill S tokens, decode S + 1 tokens per sequence (windowed layers
-    keep at most W: a rolling buffer; chunked layers the current chunk, at most Ck). Linear-attention layers hold
-    a fixed state instead (linear_state_elements). `batch`/`seq_len` override the scenario's and may be arrays."""
-    B = scenario.batch if batch is None else batch
-    S = scenario.seq_len if seq_len is None else seq_len
-    tokens = S if stage == "prefill" else S + 1
-    c = DTYPE_BYTES[scenario.kv_dtype]
-    # (a sparse-attention model's indexer keeps its own fp8 key cache beside the latent, whatever kv_dtype)
-    per_token_layer = kv_bytes_per_token_layer(model, scenario.mla_mode, c)
-    total = model.linear_layers * linear_state_elements(model) * c
-    for _suffix, window, count in attention_groups(model):
-        kept = tokens if window is None else np.minimum(tokens, window)
-        total = total + count * kept * per_token_layer
-    if model.chunked_layers:
-        total = total + model.chunked_layers * np.minimum(tokens, model.attention_chunk) * per_token_layer
-    return B * total
-
-
-def kv_share_per_device(model: ModelSpec, scenario: Scenario, batch) -> float:
-    """Fraction of the deployment's KV cache the busiest device holds: its stage's layers, its KV heads (MLA's
-    latent is replicated over tp, its decompressed per-head cache split), its sequences under DP attention."""
-    plan = scenario.parallel
-    share = busiest_stage_layer_share(model.n_layers, plan.pp)
-    if plan.attention_dp:
-        ceil = np.ceil if isinstance(batch, np.ndarray) else math.ceil
-        return share * ceil(batch / plan.tp) / batch
-    if model.is_mla and scenario.mla_mode == "decompressed":  # per-head K/V split; a sparse indexer's keys whole
-        heads = kv_elements_per_token(model, "decompressed") * DTYPE_BYTES[scenario.kv_dtype]
-        indexer = indexer_cache_bytes_per_token(model)
-        return share * (heads / plan.tp + indexer) / (heads + indexer)
-    if model.is_mla:
-        return share
-    return share * kv_heads_per_device(model.n_kv_heads, plan.tp) / model.n_kv_heads
-
-
-def linear_state_elements(model: ModelSpec) -> int:
-    """Elements of one sequence's fixed state in one linear-attention layer: the [Hv, dk, dv] delta-rule state and
-    the conv state (the last K-1 inputs of the 2 Hk dk + Hv dv conv channels)."""
-    m = model
-    channels = 2 * m.linear_key_width + m.linear_value_width
-    return m.linear_v_heads * m.linear_k_dim * m.linear_v_dim + channels * (m.linear_conv_kernel - 1)
-
-
 class WeightWidths(NamedTuple):
     """Bytes per parameter of each part of the weights (int4 with its group scales)."""
 
@@ -278,7 +237,7 @@ def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario
     weights = weight_bytes(model, scenario)
     kv = kv_cache_bytes(model, stage, scenario, B, S)
     weights_device = weight_bytes_per_device(model, scenario)
-    kv_device = kv * kv_share_per_device(model, scenario, B)
+    kv_device = kv_bytes_per_device(model, stage, scenario, B, S)
     footprint = weights_device + kv_device + activations
     usable = scenario.memory_utilization * gpu.memory_bytes
     tokens_per_s = (B * S if prefill else B) / t

@@ -113,3 +113,10 @@ MIN_ACTIVATION_BYTES = 2.0
 def unquantized_dtype(*candidates: str) -> str:
     """The first of `candidates` that is 16 bits or wider (the type a quantized scenario keeps), else bf16."""
     return next((dtype for dtype in candidates if DTYPE_BYTES[dtype] >= MIN_ACTIVATION_BYTES), "bf16")
+
+
+def state_bytes_per_element(act_dtype: str) -> float:
+    """Bytes per element of a linear-attention layer's recurrent and conv state: the activations' float of 16 bits
+    or more, whatever the KV cache's dtype (vLLM sizes it by mamba_ssm_cache_dtype, auto = the model's dtype; no
+    framework stores it in 8 or 4 bits)."""
+    return DTYPE_BYTES[unquantized_dtype(act_dtype)]

@@ -360,7 +360,8 @@ def output_gate(T, N, a) -> Cost:
 def causal_conv1d(B, Sq, C, K, w, a, c, decode=False) -> Cost:
     """Depthwise causal conv over C channels with a K-tap kernel, Sq new positions per sequence: y[B,Sq,C] =
     sum_k W[C,k] x[B,t-k,C] (2 FLOPs per tap). Prefill (Sq > 1) writes the last K-1 inputs as the conv state;
-    decode (Sq = 1) reads that state and writes it back shifted (state at the cache dtype c, booked as KV)."""
+    decode (Sq = 1) reads that state and writes it back shifted (state at c bytes: the state's width, 16 bits
+    or more; booked as KV)."""
     T = B * Sq
     state = B * C * (K - 1) * c
     return Cost(flops=2 * T * C * K, weight=C * K * w, act_read=T * C * a, act_write=T * C * a,

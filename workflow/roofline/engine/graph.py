@@ -26,10 +26,16 @@ from typing import NamedTuple
 import numpy as np
 
 from . import formulas as f
-from .dtypes import DTYPE_BYTES, matmul_dtype, weight_bytes_per_element
+from .dtypes import DTYPE_BYTES, matmul_dtype, state_bytes_per_element, weight_bytes_per_element
 from .errors import RooflineInputError
 from .formulas import FORMULAS
-from .models import ACTIVATION_FLOPS, ModelSpec, indexer_cache_bytes_per_token, kv_elements_per_token
+from .models import (
+    ACTIVATION_FLOPS,
+    ModelSpec,
+    indexer_cache_bytes_per_token,
+    kv_elements_per_token,
+    sparse_latent_fp8_bytes_per_token,
+)
 from .parallel import Parallel, kv_heads_per_device
 from .parts import part_gemm, scenario_dtypes, weight_part
 from .scenario import Scenario
@@ -58,11 +64,13 @@ class _Builder:
             raise RooflineInputError(f"scenario.parallel: {sc.parallel!r} must be resolved to a plan (tp, pp, ep) "
                                      "before the operator graph is built (roofline.engine.analysis.resolve_plan)")
         self.m, self.sc, self.plan = m, sc, sc.parallel
+        self.routed = 0  # tokens the expert-parallel group routes in the pass (_build sets it)
         # devices the attention heads, dense MLPs, embedding and lm_head are split over (1 under DP attention)
         self.tp = 1 if self.plan.attention_dp else self.plan.tp
         self.w, self.a, self.c = (weight_bytes_per_element(sc.weight_dtype, sc.weight_group_size),
                                   DTYPE_BYTES[sc.act_dtype], DTYPE_BYTES[sc.kv_dtype])
         self.w_expert = weight_bytes_per_element(sc.expert_dtype, sc.weight_group_size)
+        self.s = state_bytes_per_element(sc.act_dtype)  # a linear-attention layer's state, not at the cache's dtype
         self.gemm_dtype = matmul_dtype(sc.weight_dtype, sc.act_dtype)
         self.expert_gemm_dtype = matmul_dtype(sc.expert_dtype, sc.act_dtype)
         self.dtypes = scenario_dtypes(sc)
@@ -158,9 +166,12 @@ def _build(m: ModelSpec, stage: str, sc: Scenario, batch, seq_len) -> list[Op]:
     B = sc.batch if batch is None else batch
     S = sc.seq_len if seq_len is None else seq_len
     plan = builder.plan
+    prefill = stage == "prefill"
+    # the tokens the whole expert-parallel group routes: every replica's, not tp times the busiest one's (one
+    # sequence under DP attention over 8 replicas is one token at the experts, not 8)
+    builder.routed = B * S if prefill else B
     if plan.attention_dp:  # each of the tp replicas serves its share of the sequences; the busiest gets ceil
         B = np.ceil(B / plan.tp) if isinstance(B, np.ndarray) else math.ceil(B / plan.tp)
-    prefill = stage == "prefill"
     T = B * S if prefill else B  # tokens processed by every token-wise operator (on one device)
     _embedding(builder, T)
     _attention_block(builder, B, S, T, prefill)
@@ -302,7 +313,7 @@ def _linear_attention(builder: _Builder, B, S, T, prefill):
     m, L, tp = builder.m, builder.m.linear_layers, builder.tp
     D, Hv, Hk, dk, dv = m.hidden, m.linear_v_heads // tp, m.linear_k_heads // tp, m.linear_k_dim, m.linear_v_dim
     Kw, Vw = m.linear_key_width // tp, m.linear_value_width // tp
-    a, c = builder.a, builder.c
+    a, c = builder.a, builder.s  # the state's width (16 bits or more), not the attention cache's
     builder.linear("in_proj_qkvz", L, T, D, 2 * Kw + 2 * Vw)
     builder.linear("in_proj_ba", L, T, D, 2 * Hv)
     Sq = S if prefill else 1
@@ -333,6 +344,11 @@ def _mla_attention(builder: _Builder, B, S, T, prefill):
     builder.norm("kv_a_layernorm", L, T, C)
     builder.add("rope", "rope", L, T=T, heads=H + 1, rot_dim=R, a=builder.a)
     kv_per_token = kv_elements_per_token(m, mode) // (builder.tp if mode == "decompressed" else 1)
+    # a sparse model's fp8 latent is FlashMLA's sparse layout (its scales and 16-bit RoPE dims: 656 bytes a token for
+    # DeepSeek-V3.2, not 576), written and read as the footprint holds it (models.kv_bytes_per_token_layer)
+    row = C + R
+    if m.is_sparse_attention and builder.c == 1 and mode != "decompressed":
+        row = kv_per_token = sparse_latent_fp8_bytes_per_token(m)
     builder.add("kv_cache_write", "kv_cache_write", L, T=T, elements_per_token=kv_per_token, a=builder.a, c=builder.c)
     topk = m.index_topk or None
     if topk:
@@ -351,7 +367,7 @@ def _mla_attention(builder: _Builder, B, S, T, prefill):
         _attention_core(builder, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv, from_cache=False, topk=topk)
     else:  # absorbed: q_nope @ W_UK gives a query in latent space; attention reads the shared latent (Hkv = 1)
         builder.linear("q_absorb", L, T * H, dn, C, weight_sets=H)
-        _attention_core(builder, B, S, prefill, H=H, Hkv=1, d=C + R, dv=C, kv_width=C + R, topk=topk)
+        _attention_core(builder, B, S, prefill, H=H, Hkv=1, d=C + R, dv=C, kv_width=row, topk=topk)
         builder.linear("out_absorb", L, T * H, C, dv, weight_sets=H)
     builder.linear("o_proj", L, T, H * dv, D)
 
@@ -393,7 +409,7 @@ def _moe(builder: _Builder, T):
     E, k, ep, D = m.n_experts, m.top_k, plan.ep, m.hidden
     routing = builder.sc.expert_routing
     builder.linear("router", count, T, D, E, m.router_bias)
-    tokens = T * plan.tp if plan.attention_dp else T  # tokens routed by the whole expert-parallel group
+    tokens = builder.routed if plan.attention_dp else T  # tokens routed by the whole expert-parallel group
     pairs = tokens * k
     rows = f.expected_max_load(pairs, ep) if routing == "uniform" else pairs / ep
     touched = f.distinct_experts(tokens, E, k, routing) / ep

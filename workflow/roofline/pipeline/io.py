@@ -111,6 +111,8 @@ def write_comparison(old: str, new: str, path: str, threshold: float, log: str |
         with atomic([path]) as temps:
             pd.DataFrame(rows, columns=list(COMPARE_COLUMNS)).to_csv(temps[str(path)], index=False)
         say(f"{path}: {len(rows)} rows moved beyond {threshold:.0%} ({notes['compared']} compared)")
+
+
 def write_serving_table(rows: list[dict], path: str, skipped: list[str] = ()) -> None:
     """results/serving/{model}.parquet (SERVE_COLUMNS), written atomically; `skipped` (what could not be served
     and why, one line each) in its metadata under "skipped" (read_serving_table)."""
@@ -119,16 +121,16 @@ def write_serving_table(rows: list[dict], path: str, skipped: list[str] = ()) ->
     import pyarrow.parquet as pq
 
     from ..engine.columns import SERVE_COLUMNS
+    from ..serving.table import SKIPPED_KEY
 
     table = pa.Table.from_pandas(pd.DataFrame(rows, columns=list(SERVE_COLUMNS)), preserve_index=False)
-    metadata = {**(table.schema.metadata or {}), b"skipped": json.dumps(list(skipped)).encode()}
+    metadata = {**(table.schema.metadata or {}), SKIPPED_KEY: json.dumps(list(skipped)).encode()}
     with atomic([path]) as temps:
         pq.write_table(table.replace_schema_metadata(metadata), temps[str(path)])
 
 
 def read_serving_table(path: str):
-    """(DataFrame, skipped lines) of a results/serving/{model}.parquet file ([] for a table written without them)."""
-    import pyarrow.parquet as pq
+    """(DataFrame, skipped lines) of a results/serving/{model}.parquet file (roofline.serving.table's reader)."""
+    from ..serving.table import read_serving_table as read
 
-    table = pq.read_table(path)
-    return table.to_pandas(), json.loads((table.schema.metadata or {}).get(b"skipped", b"[]").decode() or "[]")
+    return read(path)

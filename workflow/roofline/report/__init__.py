@@ -10,12 +10,12 @@ from .comparison import comparison_section
 from .cost import cost_section
 from .guard import check_context
 from .index import index_context
-from .io import load_manifest, load_plan, load_specs, load_tables
+from .io import load_manifest, load_plan, load_serving, load_specs, load_tables
 from .measured import measured_section, unmatched_runs
 from .model import model_context
 from .render import render_html, report_fetcher, write_pdf, write_report
 from .summary import summary_context
 
 __all__ = ["check_context", "comparison_section", "cost_section", "index_context", "load_manifest", "load_plan",
-           "load_specs", "load_tables", "measured_section", "model_context", "render_html", "report_fetcher",
-           "summary_context", "unmatched_runs", "write_pdf", "write_report"]
+           "load_serving", "load_specs", "load_tables", "measured_section", "model_context", "render_html",
+           "report_fetcher", "summary_context", "unmatched_runs", "write_pdf", "write_report"]

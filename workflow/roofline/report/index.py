@@ -13,10 +13,24 @@ RESULT_FILES = (
     ("sweeps.parquet", "batch and sequence-length sweeps"),
     ("specs.json", "the resolved configuration and its hash"),
 )
+#: the per-model result folders of optional config sections, named by the index when their section ran
+PER_MODEL_FILES = {
+    "plans": ("plans/{model}.parquet", "the deployment search's frontier per GPU (config plan)"),
+    "serving": ("serving/{model}.parquet", "every GPU under each served workload (config serving; what could not "
+                                           "be served in its metadata)"),
+}
 
 
-def index_context(specs: dict, manifests: dict[str, list[dict]]) -> dict:
-    """Links to the summary, each model report and each figure."""
+def result_tables(per_model=()) -> list[dict]:
+    """The result files the index names ({"path", "what"}): RESULT_FILES, and PER_MODEL_FILES of `per_model`."""
+    tables = [{"path": f"results/{name}", "what": what} for name, what in RESULT_FILES]
+    return tables + [{"path": f"results/{PER_MODEL_FILES[kind][0]}", "what": PER_MODEL_FILES[kind][1]}
+                     for kind in per_model]
+
+
+def index_context(specs: dict, manifests: dict[str, list[dict]], per_model: list[str] = ()) -> dict:
+    """Links to the summary, each model report and each figure; `per_model`: the optional sections whose
+    per-model tables were written (PER_MODEL_FILES)."""
     models = []
     for model, spec in specs["models"].items():
         figures = [{"href": f"figures/{model}/{entry.get('png') or entry['svg']}",
@@ -27,10 +41,9 @@ def index_context(specs: dict, manifests: dict[str, list[dict]]) -> dict:
     gpus = accelerators(specs)
     # named, not linked: they live in results/, beside reports/, and a link out of reports/ breaks as soon as
     # reports/ is copied alone (a wiki, a web server)
-    tables = [{"path": f"results/{name}", "what": what} for name, what in RESULT_FILES]
     context = {
         "page": "index",
-        "tables": tables,
+        "tables": result_tables(per_model),
         "header": title_block(specs, "Roofline reports",
                               f"{plural(len(models), 'model')} × {plural(len(gpus), 'GPU')}"),
         "models": models,

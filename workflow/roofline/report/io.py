@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..serving.plan_io import read_plan_search
+from ..serving.table import read_serving_table
 
 #: the manifest file the figures package writes into each reports/figures/{model}/ directory
 MANIFEST = "figures.json"
@@ -25,6 +26,13 @@ def load_plan(path: str | Path) -> pd.DataFrame:
     table.attrs.update(reason=reason, search=search)
     if search.get("workload"):
         table.attrs["workload"] = dict(search["workload"])
+    return table
+
+
+def load_serving(path: str | Path) -> pd.DataFrame:
+    """The served rows of results/serving/{model}.parquet; attrs["skipped"] what could not be served and why."""
+    table, skipped = read_serving_table(str(path))
+    table.attrs["skipped"] = skipped
     return table
 
 

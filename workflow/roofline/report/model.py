@@ -14,6 +14,7 @@ from .gpu_detail import gpu_detail
 from .guard import check_context, user_text
 from .page import CAVEATS, accelerators, plural, title_block
 from .paper import appendix
+from .workloads import workloads_section
 
 
 def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, manifest: list[dict],
@@ -26,7 +27,9 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
     spec = specs["models"][model]
     scenario = scenario_for_model(specs["scenario"], spec)  # weight_dtype 'native' resolved for this model
     plans = tables.get("plans")  # the deployment search (config section `plan`), when configured
-    mine = {name: frame[frame["model"] == model] for name, frame in tables.items() if name != "plans"}
+    serving = tables.get("serving")  # the served workloads (config section `serving`), when configured
+    mine = {name: frame[frame["model"] == model] for name, frame in tables.items()
+            if name not in ("plans", "serving")}
     totals, treatments, ops = mine["totals"], mine["treatments"], mine["ops"]
     gpus = {k: g for k, g in gpus_all.items() if k in set(totals["gpu"])}
     stages = [s for s in STAGES if s in set(totals["stage"])]
@@ -42,6 +45,8 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
         "decision": decision.decision_tables(totals, treatments, gpus, stages),
         "plans": decision.recommended_plans(plans, gpus_all) if plans is not None and not served.is_served(plans)
         else None,
+        "workloads": workloads_section(serving, [] if serving is None else serving.attrs.get("skipped", []),
+                                       {key: gpu.name for key, gpu in gpus_all.items()}),
         "matrices": [matrices(stage, mine, gpus) for stage in stages],
         "hardware": hardware_table(gpus),
         "figures": figures_at(manifest, figures_href, "figures"),

@@ -30,8 +30,8 @@ TOLERANCE = 1e-6
 
 #: why an operator differs, when it does: (what differs, reason)
 REASONS = {
-    "attn_add": "x + r reads both operands and writes one; the paper counts one read",
-    "mlp_add": "x + r reads both operands and writes one; the paper counts one read",
+    "attn_add": "x + r reads both operands and writes one; the paper counts one read and the write",
+    "mlp_add": "x + r reads both operands and writes one; the paper counts one read and the write",
     "mlp_act": "SwiGLU, silu(gate) × up, on the intermediate size 11,008 (two reads, one write, 5 FLOPs each); "
                "the paper uses the hidden size 4,096",
     "lm_head": "2 FLOPs per multiply-add, as for every GEMM; the paper counts 1",

@@ -45,10 +45,10 @@ def is_served(plans: pd.DataFrame | None) -> bool:
 
 def _pair(row: pd.Series, expected: str, bound: str, fmt) -> str:
     """'55.0 ms (26.7 ms)': the expected value, the bound in parentheses."""
-    return _both(fmt(row[expected]), fmt(row[bound]))
+    return both(fmt(row[expected]), fmt(row[bound]))
 
 
-def _both(expected: str, bound: str) -> str:
+def both(expected: str, bound: str) -> str:
     """'expected (bound)', each kept on one line (no-break spaces inside): a narrow column breaks between the two
     alone, so a wide table (cost, disaggregated pools) stays inside the page."""
     return f"{expected.replace(' ', NBSP)} ({bound.replace(' ', NBSP)})"
@@ -58,7 +58,7 @@ def _usd(value) -> str:
     return units.DASH if units.missing(value) else f"${units.sig(float(value))}"
 
 
-def _mode(row: pd.Series) -> str:
+def mode_words(row: pd.Series) -> str:
     words = [str(row["mode"])]
     if row["mode"] == "disaggregated":
         words.append(f"{units.integer(row['prefill_workers'])} prefill + {units.integer(row['decode_workers'])} "
@@ -68,7 +68,7 @@ def _mode(row: pd.Series) -> str:
     return ", ".join(words)
 
 
-def _weights(row: pd.Series) -> str:
+def weights_label(row: pd.Series) -> str:
     """The weights' dtype, with its scales where it is fp8 ('fp8 (block)': 128 x 128 blocks, as DeepSeek's and
     Qwen3's own checkpoints; 'fp8 (tensor)': one scale per tensor, a re-quantization of such a checkpoint)."""
     scaling = str(row.get("fp8_scaling", "") or "")
@@ -98,15 +98,15 @@ def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
     waits = "" if bool(row["fits"]) else "the KV cache cannot hold every user: the others wait for a slot"
     return {
         "deployment": cell(str(row["deployment"]), css="name"),
-        "precision": cell(f"{_weights(row).replace(' ', NBSP)} / {row['kv_dtype']}"),  # may break at the slash
-        "mode": cell(_mode(row)),
+        "precision": cell(f"{weights_label(row).replace(' ', NBSP)} / {row['kv_dtype']}"),  # may break at the slash
+        "mode": cell(mode_words(row)),
         "concurrency": cell(_users(row), waits),
         "ttft": cell(_pair(row, "ttft_expected_s", "ttft_s", units.seconds)),
         "tpot": cell(_pair(row, "tpot_expected_s", "tpot_s", units.seconds)),
         "per_gpu": cell(_pair(row, "tokens_per_s_per_device_expected", "tokens_per_s_per_device", units.sig)),
         "per_user": cell(units.sig(row["tokens_per_s_per_user_expected"])),
         "cost": cell(units.DASH if units.missing(row.get("cost_per_million_tokens_expected")) else
-                     _both(_usd(row["cost_per_million_tokens_expected"]), _usd(row["cost_per_million_tokens"]))),
+                     both(_usd(row["cost_per_million_tokens_expected"]), _usd(row["cost_per_million_tokens"]))),
         "target": cell(check["text"], css="fit-yes" if check["meets"] else "misfit"),
         "estimate": cell(str(row.get("estimate", units.DASH))),
     }

@@ -126,3 +126,18 @@ def _serve(served, load: Workload, workload: ServingWorkload) -> dict:
     prefill = Parallel(**workload.prefill_plan) if isinstance(workload.prefill_plan, dict) else served.plan
     pools = Disaggregation(workload.prefill_workers, workload.decode_workers, prefill)
     return serve_disaggregated(served, load, pools, overflow="queue")
+
+
+#: the metadata key of results/serving/{model}.parquet that holds what could not be served (JSON list of lines)
+SKIPPED_KEY = b"skipped"
+
+
+def read_serving_table(path: str):
+    """(DataFrame, skipped lines) of a results/serving/{model}.parquet file ([] for a table written without them;
+    roofline.pipeline.io.write_serving_table writes both)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    return table.to_pandas(), json.loads((table.schema.metadata or {}).get(SKIPPED_KEY, b"[]").decode() or "[]")

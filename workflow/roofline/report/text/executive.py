@@ -170,7 +170,9 @@ def _across(rows: pd.DataFrame, key: str, per_device: float, fmt) -> str:
     speed-up quoted beside it is the deployments', so the figures must be too (one device's read as the cause of a
     whole deployment's ratio)."""
     tp = int(rows["tp"][key]) if "tp" in rows.columns else 1
-    return fmt(per_device * tp) + (f" over {tp} devices" if tp > 1 else "")
+    pp = int(rows["pp"][key]) if "pp" in rows.columns else 1
+    stages = f", one of its {pp} pipeline stages at a time" if pp > 1 else ""  # 16 devices, 8 reading at once
+    return fmt(per_device * tp) + (f" over {tp} devices{stages}" if tp > 1 else stages)
 
 
 def executive_summary(model_name: str, totals: pd.DataFrame, treatments: pd.DataFrame,
