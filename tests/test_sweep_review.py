@@ -286,3 +286,43 @@ def test_a_pipelines_bandwidth_names_the_stage_that_reads_at_once():
     assert _across(rows, "a6000", 768e9, units.bandwidth) == \
         "6.14 TB/s over 8 devices, one of its 2 pipeline stages at a time"
     assert _across(rows, "h100", 3.35e12, units.bandwidth) == "3.35 TB/s, one of its 2 pipeline stages at a time"
+
+
+def test_a_lead_on_a_default_estimate_names_the_best_on_measured_kernels_beside_it():
+    # every default report crowned the MI300X on the pooled fallback's estimate; the caveat says compare bounds
+    from roofline.report.served import _calibrated_best
+
+    ordered = pd.DataFrame([
+        {"deployment": "1 x Instinct MI300X", "estimate": "default", "tokens_per_s_per_device_expected": 21100.0,
+         "tokens_per_s_per_device": 37900.0},
+        {"deployment": "1 x H200 SXM 141GB", "estimate": "calibrated", "tokens_per_s_per_device_expected": 11900.0,
+         "tokens_per_s_per_device": 32800.0}])
+    assert _calibrated_best(ordered.iloc[0], ordered) == (
+        "; the best on its own measured kernels is 1 x H200 SXM 141GB, 11,900 tokens/s per GPU expected (bound "
+        "32,800)")
+    assert _calibrated_best(ordered.iloc[1], ordered) == ""  # a calibrated lead needs nothing beside it
+
+
+def test_a_mode_all_frontier_marks_its_disaggregated_plans_and_names_the_pools():
+    # one line per device mixed both modes with nothing to tell them apart; the star's label ended 'memory-bound'
+    from matplotlib.lines import Line2D
+
+    from roofline.figures.plan import _label, plan_figure
+
+    rows = [{"gpu": "h200-sxm", "mode": mode, "tokens_per_s_per_user_expected": user,
+             "tokens_per_s_per_device_expected": device, "tokens_per_s_per_user": user * 2,
+             "tokens_per_s_per_device": device * 2, "recommended": n == 0, "chosen": n == 0, "isl": 1024,
+             "osl": 1024, "deployment": "prefill: 2 x (1 x H200); decode: 3 x (1 x H200)", "batch": 790,
+             "weight_dtype": "fp8", "kv_dtype": "fp8", "tpot_expected_s": 0.047, "tpot_s": 0.028,
+             "ttft_expected_s": 0.56, "ttft_s": 0.06, "bound": "memory", "prefill_workers": 2, "decode_workers": 3,
+             "limited_by": "decode"}
+            for n, (mode, user, device) in enumerate([("disaggregated", 21.0, 3300.0), ("aggregated", 60.0, 1500.0)])]
+    table = pd.DataFrame(rows)
+    fig = plan_figure(table, "Llama-3.1-70B")
+    ax = fig.axes[0]
+    crosses = [line for line in ax.get_lines() if line.get_marker() == "x"]
+    assert len(crosses) == 1 and list(crosses[0].get_xdata()) == [21.0]
+    assert "disaggregated plan" in [text.get_text() for text in ax.get_legend().get_texts()]
+    assert any(isinstance(h, Line2D) for h in ax.get_legend().legend_handles)
+    label = _label(next(table.itertuples()), 0.05)
+    assert "disaggregated: 2 prefill + 3 decode workers, limited by the decode pool" in label.replace("\n", " ")

@@ -6,6 +6,7 @@ import textwrap
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.lines import Line2D
 from matplotlib.ticker import LogLocator, NullFormatter
 
 from .. import display
@@ -20,7 +21,13 @@ def _label(row, tpot_target_s: float | None) -> str:
     """The plan the search ranks first in a few short lines (the star's caption beside the plot): expected times
     with the bound beside them, and whether it misses the TPOT target in expectation."""
     misses = tpot_target_s and row.tpot_expected_s > tpot_target_s
-    lines = [f"★ ranked first: {row.deployment}", f"batch {row.batch}, {row.weight_dtype} weights, {row.kv_dtype} KV",
+    pools = []
+    if getattr(row, "mode", "") == "disaggregated":  # which pools, and which one sets the rate
+        pools = [f"disaggregated: {row.prefill_workers} prefill + {row.decode_workers} decode workers"
+                 + (f", limited by the {row.limited_by} pool" if str(getattr(row, "limited_by", "")) in
+                    ("prefill", "decode") else "")]
+    lines = [f"★ ranked first: {row.deployment}", *pools,
+             f"batch {row.batch}, {row.weight_dtype} weights, {row.kv_dtype} KV",
              f"{display.prefixed(row.tokens_per_s_per_device_expected, 'token/s')} per device expected "
              f"({display.prefixed(row.tokens_per_s_per_device, 'token/s')} bound)",
              f"TPOT {display.seconds(row.tpot_expected_s)} expected ({display.seconds(row.tpot_s)} bound)",
@@ -73,13 +80,7 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
         axis.set_major_formatter(LogTicks())
         axis.set_minor_formatter(NullFormatter())
     styles = gpu_styles(dict.fromkeys(table["gpu"]))
-    for key, rows in table.groupby("gpu", sort=False):
-        rows = rows.sort_values(per_user)
-        style = styles[key]
-        ax.plot(rows[per_user], rows[per_device], color=style.color, ls=style.linestyle, lw=1.2,
-                label=(gpu_names or {}).get(key, key))
-        best = rows[rows["recommended"]]
-        ax.plot(best[per_user], best[per_device], "o", color=style.color, ms=4, mfc="white")
+    _frontiers(ax, table, per_user, per_device, styles, gpu_names or {})
     if tpot_target_s:
         ax.axvline(1.0 / tpot_target_s, color="#777777", lw=0.8, ls=":")
         ax.annotate(f"TPOT target {display.seconds(tpot_target_s)}", (1.0 / tpot_target_s, 0), xycoords=("data",
@@ -91,10 +92,34 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
     for row in chosen.itertuples():
         ax.plot([getattr(row, per_user)], [getattr(row, per_device)], "*", color="black", ms=10, zorder=5)
         fig.text(0.72, 0.13, _label(row, tpot_target_s), fontsize=6.5, va="bottom")
-    ax.legend(title="Device (open dot: its\nrecommended plan)", loc="upper left", bbox_to_anchor=(1.02, 1.0),
-              frameon=False, alignment="left")
+    _legend(ax, table)
     ax.grid(True, which="major", lw=0.3, color="#dddddd")
     return fig
+
+
+def _frontiers(ax, table: pd.DataFrame, per_user: str, per_device: str, styles: dict, names: dict) -> None:
+    """Each device's frontier as a line, its recommended plan as an open dot and (plan: {mode: all}, which mixes
+    both modes on one frontier) its disaggregated plans as crosses."""
+    for key, rows in table.groupby("gpu", sort=False):
+        rows = rows.sort_values(per_user)
+        style = styles[key]
+        ax.plot(rows[per_user], rows[per_device], color=style.color, ls=style.linestyle, lw=1.2,
+                label=names.get(key, key))
+        best = rows[rows["recommended"]]
+        ax.plot(best[per_user], best[per_device], "o", color=style.color, ms=4, mfc="white")
+        if "mode" in rows:
+            pooled = rows[rows["mode"] == "disaggregated"]
+            ax.plot(pooled[per_user], pooled[per_device], "x", color=style.color, ms=4, ls="")
+
+
+def _legend(ax, table: pd.DataFrame) -> None:
+    """The devices beside the plot, and what a cross means where both modes share the frontiers."""
+    handles, labels = ax.get_legend_handles_labels()
+    if "mode" in table and (table["mode"] == "disaggregated").any() and (table["mode"] != "disaggregated").any():
+        handles.append(Line2D([], [], marker="x", ls="", color="#555555", ms=4))
+        labels.append("disaggregated plan")
+    ax.legend(handles, labels, title="Device (open dot: its\nrecommended plan)", loc="upper left",
+              bbox_to_anchor=(1.02, 1.0), frameon=False, alignment="left")
 
 
 def applies(data, _item=None) -> bool:
@@ -113,4 +138,6 @@ def caption(data, _item=None) -> str:
     side = SIDES.get(data.plan.rank_on, SIDES["expected"])[0]
     return ("Deployment search: per device, the plans on the Pareto frontier of tokens/s per device against tokens/s "
             f"per user ({side}: what the search ranks on) that fit and meet the targets; open dot: each device's "
-            "recommended plan, star: the chosen one, dotted line: the TPOT target.")
+            "recommended plan, star: the chosen one, dotted line: the TPOT target"
+            + ("; ×: a disaggregated plan (prefill and decode pools)" if "mode" in data.plan.table
+               and (data.plan.table["mode"] == "disaggregated").any() else "") + ".")
