@@ -326,3 +326,32 @@ def test_a_mode_all_frontier_marks_its_disaggregated_plans_and_names_the_pools()
     assert any(isinstance(h, Line2D) for h in ax.get_legend().legend_handles)
     label = _label(next(table.itertuples()), 0.05)
     assert "disaggregated: 2 prefill + 3 decode workers, limited by the decode pool" in label.replace("\n", " ")
+
+
+# ---------------------------------------------------------------- a review of the day's diff
+def test_a_device_file_reusing_a_catalog_key_is_refused_beside_it_and_never_mistaken_for_it(tmp_path, capsys):
+    from roofline.cli import main
+
+    slow = tmp_path / "b200slow.yaml"
+    slow.write_text("b200:\n  bandwidth_gbps: 2000\n")
+    # one process, two devices under one key: the step tables are the device's, not the key's
+    first = _serve(model="llama-3.1-8b", gpu=str(slow), isl=1024, osl=128, concurrency=8)
+    catalog = _serve(model="llama-3.1-8b", gpu="b200", isl=1024, osl=128, concurrency=8)
+    assert catalog["tpot_s"] < first["tpot_s"] / 3  # 8 TB/s against 2 TB/s
+    # a search keys its rows on the device key: two --gpu values naming one are refused in one line
+    assert main(["plan", "--model", "llama-3.1-8b", "--gpu", "b200", "--gpu", str(slow), "--isl", "1024", "--osl",
+                 "128"]) == 2
+    assert f"--gpu: {slow} names device 'b200' again (as b200 does)" in capsys.readouterr().err
+    wrapped = tmp_path / "wrapped.yaml"
+    wrapped.write_text("gpus:\n  acme: {memory_gb: 24, bandwidth_gbps: 1000, peak_tflops: {bf16: 100}}\n")
+    assert main(["ridge", "--gpu", str(wrapped)]) == 2
+    assert "holds a gpus: section; give the device's entry alone" in capsys.readouterr().err
+
+
+def test_naive_mla_reads_the_sparse_fp8_rows_it_writes():
+    for mode, reader in (("naive", "kv_b_proj"), ("absorbed", "fused_attention")):
+        ops = roofline.ops(model="deepseek-v3.2", gpu="b200", stage="decode", batch=1, seq_len=1000, kv_dtype="fp8",
+                           mla_mode=mode, tp=8).set_index("op")
+        # 1,001 cached rows of 656 bytes; the write brings 576 values in at 2 bytes and stores one 656-byte row
+        assert ops.loc[reader, "bytes_kv_read"] == 1001 * 656
+        assert (ops.loc["kv_cache_write", "bytes_act_read"], ops.loc["kv_cache_write", "bytes_kv_write"]) == (1152, 656)

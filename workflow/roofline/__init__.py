@@ -31,7 +31,8 @@ __all__ = ["RooflineInputError", "compare", "ops", "plan", "serve", "totals"]
 def ops(model: str, gpu: str, stage: str, **options) -> pandas.DataFrame:
     """`roofline ops`: one row per operator of one step (values per instance, with `count`).
 
-    `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `stage` prefill or decode. Options:
+    `model` is a catalog key or the path of a config.json, `gpu` a catalog key or the path of a YAML/JSON file
+    holding one device as config.yaml's gpus: writes it, `stage` prefill or decode. Options:
     batch, seq_len, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype, attention_weight_dtype, fp8_scaling,
     weight_group_size, attention, logits, expert_routing, mla_mode, parallel, tp, pp, ep, attention_dp,
     memory_utilization, framework (vllm, sglang or trtllm: whose measured kernel tables the expected times use;
@@ -74,8 +75,9 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
 def serve(model: str, gpu: str, *, isl: int, osl: int, **options) -> pandas.DataFrame:
     """`roofline serve`: one row with what a loaded server delivers (TTFT, TPOT, tokens/s: bounds and expected).
 
-    `model` is a catalog key or the path of a config.json, `gpu` a catalog key, `isl`/`osl` the prompt and output
-    tokens per request. Options: concurrency or request_rate (one of the two), framework, attention_dp_balance (True
+    `model` is a catalog key or the path of a config.json, `gpu` a catalog key or the path of a YAML/JSON file
+    holding one device as config.yaml's gpus: writes it, `isl`/`osl` the prompt and output tokens per request.
+    Options: concurrency or request_rate (one of the two), framework, attention_dp_balance (True
     or (timeout_iters, batching_wait_iters): trtllm's attention-DP balancing), max_batched_tokens,
     prefix_hit, overflow, benchmark_waves, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
     attention_weight_dtype, fp8_scaling, weight_group_size, attention, expert_routing, mla_mode, parallel, tp, pp, ep,

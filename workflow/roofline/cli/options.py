@@ -221,6 +221,9 @@ def gpu(text: str) -> hardware.Accelerator:
         raise RooflineInputError(f"--gpu: file '{text}' does not exist; expected a catalog key or a YAML/JSON file "
                                  "holding one device as config.yaml's gpus: section writes it")
     entries = load_config_file(text)
+    if isinstance(entries, dict) and list(entries) == ["gpus"] and isinstance(entries["gpus"], dict):
+        raise RooflineInputError(f"--gpu: {text} holds a gpus: section; give the device's entry alone, its key at the "
+                                 "top ({key: {name: ..., memory_gb: ...}}), one device a file")
     if not isinstance(entries, dict) or len(entries) != 1 or not isinstance(next(iter(entries.values())),
                                                                             (dict, type(None))):
         raise RooflineInputError(f"--gpu: {text} must hold one device as config.yaml's gpus: section writes it, "
@@ -257,3 +260,14 @@ def _cli_fix(message: str) -> str:
                      message)
     return re.sub(r"^hf_config: (file '.*' does not exist)$",
                   r"--model: \1 (give a catalog key, roofline list models, or the path of a config.json)", message)
+
+
+def distinct_devices(gpus: list[hardware.Accelerator], given: list[str]) -> None:
+    """Refuse two --gpu values that name one device key (a file reusing a catalog key beside that key): the
+    search keys its rows on it, so one would silently stand for both."""
+    seen: dict[str, str] = {}
+    for gpu, text in zip(gpus, dict.fromkeys(given)):
+        if gpu.key in seen:
+            raise RooflineInputError(f"--gpu: {text} names device '{gpu.key}' again (as {seen[gpu.key]} does); give it "
+                                     f"a key of its own in its file (e.g. {gpu.key}-2: {{base: {gpu.key}, ...}})")
+        seen[gpu.key] = text

@@ -128,6 +128,7 @@ def table(args) -> tuple[list[dict], dict]:
     """(the frontier rows, best first, at most --top; notes: `evaluated` configurations in `seconds`, and the
     `reason` no candidate fits and meets the targets, "" when some do)."""
     gpus = [options.gpu(key) for key in dict.fromkeys(args.gpu)] if args.gpu else list(hardware.catalog().values())
+    options.distinct_devices(gpus, args.gpu or [])
     gpus = priced(gpus, args.price_per_hour)
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice
         gpus = [replace(gpu, framework=args.framework) for gpu in gpus]

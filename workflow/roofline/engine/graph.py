@@ -346,10 +346,11 @@ def _mla_attention(builder: _Builder, B, S, T, prefill):
     kv_per_token = kv_elements_per_token(m, mode) // (builder.tp if mode == "decompressed" else 1)
     # a sparse model's fp8 latent is FlashMLA's sparse layout (its scales and 16-bit RoPE dims: 656 bytes a token for
     # DeepSeek-V3.2, not 576), written and read as the footprint holds it (models.kv_bytes_per_token_layer)
-    row = C + R
-    if m.is_sparse_attention and builder.c == 1 and mode != "decompressed":
-        row = kv_per_token = sparse_latent_fp8_bytes_per_token(m)
-    builder.add("kv_cache_write", "kv_cache_write", L, T=T, elements_per_token=kv_per_token, a=builder.a, c=builder.c)
+    row = C + R if not (m.is_sparse_attention and builder.c == 1 and mode != "decompressed") else \
+        sparse_latent_fp8_bytes_per_token(m)
+    # the C + R values come in at the activations' width and go to the cache as `row` bytes
+    builder.add("kv_cache_write", "kv_cache_write", L, T=T, elements_per_token=kv_per_token, a=builder.a, c=builder.c,
+                adjust=lambda cost: cost._replace(kv_write=cost.kv_write * row / (C + R)))
     topk = m.index_topk or None
     if topk:
         _indexer(builder, B, S, T, prefill)
@@ -362,7 +363,7 @@ def _mla_attention(builder: _Builder, B, S, T, prefill):
         Skv = _keys_attended(S, topk, False)
         width, dtype, _ = builder.parts["attention"]
         builder.add("kv_b_proj", "linear", L, dtype=dtype,
-                    adjust=lambda cost: cost._replace(kv_read=cost.kv_read * (C + R) / C),
+                    adjust=lambda cost: cost._replace(kv_read=cost.kv_read * row / C),
                     T=B * Skv, K=C, N=H * (dn + dv), w=width, a=builder.a, cached_input_width=builder.c)
         _attention_core(builder, B, S, prefill, H=H, Hkv=H, d=dq, dv=dv, from_cache=False, topk=topk)
     else:  # absorbed: q_nope @ W_UK gives a query in latent space; attention reads the shared latent (Hkv = 1)

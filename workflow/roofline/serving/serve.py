@@ -113,7 +113,8 @@ def _parts(model: ModelSpec, gpu: Accelerator, scenario: Scenario, mix: Mix, tok
            framework: str):
     """step_tables.tabulate of one device under the run's framework (its kernel tables), kept for the process:
     served runs that differ only in concurrency (or in the framework's fitted constants) reuse the tables."""
-    key = (model, gpu.key, gpu.chip, gpu.calibration, scenario, mix, round(tokens), round(sequences), framework)
+    # the whole device (a --gpu file may reuse a catalog key with other figures), not its key alone
+    key = (model, repr(gpu), scenario, mix, round(tokens), round(sequences), framework)
     if key not in _PARTS:
         if len(_PARTS) > 256:
             _PARTS.clear()

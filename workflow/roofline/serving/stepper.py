@@ -8,7 +8,7 @@ import copy
 
 import numpy as np
 
-from .steps import GRID_RATIO, Curve, Parts, at, lookup
+from .steps import GRID_RATIO, Curve, Parts, at, lookup, physical
 
 
 class Stepper:
@@ -66,7 +66,10 @@ class Stepper:
         tokenwise = getattr(t, f"tokenwise_{side}")
         return {"light": per_token + attend, "attend": attend, "rate": prompt, "tokenwise": tokenwise,
                 "logits": getattr(t, f"logits_{side}"),
-                "replica": np.maximum(tokenwise - getattr(t, f"experts_{side}"), 0.0)}
+                # one replica's own share, held as every part is (steps.physical): the difference of two held curves
+                # need not be, and a step of uneven prompts had priced below an even one
+                "replica": physical(np.maximum(tokenwise - getattr(t, f"experts_{side}"), 0.0),
+                                    GRID_RATIO ** np.arange(np.shape(tokenwise)[-1]))}
 
     def _host(self, side: str, D=0.0):
         """The framework's host time of a step with D sequences decoding (expected side only): per step, and per
