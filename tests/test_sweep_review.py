@@ -355,3 +355,17 @@ def test_naive_mla_reads_the_sparse_fp8_rows_it_writes():
         # 1,001 cached rows of 656 bytes; the write brings 576 values in at 2 bytes and stores one 656-byte row
         assert ops.loc[reader, "bytes_kv_read"] == 1001 * 656
         assert (ops.loc["kv_cache_write", "bytes_act_read"], ops.loc["kv_cache_write", "bytes_kv_write"]) == (1152, 656)
+
+
+def test_without_a_prefix_hit_no_linear_attention_state_is_held_as_shared():
+    # the prefix's share had been priced as one request of 0 tokens: a Gated DeltaNet state (20 MB a device here)
+    from roofline.engine.scenario import Scenario
+    from roofline.serving.capacity import per_device_bytes
+
+    model = models.get_model("qwen3-next-80b-a3b")
+    scenario = Scenario().for_model(model)
+    _, _, held, shared, _ = per_device_bytes(model, scenario, 8192, False, 1024, 1024, 0.0, 0.0, None)
+    assert shared == 0.0 and held > 0
+    _, _, _, half, _ = per_device_bytes(model, scenario, 8192, False, 1024, 1024, 0.5, 0.0, None)
+    # 512 cached tokens of the 12 full-attention layers' 2 KV heads of 256 at 2 bytes: 512 x 12 x 2048 B
+    assert half == 512 * 12 * 2 * 2 * 256 * 2

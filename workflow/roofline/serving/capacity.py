@@ -87,5 +87,6 @@ def per_device_bytes(model: ModelSpec, scenario: Scenario, max_batched_tokens: i
         own = _kv_per_request(model, scenario, float(tokens))
         return own + (_kv_per_request(*draft, float(tokens)) if draft else 0.0)
 
-    return (weights, activations, per_request(full if reserve_full_length else mean), per_request(shared),
-            per_request(mean))
+    # the prefix's tokens alone: a linear-attention state is each request's own (in per_request), not the prefix's
+    prefix = per_request(shared) - per_request(0.0)
+    return (weights, activations, per_request(full if reserve_full_length else mean), prefix, per_request(mean))
