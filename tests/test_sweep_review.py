@@ -369,3 +369,16 @@ def test_without_a_prefix_hit_no_linear_attention_state_is_held_as_shared():
     _, _, _, half, _ = per_device_bytes(model, scenario, 8192, False, 1024, 1024, 0.5, 0.0, None)
     # 512 cached tokens of the 12 full-attention layers' 2 KV heads of 256 at 2 bytes: 512 x 12 x 2048 B
     assert half == 512 * 12 * 2 * 2 * 256 * 2
+
+
+def test_an_open_loop_the_saturated_engine_can_serve_keeps_up_with_a_finite_wait():
+    # SGLang's open loop (arrivals one by one) gave up at 5.4 requests/s on DeepSeek-V3 (8 x B200) and said so with
+    # an unbounded TTFT while delivering all 5.4: a full cache batching what waits serves 6.77
+    common = dict(model="deepseek-v3", gpu="b200", weight_dtype="fp8", kv_dtype="fp8", tp=8, framework="sglang",
+                  isl=4096, osl=512)
+    calm, busy, over = (_serve(request_rate=rate, **common) for rate in (5.0, 5.4, 6.8))
+    assert calm["keeps_up"] and busy["keeps_up"] and not over["keeps_up"]
+    assert busy["requests_per_s_expected"] == pytest.approx(5.4)
+    assert calm["ttft_expected_s"] < busy["ttft_expected_s"] < float("inf")
+    assert busy["e2e_latency_expected_s"] == pytest.approx(busy["ttft_expected_s"] + 511 * busy["tpot_expected_s"])
+    assert 5.4 < over["requests_per_s_expected"] < 6.8 and over["ttft_expected_s"] == float("inf")

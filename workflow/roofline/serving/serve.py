@@ -229,6 +229,15 @@ def _sustained(expected: dict, rate: float, saturated) -> dict:
     if bool(expected["keeps_up"]):
         return expected
     full = saturated()
+    if np.all(full["requests_per_s"] >= rate):
+        # the open loop's independent arrivals saturate, but with every slot taken the engine serves the rate (the
+        # queue is never empty, and SGLang batches what waits as a lockstep group): it keeps up, at the saturated
+        # state's TTFT (a full cache's wait) and the slower of its and the open loop's steps (upper estimates)
+        # (the open loop's own steps only where its decode batch stayed within the cache: past it they diverged)
+        tpot = np.where(expected["decode"] <= full["running"], np.fmax(full["tpot"], expected["tpot"]), full["tpot"])
+        steps = (full["e2e"] - full["ttft"]) / full["tpot"]  # osl - 1 (over tokens per step)
+        return {**full, "tpot": tpot, "e2e": full["ttft"] + steps * tpot, "keeps_up": True,
+                "requests_per_s": rate + 0.0 * full["requests_per_s"]}
     if "limited_by" not in full:  # what one engine runs out of (disaggregated pools name theirs): the prompt room
         # where the saturated state computes prompts all the time, else the KV cache (every slot taken)
         used = float(np.max(full["prefill_utilization"]))
