@@ -258,7 +258,9 @@ def test_the_serving_sections_workloads_are_a_table_each_in_the_model_report():
                  ServingWorkload(isl=120_000, osl=100, request_rate=(0.01, 50.0)))
     rows, skipped = serving_table(model, gpus, {key: Scenario() for key in gpus},
                                   ServingSettings(workloads=workloads, gpus=tuple(gpus)))
-    section = workloads_section(pd.DataFrame(rows), skipped, {"h100-sxm": "H100", "rtx-4090": "RTX 4090"})
+    served = pd.DataFrame(rows)
+    served.attrs["skipped"] = skipped  # as report.io.load_serving reads it
+    section = workloads_section(served, {"h100-sxm": "H100", "rtx-4090": "RTX 4090"})
     first, second = section["tables"]
     assert first["title"] == "vllm, aggregated: 1,024 prompt and 256 output tokens per request"
     # the report's GPU order, then the load: H100 first

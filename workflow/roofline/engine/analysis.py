@@ -237,7 +237,7 @@ def aggregate(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario
     weights = weight_bytes(model, scenario)
     kv = kv_cache_bytes(model, stage, scenario, B, S)
     weights_device = weight_bytes_per_device(model, scenario)
-    kv_device = kv_bytes_per_device(model, stage, scenario, B, S)
+    kv_device = kv_bytes_per_device(model, scenario, B, kv)
     footprint = weights_device + kv_device + activations
     usable = scenario.memory_utilization * gpu.memory_bytes
     tokens_per_s = (B * S if prefill else B) / t

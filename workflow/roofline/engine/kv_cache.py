@@ -32,13 +32,13 @@ def kv_cache_bytes(model: ModelSpec, stage: str, scenario: Scenario, batch=None,
     return B * total
 
 
-def kv_bytes_per_device(model: ModelSpec, stage: str, scenario: Scenario, batch, seq_len):
-    """KV cache bytes (kv_cache_bytes) on the busiest device: the attention layers' at kv_share_per_device, the
-    linear-attention layers' state at its own share (tp splits their heads evenly)."""
+def kv_bytes_per_device(model: ModelSpec, scenario: Scenario, batch, whole):
+    """The busiest device's part of `whole`, the deployment's KV cache of `batch` sequences (kv_cache_bytes): the
+    attention layers' at kv_share_per_device, the linear-attention layers' state at its own share (tp splits their
+    heads evenly)."""
     state = linear_state_bytes(model, scenario, batch)
-    attention = kv_cache_bytes(model, stage, scenario, batch, seq_len) - state
-    return attention * kv_share_per_device(model, scenario, batch) + state * kv_share_per_device(model, scenario,
-                                                                                                 batch, state=True)
+    return (whole - state) * kv_share_per_device(model, scenario, batch) + state * kv_share_per_device(
+        model, scenario, batch, state=True)
 
 
 def linear_state_bytes(model: ModelSpec, scenario: Scenario, batch):

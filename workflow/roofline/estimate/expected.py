@@ -58,9 +58,9 @@ def add_op_expected(calibration: Calibration, gpu: Accelerator, model: ModelSpec
     """`t_expected_s` (the operator's kernel alone, at most its kernel at a padded batch) and `estimate` on each
     row, in place."""
     seconds, labels = Kernels(model, scenario, stage, ops, "").seconds(calibration, gpu, standalone=True)
-    expected = seconds[:, 0]
+    expected, names = seconds[:, 0], [op.name for op in ops]
     for larger in padded:  # the same graph at a larger batch: its operators in the same order
-        if [op.name for op in larger] == [op.name for op in ops]:
+        if [op.name for op in larger] == names:
             expected = np.minimum(expected, Kernels(model, scenario, stage, larger, "").seconds(
                 calibration, gpu, standalone=True)[0][:, 0])
     for row, value, label in zip(rows, expected, labels):
@@ -75,9 +75,10 @@ def add_total_expected(calibration: Calibration, gpu: Accelerator, model: ModelS
     seconds, label = Kernels(model, scenario, stage, ops, calibration.framework).step(calibration, gpu)
     if padded and calibration.framework not in FUSIONS:
         seconds = np.array([sum(row["count"] * row["t_expected_s"] for row in rows)])
-    for larger in padded if calibration.framework in FUSIONS else ():
-        seconds = np.minimum(seconds, Kernels(model, scenario, stage, larger, calibration.framework).step(
-            calibration, gpu)[0])
+    elif padded:
+        for larger in padded:
+            seconds = np.minimum(seconds, Kernels(model, scenario, stage, larger, calibration.framework).step(
+                calibration, gpu)[0])
     t_expected = max(float(seconds[0]), total["t_s"])
     prefill = stage == "prefill"
     total.update({

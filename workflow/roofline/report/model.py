@@ -45,8 +45,7 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
         "decision": decision.decision_tables(totals, treatments, gpus, stages),
         "plans": decision.recommended_plans(plans, gpus_all) if plans is not None and not served.is_served(plans)
         else None,
-        "workloads": workloads_section(serving, [] if serving is None else serving.attrs.get("skipped", []),
-                                       {key: gpu.name for key, gpu in gpus_all.items()}),
+        "workloads": workloads_section(serving, {key: gpu.name for key, gpu in gpus_all.items()}),
         "matrices": [matrices(stage, mine, gpus) for stage in stages],
         "hardware": hardware_table(gpus),
         "figures": figures_at(manifest, figures_href, "figures"),

@@ -43,12 +43,12 @@ def is_served(plans: pd.DataFrame | None) -> bool:
     return plans is not None and "mode" in plans.columns
 
 
-def _pair(row: pd.Series, expected: str, bound: str, fmt) -> str:
+def expected_and_bound(row: pd.Series, expected: str, bound: str, fmt) -> str:
     """'55.0 ms (26.7 ms)': the expected value, the bound in parentheses."""
-    return both(fmt(row[expected]), fmt(row[bound]))
+    return _both(fmt(row[expected]), fmt(row[bound]))
 
 
-def both(expected: str, bound: str) -> str:
+def _both(expected: str, bound: str) -> str:
     """'expected (bound)', each kept on one line (no-break spaces inside): a narrow column breaks between the two
     alone, so a wide table (cost, disaggregated pools) stays inside the page."""
     return f"{expected.replace(' ', NBSP)} ({bound.replace(' ', NBSP)})"
@@ -101,12 +101,13 @@ def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
         "precision": cell(f"{weights_label(row).replace(' ', NBSP)} / {row['kv_dtype']}"),  # may break at the slash
         "mode": cell(mode_words(row)),
         "concurrency": cell(_users(row), waits),
-        "ttft": cell(_pair(row, "ttft_expected_s", "ttft_s", units.seconds)),
-        "tpot": cell(_pair(row, "tpot_expected_s", "tpot_s", units.seconds)),
-        "per_gpu": cell(_pair(row, "tokens_per_s_per_device_expected", "tokens_per_s_per_device", units.sig)),
+        "ttft": cell(expected_and_bound(row, "ttft_expected_s", "ttft_s", units.seconds)),
+        "tpot": cell(expected_and_bound(row, "tpot_expected_s", "tpot_s", units.seconds)),
+        "per_gpu": cell(expected_and_bound(row, "tokens_per_s_per_device_expected", "tokens_per_s_per_device",
+                                           units.sig)),
         "per_user": cell(units.sig(row["tokens_per_s_per_user_expected"])),
         "cost": cell(units.DASH if units.missing(row.get("cost_per_million_tokens_expected")) else
-                     both(_usd(row["cost_per_million_tokens_expected"]), _usd(row["cost_per_million_tokens"]))),
+                     _both(_usd(row["cost_per_million_tokens_expected"]), _usd(row["cost_per_million_tokens"]))),
         "target": cell(check["text"], css="fit-yes" if check["meets"] else "misfit"),
         "estimate": cell(str(row.get("estimate", units.DASH))),
     }

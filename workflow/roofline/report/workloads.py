@@ -10,7 +10,7 @@ import pandas as pd
 
 from . import units
 from .decision import cell
-from .served import NBSP, both, mode_words, weights_label
+from .served import NBSP, expected_and_bound, mode_words, weights_label
 
 #: the workload table's columns: (key, header, numeric)
 WORKLOAD_COLUMNS = (
@@ -24,9 +24,10 @@ WORKLOAD_KEYS = ("mode", "framework", "isl", "osl", "prefix_hit", "spec_method",
                  "prefill_workers", "decode_workers")
 
 
-def workloads_section(serving: pd.DataFrame | None, skipped: list[str], names: dict[str, str]) -> dict | None:
-    """{"tables": [{"title", "columns", "rows"}], "skipped": [lines]} of the serving table, GPUs in the report's
-    order (`names`: gpu key -> name); None without a `serving:` section."""
+def workloads_section(serving: pd.DataFrame | None, names: dict[str, str]) -> dict | None:
+    """{"tables": [{"title", "columns", "rows"}], "skipped": [lines]} of the serving table (report.io.load_serving:
+    attrs["skipped"] what could not be served), GPUs in the report's order (`names`: gpu key -> name); None without
+    a `serving:` section."""
     if serving is None:
         return None
     order = {key: n for n, key in enumerate(names)}
@@ -38,7 +39,7 @@ def workloads_section(serving: pd.DataFrame | None, skipped: list[str], names: d
         tables.append({"title": workload_title(rows.iloc[0]),
                        "columns": [{"key": k, "header": h, "numeric": n} for k, h, n in WORKLOAD_COLUMNS],
                        "rows": [workload_cells(row) for _, row in rows.iterrows()]})
-    return {"tables": tables, "skipped": list(skipped)}
+    return {"tables": tables, "skipped": list(serving.attrs.get("skipped", []))}
 
 
 def workload_title(row: pd.Series) -> str:
@@ -79,7 +80,7 @@ def _holds(row: pd.Series) -> dict:
 def workload_cells(row: pd.Series) -> dict[str, dict]:
     """The cells of one served row (WORKLOAD_COLUMNS' keys)."""
     def pair(expected: str, bound: str, fmt) -> dict:
-        return cell(both(fmt(row[expected]), fmt(row[bound])))
+        return cell(expected_and_bound(row, expected, bound, fmt))
 
     return {
         "deployment": cell(str(row["deployment"]), css="name"),

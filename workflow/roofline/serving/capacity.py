@@ -21,7 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..engine.analysis import kv_bytes_per_device, weight_bytes_per_device
+from ..engine.analysis import kv_bytes_per_device, kv_cache_bytes, weight_bytes_per_device
 from ..engine.graph import build_operators
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
@@ -41,7 +41,8 @@ class Capacity:
 
 def kv_per_request(model: ModelSpec, scenario: Scenario, tokens) -> np.ndarray:
     """KV bytes one request of `tokens` cached tokens puts on the busiest device (arrays accepted)."""
-    return kv_bytes_per_device(model, "prefill", scenario, 1, np.asarray(tokens, dtype=float))
+    whole = kv_cache_bytes(model, "prefill", scenario, batch=1, seq_len=np.asarray(tokens, dtype=float))
+    return kv_bytes_per_device(model, scenario, 1, whole)
 
 
 @lru_cache(maxsize=16384)
