@@ -23,3 +23,17 @@ def test_replicas_count_an_engines_batch_over_its_attention_ranks():
                          "batch_size": [32.0, 32.0, 13.0, 48.0, 8.0],
                          "attention_dp_size": [8.0, 8.0, np.nan, 1.0, 8.0]})
     assert validate_serving.replicas(runs).tolist() == [1.0, 2.0, 32.0, 1.0, 1.0]
+
+
+def test_a_dataset_with_a_run_at_its_roofline_is_flagged_whole():
+    # Dataset a: runs at 0.30 and 0.95 of their bound tokens/s (the second at AT_ROOF = 0.9 or more): both of its
+    # rows are flagged, whatever their own share; dataset b (0.50 and 0.89) is not. The run's concurrency, which
+    # the package appends to the source, does not split a dataset.
+    runs = pd.DataFrame({
+        "silicon_data_source": ["source_file=a.csv; silicon_concurrency=8", "source_file=a.csv; silicon_concurrency=64",
+                                "source_file=b.csv; silicon_concurrency=8", "source_file=b.csv;silicon_concurrency=64"],
+        "measured_tokens_per_s": [300.0, 950.0, 500.0, 890.0],
+        "tokens_per_s": [1000.0, 1000.0, 1000.0, 1000.0]})
+    assert validate_serving.dataset(runs).tolist() == ["source_file=a.csv", "source_file=a.csv",
+                                                       "source_file=b.csv", "source_file=b.csv"]
+    assert validate_serving.at_the_roof(runs).tolist() == [True, True, False, False]
