@@ -256,7 +256,11 @@ def test_schema_gpu_entry_fields_are_the_ones_the_engine_reads():
     # a measured bandwidth of the same link keeps it; another link reduces only when the entry says so
     assert rc.resolve_gpu("h100-sxm", {"scaleup_gbps": 400}).in_network_reduction
     same = rc.resolve_gpu("h100-sxm", {"in_network_reduction": True, "scaleup_gbps": 450})  # the catalog's own values
-    assert same.source == rc.resolve_gpu("h100-sxm", {}).source and "overridden" not in same.source
+    assert same.source == rc.resolve_gpu("h100-sxm", {}).source and "changed by" not in same.source
+    # the entry may come from a --configfile or a --gpu file, not config.yaml: the source says a gpus: entry
+    assert rc.resolve_gpu("h100-sxm", {"scaleup_gbps": 400}).source.endswith("(some figures changed by a gpus: entry)")
+    assert rc.resolve_gpu("x", {"memory_gb": 1, "bandwidth_gbps": 1, "peak_tflops": {"fp16": 1}}).source == (
+        "user-defined (a gpus: entry)")
     assert not rc.resolve_gpu("x", {"base": "h100-sxm", "scaleup_link": "PCIe Gen5 x16",
                                     "scaleup_gbps": 64}).in_network_reduction
     assert rc.resolve_gpu("y", {"base": "h100-sxm", "scaleup_link": "NVLink 4 (NVL16)",

@@ -106,3 +106,14 @@ def test_null_fields_read_as_unset(tmp_path):
     spec = resolve_config(_config(path)).models["mine"]
     # max_window_layers unset = every layer (28): no layer slides; tie_word_embeddings unset = qwen2's default
     assert spec.sliding_layers == 0 and spec.tie_embeddings is False and spec.name == "mine"
+
+
+def test_a_dimension_out_of_range_names_the_config_json_field_and_the_least_value(tmp_path):
+    # num_key_value_heads -8 and 0: both "from 1" (it read "from 0" for -8, while 0 is refused too), with the
+    # field the file holds, not only the spec's n_kv_heads; a negative head_dim the same ("from 0" before, though a
+    # head of 0 is none; a head_dim of 0 is taken as unset, hidden / heads, as transformers does)
+    for field, value in (("num_key_value_heads", -8), ("num_key_value_heads", 0), ("head_dim", -256)):
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps({**QWEN, field: value}))
+        message = _refused(path, f"{value} is not allowed; expected an integer from 1 to", f": '{field}')")
+        assert str(path) in message

@@ -345,6 +345,14 @@ def test_the_report_says_when_the_link_is_the_bottleneck():
     # each device's link" for the whole count)
     piped = sentence("rtx-a6000", Parallel(tp=4, pp=2), "prefill")
     assert "all-reduces of 50.3 MB along the step's 2 pipeline stages, each on its devices' links" in piped
+    # a device entry with a scale-up bandwidth and no link name: the sentence names "the scale-up link" (it read
+    # "(, 32.0 GB/s per direction)")
+    from roofline.pipeline.config import resolve_gpu
+    unnamed = resolve_gpu("acme-x1", {"memory_gb": 48, "bandwidth_gbps": 768, "peak_tflops": {"fp16": 181},
+                                      "scaleup_gbps": 32, "scaleup_domain": 8})
+    tables = job_tables(get_model("llama-3.1-70b"), unnamed, "prefill", Scenario(parallel=Parallel(tp=4)))
+    text = network_sentence("prefill", tables["totals"].iloc[0], tables["ops"], unnamed)
+    assert "(the scale-up link, 32.0 GB/s per direction)" in text and "(, " not in text
 
 
 # ------------------------------------------------------------------------------ collectives across domains

@@ -197,6 +197,11 @@ ENTRY_FIELDS = ("base", "name", "vendor", "source", "peak_tflops", "scaleup_link
                 *_POWER_AND_PRICE)
 
 
+#: the source of a device a `gpus:` entry defines or changes without naming one (`source:`): the entry may come from
+#: config.yaml, a --configfile or the command line's --gpu file
+ENTRY_SOURCE = "user-defined (a gpus: entry)"
+
+
 def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     """Resolve a config entry: {} = catalog entry `key`; some fields = override them; a new key = new device;
     `base: <catalog key>` = the catalog device `base` under the new key `key` (e.g. with its own parallel plan).
@@ -219,7 +224,7 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     changes = {name: value for name, value in _entry_changes(key, entry, base).items()
                if getattr(base, name) != value}  # restating a catalog value overrides nothing
     if changes and (key in catalog() or base_key is not None):
-        changes["source"] = changes.get("source", base.source + " (overridden in config.yaml)")
+        changes["source"] = changes.get("source", base.source + " (some figures changed by a gpus: entry)")
     if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
         changes["calibration"] = str(entry["calibration"])
     for name in ("power_w", "price_per_hour"):  # a measurement and a price, not spec fields: the same
@@ -290,7 +295,7 @@ def _entry_base(key: str, entry: dict, base_key) -> Accelerator:
         raise RooflineInputError(f"gpus.{key}: not in the catalog, so it needs {', '.join(missing)} "
                                  "(new hardware: name, memory_gb, bandwidth_gbps, peak_tflops)")
     return Accelerator(key=key, name=key, vendor="", memory_bytes=1.0, bandwidth_bytes_per_s=1.0,
-                       source="config.yaml")
+                       source=ENTRY_SOURCE)
 
 
 def _entry_changes(key: str, entry: dict, base: Accelerator) -> dict:

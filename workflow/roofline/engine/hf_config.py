@@ -8,6 +8,7 @@ one table (`hf_families.FAMILIES`): adding an architecture is adding one entry t
 from __future__ import annotations
 
 import json
+import re
 import stat
 from pathlib import Path
 
@@ -55,6 +56,13 @@ NULL_IS_A_VALUE = ("q_lora_rank", "n_shared_experts")
 #: Fields whose null transformers replaces by another field's value (its config classes: `if num_key_value_heads is
 #: None: num_key_value_heads = num_attention_heads`, where a field left out takes the class's own default instead)
 NULL_TAKES = {"num_key_value_heads": "num_attention_heads"}
+#: the config.json field a ModelSpec field is read from in most families, named in an error about its value where
+#: the file holds it (GPT-2's n_head and the like are not: the error then names the file alone)
+HF_FIELDS = {"n_kv_heads": "num_key_value_heads", "n_heads": "num_attention_heads", "n_layers": "num_hidden_layers",
+             "hidden": "hidden_size", "intermediate": "intermediate_size", "vocab": "vocab_size",
+             "head_dim": "head_dim", "sliding_window": "sliding_window", "kv_lora_rank": "kv_lora_rank",
+             "qk_nope_head_dim": "qk_nope_head_dim", "qk_rope_head_dim": "qk_rope_head_dim",
+             "v_head_dim": "v_head_dim"}
 _TYPE_NAMES = {int: "an integer", bool: "true or false", str: "a string", list: "a list"}
 
 
@@ -218,8 +226,11 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
                                  f"({type(error).__name__}: {_shown(str(error), 80)})") from None
     try:
         return ModelSpec(**spec_kw).validate()
-    except RooflineInputError as error:  # name the file the impossible value came from
-        raise RooflineInputError(f"{error} (read from {source or where})") from None
+    except RooflineInputError as error:  # name the file the impossible value came from, and its field
+        field = re.match(r"models\.[^:\s]+?\.(\w+):", str(error))
+        named = HF_FIELDS.get(field.group(1)) if field else None
+        read = f"{source or where}: '{named}'" if named in cfg else (source or where)
+        raise RooflineInputError(f"{error} (read from {read})") from None
 
 
 def _without_nulls(cfg: dict) -> dict:

@@ -160,26 +160,23 @@ class ModelSpec:
 
     def _check_sizes(self, where: str) -> None:
         """Integer fields in range, the dimensions every layer needs positive, heads that group."""
+        # the dimensions every layer needs are positive; the rest may be 0 (none of that part)
+        positive = ["n_layers", "hidden", "n_heads", "n_kv_heads", "vocab"]
+        positive += ["intermediate"] if self.n_dense_layers else []
+        mla = ["kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"]
+        positive += mla if self.is_mla else ["head_dim"]
         for name in _INT_FIELDS:
-            value = getattr(self, name)
+            value, least = getattr(self, name), int(name in positive)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or not 0 <= value <= MAX_DIMENSION):
-                raise RooflineInputError(
-                    f"{where}.{name}: {value!r} is not allowed; expected an integer from 0 to {MAX_DIMENSION}")
+                                      or not least <= value <= MAX_DIMENSION):
+                raise RooflineInputError(f"{where}.{name}: {value!r} is not allowed; expected an integer from "
+                                         f"{least} to {MAX_DIMENSION}")
         if self.norms_per_layer not in (1, 2, 4):
             raise RooflineInputError(f"{where}.norms_per_layer: {self.norms_per_layer} is not allowed; expected 1 "
                                      "(one shared norm, Falcon-7B), 2 (pre-attention and pre-MLP) or 4 (Gemma-2)")
-        positive = ["n_layers", "hidden", "n_heads", "n_kv_heads", "vocab"]
-        positive += ["intermediate"] if self.n_dense_layers else []
-        positive += ["kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"] if self.is_mla else []
-        for name in positive:
-            if getattr(self, name) <= 0:
-                raise RooflineInputError(f"{where}.{name}: {getattr(self, name)} is not allowed; must be > 0")
         if not 0 <= self.first_dense_layers <= self.n_layers or not 0 <= self.sliding_layers <= self.n_layers:
             raise RooflineInputError(f"{where}: first_dense_layers ({self.first_dense_layers}) and sliding_layers "
                                      f"({self.sliding_layers}) must lie between 0 and n_layers ({self.n_layers})")
-        if not self.is_mla and self.head_dim <= 0:
-            raise RooflineInputError(f"{where}.head_dim: {self.head_dim} is not allowed; must be > 0")
         if self.n_heads % self.n_kv_heads:
             raise RooflineInputError(
                 f"{where}.n_kv_heads: {self.n_kv_heads} does not divide n_heads={self.n_heads}")

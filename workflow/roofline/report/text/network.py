@@ -19,11 +19,18 @@ def link_of(gpu: Accelerator, bandwidth: float) -> tuple[str, float]:
     """(name, latency [s]) of the link of `gpu` that a collective crossed, known by its bandwidth (the operator
     table's network_bandwidth_bytes_per_s): the scale-up link, the scale-out network, or across scale-up domains
     both together (roofline.engine.collectives: an effective bandwidth)."""
+    up = scaleup_name(gpu)
     if bandwidth == gpu.scaleup_bandwidth_bytes_per_s:
-        return gpu.scaleup_link, gpu.scaleup_latency_s
+        return up, gpu.scaleup_latency_s
     if bandwidth == gpu.scaleout_bandwidth_bytes_per_s:
         return "the scale-out network", gpu.scaleout_latency_s
-    return f"{gpu.scaleup_link} and the scale-out network together, effectively", gpu.scaleout_latency_s
+    return f"{up} and the scale-out network together, effectively", gpu.scaleout_latency_s
+
+
+def scaleup_name(gpu: Accelerator) -> str:
+    """The scale-up link's name in a sentence: its own ("NVLink 4"), or "the scale-up link" where a device entry
+    gives none (a gpus: entry with scaleup_gbps and no scaleup_link)."""
+    return gpu.scaleup_link or "the scale-up link"
 
 
 def network_sentence(stage: str, total: pd.Series, ops: pd.DataFrame, gpu: Accelerator) -> str:
@@ -41,7 +48,7 @@ def network_sentence(stage: str, total: pd.Series, ops: pd.DataFrame, gpu: Accel
     link_bw = float(top["network_bandwidth_bytes_per_s"])
     link, latency = link_of(gpu, link_bw)
     name = COLLECTIVE_NAMES.get(top["op"], top["op"])
-    reduced = name == "all-reduce" and gpu.in_network_reduction and link == gpu.scaleup_link
+    reduced = name == "all-reduce" and gpu.in_network_reduction and link == scaleup_name(gpu)
     stages = int(total["pp"]) if "pp" in total.index and not units.missing(total["pp"]) else 1
     # under a pipeline the step's path runs through every stage: each device takes its stage's share of them
     where = ("on each device's link" if stages == 1
