@@ -320,6 +320,23 @@ def assert_all_text_inside(fig):
         assert frame.x0 <= box.x0 and box.x1 <= frame.x1 - 1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, text
 
 
+def test_a_batch_sweep_with_wide_tick_labels_keeps_its_y_labels_inside(data):
+    # 5- and 6-digit tokens/s ('20000', '200000') pushed the rotated 'throughput, bound [tokens/s]' past the left
+    # edge of a figure with a fixed left margin; the margin now widens to fit, and the two labels stay aligned
+    tables, specs = data
+    gpus, _ = specs_objects(specs)
+    sweeps = tables["sweeps"][tables["sweeps"]["gpu"] == "h100-sxm"].copy()
+    sweeps["tokens_per_s"] = sweeps["tokens_per_s"] * 1000
+    fig = batch_sweep_figure(sweeps, gpus["h100-sxm"], "llama-2-7b")
+    assert_all_text_inside(fig)
+    top, bottom = fig.axes
+    assert top.get_position().x0 == bottom.get_position().x0 > 0.1  # widened from 0.1, both panels alike
+    renderer = fig.canvas.get_renderer()
+    assert top.yaxis.label.get_window_extent(renderer).x0 == pytest.approx(
+        bottom.yaxis.label.get_window_extent(renderer).x0, abs=0.5)
+    plt.close(fig)
+
+
 def test_long_names_are_cut_with_an_ellipsis_in_titles_and_legends(data):
     tables, specs = data
     gpus, scenario = specs_objects(specs)

@@ -526,6 +526,25 @@ def test_long_names_wrap_and_keep_every_number_on_the_page(tmp_path):
     assert "Compared with this GPU" in render_html(context)  # no 180-character column header
 
 
+def test_a_misfit_reads_on_a_few_lines_and_a_models_rows_stay_together(tmp_path):
+    """Mixtral on a 48 GiB device of its own does not fit: its 'does not fit: needs 94.0 GB, has 46.4 GB usable of
+    48 GiB' had stood a word a line beside the no-wrap columns; given room, the decision tables must still end
+    inside the margin. In the summary each model's rows are one row group, kept on one page (its name is a cell
+    spanning them, which a page break had left behind)."""
+    solo = {"name": "ACME Solo", "memory_gb": 48, "bandwidth_gbps": 1000, "peak_tflops": {"bf16": 300, "fp16": 300}}
+    tables, specs = grid({"models": {"mixtral-8x7b": {}, "llama-2-7b": {}}, "gpus": {"l40s": {}, "acme-solo": solo},
+                          "stages": ["prefill", "decode"], "scenario": {"seq_len": 2048}})
+    context = model_context("mixtral-8x7b", tables, specs, [], "figures")
+    write_report(context, tmp_path / "mixtral.html", tmp_path / "mixtral.pdf")
+    assert not words_past_the_margin(tmp_path / "mixtral.pdf")
+    html = render_html(context)
+    assert '<td class="misfit">does not fit: needs' in html
+    summary = summary_context(tables, specs)
+    summary_html = write_report(summary, tmp_path / "summary.html", tmp_path / "summary.pdf")
+    assert summary_html.count('<tbody class="model-group">') == len(summary["groups"]) == 2
+    assert not words_past_the_margin(tmp_path / "summary.pdf")
+
+
 def test_interrupted_report_keeps_the_previous_files(built, tmp_path, monkeypatch):
     import weasyprint
 

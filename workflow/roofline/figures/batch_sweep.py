@@ -11,7 +11,7 @@ from matplotlib.ticker import FixedLocator, LogLocator, NullLocator
 from ..engine.hardware import Accelerator
 from .inputs import ModelFigures
 from .labels import hits_paths
-from .layout import plain, put_suptitle, shorten
+from .layout import plain, put_suptitle, room_for_ylabels, shorten
 from .style import STAGE_COLORS, styled
 
 CRITICAL_COLOR = "#0072B2"
@@ -39,6 +39,7 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str, 
         _log_axes(ax, b)
     for ax, column in ((top, rows["t_s"] * 1e3), (bottom, rows["tokens_per_s"])):
         ax.set_ylim(float(column.min()) / 1.6, float(column.max()) * 1.6)
+    room_for_ylabels(fig, (top, bottom))
     crit = float(rows["critical_batch"].iloc[0]) if len(rows) else math.nan
     _critical_batch(top, bottom, crit, b)
     misfit = rows[~rows["fits"].astype(bool)]
@@ -46,7 +47,7 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str, 
         _memory_limit(top, bottom, rows, misfit, gpu, crit)
     put_suptitle(fig, lambda limit: f"{plain(shorten(model_name, limit))} on "
                                     f"{plain(shorten(deployment or gpu.name, limit))}: "
-                                    "decode batch sweep", 0.1)
+                                    "decode batch sweep", top.get_position().x0)
     return fig
 
 

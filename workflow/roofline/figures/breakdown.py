@@ -148,5 +148,5 @@ def draw(data: ModelFigures, _item=None):
 
 def caption(_data: ModelFigures, _item=None) -> str:
     return ("Where the time goes: per deployment and stage, the roofline bound on time by operator class; solid parts "
-            "are memory-bound, hatched parts compute-bound, striped parts the collectives (network-bound); a greyed "
-            "bar marked ✗ does not fit on that GPU.")
+            "are memory-bound, hatched parts compute-bound, striped parts the collectives (network-bound); a faded, "
+            "red cross-hatched bar marked ✗ does not fit on that GPU.")

@@ -178,6 +178,20 @@ def put_legends(fig, color_entries, color_title: str, classes, bottom: float | N
         fitting(fig, lambda size: [markers_at(top, size)]) or markers_at(top, LEGEND_FONT_SIZES[-1])
 
 
+def room_for_ylabels(fig, axes) -> None:
+    """Widen the left margin until every y label of `axes` (stacked, sharing x) lies inside the figure, and align
+    them: a fixed margin fits 3-digit tick labels, and '20000' pushed a rotated label past the left edge. Call once
+    the ticks and limits are set, before anything is placed by display coordinates."""
+    fig.align_ylabels(axes)
+    renderer = fig.canvas.get_renderer()
+    x0 = min(ax.yaxis.get_tightbbox(renderer).x0 for ax in axes)
+    room = fig.bbox.x0 + 0.01 * fig.bbox.width - x0  # display pixels missing on the left
+    if room > 0:
+        left = axes[0].get_position().x0 + room / fig.bbox.width
+        fig.subplots_adjust(left=left)
+        fig.align_ylabels(axes)
+
+
 def canvas():
     """The roofline figures' figure and axes: fixed size and margins."""
     fig, ax = plt.subplots(figsize=ROOFLINE_SIZE)
