@@ -67,9 +67,10 @@ def draw(data: ModelFigures, stage: str):
     return fig
 
 
-def caption(_data: ModelFigures, stage: str) -> str:
+def caption(data: ModelFigures, stage: str) -> str:
     return (f"{stage.capitalize()} operators on every configured GPU (colour = GPU): which operators cross the ridge "
-            "on which device.")
+            "on which device." + (" The collectives of multi-device deployments sit at FLOPs per byte on the link "
+                                  "(not per DRAM byte, as in the tables)." if data.multi_device else ""))
 
 
 def note(data: ModelFigures, _stage: str) -> str:
