@@ -381,6 +381,18 @@ def many_gpus():
     return grid({"models": {"gpt2": {}}, "gpus": gpus, "scenario": {"seq_len": 512}})
 
 
+def test_a_gpu_the_stage_does_not_fit_is_marked_in_the_cross_gpu_legend(data):
+    # the tables and the breakdown mark a misfit with a cross; the cross-GPU roofline's legend had not
+    tables, specs = data
+    gpus, scenario = specs_objects(specs)
+    fig, _ = cross_gpu_figure(tables["ops"], gpus, scenario, "llama-2-7b", "decode", misfits=frozenset({"rtx-a6000"}))
+    assert_all_text_inside(fig)
+    entries = [t for t, _ in text_boxes(fig) if t.startswith(tuple(g.name for g in gpus.values()))]
+    marked = [t for t in entries if t.endswith("✗ does not fit")]
+    assert len(marked) == 1 and marked[0].startswith(gpus["rtx-a6000"].name), entries
+    plt.close(fig)
+
+
 def test_many_gpus_every_legend_entry_is_shown_and_told_apart(many_gpus):
     tables, specs = many_gpus
     gpus, scenario = specs_objects(specs)

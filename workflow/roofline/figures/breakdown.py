@@ -12,13 +12,13 @@ from ..engine.scenario import STAGES
 from .inputs import ModelFigures
 from .layout import plain, put_suptitle, shorten
 from .roofline import fmt_value
-from .style import CLASS_MARKERS, class_color, styled
+from .style import CLASS_MARKERS, MISFIT_MARK, class_color, styled
 
 #: from this many bars per panel on, bar labels and GPU names stand vertical (slanted ones would overlap)
 CROWDED_BARS = 9
 #: a bar of a (gpu, stage) that does not fit: faded, cross-hatched in red, its total under a cross (on a line of
 #: its own, so that the label is no wider than a plain total and neighbouring labels do not touch)
-MISFIT_ALPHA, MISFIT_COLOR, MISFIT_MARK = 0.3, "#aa3333", "✗"
+MISFIT_ALPHA, MISFIT_COLOR = 0.3, "#aa3333"
 #: the hatch of each bound's part of a bar (network: stripes, not dots: a dotted hatch is a pattern of ~5,000 curves
 #: that WeasyPrint takes ~2 s per PDF to paint)
 BOUND_HATCHES = (("memory", None), ("compute", "////"), ("network", "----"))

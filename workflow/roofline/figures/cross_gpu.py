@@ -11,7 +11,7 @@ from .labels import PointLabel, wrap
 from .layout import canvas, legend_name, plain, put_legends, put_title, scenario_caption, shorten
 from .points import drawable, gemm_dtype, marker_size, network_links, stage_shares, undrawn_note
 from .roofline import Series, bandwidth_label, draw_roofline, fmt_value, roof_for
-from .style import GPU_PALETTE, class_marker, gpu_styles, styled
+from .style import GPU_PALETTE, MISFIT_MARK, class_marker, gpu_styles, styled
 
 
 def gpu_legend_entry(style, many: bool) -> dict:
@@ -26,10 +26,10 @@ def gpu_legend_entry(style, many: bool) -> dict:
 
 @styled
 def cross_gpu_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], scenario: dict, model_name: str, stage: str,
-                     plans: dict[str, str] | None = None):
+                     plans: dict[str, str] | None = None, misfits: frozenset = frozenset()):
     """Figure 2: one stage's operators on every configured GPU; colour = GPU (beyond 12 GPUs also line style and
     hollow points), marker = class; the links of multi-device deployments as network roofs (`plans`: {gpu: "TP 4"}
-    names them in the legend)."""
+    names them in the legend); the GPUs in `misfits` (keys) are marked in the legend as not fitting the stage."""
     ops = ops[ops["stage"] == stage]
     ops = ops.assign(share=stage_shares(ops))
     points = drawable(ops)
@@ -39,7 +39,8 @@ def cross_gpu_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], scenario: 
     dtype = gemm_dtype(scenario)
     plans = plans or {}
     entries = [(f"{legend_name(g.name)}\n" + (f"{plain(plans[k])}\n" if plans.get(k) else "")
-                + f"{fmt_value(g.peak(dtype) / 1e12)} {rate_unit(dtype)}, {bandwidth_label(g.bandwidth_bytes_per_s)}",
+                + f"{fmt_value(g.peak(dtype) / 1e12)} {rate_unit(dtype)}, {bandwidth_label(g.bandwidth_bytes_per_s)}"
+                + (f"\n{MISFIT_MARK} does not fit" if k in misfits else ""),
                 gpu_legend_entry(styles[k], many)) for k, g in gpus.items()]
     put_legends(fig, entries, f"GPU: {dtype} peak,\nbandwidth", points["op_class"])
     put_title(fig, lambda limit: f"{plain(shorten(model_name, limit))}, {stage}, on every configured deployment",
@@ -63,7 +64,8 @@ def cross_gpu_figure(ops: pd.DataFrame, gpus: dict[str, Accelerator], scenario: 
 
 
 def draw(data: ModelFigures, stage: str):
-    fig, _ = cross_gpu_figure(data.ops, data.gpus, data.scenario, data.name, stage, data.multi_device)
+    fig, _ = cross_gpu_figure(data.ops, data.gpus, data.scenario, data.name, stage, data.multi_device,
+                              frozenset(gpu for gpu, misfit_stage in data.misfits if misfit_stage == stage))
     return fig
 
 

@@ -36,6 +36,8 @@ CLASS_MARKERS = {"gemm": "o", "attention": "s", "norm": "^", "elementwise": "D",
 #: colour = operator class in the time breakdown (bars carry no stage colour: stages are separate panels)
 CLASS_COLORS = {"gemm": "#56B4E9", "attention": "#E69F00", "norm": "#009E73", "elementwise": "#CC79A7",
                 "embedding": "#999999", "communication": "#8C510A"}
+#: the mark of a setup that does not fit, in figures as in tables
+MISFIT_MARK = "✗"
 #: colour = GPU in cross-GPU figures, assigned in config order
 GPU_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#882255",
                "#44AA99", "#999933", "#AA4499", "#332288")
