@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 import roofline
+from roofline.cli import app as cli
 from roofline.engine import models
 from roofline.report.facts import model_facts
 from roofline.serving.steps import physical
@@ -384,3 +385,21 @@ def test_an_open_loop_the_saturated_engine_can_serve_keeps_up_with_a_finite_wait
     assert calm["ttft_expected_s"] < busy["ttft_expected_s"] < float("inf")
     assert busy["e2e_latency_expected_s"] == pytest.approx(busy["ttft_expected_s"] + 511 * busy["tpot_expected_s"])
     assert 5.4 < over["requests_per_s_expected"] < 6.8 and over["ttft_expected_s"] == float("inf")
+
+
+def test_a_first_wave_beyond_the_cache_leaves_the_rest_waiting_for_a_slot(capsys):
+    # Llama-3.1-8B on one H100 at 1024/1024 holds 293 requests: of a first wave of N sent at once, 293 start
+    # together and the rest wait for a slot as in the steady state. Before, the first wave counted only the 293, so
+    # one wave read 3.43 s for any N from 294 to 100,000 (the steady state of 1,024 users waits 86.7 s)
+    kwargs = dict(model="llama-3.1-8b", gpu="h100-sxm", isl=1024, osl=1024, overflow="queue")
+    steady = {n: roofline.serve(**kwargs, concurrency=n).iloc[0]["ttft_expected_s"] for n in (256, 1024, 4096)}
+    one = {n: roofline.serve(**kwargs, concurrency=n, benchmark_waves=1).iloc[0]["ttft_expected_s"]
+           for n in (256, 1024, 4096)}
+    two = roofline.serve(**kwargs, concurrency=1024, benchmark_waves=2).iloc[0]["ttft_expected_s"]
+    assert one[256] > steady[256]  # a wave all at once queues its prompts: dearer than the steady state
+    assert one[256] < one[1024] < two < steady[1024] < one[4096]  # more users wait, more waves approach the steady
+    assert one[1024] > 0.5 * steady[1024]  # 731 of 1,024 wait for a slot (3.43 s before)
+    # less than one wave is no benchmark: it had extrapolated past the first wave (5.9 s against its 3.0 s)
+    assert cli.main(["serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "1024",
+                     "--concurrency", "256", "--benchmark-waves", "0.5"]) == 2
+    assert "--benchmark-waves: 0.5 is not allowed; expected a number of waves" in capsys.readouterr().err

@@ -31,9 +31,10 @@ The model (the README states it with its assumptions):
   arrival sees ((N - g) / N: the loop without its own group), X and the wait solved together (_closed_queue), at
   most every other request's prompt ahead, so that past saturation the rate stays put. A group arrives as its
   members' last step ends: the residual and the queue count as far as other groups are in flight (none for a lone
-  user or one whole group). A benchmark of a few `waves` of N requests adds its first wave, all at once. Under
-  TensorRT-LLM's attention-DP balancing a prompt is also held until every attention replica has one (balance_wait);
-  the Stepper then deals fused prompt chunks evenly, and without it prices the replica computing one.
+  user or one whole group). A benchmark of a few `waves` of N requests adds its first wave, all at once (those
+  the cache holds start together, the rest wait for a slot). Under TensorRT-LLM's attention-DP balancing a prompt
+  is also held until every attention replica has one (balance_wait); the Stepper then deals fused prompt chunks
+  evenly, and without it prices the replica computing one.
 * Closed loop (`concurrency` N users, each sending its next request when the last one ends): at most `running`
   requests are in flight (the KV cache, roofline.serving.capacity); each spends S = TTFT + (osl - 1) TPOT in
   flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law, solved by fixed-point
@@ -265,7 +266,9 @@ def closed_loop(stepper: Stepper, load: Load, scheduler: Scheduler, concurrency,
     rate = np.minimum(active / in_flight, times["most"])
     ttft = times["ttft"] + np.maximum(N / np.maximum(rate, 1e-300) - in_flight, 0.0)
     if side == "expected" and scheduler.waves > 0:
-        ttft = ttft + (first_wave(stepper, load, scheduler, active) - ttft) / scheduler.waves
+        # the first wave's N requests sent at once: the `active` the cache holds start together (first_wave), the
+        # rest wait for a slot as in the steady state
+        ttft = ttft + active / N * (first_wave(stepper, load, scheduler, active) - ttft) / scheduler.waves
     return {"ttft": ttft, "tpot": times["tpot"], "e2e": ttft + (load.osl - 1) * times["tpot"],
             "requests_per_s": rate, "decode": D, "running": active + 0 * D, "prefill_utilization": times["rho"],
             "keeps_up": np.ones_like(D, dtype=bool)}

@@ -212,9 +212,9 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
     else:
         prefill_limits = used >= occupancy
-    if closed and side == "expected" and waves > 0:
-        ttft = ttft + (first_wave(prefill, load, pools, budget, active, transfer_s, request_overhead_s, chunk)
-                       - ttft) / waves
+    if closed and side == "expected" and waves > 0:  # those the decode caches hold start at once, the rest wait
+        ttft = ttft + active / offered * (first_wave(prefill, load, pools, budget, active, transfer_s,
+                                                     request_overhead_s, chunk) - ttft) / waves
     return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
             "decode": D, "running": np.minimum(rate * in_flight, active) if closed else rate * in_flight,
             "prefill_utilization": used,

@@ -60,6 +60,10 @@ class Workload:
         if self.request_rate is not None and not (self.request_rate > 0 and math.isfinite(self.request_rate)):
             raise RooflineInputError(f"--request-rate: {self.request_rate!r} is not allowed; expected a positive "
                                      "number of requests per second")
+        if waves and not 1 <= waves < math.inf:
+            raise RooflineInputError(f"--benchmark-waves: {waves!r} is not allowed; expected a number of waves of "
+                                     "--concurrency requests from 1 (the first wave alone) up, or leave it out for "
+                                     "the steady state")
         if waves and self.request_rate is not None:
             raise RooflineInputError("--benchmark-waves: times a closed-loop benchmark's first wave of --concurrency "
                                      "requests sent at once; an open loop (--request-rate) has no waves: drop it")
