@@ -403,3 +403,16 @@ def test_a_first_wave_beyond_the_cache_leaves_the_rest_waiting_for_a_slot(capsys
     assert cli.main(["serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "1024",
                      "--concurrency", "256", "--benchmark-waves", "0.5"]) == 2
     assert "--benchmark-waves: 0.5 is not allowed; expected a number of waves" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("framework", ["vllm", "sglang", "trtllm"])
+def test_an_auto_plan_holds_a_request_and_a_full_step(framework):
+    # Qwen2.5-72B fp8 (72.7 GB of weights) on H100s: one device holds the weights but not one step's activations
+    # beside them; `serve` chose it and then refused it ("not one request of 1024 + 256 tokens fits")
+    row = roofline.serve("qwen2.5-72b", "h100-sxm", isl=1024, osl=256, concurrency=1, weight_dtype="fp8",
+                         framework=framework).iloc[0]
+    assert row["devices"] == 2 and row["kv_capacity_requests"] >= 1
+    # and the choice no longer flips as the memory share grows: 0.2 had failed between 0.15 and 0.25
+    for share in (0.15, 0.2, 0.25, 0.3):
+        assert roofline.serve("llama-3.1-8b", "h100-sxm", isl=1024, osl=1024, concurrency=8,
+                              memory_utilization=share).iloc[0]["kv_capacity_requests"] >= 1

@@ -84,10 +84,11 @@ def table(args) -> tuple[list[dict], dict]:
     chosen = Scenario(act_dtype=act, **scenario.deployment_fields(args)).validate()
     scenario.check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     scenario.check_weight_options(args, chosen.for_model(model), model)
-    served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),
-                            args.max_batched_tokens, args.memory_utilization, dp_balance=args.attention_dp_balance)
     workload = Workload(isl=args.isl, osl=args.osl, concurrency=args.concurrency, request_rate=args.request_rate,
                         prefix_hit=args.prefix_hit)
+    served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),
+                            args.max_batched_tokens, args.memory_utilization, dp_balance=args.attention_dp_balance,
+                            request_tokens=args.isl + args.osl)
     if args.mode == "aggregated":
         _refuse_pool_options(args)
         _check_balance(args, [served.plan])

@@ -80,7 +80,8 @@ def predict_run(model: ModelSpec, gpu: Accelerator, scenario: Scenario, run: Mea
     if run.weight_dtype:  # the run's own dtype, not the checkpoint's: its scales as configured (Scenario.for_model)
         resolved = replace(resolved, fp8_scaling=scenario.fp8_scaling)
     sc = run.scenario(resolved, gpu)
-    served = prepare_served(model, gpu, sc, run.framework if run.framework in FRAMEWORKS else framework)
+    served = prepare_served(model, gpu, sc, run.framework if run.framework in FRAMEWORKS else framework,
+                            request_tokens=run.isl + run.osl)
     row = serve_aggregated(served, Workload(run.isl, run.osl, concurrency=run.concurrency), overflow="queue")
     return {**{name: row[name] for name in ("ttft_s", "ttft_expected_s", "tpot_s", "tpot_expected_s",
                                             "tokens_per_s", "tokens_per_s_expected", "deployment")},

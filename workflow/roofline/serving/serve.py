@@ -146,12 +146,13 @@ def _capacity(served: "Served", scenario: Scenario, isl: int, osl: int, prefix_h
 def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
                    spec: Speculation = Speculation(), max_batched_tokens: int | None = None,
                    memory_fraction: float | None = None, fitted: tuple | None = None,
-                   dp_balance: tuple[int, int] | None = None) -> Served:
-    """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit);
+                   dp_balance: tuple[int, int] | None = None, request_tokens: int = 0) -> Served:
+    """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit; with
+    `request_tokens`, isl + osl of the longest request to serve, one request and a full step must: _resolved);
     `dp_balance`: (timeout_iters, batching_wait_iters) of TensorRT-LLM's attention-DP balancing, None: off."""
     # the workload's lengths are checked by serve_*; the plan (auto: the smallest that holds the weights) here
-    scenario = replace(_resolved(model, gpu, scenario, framework, memory_fraction), batch=scenario.batch,
-                       seq_len=scenario.seq_len)
+    scenario = replace(_resolved(model, gpu, scenario, framework, memory_fraction, max_batched_tokens, request_tokens),
+                       batch=scenario.batch, seq_len=scenario.seq_len)
     spec.validate(model)
     if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
         raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
@@ -161,19 +162,25 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
 
 
 def _resolved(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str,
-              memory_fraction: float | None) -> Scenario:
+              memory_fraction: float | None, max_batched_tokens: int | None = None,
+              request_tokens: int = 0) -> Scenario:
     """`scenario` prepared for a one-token prefill; `parallel: auto` resolved under the framework's memory rule
     where it is the stricter (SGLang keeps 0.81-0.88 of each device, by tp), so that the plan chosen leaves its
-    cache room beside the weights. The scenario's own memory_utilization is kept."""
+    cache room beside the weights: given the `request_tokens` of one request (isl + osl), room for the activations
+    of a full-budget step and the KV cache of that step's tokens or that request, whichever holds more (a plan sized
+    for the weights alone had left Qwen2.5-72B fp8 on one H100 under vLLM without room for one request). The
+    scenario's own memory_utilization is kept."""
     probe = replace(scenario, batch=1, seq_len=1)
     if scenario.parallel != "auto":
         return prepare(model, gpu, "prefill", probe)
     tp = 1
     for _ in range(len(AUTO_TP)):  # the fraction may fall with the tp it leads to: until it holds at that tp
-        rule = framework_for(framework, gpu, tp, memory_fraction=memory_fraction)
+        rule = framework_for(framework, gpu, tp, max_batched_tokens, memory_fraction=memory_fraction)
         limit = scenario.memory_utilization if rule.of_free_memory else min(scenario.memory_utilization,
                                                                             rule.memory_fraction)
-        planned = prepare(model, gpu, "prefill", replace(probe, memory_utilization=limit))
+        tokens = max(request_tokens, rule.max_batched_tokens) if request_tokens else 1
+        tokens = min(tokens, model.max_position or tokens)  # a probe longer than the context is refused
+        planned = prepare(model, gpu, "prefill", replace(probe, memory_utilization=limit, seq_len=tokens))
         if planned.parallel.tp == tp:
             break
         tp = planned.parallel.tp

@@ -108,7 +108,8 @@ def serving_table(model: ModelSpec, gpus: dict[str, Accelerator], scenarios: dic
     for key in settings.gpus:
         for workload in settings.workloads:
             served = prepare_served(model, gpus[key], scenarios[key], workload.framework,
-                                    workload.speculation(model), dp_balance=workload.dp_balance())
+                                    workload.speculation(model), dp_balance=workload.dp_balance(),
+                                    request_tokens=max(load.isl + load.osl for load in workload.loads()))
             for load in workload.loads():
                 try:
                     rows.append(_serve(served, load, workload))
