@@ -104,11 +104,24 @@ def test_progress_lines_only_for_long_searches():
 def test_progress_leaves_the_tables_before_the_first_candidates_out():
     now, lines = [0.0], []
     progress = search_budget.Progress(1_000, lines.append, clock=lambda: now[0])
-    for done, at in ((0, 2.0), (1, 2.9), (5, 3.0)):  # 2.9 s of step tables, then 4 candidates in 0.1 s
+    for done, at in ((0, 2.0), (1, 2.9), (15, 3.0)):  # 2.9 s of step tables, then 14 candidates in 0.1 s
         now[0] = at
         progress(done, 100)
-    # 95 left at 40 per second: 2 s (from the start, 5% in 3 s would have said 57 s)
-    assert lines == ["plan: 5% of 1,000 candidates evaluated in 3 s, about 2 s left"]
+    # 85 left at 140 per second: under a second (from the start, 15% in 3 s would have said 17 s)
+    assert lines == ["plan: 15% of 1,000 candidates evaluated in 3 s, under a second left"]
+
+
+def test_progress_estimates_no_time_left_before_a_tenth_is_done():
+    # each device and framework builds its tables in its turn: 1% in 3 s had read "about 303 s left" of a search
+    # done 1.3 s later
+    now, lines = [0.0], []
+    progress = search_budget.Progress(4_733_440, lines.append, clock=lambda: now[0])
+    for done, at in ((1, 0.5), (5, 3.0), (40, 13.0), (60, 23.0)):
+        now[0] = at
+        progress(done, 100)
+    assert lines == ["plan: 5% of 4,733,440 candidates evaluated in 3 s, the time left not yet known",
+                     "plan: 40% of 4,733,440 candidates evaluated in 13 s, about 19 s left",  # 60 at 39 per 12.5 s
+                     "plan: 60% of 4,733,440 candidates evaluated in 23 s, about 15 s left"]
 
 
 # ------------------------------------------------------------------ H2, H3 and the messages
