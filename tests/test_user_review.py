@@ -217,3 +217,12 @@ def test_disaggregated_pools_are_refused_only_where_no_served_gpu_can_hold_them(
     # prefill_plan: auto (the schema allows it) is the model's plan: it no longer fails on Parallel(**'auto')
     config["serving"] = {"workloads": [{**workload, "prefill_plan": "auto"}]}
     assert resolve_config(config).serving.workloads[0].prefill_plan == "auto"
+
+
+def test_plan_refuses_attention_dp_balancing_for_a_dense_model(capsys):
+    # the search proposes no data-parallel attention for a dense model: the option was accepted, changed nothing
+    # and the rows said "off" (serve refuses it on a deployment without attention DP)
+    err = _error(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                 "--framework", "trtllm", "--attention-dp-balance")
+    assert "--attention-dp-balance: balances prompts over data-parallel attention replicas, and the search " \
+           "proposes none for llama-3.1-8b, a dense model" in err

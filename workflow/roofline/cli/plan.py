@@ -138,6 +138,10 @@ def table(args) -> tuple[list[dict], dict]:
     if args.prefill is not None:
         return _step_model(args, model, gpus)
     _check_disaggregated_devices(args)
+    if args.attention_dp_balance is not None and not model.is_moe:  # the search gives dense models no DP attention
+        raise RooflineInputError(f"--attention-dp-balance: balances prompts over data-parallel attention replicas, "
+                                 f"and the search proposes none for {model.key}, a dense model (attention DP goes "
+                                 "with expert parallelism); drop it")
     weights = args.weight_dtypes or args.dtypes or list(planner.DEFAULT_DTYPES)
     searched = [Scenario(weight_dtype=w, attention_weight_dtype=args.attention_weight_dtype or "").for_model(model)
                 for w in weights]
