@@ -539,6 +539,11 @@ def test_a_misfit_reads_on_a_few_lines_and_a_models_rows_stay_together(tmp_path)
     assert not words_past_the_margin(tmp_path / "mixtral.pdf")
     html = render_html(context)
     assert '<td class="misfit">does not fit: needs' in html
+    # only a table with a misfit lets its bound and lever break (elsewhere they stay on a line: compact tables)
+    assert html.count('class="decision-table sortable with-misfit"') == 2  # prefill and decode, both misfits
+    fitting = model_context("llama-2-7b", tables, specs, [], "figures")
+    assert "sortable with-misfit" not in render_html({**fitting, "decision": [
+        {**table, "rows": [row for row in table["rows"] if row["fits"]]} for table in fitting["decision"]]})
     summary = summary_context(tables, specs)
     summary_html = write_report(summary, tmp_path / "summary.html", tmp_path / "summary.pdf")
     assert summary_html.count('<tbody class="model-group">') == len(summary["groups"]) == 2
