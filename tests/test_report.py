@@ -548,6 +548,13 @@ def test_a_misfit_reads_on_a_few_lines_and_a_models_rows_stay_together(tmp_path)
     summary_html = write_report(summary, tmp_path / "summary.html", tmp_path / "summary.pdf")
     assert summary_html.count('<tbody class="model-group">') == len(summary["groups"]) == 2
     assert not words_past_the_margin(tmp_path / "summary.pdf")
+    # printed, every row of a group names its model (the first plainly, the rest faintly), so a page break inside a
+    # group leaves no nameless rows; on screen the name heads its group once
+    printed = pdftotext(tmp_path / "summary.pdf")
+    for group in summary["groups"]:
+        name = group["name_parts"][-1]["text"]  # 'Mixtral-8x7B-v0.1' (a cell breaks after 'mistralai/')
+        assert printed.count(name) >= len(group["rows"]) + 1, name  # and once a group in the decision table
+    assert 'class="model continued"' not in summary_html
 
 
 def test_interrupted_report_keeps_the_previous_files(built, tmp_path, monkeypatch):
