@@ -226,3 +226,12 @@ def test_plan_refuses_attention_dp_balancing_for_a_dense_model(capsys):
                  "--framework", "trtllm", "--attention-dp-balance")
     assert "--attention-dp-balance: balances prompts over data-parallel attention replicas, and the search " \
            "proposes none for llama-3.1-8b, a dense model" in err
+
+
+def test_a_draft_model_of_another_vocabulary_is_refused_in_one_line(capsys):
+    # Qwen3-8B (151,936 ids) cannot draft for Llama-3.1-70B (128,256): its logits are not the target's token ids
+    err = _error(capsys, "serve", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--isl", "1024", "--osl", "256",
+                 "--concurrency", "4", "--spec-method", "draft", "--spec-tokens", "3", "--spec-acceptance", "0.6",
+                 "--spec-draft-model", "qwen3-8b")
+    assert "--spec-draft-model: qwen3-8b has a vocabulary of 151936, llama-3.1-70b of 128256; a draft model's " \
+           "logits must be the target's token ids one for one" in err

@@ -101,8 +101,9 @@ class Speculation:
                                      "cheaper than the model it drafts for")
         if self.draft_model.vocab != target.vocab:
             raise RooflineInputError(f"--spec-draft-model: {self.draft_model.key} has a vocabulary of "
-                                     f"{self.draft_model.vocab}, {target.key} of {target.vocab}; a draft model "
-                                     "must share the target's tokenizer")
+                                     f"{self.draft_model.vocab}, {target.key} of {target.vocab}; a draft model's "
+                                     "logits must be the target's token ids one for one (the same vocabulary size, "
+                                     "padding included)")
 
 
 def draft_weight_bytes(spec: Speculation, scenario, target: ModelSpec | None = None) -> float:
