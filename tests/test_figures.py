@@ -393,6 +393,20 @@ def test_a_gpu_the_stage_does_not_fit_is_marked_in_the_cross_gpu_legend(data):
     plt.close(fig)
 
 
+def test_the_interactive_cross_gpu_legend_marks_a_misfit_too(data):
+    from roofline.figures.inputs import ModelFigures
+    from roofline.figures.interactive import cross_gpu_spec
+
+    tables, specs = data
+    figures = ModelFigures.read("llama-2-7b", tables["ops"], tables["sweeps"], specs,
+                                misfits=frozenset({("rtx-a6000", "decode")}))
+    names = [t["name"] for t in cross_gpu_spec(figures, "decode")["data"] if t.get("showlegend")]
+    marked = [n for n in names if n.endswith("(✗ does not fit)")]
+    assert len(marked) == 1 and "A6000" in marked[0], names
+    prefill = [t["name"] for t in cross_gpu_spec(figures, "prefill")["data"] if t.get("showlegend")]
+    assert not any("does not fit" in n for n in prefill)  # the mark is the stage's
+
+
 def test_many_gpus_every_legend_entry_is_shown_and_told_apart(many_gpus):
     tables, specs = many_gpus
     gpus, scenario = specs_objects(specs)

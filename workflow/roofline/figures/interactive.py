@@ -21,7 +21,7 @@ from .plan import plan_axes
 from .points import drawable, gemm_dtype, network_links, stage_shares
 from .roofline import limits
 from .roofs import Series, roof_for, tick_labels
-from .style import LINK_COLOR, ROOF_COLOR, STAGE_COLORS, gpu_styles
+from .style import LINK_COLOR, MISFIT_MARK, ROOF_COLOR, STAGE_COLORS, gpu_styles
 
 #: plotly marker symbols of the operator classes (the static figures' markers: CLASS_MARKERS)
 SYMBOLS = {"gemm": "circle", "attention": "square", "norm": "triangle-up", "elementwise": "diamond",
@@ -148,7 +148,8 @@ def cross_gpu_spec(data: ModelFigures, stage: str) -> dict:
     for key, gpu in data.gpus.items():
         where = data.deployments.get(key, gpu.name)
         color = styles[key].color
-        traces += _roof(gpu, dtype, xlim, color, where, key, False, network_links(ops[ops["gpu"] == key], gpu))
+        legend = where + (f" ({MISFIT_MARK} does not fit)" if (key, stage) in data.misfits else "")
+        traces += _roof(gpu, dtype, xlim, color, legend, key, False, network_links(ops[ops["gpu"] == key], gpu))
         traces += _points(points[points["gpu"] == key], where, color, f"{stage} on {where}", key, False)
     return {"data": traces, "layout": _layout(f"{data.name}, {stage}, on every configured deployment",
                                               "click a deployment in the legend to hide or show it; hover a point "
