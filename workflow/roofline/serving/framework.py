@@ -7,12 +7,19 @@ Documented defaults (the version each was read from is named; a flag overrides e
   (2048 and 256 elsewhere; EngineArgs.get_batch_defaults), per data-parallel engine under DP attention;
   `gpu_memory_utilization` 0.9 of the device for weights, activations and KV cache together; requests are admitted
   while cache blocks are free (preempted when they run out).
-* SGLang (0.4-0.5, `sglang.launch_server`): `chunked_prefill_size` 8192 (devices under 160 GiB; 16384 above, 2048
-  under 35 GiB; DP attention splits it over the replicas); prefill batches and decode batches alternate
-  (`enable_mixed_chunk` off: a prefill step pauses decoding); `mem_fraction_static` 0.88 at TP 1, 0.87 at TP 2,
-  0.85 at TP 4, 0.81 at TP 8 (weights + KV pool); requests are admitted against a reserve of their outputs scaled
-  by `new_token_ratio`, which decays to its floor while nothing is retracted, and retracted when the pool runs out:
-  in steady state the pool holds requests at about their mean in-flight length, as vLLM's.
+* SGLang (0.5.4-0.5.10, `sglang.launch_server`; server_args._handle_gpu_memory_settings): by the device's memory,
+  `chunked_prefill_size` 2048 under 35 GiB, 4096 under 60, 8192 under 160, 16384 above (DP attention splits it over
+  the replicas) and `cuda_graph_max_bs` (SGLANG_BY_MEMORY); prefill batches and decode batches alternate
+  (`enable_mixed_chunk` off: a prefill step pauses decoding); `mem_fraction_static` (weights + KV pool) = 1 -
+  reserved / memory, the reserve for activations and CUDA graphs 512 MiB + 1.5 MiB per chunk token + 2 MiB per graph
+  batch + 128 MiB per GPU of the engine, at least 10 GiB on devices over 60 GiB (0.836 on an 80 GiB H100 at TP 1,
+  0.897 on a 141 GiB H200 at TP 8, 0.853 on a 180 GiB B200 at TP 8; before 0.5.4 it was 0.88 to 0.81 by TP alone).
+  Left out: the reserve SGLang adds under DP attention, 4.5 MiB per graph batch and attention replica, which at the
+  default cuda_graph_max_bs of 512 keeps 72 GiB of each device of a DEP 32 engine: the recorded DeepSeek-V3
+  deployments on GB200 (benchmarks/validate_serving.py) could not have held their weights under it, so they ran
+  with smaller graph batches or a fraction of their own. Requests are admitted against a reserve of their outputs
+  scaled by `new_token_ratio`, which decays to its floor while nothing is retracted, and retracted when the pool runs
+  out: in steady state the pool holds requests at about their mean in-flight length, as vLLM's.
 * TensorRT-LLM (1.0-1.2, `trtllm-serve`): in-flight batching of context and generation requests in one step under
   `max_num_tokens` = 8192, `max_batch_size` 2048 (each per attention replica under DP attention); the KV cache
   takes `free_gpu_memory_fraction` 0.9 of the memory left after weights and activations; the GUARANTEED_NO_EVICT
@@ -38,6 +45,10 @@ from ..engine.hardware import FRAMEWORKS, GIB, Accelerator
 #: frameworks that can hold context requests until every attention-DP rank has one, and their defaults when it is
 #: turned on without values: (timeout_iters, batching_wait_iters) of TensorRT-LLM's AttentionDpConfig (llm_args.py)
 BALANCING = {"trtllm": (50, 10)}
+#: SGLang's defaults by the device's memory (server_args._handle_gpu_memory_settings, 0.5.4-0.5.10): (memory below
+#: [GiB], chunked_prefill_size, cuda_graph_max_bs at tp < 4, at tp >= 4)
+SGLANG_BY_MEMORY = ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (160, 8192, 256, 512),
+                    (float("inf"), 16384, 512, 512))
 #: each framework's setting that caps the sequences one engine runs at once (Framework.max_running)
 RUNNING_CAP = {"vllm": "max_num_seqs", "sglang": "max_running_requests", "trtllm": "max_batch_size"}
 #: the framework a served run assumes when none is named; its kernel tables are that framework's too
@@ -118,10 +129,11 @@ FITTED = {"vllm": (0.0, 0.02, 0.0, 0.2, 0.0), "sglang": (0.0, 0.15, 0.25, 0.1, 2
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
                   memory_fraction: float | None = None, fitted: tuple | None = None,
-                  dp_balance: tuple[int, int] | None = None) -> Framework:
-    """The framework `key` ("" = DEFAULT_FRAMEWORK) with its documented defaults for `gpu` (and tp: SGLang's memory
-    fraction); `fitted` replaces the fitted constants (benchmarks/validate_serving.py --fit); `dp_balance`
-    (timeout_iters, batching_wait_iters) turns on TensorRT-LLM's attention-DP balancing."""
+                  dp_balance: tuple[int, int] | None = None, gpus: int = 0) -> Framework:
+    """The framework `key` ("" = DEFAULT_FRAMEWORK) with its documented defaults for `gpu` (and the engine's tp and
+    devices `gpus`, tp x pp (0: tp): SGLang's memory fraction); `fitted` replaces the fitted
+    constants (benchmarks/validate_serving.py --fit); `dp_balance` (timeout_iters, batching_wait_iters) turns on
+    TensorRT-LLM's attention-DP balancing."""
     key = key or DEFAULT_FRAMEWORK
     if key not in FRAMEWORKS:
         raise unknown("--framework", key, FRAMEWORKS)
@@ -133,8 +145,8 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
     defaults = {
         "vllm": dict(max_batched_tokens=8192 if big else 2048, max_running=1024 if big else 256, mixed=True,
                      memory_fraction=0.9, of_free_memory=False, reserve_full_length=False, budget_per_rank=True),
-        "sglang": dict(max_batched_tokens=2048 if memory < 35 else 8192 if memory < 160 else 16384,
-                       max_running=4096, mixed=False, memory_fraction=_sglang_fraction(tp), of_free_memory=False,
+        "sglang": dict(max_batched_tokens=_sglang_defaults(memory, tp)[0], max_running=4096, mixed=False,
+                       memory_fraction=_sglang_defaults(memory, tp, gpus)[1], of_free_memory=False,
                        reserve_full_length=False),
         "trtllm": dict(max_batched_tokens=8192, max_running=2048, mixed=True, memory_fraction=0.9,
                        of_free_memory=True, reserve_full_length=True, budget_per_rank=True),
@@ -153,11 +165,23 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
                      dp_balance=None if dp_balance is None else tuple(dp_balance), **defaults)
 
 
+def engine_shape(plan) -> dict:
+    """framework_for's keywords for an engine of `plan` (a Parallel): its devices."""
+    return {"gpus": plan.tp * plan.pp}
+
+
 def balance_label(dp_balance: tuple[int, int] | None) -> str:
     """The attention_dp_balance column: "TIMEOUT,WAIT" steps, or "off"."""
     return "off" if dp_balance is None else f"{dp_balance[0]},{dp_balance[1]}"
 
 
-def _sglang_fraction(tp: int) -> float:
-    """SGLang's default mem_fraction_static by tensor-parallel degree (server_args, 0.4-0.5)."""
-    return 0.88 if tp < 2 else 0.87 if tp < 4 else 0.85 if tp < 8 else 0.81
+def _sglang_defaults(memory_gib: float, tp: int, gpus: int = 0) -> tuple[int, float]:
+    """(chunked_prefill_size, mem_fraction_static) SGLang picks on a device of `memory_gib` GiB for an engine of tp
+    ranks over `gpus` devices (tp x pp; 0: tp): module docstring."""
+    chunk, graphs_small_tp, graphs_large_tp = next(row[1:] for row in SGLANG_BY_MEMORY if memory_gib < row[0])
+    graphs = graphs_small_tp if tp < 4 else graphs_large_tp
+    reserved_mib = 512 + 1.5 * max(chunk, 2048) + 2 * graphs + (gpus or tp) / 8 * 1024
+    memory_mib = memory_gib * 1024
+    if memory_gib > 60:
+        reserved_mib = max(reserved_mib, 10 * 1024)
+    return chunk, round((memory_mib - reserved_mib) / memory_mib, 3)

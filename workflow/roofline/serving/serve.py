@@ -23,7 +23,7 @@ from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity
-from .framework import DEFAULT_FRAMEWORK, RUNNING_CAP, Framework, balance_label, framework_for
+from .framework import DEFAULT_FRAMEWORK, RUNNING_CAP, Framework, balance_label, engine_shape, framework_for
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
 from .steps import Mix, Parts
@@ -158,7 +158,8 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
     if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
         raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
                                  f"from 1 to {MAX_BATCH}")
-    fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted, dp_balance)
+    fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted, dp_balance,
+                       **engine_shape(scenario.parallel))
     return Served(model, gpu, scenario, fw, spec)
 
 
@@ -166,11 +167,11 @@ def _resolved(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework:
               memory_fraction: float | None, max_batched_tokens: int | None = None,
               request_tokens: int = 0) -> Scenario:
     """`scenario` prepared for a one-token prefill; `parallel: auto` resolved under the framework's memory rule
-    where it is the stricter (SGLang keeps 0.81-0.88 of each device, by tp), so that the plan chosen leaves its
-    cache room beside the weights: given the `request_tokens` of one request (isl + osl), room for the activations
-    of a full-budget step and the KV cache of that step's tokens or that request, whichever holds more (a plan sized
-    for the weights alone had left Qwen2.5-72B fp8 on one H100 under vLLM without room for one request). The
-    scenario's own memory_utilization is kept."""
+    where it is the stricter (SGLang keeps 0.75-0.9 of each device, by its memory and its engine), so that the plan
+    chosen leaves its cache room beside the weights: given the `request_tokens` of one request (isl + osl), room for
+    the activations of a full-budget step and the KV cache of that step's tokens or that request, whichever holds
+    more (a plan sized for the weights alone had left Qwen2.5-72B fp8 on one H100 under vLLM without room for one
+    request). The scenario's own memory_utilization is kept."""
     probe = replace(scenario, batch=1, seq_len=1)
     if scenario.parallel != "auto":
         return prepare(model, gpu, "prefill", probe)
