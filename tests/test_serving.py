@@ -332,6 +332,8 @@ def test_the_api_serves_what_the_command_does(capsys):
     (["--mode", "disaggregated", "--prefill-workers", "8", "--decode-workers", "8", "--max-devices", "8"],
      "more than --max-devices 8"),
     (["--prefill-workers", "2"], "--prefill-workers: only with --mode disaggregated"),
+    # the default's own value too: a user who forgot --mode disaggregated had got an aggregated row without a word
+    (["--decode-workers", "1"], "--decode-workers: only with --mode disaggregated"),
 ])
 def test_serve_bad_input_is_one_line_exit_2(capsys, argv, match):
     base = ["--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--tp", "1", "--weight-dtype", "fp8", "--isl", "4096",

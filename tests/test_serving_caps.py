@@ -136,3 +136,19 @@ def test_sglang_memory_fraction_and_chunk_follow_its_server_args_rule():
     fw = framework_for("sglang", get_accelerator("h100-sxm"), 2, **engine_shape(Parallel(tp=2, pp=2)))
     assert (fw.max_batched_tokens, fw.memory_fraction) == (8192, 0.831)
     assert framework_for("sglang", get_accelerator("l40s")).max_batched_tokens == 4096
+
+
+def test_a_pipelines_throughput_and_tpot_bounds_agree_by_littles_law():
+    # PP 2 Llama-3.1-8B on two H100s, 256 users at 1024/256: the throughput bound divided a full step at 256 by the 2
+    # stages (27,930 tokens/s) while the TPOT bound was that full step (16.9 ms), and 256 users at >= 16.9 ms a token
+    # cannot ask for more than 256 x 256 / (TTFT + 255 x 16.9 ms) = 15,165 tokens/s. A round of 2 micro-batches of
+    # 128 takes at least one full step at 128: both bounds read it now
+    import roofline
+
+    two = roofline.serve("llama-3.1-8b", "h100-sxm", pp=2, isl=1024, osl=256, concurrency=256).iloc[0]
+    one = roofline.serve("llama-3.1-8b", "h100-sxm", pp=1, isl=1024, osl=256, concurrency=256).iloc[0]
+    in_flight = two["tokens_per_s"] / 256 * (two["ttft_s"] + 255 * two["tpot_s"])  # Little: requests/s x latency
+    assert in_flight <= 256 * 1.01
+    # two devices' bandwidth: a faster round and more tokens/s than one device, but not twice (the KV cache of 128
+    # sequences per micro-batch is read in each round as on one device)
+    assert two["tpot_s"] < one["tpot_s"] and one["tokens_per_s"] < two["tokens_per_s"] < 2 * one["tokens_per_s"]

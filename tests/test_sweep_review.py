@@ -435,3 +435,14 @@ def test_a_sustained_open_loop_waits_as_the_closed_loop_that_carries_its_rate():
     # near the most it serves, the full cache's 9.72 s (its closed loop of prompts one by one, which serves more than
     # SGLang's lockstep share there)
     assert 0.9 * 9.72 < rows[-1]["ttft_expected_s"] <= 9.72
+
+
+@pytest.mark.parametrize("model,gpu,framework", [("kimi-k2", "h100-sxm", "sglang"), ("deepseek-v3.2", "l40s", "vllm")])
+def test_an_auto_plan_leaves_one_request_room_by_the_caches_own_accounting(model, gpu, framework):
+    # The plan's fit (a prefill probe of a full step) chose 16 devices (TP 8 x PP 2) whose busiest stage the KV
+    # cache's accounting (the framework's memory rule beside a full step's largest operator) leaves no room:
+    # `serve` refused its own plan ("the weights alone exceed what sglang's memory rule leaves them, by 0.774 GB
+    # per device; use more devices") at one user. The next plan, TP 8 x PP 4, holds requests
+    row = roofline.serve(model, gpu, isl=1024, osl=256, concurrency=1, framework=framework).iloc[0]
+    assert row["fits"] and row["kv_capacity_requests"] >= 1
+    assert (row["tp"], row["pp"]) == (8, 4)

@@ -61,9 +61,9 @@ def add_arguments(parser) -> None:
 def _add_pools(parser) -> None:
     parser.add_argument("--mode", type=choice("--mode", MODES), default="aggregated",
                         help="aggregated | disaggregated (prefill and decode pools)")
-    parser.add_argument("--prefill-workers", type=positive_int("--prefill-workers"), default=1,
+    parser.add_argument("--prefill-workers", type=positive_int("--prefill-workers"),
                         help="--mode disaggregated: engines computing prompts (default 1)")
-    parser.add_argument("--decode-workers", type=positive_int("--decode-workers"), default=1,
+    parser.add_argument("--decode-workers", type=positive_int("--decode-workers"),
                         help="--mode disaggregated: engines decoding, each of the --tp/--pp/--ep plan (default 1)")
     for name in ("tp", "pp", "ep"):
         parser.add_argument(f"--prefill-{name}", type=positive_int(f"--prefill-{name}"),
@@ -95,7 +95,7 @@ def table(args) -> tuple[list[dict], dict]:
         return [serve_aggregated(served, workload, args.overflow, args.benchmark_waves or 0.0)], {}
     prefill = _prefill_plan(args, served)
     _check_balance(args, [prefill])  # the decode pool computes no prompts: nothing of its own to balance
-    pools = Disaggregation(args.prefill_workers, args.decode_workers, prefill, args.max_devices)
+    pools = Disaggregation(args.prefill_workers or 1, args.decode_workers or 1, prefill, args.max_devices)
     return [serve_disaggregated(served, workload, pools, args.overflow, args.benchmark_waves or 0.0)], {}
 
 
@@ -135,9 +135,8 @@ def _in_prefill_options(message: str, args, plan: Parallel) -> str:
 
 
 def _refuse_pool_options(args) -> None:
-    given = [name for name in ("prefill_tp", "prefill_pp", "prefill_ep", "max_devices")
-             if getattr(args, name) is not None]
-    given += [name for name in ("prefill_workers", "decode_workers") if getattr(args, name) != 1]
+    given = [name for name in ("prefill_tp", "prefill_pp", "prefill_ep", "max_devices", "prefill_workers",
+                               "decode_workers") if getattr(args, name) is not None]  # given at all, even as 1
     given += ["prefill_attention_dp"] if args.prefill_attention_dp else []
     if given:
         raise RooflineInputError(f"--{given[0].replace('_', '-')}: only with --mode disaggregated")

@@ -96,7 +96,7 @@ def aggregated(selected, points: Points, tables, load, fw, model, drafted, spec)
         expected = agg.closed_loop(steps, load, replace(scheduler, budget=at.budget, chunk=at.chunk), N, at.running,
                                    "expected")
         ttft = steps.lone_prompt + 0 * N
-        tpot = np.minimum(steps.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"])
+        tpot = np.minimum(steps.pipelined(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"])
         rate = agg.throughput_bound(steps, load, np.minimum(N, at.running_bound))
         return {"ttft_s": ttft, "tpot_s": tpot, "ttft_expected_s": expected["ttft"],
                 "tpot_expected_s": expected["tpot"], "requests_per_s": agg.users_bound(rate, N, ttft, steps, load),
@@ -123,7 +123,7 @@ def disaggregated(selected, points: Points, tables, load, fw, model, drafted, sp
                              fw.request_overhead_s + fw.handoff_s, chunk=at.chunk)
         per_worker = np.minimum(N / pools.decode_workers, at.running_bound)
         ttft = np.maximum(prefill.lone(load.computed), transfer)
-        tpot = np.minimum(decode.light(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"])
+        tpot = np.minimum(decode.pipelined(expected["decode"], "bound") / load.tokens_per_step, expected["tpot"])
         rate = dis.throughput_bound(prefill, decode, load, pools, per_worker)
         return {"ttft_s": ttft, "tpot_s": tpot, "ttft_expected_s": expected["ttft"],
                 "tpot_expected_s": expected["tpot"], "requests_per_s": agg.users_bound(rate, N, ttft, decode, load),

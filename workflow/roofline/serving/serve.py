@@ -11,10 +11,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..engine.analysis import AUTO_TP, deployment_label, prepare
+from ..engine.analysis import AUTO_PP, AUTO_TP, aggregate, deployment_label, prepare
 from ..engine.columns import SERVE_COLUMNS
 from ..engine.dtypes import DTYPE_BYTES
 from ..engine.errors import RooflineInputError
+from ..engine.graph import build_operators
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
@@ -22,7 +23,7 @@ from ..engine.scenario import MAX_BATCH, MAX_SEQ_LEN, Scenario
 from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
-from .capacity import capacity
+from .capacity import capacity, per_device_bytes
 from .framework import DEFAULT_FRAMEWORK, RUNNING_CAP, Framework, balance_label, engine_shape, framework_for
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
@@ -175,18 +176,44 @@ def _resolved(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework:
     probe = replace(scenario, batch=1, seq_len=1)
     if scenario.parallel != "auto":
         return prepare(model, gpu, "prefill", probe)
-    tp = 1
-    for _ in range(len(AUTO_TP)):  # the fraction may fall with the tp it leads to: until it holds at that tp
-        rule = framework_for(framework, gpu, tp, max_batched_tokens, memory_fraction=memory_fraction)
+    plan, ceiling, rejected = Parallel(tp=1), 1.0, None
+    for _ in range(len(AUTO_TP) * len(AUTO_PP)):  # the fraction may fall with the engine it leads to (SGLang's, with
+        # its tp and its GPUs): until it holds for that engine
+        rule = framework_for(framework, gpu, plan.tp, max_batched_tokens, memory_fraction=memory_fraction,
+                             **engine_shape(plan))
         limit = scenario.memory_utilization if rule.of_free_memory else min(scenario.memory_utilization,
                                                                             rule.memory_fraction)
         tokens = max(request_tokens, rule.max_batched_tokens) if request_tokens else 1
         tokens = min(tokens, model.max_position or tokens)  # a probe longer than the context is refused
-        planned = prepare(model, gpu, "prefill", replace(probe, memory_utilization=limit, seq_len=tokens))
-        if planned.parallel.tp == tp:
+        probed = replace(probe, memory_utilization=min(limit, ceiling), seq_len=tokens)
+        planned = prepare(model, gpu, "prefill", probed)
+        if (request_tokens and planned.parallel != rejected
+                and _room_lacking(model, gpu, planned, rule, request_tokens) > 0):
+            # the cache's own accounting (a full step's largest operator, the busiest stage) leaves this plan no
+            # room for one request: the next plan, with a ceiling just under this one's footprint (the same plan
+            # again: nothing larger fits, and the capacity check says so)
+            ceiling, rejected = _footprint_share(model, gpu, planned) * (1 - 1e-9), planned.parallel
+            plan = planned.parallel
+            continue
+        if engine_shape(planned.parallel) == engine_shape(plan) and planned.parallel.tp == plan.tp:
             break
-        tp = planned.parallel.tp
+        plan = planned.parallel
     return replace(planned, memory_utilization=scenario.memory_utilization)
+
+
+def _footprint_share(model: ModelSpec, gpu: Accelerator, scenario: Scenario) -> float:
+    """The share of each device `scenario` (a prepared prefill probe) fills: what resolve_plan's fit compares."""
+    ops = build_operators(model, "prefill", scenario)
+    totals = aggregate(model, gpu, "prefill", scenario, ops, scenario.batch, scenario.seq_len)
+    return float(totals["footprint_bytes"]) / gpu.memory_bytes
+
+
+def _room_lacking(model: ModelSpec, gpu: Accelerator, scenario: Scenario, rule: Framework, tokens: int) -> float:
+    """Bytes per device the KV budget of `rule` on `scenario`'s plan lacks for one request of `tokens` tokens
+    (capacity's accounting), 0 where it holds one."""
+    weights, activations, held, _, _ = per_device_bytes(model, scenario, rule.step_budget(scenario.parallel), False,
+                                                        tokens, 0, 0.0, 0.0, None)
+    return max(held - rule.kv_budget_bytes(gpu.memory_bytes, weights, activations), 0.0)
 
 
 def check_context(model: ModelSpec, workload: Workload) -> None:
@@ -220,7 +247,7 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
     bound = {"requests_per_s": _offered_bound(agg.users_bound(rate, users, stepper.lone(load.computed),
                                                               stepper, load), workload)}
     # a lone decode step at the expected occupancy: lockstep groups keep prompts out of a request's decode steps
-    tpot_bound = stepper.light(expected["decode"], "bound") / load.tokens_per_step
+    tpot_bound = stepper.pipelined(expected["decode"], "bound") / load.tokens_per_step
     return _row(served, workload, cap, stepper.lone(load.computed), (stepper.target,), expected, bound, tpot_bound)
 
 
@@ -358,7 +385,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     rate = dis.throughput_bound(prefill, decode, load, shape, per_worker)
     bound = {"requests_per_s": _offered_bound(agg.users_bound(rate, offered if closed else np.inf, ttft_bound,
                                                               decode, load), workload), "ttft": ttft_bound}
-    tpot_bound = decode.light(expected["decode"], "bound") / load.tokens_per_step
+    tpot_bound = decode.pipelined(expected["decode"], "bound") / load.tokens_per_step
     limited = str(np.asarray(expected["limited_by"]).reshape(-1)[0])
     row = _row(served, workload, replace(cap, running=cap.running * shape.decode_workers), bound["ttft"],
                (prefill.target, decode.target), expected, bound, tpot_bound, devices=shape.devices)

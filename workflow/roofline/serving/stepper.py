@@ -119,6 +119,11 @@ class Stepper:
         D = np.maximum(D, 1.0)
         return self._read(side, "light", D) + self._host(side, D)
 
+    def pipelined(self, D, side: str):
+        """The least time between a sequence's tokens at occupancy D: a pipeline of p stages runs the D sequences
+        as p micro-batches, a full step of D / p per round at best (aggregated.throughput_bound); light(D) at p = 1."""
+        return self.light(np.asarray(D, dtype=float) / self.stages, side)
+
     def decode_attention(self, D, side: str):
         """The attention part of a decode step at occupancy D (light's share that reads the cached tokens)."""
         return self._read(side, "attend", np.maximum(D, 1.0))
