@@ -235,3 +235,15 @@ def test_a_draft_model_of_another_vocabulary_is_refused_in_one_line(capsys):
                  "--spec-draft-model", "qwen3-8b")
     assert "--spec-draft-model: qwen3-8b has a vocabulary of 151936, llama-3.1-70b of 128256; a draft model's " \
            "logits must be the target's token ids one for one" in err
+
+
+def test_a_refused_searchs_time_counts_its_disaggregated_layouts_and_speculation_at_their_own_rates():
+    # a new user's sweep: a search of 7,572,448 candidates (--mode all, --spec-method eagle) read "about 38 s at
+    # 200,000 per second" and ran past 270 s: disaggregated layouts evaluate at ~50,000 per second, speculative
+    # decoding at ~2.5x the time. 200,000 aggregated + 100,000 disaggregated: 1 s + 2 s, x 2.5 = 7.5 s
+    from roofline.serving.search_budget import search_seconds
+
+    assert search_seconds(200_000, 100_000) == pytest.approx(3.0)
+    assert search_seconds(200_000, 100_000, speculative=True) == pytest.approx(7.5)
+    with pytest.raises(RooflineInputError, match=r"over the limit of 10 \(about 8 s at 40,000 per second\)"):
+        check_budget(300_000, 10, "plan", "raise --max-candidates", search_seconds(200_000, 100_000, True))

@@ -30,8 +30,8 @@ from ..serving.candidates import served_kv_dtypes
 from ..serving.framework import DEFAULT_FRAMEWORK
 from ..serving.measured import PREDICTED, MeasuredRun, run_params
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
-from ..serving.search import count_candidates as served_count
-from ..serving.search_budget import MAX_CANDIDATES, check_budget, check_max_devices, count_candidates
+from ..serving.search import counts_by_mode as served_counts
+from ..serving.search_budget import MAX_CANDIDATES, check_budget, check_max_devices, count_candidates, search_seconds
 from ..serving.table import ServingSettings
 from .compare import results_folder
 from .measurements import resolve_measurements
@@ -326,16 +326,19 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
                             framework=section.get("framework") or scenario.framework,
                             rank_on=section.get("rank_on", "expected"))
     for key, model in models.items():  # every search bounded before any job runs
+        seconds = None
         if settings.mode is None:  # the step model's search
             count = count_candidates(model, settings.gpus, settings.dtypes, settings.max_devices,
                                      settings.memory_utilization)
         else:  # the serving model's: what roofline.serving.search.search counts
             try:
-                count = served_count(model, settings.gpus, settings.weight_dtypes or settings.dtypes,
-                                     settings.kv_dtypes, settings.max_devices, settings.mode)
+                parts = served_counts(model, settings.gpus, settings.weight_dtypes or settings.dtypes,
+                                      settings.kv_dtypes, settings.max_devices, settings.mode)
+                count, seconds = sum(parts), search_seconds(*parts)
             except RooflineInputError as error:  # name the config keys, not the command line's options
                 raise RooflineInputError(str(error).replace("--weight-dtypes", "plan.weight_dtypes").replace(
                     "--kv-dtypes", "plan.kv_dtypes")) from None
         check_budget(count, section.get("max_candidates", MAX_CANDIDATES), f"plan (models.{key})",
-                     "lower plan.max_devices, list fewer plan.gpus or plan.dtypes, or raise plan.max_candidates")
+                     "lower plan.max_devices, list fewer plan.gpus or plan.dtypes, or raise plan.max_candidates",
+                     seconds)
     return settings

@@ -31,7 +31,7 @@ from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, engine_shape, framework_for
 from .hugepages import without_hugepage_advice
 from .planner import BATCH_GRID, fronts
-from .search_budget import check_budget
+from .search_budget import check_budget, search_seconds
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import StepTables, tabulate_many
 from .steps import Mix
@@ -179,16 +179,22 @@ def count_candidates(model: ModelSpec, gpus: Sequence[Accelerator], weight_dtype
                      kv_dtypes: Sequence[str], max_devices: int | None, mode: str) -> int:
     """Candidates x concurrencies `search` would evaluate, counted without building or evaluating them (the
     budget check of roofline.serving.search_budget runs on this before the search)."""
+    return sum(counts_by_mode(model, gpus, weight_dtypes, kv_dtypes, max_devices, mode))
+
+
+def counts_by_mode(model: ModelSpec, gpus: Sequence[Accelerator], weight_dtypes: Sequence[str],
+                   kv_dtypes: Sequence[str], max_devices: int | None, mode: str) -> tuple[int, int]:
+    """count_candidates' (aggregated, disaggregated) parts: they evaluate at different rates (search_seconds)."""
     scenarios = recipes(weight_dtypes, kv_dtypes)
-    count = 0
+    aggregated = disaggregated = 0
     for gpu in gpus:
         usable = len(recipes_on(gpu, scenarios))
         if mode in ("aggregated", "all"):
-            count += len(parallel_plans(model, gpu, max_devices or 8)) * usable * len(CONCURRENCY_GRID)
+            aggregated += len(parallel_plans(model, gpu, max_devices or 8)) * usable * len(CONCURRENCY_GRID)
         if mode in ("disaggregated", "all"):
             layouts = layout_count(parallel_plans(model, gpu, max_devices or 16), gpu, max_devices or 16)
-            count += layouts * usable * len(DISAGGREGATED_GRID)
-    return count
+            disaggregated += layouts * usable * len(DISAGGREGATED_GRID)
+    return aggregated, disaggregated
 
 
 def check_search(workload: ServedWorkload, mode: str, concurrencies) -> np.ndarray:
@@ -215,9 +221,9 @@ def search(model: ModelSpec, gpus: Sequence[Accelerator], workload: ServedWorklo
     start = time.perf_counter()
     grid = check_search(workload, mode, concurrencies)
     if max_candidates is not None:
-        check_budget(count_candidates(model, gpus, weight_dtypes, kv_dtypes, max_devices, mode), max_candidates,
-                     "plan", "lower --max-devices, give fewer --gpu or --dtypes, or raise "
-                     "--max-candidates")
+        parts = counts_by_mode(model, gpus, weight_dtypes, kv_dtypes, max_devices, mode)
+        check_budget(sum(parts), max_candidates, "plan", "lower --max-devices, give fewer --gpu or --dtypes, or raise "
+                     "--max-candidates", search_seconds(*parts, speculative=bool(workload.spec.method)))
     workload.spec.validate(model)
     if model.max_position and workload.isl + workload.osl > model.max_position:
         raise RooflineInputError(f"isl + osl: {workload.isl} + {workload.osl} tokens do not fit the context of "

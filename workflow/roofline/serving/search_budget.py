@@ -28,8 +28,14 @@ MAX_DEVICES = 4096
 MAX_CANDIDATES = 14_000_000
 #: The highest limit a user may set (memory: ~100-200 bytes per candidate).
 MAX_CANDIDATES_CEILING = 100_000_000
-#: Candidates per second assumed for the time a refused search would have taken (the low end of the measured rate).
+#: Candidates per second assumed for the time a refused search would have taken (the low end of the measured rate)
+#: of the step model's search and of the serving model's aggregated one (bench_plan: 300,000-360,000 per second).
 RATE = 200_000
+#: The same for the serving model's disaggregated layouts (each a prefill and a decode pool solved together):
+#: 52,000-69,000 per second measured (Llama-3.1-8B and Qwen3-30B-A3B on H100 + H200, 2026-12-05)
+RATE_DISAGGREGATED = 50_000
+#: How much slower a search with speculative decoding evaluates (draft and verify steps priced): 1.9-2.6x measured
+SPECULATIVE_SLOWDOWN = 2.5
 #: A search running longer than this prints a progress line, then one every PROGRESS_EVERY_S [s].
 PROGRESS_AFTER_S = 3.0
 PROGRESS_EVERY_S = 10.0
@@ -54,14 +60,22 @@ def check_max_devices(where: str, value: object) -> int:
     return value
 
 
-def check_budget(count: int, limit: int, what: str, fixes: str) -> None:
+def search_seconds(aggregated: int, disaggregated: int = 0, speculative: bool = False) -> float:
+    """About how long a search of `aggregated` candidates (or the step model's) and `disaggregated` layouts x
+    concurrencies takes at the rates above (the low ends measured)."""
+    seconds = aggregated / RATE + disaggregated / RATE_DISAGGREGATED
+    return seconds * (SPECULATIVE_SLOWDOWN if speculative else 1.0)
+
+
+def check_budget(count: int, limit: int, what: str, fixes: str, seconds: float | None = None) -> None:
     """Refuse a search of `count` candidates over `limit`, in one line saying how many, about how long it would
-    take, and `fixes` (the options or keys that shrink it or raise the limit)."""
+    take (`seconds`: search_seconds; default count / RATE), and `fixes` (the options or keys that shrink it or
+    raise the limit)."""
     if count > limit:
-        seconds = count / RATE
+        seconds = count / RATE if seconds is None else seconds
         took = "under a second" if seconds < 1 else f"about {seconds:,.0f} s"
         raise RooflineInputError(f"{what}: {count:,} candidates to evaluate, over the limit of {limit:,} ({took} "
-                                 f"at {RATE:,} per second); {fixes}")
+                                 f"at {count / max(seconds, 1e-9):,.0f} per second); {fixes}")
 
 
 class Progress:
