@@ -558,3 +558,27 @@ def test_dtype_lists_take_commas_as_well_as_spaces(capsys):
     assert found[0] == found[1] == found[2] == {"fp8", "int4"}
     assert main([*base, "--weight-dtypes", "fp8,nvfp5"]) == 2
     assert "--weight-dtypes: unknown value 'nvfp5'" in capsys.readouterr().err
+
+
+def test_tensorrt_llm_is_refused_off_nvidia_gpus_and_left_out_of_a_whole_catalog_search(capsys):
+    # a new user's sweep: `serve --framework trtllm --gpu mi300x` (and TPUs, Gaudi) ran without a word under a
+    # framework that runs on NVIDIA GPUs only
+    import io
+
+    import pandas as pd
+
+    from roofline.cli import app
+
+    code, out, err = serve_cli(capsys, "--model", "llama-3.1-8b", "--gpu", "mi300x", "--framework", "trtllm",
+                               "--isl", "1024", "--osl", "256", "--concurrency", "4")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--framework: trtllm runs on NVIDIA GPUs only, and mi300x is AMD's; choose vllm or sglang" in err
+    assert app.main(["plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpu", "tpu-v5e", "--framework",
+                     "trtllm", "--isl", "1024", "--osl", "256"]) == 2
+    assert "tpu-v5e is Google's" in capsys.readouterr().err
+    # the whole catalog under trtllm: its NVIDIA devices only
+    assert app.main(["plan", "--model", "llama-3.1-8b", "--framework", "trtllm", "--isl", "1024", "--osl", "256",
+                     "--max-devices", "1", "--top", "0", "--format", "csv"]) == 0
+    found = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    vendors = {get_accelerator(key).vendor for key in found.gpu}
+    assert vendors == {"NVIDIA"}

@@ -17,6 +17,7 @@ from ..engine.scenario import FP8_SCALINGS, Scenario
 from ..serving import planner, search, search_budget, search_rows
 from ..serving.candidates import DEFAULT_KV_DTYPES, served_kv_dtypes
 from ..serving.cost import RANK_ON, add_plan_cost, check_priced, rank_on_cost
+from ..serving.framework import check_runs_on, runs_on
 from . import options, spec_options
 from .formats import csv_text, format_table, json_safe
 from .options import GPU_HELP, choice, fraction, non_negative_int, number_in, positive_float, positive_int
@@ -129,6 +130,11 @@ def table(args) -> tuple[list[dict], dict]:
     `reason` no candidate fits and meets the targets, "" when some do)."""
     gpus = [options.gpu(key) for key in dict.fromkeys(args.gpu)] if args.gpu else list(hardware.catalog().values())
     options.distinct_devices(gpus, args.gpu or [])
+    if args.gpu:  # named devices a framework does not run on are refused; of the whole catalog, those it runs on
+        for gpu in gpus:
+            check_runs_on(args.framework, gpu)
+    else:
+        gpus = [gpu for gpu in gpus if runs_on(args.framework, gpu)]
     gpus = priced(gpus, args.price_per_hour)
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice
         gpus = [replace(gpu, framework=args.framework) for gpu in gpus]

@@ -9,7 +9,7 @@ from ..engine.errors import RooflineInputError
 from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
 from ..engine.scenario import Scenario
 from ..serving.candidates import activation_dtype
-from ..serving.framework import DEFAULT_FRAMEWORK
+from ..serving.framework import DEFAULT_FRAMEWORK, check_runs_on
 from ..serving.serve import (
     MODES,
     OVERFLOWS,
@@ -78,6 +78,7 @@ def table(args) -> tuple[list[dict], dict]:
     """(the one served row, no notes)."""
     model = options.model(args.model)
     gpu = scenario.calibrated(options.gpu(args.gpu), args, args.framework or DEFAULT_FRAMEWORK)
+    check_runs_on(args.framework, gpu)
     args.kv_dtype = args.kv_dtype or gpu.sixteen_bit
     native = Scenario(weight_dtype=args.weight_dtype, act_dtype=gpu.sixteen_bit).for_model(model)
     act = args.act_dtype or activation_dtype(native.weight_dtype, gpu)  # weight-only: the device's 16-bit float

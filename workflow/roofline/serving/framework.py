@@ -165,6 +165,25 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
                      dp_balance=None if dp_balance is None else tuple(dp_balance), **defaults)
 
 
+#: frameworks that run on one vendor's devices only (TensorRT-LLM: NVIDIA's CUDA GPUs)
+VENDOR_ONLY = {"trtllm": "NVIDIA"}
+
+
+def check_runs_on(key: str, gpu: Accelerator, where: str = "--framework") -> None:
+    """Refuse serving framework `key` on a device it does not run on (TensorRT-LLM off NVIDIA GPUs), in one line; a
+    user-defined device that names no vendor is taken at its word."""
+    if not runs_on(key, gpu):
+        vendor = VENDOR_ONLY[key]
+        raise RooflineInputError(f"{where}: {key} runs on {vendor} GPUs only, and {gpu.key} is {gpu.vendor}'s; "
+                                 f"choose vllm or sglang for it")
+
+
+def runs_on(key: str, gpu: Accelerator) -> bool:
+    """Whether serving framework `key` ("" = any) runs on `gpu` (VENDOR_ONLY; a device naming no vendor: yes)."""
+    vendor = VENDOR_ONLY.get(key or "")
+    return not vendor or not gpu.vendor or gpu.vendor == vendor
+
+
 def engine_shape(plan) -> dict:
     """framework_for's keywords for an engine of `plan` (a Parallel): its devices."""
     return {"gpus": plan.tp * plan.pp}
