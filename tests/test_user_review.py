@@ -247,3 +247,12 @@ def test_a_refused_searchs_time_counts_its_disaggregated_layouts_and_speculation
     assert search_seconds(200_000, 100_000, speculative=True) == pytest.approx(7.5)
     with pytest.raises(RooflineInputError, match=r"over the limit of 10 \(about 8 s at 40,000 per second\)"):
         check_budget(300_000, 10, "plan", "raise --max-candidates", search_seconds(200_000, 100_000, True))
+
+
+def test_a_serving_workload_under_tensorrt_llm_on_another_vendors_gpu_is_refused_before_any_job_runs():
+    config_gpus = dict(CONFIG["gpus"] or {})
+    err = _config_error(gpus={**config_gpus, "mi300x": None},
+                        serving={"gpus": ["mi300x"], "workloads": [{"isl": 1024, "osl": 256, "concurrency": [8],
+                                                                    "framework": "trtllm"}]})
+    assert err == ("serving.workloads[0].framework: trtllm runs on NVIDIA GPUs only, and mi300x is AMD's; choose "
+                   "vllm or sglang for it (or drop mi300x from serving.gpus)")

@@ -7,7 +7,7 @@ from ..engine.hardware import Accelerator
 from ..engine.hardware import catalog as gpu_catalog
 from ..engine.models import ModelSpec
 from ..engine.parallel import MAX_DEVICES, Parallel
-from ..serving.framework import DEFAULT_FRAMEWORK
+from ..serving.framework import DEFAULT_FRAMEWORK, check_runs_on
 from ..serving.table import ServingSettings, ServingWorkload
 
 #: keys a workload entry may carry (the schema describes each)
@@ -42,6 +42,11 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
             except RooflineInputError as error:
                 raise RooflineInputError(f"serving.workloads[{i}].{_as_key(str(error))} (models.{model.key})") from None
         _check_pools(f"serving.workloads[{i}]", workload, {key: gpus[key] for key in keys})
+        for key in keys:  # TensorRT-LLM on NVIDIA GPUs only: before any job runs
+            try:
+                check_runs_on(values.get("framework") or "", gpus[key], f"serving.workloads[{i}].framework")
+            except RooflineInputError as error:
+                raise RooflineInputError(f"{error} (or drop {key} from serving.gpus)") from None
         workloads.append(workload)
     if not workloads:
         raise RooflineInputError("serving.workloads: empty; give at least one, e.g. {isl: 1024, osl: 1024, "
