@@ -152,3 +152,36 @@ def test_a_pipelines_throughput_and_tpot_bounds_agree_by_littles_law():
     # two devices' bandwidth: a faster round and more tokens/s than one device, but not twice (the KV cache of 128
     # sequences per micro-batch is read in each round as on one device)
     assert two["tpot_s"] < one["tpot_s"] and one["tokens_per_s"] < two["tokens_per_s"] < 2 * one["tokens_per_s"]
+
+
+def test_sglangs_fraction_reads_the_chunk_set_the_drafting_and_each_engines_own_shape():
+    # a review of the 0.5.4 rule: the reserve reads the chunk the user sets (1.5 MiB a token), 2 GiB beside EAGLE or
+    # MTP heads and 6 GiB beside a draft model, and a disaggregated prefill worker keeps its own engine's fraction
+    from roofline.serving.framework import framework_for
+
+    h100 = get_accelerator("h100-sxm")
+    # chunk 16384: 512 + 24576 + 512 + 128 = 25728 MiB; 1 - 25728 / 81920 = 0.686
+    assert framework_for("sglang", h100, 1, 16384).memory_fraction == 0.686
+    # chunk 2048: 512 + 3072 + 512 + 128 = 4224 MiB, under the 10 GiB floor: 1 - 10240 / 81920 = 0.875
+    assert framework_for("sglang", h100, 1, 2048).memory_fraction == 0.875
+    # EAGLE: 13440 + 2048 = 15488 MiB; 1 - 15488 / 81920 = 0.811; a draft model: 13440 + 6144: 0.761
+    assert framework_for("sglang", h100, 1, spec_method="eagle").memory_fraction == 0.811
+    assert framework_for("sglang", h100, 1, spec_method="draft").memory_fraction == 0.761
+    assert framework_for("sglang", h100, 1, spec_method="ngram").memory_fraction == 0.836
+    # a 32-GPU decode engine (8 x 4): 512 + 12288 + 1024 + 4096 = 17920 MiB: 0.781; its 1-GPU prefill worker: 0.836
+    decode = framework_for("sglang", h100, 8, gpus=32)
+    assert decode.memory_fraction == 0.781
+    assert decode.for_engine(h100, Parallel(tp=1)).memory_fraction == 0.836
+    # a fraction the user gives is theirs on every engine
+    assert framework_for("sglang", h100, 8, memory_fraction=0.7, gpus=32).for_engine(
+        h100, Parallel(tp=1)).memory_fraction == 0.7
+
+
+def test_a_disaggregated_prefill_worker_is_held_to_its_own_engines_memory_rule():
+    # the 1-GPU prefill worker of a 32-GPU SGLang decode engine was judged at the decode engine's 0.781 and refused
+    # ("a prefill worker of 1 x H100 cannot hold"): at its own 0.836 it holds Qwen3-32B and a prompt
+    served = prepare_served(get_model("qwen3-32b"), get_accelerator("h100-sxm"),
+                            Scenario(parallel=Parallel(tp=8, pp=4)), framework="sglang")
+    row = serve_disaggregated(served, Workload(isl=1024, osl=256, concurrency=1),
+                              Disaggregation(1, 1, Parallel(tp=1)))
+    assert row["fits"]

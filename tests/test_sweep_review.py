@@ -446,3 +446,22 @@ def test_an_auto_plan_leaves_one_request_room_by_the_caches_own_accounting(model
     row = roofline.serve(model, gpu, isl=1024, osl=256, concurrency=1, framework=framework).iloc[0]
     assert row["fits"] and row["kv_capacity_requests"] >= 1
     assert (row["tp"], row["pp"]) == (8, 4)
+
+
+def test_an_auto_plan_leaves_room_for_its_draft_model_too():
+    # Qwen3-32B with a Qwen3-8B draft at 4096/1024 on H100s: the auto plan's room check left the draft's weights and
+    # cache out, chose one H100 and refused it ("by 7.17 GB per device"); two hold target, draft and a request
+    row = roofline.serve("qwen3-32b", "h100-sxm", isl=4096, osl=1024, concurrency=1, spec_method="draft",
+                         spec_draft_model="qwen3-8b", spec_acceptance=0.7).iloc[0]
+    assert row["fits"] and row["kv_capacity_requests"] >= 1 and row["devices"] == 2
+
+
+def test_the_vendor_check_reads_a_user_defined_vendor_in_any_case():
+    from dataclasses import replace
+
+    from roofline.engine.hardware import get_accelerator
+    from roofline.serving.framework import runs_on
+
+    h100, mi300x = get_accelerator("h100-sxm"), get_accelerator("mi300x")
+    assert runs_on("trtllm", replace(h100, vendor="nvidia")) and runs_on("trtllm", replace(h100, vendor=""))
+    assert not runs_on("trtllm", mi300x) and runs_on("vllm", mi300x) and runs_on("", mi300x)

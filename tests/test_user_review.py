@@ -256,3 +256,9 @@ def test_a_serving_workload_under_tensorrt_llm_on_another_vendors_gpu_is_refused
                                                                     "framework": "trtllm"}]})
     assert err == ("serving.workloads[0].framework: trtllm runs on NVIDIA GPUs only, and mi300x is AMD's; choose "
                    "vllm or sglang for it (or drop mi300x from serving.gpus)")
+
+
+def test_a_served_plan_section_under_tensorrt_llm_on_another_vendors_gpu_is_refused_before_any_job_runs():
+    err = _config_error(plan={"gpus": ["mi300x"], "mode": "aggregated", "framework": "trtllm"})
+    assert err == ("plan.framework: trtllm runs on NVIDIA GPUs only, and mi300x is AMD's; choose vllm or sglang "
+                   "for it")

@@ -130,12 +130,7 @@ def table(args) -> tuple[list[dict], dict]:
     `reason` no candidate fits and meets the targets, "" when some do)."""
     gpus = [options.gpu(key) for key in dict.fromkeys(args.gpu)] if args.gpu else list(hardware.catalog().values())
     options.distinct_devices(gpus, args.gpu or [])
-    if args.gpu:  # named devices a framework does not run on are refused; of the whole catalog, those it runs on
-        for gpu in gpus:
-            check_runs_on(args.framework, gpu)
-    else:
-        gpus = [gpu for gpu in gpus if runs_on(args.framework, gpu)]
-    gpus = priced(gpus, args.price_per_hour)
+    gpus = priced(_runnable(gpus, args), args.price_per_hour)
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice
         gpus = [replace(gpu, framework=args.framework) for gpu in gpus]
     if args.rank_on == "cost":
@@ -175,6 +170,17 @@ def table(args) -> tuple[list[dict], dict]:
         left_out = len(frontier) - len(rows)
     return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out,
                   "reason": "" if rows else search_rows.no_plan_reason(result, side)}
+
+
+def _runnable(gpus: list, args) -> list:
+    """The devices the serving framework runs on: named devices it does not run on (the option's framework, else a
+    device entry's own) are refused; of the whole catalog, those it runs on."""
+    if not args.gpu:
+        return [gpu for gpu in gpus if runs_on(args.framework, gpu)]
+    for gpu in gpus:
+        check_runs_on(args.framework or gpu.framework, gpu, "--framework" if args.framework else
+                      f"--gpu {gpu.key}: framework")
+    return gpus
 
 
 def _progress_line() -> Callable[[int, int], None]:

@@ -27,7 +27,7 @@ from ..engine.parallel import Parallel, check_plan
 from ..engine.scenario import FP8_SCALINGS, STAGES, Scenario, check_context
 from ..estimate.calibration import check_table, fit_path, framework_for, table_path
 from ..serving.candidates import served_kv_dtypes
-from ..serving.framework import DEFAULT_FRAMEWORK
+from ..serving.framework import DEFAULT_FRAMEWORK, check_runs_on
 from ..serving.measured import PREDICTED, MeasuredRun, run_params
 from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_workload_context
 from ..serving.search import counts_by_mode as served_counts
@@ -325,6 +325,9 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
                             attention_weight_dtype=attention, fp8_scaling=scaling,
                             framework=section.get("framework") or scenario.framework,
                             rank_on=section.get("rank_on", "expected"))
+    for gpu in settings.gpus if settings.mode is not None else ():  # the serving model's framework runs on them
+        check_runs_on(gpu.framework or settings.framework, gpu, f"gpus.{gpu.key}.framework" if gpu.framework
+                      else "plan.framework")
     for key, model in models.items():  # every search bounded before any job runs
         seconds = None
         if settings.mode is None:  # the step model's search

@@ -21,12 +21,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..engine.analysis import kv_bytes_per_device, kv_cache_bytes, weight_bytes_per_device
+from ..engine.analysis import aggregate, kv_bytes_per_device, kv_cache_bytes, weight_bytes_per_device
 from ..engine.graph import build_operators
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.scenario import Scenario
 from .framework import Framework
+from .speculative import Speculation, draft_model, draft_weight_bytes
 
 
 @dataclass(frozen=True)
@@ -91,3 +92,22 @@ def per_device_bytes(model: ModelSpec, scenario: Scenario, max_batched_tokens: i
     # the prefix's tokens alone: a linear-attention state is each request's own (in per_request), not the prefix's
     prefix = per_request(shared) - per_request(0.0)
     return (weights, activations, per_request(full if reserve_full_length else mean), prefix, per_request(mean))
+
+
+def footprint_share(model: ModelSpec, gpu: Accelerator, scenario: Scenario) -> float:
+    """The share of each device `scenario` (a prepared prefill probe) fills: what resolve_plan's fit compares
+    (roofline.serving.serve._resolved)."""
+    ops = build_operators(model, "prefill", scenario)
+    totals = aggregate(model, gpu, "prefill", scenario, ops, scenario.batch, scenario.seq_len)
+    return float(totals["footprint_bytes"]) / gpu.memory_bytes
+
+
+def room_lacking(model: ModelSpec, gpu: Accelerator, scenario: Scenario, rule: Framework, tokens: int,
+                 spec: Speculation) -> float:
+    """Bytes per device the KV budget of `rule` on `scenario`'s plan lacks for one request of `tokens` tokens
+    (capacity's accounting, a draft's weights and cache included), 0 where it holds one."""
+    draft = draft_model(spec, model)
+    weights, activations, held, _, _ = per_device_bytes(
+        model, scenario, rule.step_budget(scenario.parallel), False, tokens, 0, 0.0,
+        draft_weight_bytes(spec, scenario, model), (draft, scenario) if draft else None)
+    return max(held - rule.kv_budget_bytes(gpu.memory_bytes, weights, activations), 0.0)

@@ -12,8 +12,10 @@ Documented defaults (the version each was read from is named; a flag overrides e
   the replicas) and `cuda_graph_max_bs` (SGLANG_BY_MEMORY); prefill batches and decode batches alternate
   (`enable_mixed_chunk` off: a prefill step pauses decoding); `mem_fraction_static` (weights + KV pool) = 1 -
   reserved / memory, the reserve for activations and CUDA graphs 512 MiB + 1.5 MiB per chunk token + 2 MiB per graph
-  batch + 128 MiB per GPU of the engine, at least 10 GiB on devices over 60 GiB (0.836 on an 80 GiB H100 at TP 1,
-  0.897 on a 141 GiB H200 at TP 8, 0.853 on a 180 GiB B200 at TP 8; before 0.5.4 it was 0.88 to 0.81 by TP alone).
+  batch + 128 MiB per GPU of the engine, at least 10 GiB on devices over 60 GiB, + 2 GiB beside EAGLE or MTP heads
+  and 6 GiB beside a draft model (0.836 on an 80 GiB H100 at TP 1, 0.897 on a 141 GiB H200 at TP 8, 0.853 on a 180
+  GiB B200 at TP 8; the chunk a user sets counts instead of the default; each engine of a disaggregated deployment
+  its own; before 0.5.4 it was 0.88 to 0.81 by TP alone).
   Left out: the reserve SGLang adds under DP attention, 4.5 MiB per graph batch and attention replica, which at the
   default cuda_graph_max_bs of 512 keeps 72 GiB of each device of a DEP 32 engine: the recorded DeepSeek-V3
   deployments on GB200 (benchmarks/validate_serving.py) could not have held their weights under it, so they ran
@@ -37,7 +39,7 @@ on the measured served runs (benchmarks/validate_serving.py, fit half, reported 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import FRAMEWORKS, GIB, Accelerator
@@ -49,6 +51,9 @@ BALANCING = {"trtllm": (50, 10)}
 #: [GiB], chunked_prefill_size, cuda_graph_max_bs at tp < 4, at tp >= 4)
 SGLANG_BY_MEMORY = ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (160, 8192, 256, 512),
                     (float("inf"), 16384, 512, 512))
+#: what SGLang reserves beside its drafting (server_args: EAGLE and MTP heads and their graphs 2 GiB, a STANDALONE
+#: draft model 6 GiB, NGRAM nothing), by our --spec-method
+SGLANG_DRAFT_RESERVE_MIB = {"eagle": 2048, "mtp": 2048, "draft": 6144}
 #: each framework's setting that caps the sequences one engine runs at once (Framework.max_running)
 RUNNING_CAP = {"vllm": "max_num_seqs", "sglang": "max_running_requests", "trtllm": "max_batch_size"}
 #: the framework a served run assumes when none is named; its kernel tables are that framework's too
@@ -79,6 +84,18 @@ class Framework:
     #: (TensorRT-LLM's attention_dp_config.enable_balance); None: each rank computes its own prompts at once
     dp_balance: tuple[int, int] | None = None
     running_by_budget: bool = False  # max_running is the token budget's (below the framework's own cap)
+    #: the memory fraction is SGLang's default, derived from the engine (its tp and GPUs): for_engine re-derives it
+    #: for another engine of the deployment (a disaggregated prefill pool's); () where it is not
+    engine_rule: tuple = ()
+
+    def for_engine(self, gpu: Accelerator, plan) -> Framework:
+        """This framework for another engine on `gpu` of `plan` (a Parallel): SGLang's default memory fraction
+        follows that engine's tp and GPUs (a 1-GPU prefill worker beside a 32-GPU decode engine keeps its own)."""
+        if not self.engine_rule:
+            return self
+        chunk, spec_method = self.engine_rule
+        fraction = _sglang_defaults(gpu.memory_bytes / GIB, plan.tp, plan.tp * plan.pp, chunk, spec_method)[1]
+        return replace(self, memory_fraction=fraction)
 
     def step_budget(self, plan) -> int:
         """Tokens one step of an engine of `plan` may compute: the budget, per attention replica where the
@@ -129,9 +146,10 @@ FITTED = {"vllm": (0.0, 0.02, 0.0, 0.2, 0.0), "sglang": (0.0, 0.15, 0.25, 0.1, 2
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
                   memory_fraction: float | None = None, fitted: tuple | None = None,
-                  dp_balance: tuple[int, int] | None = None, gpus: int = 0) -> Framework:
+                  dp_balance: tuple[int, int] | None = None, gpus: int = 0,
+                  spec_method: str | None = None) -> Framework:
     """The framework `key` ("" = DEFAULT_FRAMEWORK) with its documented defaults for `gpu` (and the engine's tp and
-    devices `gpus`, tp x pp (0: tp): SGLang's memory fraction); `fitted` replaces the fitted
+    devices `gpus`, tp x pp (0: tp), and the speculative method: SGLang's memory fraction); `fitted` replaces the fitted
     constants (benchmarks/validate_serving.py --fit); `dp_balance` (timeout_iters, batching_wait_iters) turns on
     TensorRT-LLM's attention-DP balancing."""
     key = key or DEFAULT_FRAMEWORK
@@ -146,8 +164,8 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
         "vllm": dict(max_batched_tokens=8192 if big else 2048, max_running=1024 if big else 256, mixed=True,
                      memory_fraction=0.9, of_free_memory=False, reserve_full_length=False, budget_per_rank=True),
         "sglang": dict(max_batched_tokens=_sglang_defaults(memory, tp)[0], max_running=4096, mixed=False,
-                       memory_fraction=_sglang_defaults(memory, tp, gpus)[1], of_free_memory=False,
-                       reserve_full_length=False),
+                       memory_fraction=_sglang_defaults(memory, tp, gpus, max_batched_tokens, spec_method)[1],
+                       of_free_memory=False, reserve_full_length=False),
         "trtllm": dict(max_batched_tokens=8192, max_running=2048, mixed=True, memory_fraction=0.9,
                        of_free_memory=True, reserve_full_length=True, budget_per_rank=True),
     }[key]
@@ -159,6 +177,8 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
             defaults.update(max_running=max_batched_tokens, running_by_budget=True)
     if memory_fraction is not None:
         defaults["memory_fraction"] = memory_fraction
+    elif key == "sglang":
+        defaults["engine_rule"] = (max_batched_tokens, spec_method)
     step, request, sync, handoff, per_sequence = fitted or FITTED[key]
     return Framework(key=key, step_overhead_s=step, request_overhead_s=request, sync=sync, handoff_s=handoff,
                      host_per_sequence_s=per_sequence,
@@ -181,7 +201,7 @@ def check_runs_on(key: str, gpu: Accelerator, where: str = "--framework") -> Non
 def runs_on(key: str, gpu: Accelerator) -> bool:
     """Whether serving framework `key` ("" = any) runs on `gpu` (VENDOR_ONLY; a device naming no vendor: yes)."""
     vendor = VENDOR_ONLY.get(key or "")
-    return not vendor or not gpu.vendor or gpu.vendor == vendor
+    return not vendor or not gpu.vendor or gpu.vendor.casefold() == vendor.casefold()
 
 
 def engine_shape(plan) -> dict:
@@ -194,13 +214,17 @@ def balance_label(dp_balance: tuple[int, int] | None) -> str:
     return "off" if dp_balance is None else f"{dp_balance[0]},{dp_balance[1]}"
 
 
-def _sglang_defaults(memory_gib: float, tp: int, gpus: int = 0) -> tuple[int, float]:
+def _sglang_defaults(memory_gib: float, tp: int, gpus: int = 0, chunk: int | None = None,
+                     spec_method: str | None = None) -> tuple[int, float]:
     """(chunked_prefill_size, mem_fraction_static) SGLang picks on a device of `memory_gib` GiB for an engine of tp
-    ranks over `gpus` devices (tp x pp; 0: tp): module docstring."""
-    chunk, graphs_small_tp, graphs_large_tp = next(row[1:] for row in SGLANG_BY_MEMORY if memory_gib < row[0])
+    ranks over `gpus` devices (tp x pp; 0: tp), its chunk `chunk` where the user set it, drafting by `spec_method`
+    (module docstring). The fraction is negative where the reserve exceeds the device (SGLang would not start)."""
+    default, graphs_small_tp, graphs_large_tp = next(row[1:] for row in SGLANG_BY_MEMORY if memory_gib < row[0])
+    chunk = chunk or default
     graphs = graphs_small_tp if tp < 4 else graphs_large_tp
     reserved_mib = 512 + 1.5 * max(chunk, 2048) + 2 * graphs + (gpus or tp) / 8 * 1024
     memory_mib = memory_gib * 1024
     if memory_gib > 60:
         reserved_mib = max(reserved_mib, 10 * 1024)
+    reserved_mib += SGLANG_DRAFT_RESERVE_MIB.get(spec_method or "", 0)
     return chunk, round((memory_mib - reserved_mib) / memory_mib, 3)

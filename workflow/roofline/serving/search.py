@@ -175,11 +175,10 @@ def disaggregated_candidates(model: ModelSpec, gpus: Sequence[Accelerator], scen
     return out
 
 
-def count_candidates(model: ModelSpec, gpus: Sequence[Accelerator], weight_dtypes: Sequence[str],
-                     kv_dtypes: Sequence[str], max_devices: int | None, mode: str) -> int:
-    """Candidates x concurrencies `search` would evaluate, counted without building or evaluating them (the
-    budget check of roofline.serving.search_budget runs on this before the search)."""
-    return sum(counts_by_mode(model, gpus, weight_dtypes, kv_dtypes, max_devices, mode))
+def count_candidates(*args) -> int:
+    """Candidates x concurrencies `search` would evaluate (counts_by_mode's arguments), counted without building
+    or evaluating them: the budget check of roofline.serving.search_budget runs on this before the search."""
+    return sum(counts_by_mode(*args))
 
 
 def counts_by_mode(model: ModelSpec, gpus: Sequence[Accelerator], weight_dtypes: Sequence[str],
@@ -310,8 +309,8 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     spec, drafted = workload.spec, draft_model(workload.spec, model)
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization,
-                                dp_balance=workload.dp_balance, **engine_shape(c.scenario.parallel))
-                  for c in candidates]
+                                dp_balance=workload.dp_balance, spec_method=spec.method,
+                                **engine_shape(c.scenario.parallel)) for c in candidates]
     plans = [c.prefill_plan or c.scenario.parallel for c in candidates]  # the plan whose steps carry the prompts
     budget = np.array([f.step_budget(plan) for f, plan in zip(frameworks, plans)], dtype=float)
     caps = _capacities(model, candidates, frameworks, workload, drafted)
@@ -374,8 +373,9 @@ def _prefill_fits(model, candidates, frameworks, workload) -> np.ndarray:
     for c, fw in zip(candidates, frameworks):
         if c.prefill_plan is not None and (c.prefill_plan, c.scenario, c.gpu.key) not in fits:
             scenario = replace(c.scenario, parallel=c.prefill_plan)
-            fits[(c.prefill_plan, c.scenario, c.gpu.key)] = capacity(
-                model, c.gpu, scenario, fw, workload.isl, 1, workload.prefix_hit).running >= 1
+            fits[(c.prefill_plan, c.scenario, c.gpu.key)] = capacity(  # SGLang: the worker's own fraction
+                model, c.gpu, scenario, fw.for_engine(c.gpu, c.prefill_plan), workload.isl, 1,
+                workload.prefix_hit).running >= 1
     return np.array([fits.get((c.prefill_plan, c.scenario, c.gpu.key), True) for c in candidates], dtype=float)
 
 

@@ -29,7 +29,8 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
         decode = _decode_step(result, cand, max(float(c["decode_batch_expected"][i]), 1.0))
         prefill = cand.prefill_plan
         fw = framework_for(result.framework_of(int(result.candidate[i])), cand.gpu, plan.tp,
-                           memory_fraction=result.memory_utilization, **engine_shape(plan))
+                           memory_fraction=result.memory_utilization, spec_method=result.workload.spec.method,
+                           **engine_shape(plan))
         estimate, table = result.labels[result.candidate[i]]
         footprint, usable = _memory(result, cand, fw, batch, float(c["kv_capacity_requests"][i]))
         row = {

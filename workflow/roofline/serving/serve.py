@@ -11,11 +11,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..engine.analysis import AUTO_PP, AUTO_TP, aggregate, deployment_label, prepare
+from ..engine.analysis import AUTO_PP, AUTO_TP, deployment_label, prepare
 from ..engine.columns import SERVE_COLUMNS
 from ..engine.dtypes import DTYPE_BYTES
 from ..engine.errors import RooflineInputError
-from ..engine.graph import build_operators
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
@@ -23,7 +22,7 @@ from ..engine.scenario import MAX_BATCH, MAX_SEQ_LEN, Scenario
 from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
-from .capacity import capacity, per_device_bytes
+from .capacity import capacity, footprint_share, room_lacking
 from .framework import DEFAULT_FRAMEWORK, RUNNING_CAP, Framework, balance_label, engine_shape, framework_for
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
@@ -131,9 +130,11 @@ def _parts(model: ModelSpec, gpu: Accelerator, scenario: Scenario, mix: Mix, tok
 _CAPACITY: dict[tuple, object] = {}
 
 
-def _capacity(served: "Served", scenario: Scenario, isl: int, osl: int, prefix_hit: float, draft):
-    """capacity.capacity, kept for the process (its key: everything it reads)."""
-    fw = served.framework
+def _capacity(served: "Served", scenario: Scenario, isl: int, osl: int, prefix_hit: float, draft,
+              fw: Framework | None = None):
+    """capacity.capacity under `fw` (default the served framework), kept for the process (its key: everything it
+    reads)."""
+    fw = fw or served.framework
     key = (served.model, served.gpu.key, served.gpu.memory_bytes, scenario, fw.key, fw.max_batched_tokens,
            fw.memory_fraction, fw.max_running, isl, osl, prefix_hit, draft)
     if key not in _CAPACITY:
@@ -153,22 +154,22 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
     `request_tokens`, isl + osl of the longest request to serve, one request and a full step must: _resolved);
     `dp_balance`: (timeout_iters, batching_wait_iters) of TensorRT-LLM's attention-DP balancing, None: off."""
     # the workload's lengths are checked by serve_*; the plan (auto: the smallest that holds the weights) here
-    scenario = replace(_resolved(model, gpu, scenario, framework, memory_fraction, max_batched_tokens, request_tokens),
-                       batch=scenario.batch, seq_len=scenario.seq_len)
     spec.validate(model)
+    scenario = replace(_resolved(model, gpu, scenario, framework, memory_fraction, max_batched_tokens, request_tokens,
+                                 spec), batch=scenario.batch, seq_len=scenario.seq_len)
     if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
         raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
                                  f"from 1 to {MAX_BATCH}")
     fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted, dp_balance,
-                       **engine_shape(scenario.parallel))
+                       spec_method=spec.method, **engine_shape(scenario.parallel))
     return Served(model, gpu, scenario, fw, spec)
 
 
 def _resolved(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str,
               memory_fraction: float | None, max_batched_tokens: int | None = None,
-              request_tokens: int = 0) -> Scenario:
+              request_tokens: int = 0, spec: Speculation = Speculation()) -> Scenario:
     """`scenario` prepared for a one-token prefill; `parallel: auto` resolved under the framework's memory rule
-    where it is the stricter (SGLang keeps 0.75-0.9 of each device, by its memory and its engine), so that the plan
+    where it is the stricter (SGLang keeps 0.64-0.91 of each device, by its memory and its engine), so that the plan
     chosen leaves its cache room beside the weights: given the `request_tokens` of one request (isl + osl), room for
     the activations of a full-budget step and the KV cache of that step's tokens or that request, whichever holds
     more (a plan sized for the weights alone had left Qwen2.5-72B fp8 on one H100 under vLLM without room for one
@@ -180,40 +181,25 @@ def _resolved(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework:
     for _ in range(len(AUTO_TP) * len(AUTO_PP)):  # the fraction may fall with the engine it leads to (SGLang's, with
         # its tp and its GPUs): until it holds for that engine
         rule = framework_for(framework, gpu, plan.tp, max_batched_tokens, memory_fraction=memory_fraction,
-                             **engine_shape(plan))
+                             spec_method=spec.method, **engine_shape(plan))
         limit = scenario.memory_utilization if rule.of_free_memory else min(scenario.memory_utilization,
                                                                             rule.memory_fraction)
         tokens = max(request_tokens, rule.max_batched_tokens) if request_tokens else 1
         tokens = min(tokens, model.max_position or tokens)  # a probe longer than the context is refused
         probed = replace(probe, memory_utilization=min(limit, ceiling), seq_len=tokens)
         planned = prepare(model, gpu, "prefill", probed)
-        if (request_tokens and planned.parallel != rejected
-                and _room_lacking(model, gpu, planned, rule, request_tokens) > 0):
+        if (request_tokens and planned.parallel != rejected and room_lacking(
+                model, gpu, planned, rule.for_engine(gpu, planned.parallel), request_tokens, spec) > 0):
             # the cache's own accounting (a full step's largest operator, the busiest stage) leaves this plan no
             # room for one request: the next plan, with a ceiling just under this one's footprint (the same plan
             # again: nothing larger fits, and the capacity check says so)
-            ceiling, rejected = _footprint_share(model, gpu, planned) * (1 - 1e-9), planned.parallel
+            ceiling, rejected = footprint_share(model, gpu, planned) * (1 - 1e-9), planned.parallel
             plan = planned.parallel
             continue
         if engine_shape(planned.parallel) == engine_shape(plan) and planned.parallel.tp == plan.tp:
             break
         plan = planned.parallel
     return replace(planned, memory_utilization=scenario.memory_utilization)
-
-
-def _footprint_share(model: ModelSpec, gpu: Accelerator, scenario: Scenario) -> float:
-    """The share of each device `scenario` (a prepared prefill probe) fills: what resolve_plan's fit compares."""
-    ops = build_operators(model, "prefill", scenario)
-    totals = aggregate(model, gpu, "prefill", scenario, ops, scenario.batch, scenario.seq_len)
-    return float(totals["footprint_bytes"]) / gpu.memory_bytes
-
-
-def _room_lacking(model: ModelSpec, gpu: Accelerator, scenario: Scenario, rule: Framework, tokens: int) -> float:
-    """Bytes per device the KV budget of `rule` on `scenario`'s plan lacks for one request of `tokens` tokens
-    (capacity's accounting), 0 where it holds one."""
-    weights, activations, held, _, _ = per_device_bytes(model, scenario, rule.step_budget(scenario.parallel), False,
-                                                        tokens, 0, 0.0, 0.0, None)
-    return max(held - rule.kv_budget_bytes(gpu.memory_bytes, weights, activations), 0.0)
 
 
 def check_context(model: ModelSpec, workload: Workload) -> None:
@@ -275,6 +261,12 @@ def _check_capacity(served: Served, workload: Workload, cap, overflow: str, work
                 "the weights" if cap.kv_budget_bytes > 0 else
                 f"the weights alone exceed what {served.framework.key}'s memory rule leaves them, by "
                 f"{-cap.kv_budget_bytes / 1e9:.3g} GB per device")
+        if served.framework.memory_fraction <= 0:  # SGLang's reserve grows with the engine's GPUs
+            raise RooflineInputError(
+                f"{option}: {served.framework.key}'s memory rule reserves all of each device's memory for an engine "
+                f"of {served.plan.devices} x {served.gpu.name} (mem_fraction_static "
+                f"{served.framework.memory_fraction:.3g}: 128 MiB per GPU of the engine beside its activations and "
+                "graphs); use fewer devices per engine, wider devices, or --memory-utilization")
         raise RooflineInputError(
             f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
             f"{deployment_label(served.gpu, served.plan)} ({left}); use more devices, narrower weights{narrower}")
@@ -358,7 +350,8 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
     shape = pools.pools(served)
     prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
-    if _capacity(served, prefill_scenario, workload.isl, 1, workload.prefix_hit, None).running < 1:
+    prefill_rule = served.framework.for_engine(served.gpu, pools.prefill_plan)  # SGLang: the worker's own fraction
+    if _capacity(served, prefill_scenario, workload.isl, 1, workload.prefix_hit, None, prefill_rule).running < 1:
         raise RooflineInputError(
             f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of "
             f"{deployment_label(served.gpu, pools.prefill_plan)} cannot hold {served.model.key}'s weights and one "
