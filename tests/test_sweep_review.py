@@ -465,3 +465,17 @@ def test_the_vendor_check_reads_a_user_defined_vendor_in_any_case():
     h100, mi300x = get_accelerator("h100-sxm"), get_accelerator("mi300x")
     assert runs_on("trtllm", replace(h100, vendor="nvidia")) and runs_on("trtllm", replace(h100, vendor=""))
     assert not runs_on("trtllm", mi300x) and runs_on("vllm", mi300x) and runs_on("", mi300x)
+
+
+@pytest.mark.parametrize("mode", ["aggregated", "disaggregated"])
+def test_an_sglang_engine_whose_reserve_exceeds_its_devices_is_refused_as_such(mode, capsys):
+    # Llama-4-Maverick on TPU v6e (32 GiB chips) under SGLang: the auto plan reaches 256 chips, for which SGLang's
+    # reserve (128 MiB per GPU of the engine: 32 GiB) exceeds each chip (mem_fraction_static -0.114). The refusal
+    # had said the weights exceed the rule "by 13.3 GB per device; use more devices" (disaggregated: "use a wider
+    # prefill plan"), which only makes the reserve larger
+    code = cli.main(["serve", "--model", "llama-4-maverick", "--gpu", "tpu-v6e", "--framework", "sglang", "--isl",
+                     "1024", "--osl", "256", "--concurrency", "1", "--mode", mode])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "sglang's memory rule reserves all of each device's memory for an engine of 256 x TPU v6e" in err
+    assert "mem_fraction_static -0.114" in err and "use fewer devices per engine" in err

@@ -261,12 +261,7 @@ def _check_capacity(served: Served, workload: Workload, cap, overflow: str, work
                 "the weights" if cap.kv_budget_bytes > 0 else
                 f"the weights alone exceed what {served.framework.key}'s memory rule leaves them, by "
                 f"{-cap.kv_budget_bytes / 1e9:.3g} GB per device")
-        if served.framework.memory_fraction <= 0:  # SGLang's reserve grows with the engine's GPUs
-            raise RooflineInputError(
-                f"{option}: {served.framework.key}'s memory rule reserves all of each device's memory for an engine "
-                f"of {served.plan.devices} x {served.gpu.name} (mem_fraction_static "
-                f"{served.framework.memory_fraction:.3g}: 128 MiB per GPU of the engine beside its activations and "
-                "graphs); use fewer devices per engine, wider devices, or --memory-utilization")
+        _check_reserve(served, served.framework, served.plan, option)
         raise RooflineInputError(
             f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
             f"{deployment_label(served.gpu, served.plan)} ({left}); use more devices, narrower weights{narrower}")
@@ -274,6 +269,17 @@ def _check_capacity(served: Served, workload: Workload, cap, overflow: str, work
         raise RooflineInputError(f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} "
                                  f"tokens {_held(served, cap, narrower, workers)}, or --overflow queue to let the "
                                  "rest wait for a slot")
+
+
+def _check_reserve(served: Served, fw: Framework, plan: Parallel, option: str) -> None:
+    """Refuse (one line) an engine of `plan` whose framework reserves all of each device (SGLang's reserve grows
+    with the engine's GPUs: a negative mem_fraction_static, which SGLang would not start with)."""
+    if fw.memory_fraction <= 0:
+        raise RooflineInputError(
+            f"{option}: {fw.key}'s memory rule reserves all of each device's memory for an engine of "
+            f"{plan.devices} x {served.gpu.name} (mem_fraction_static {fw.memory_fraction:.3g}: 128 MiB per GPU of "
+            "the engine beside its activations and graphs); use fewer devices per engine, wider devices, or "
+            "--memory-utilization")
 
 
 def _held(served: Served, cap, narrower: str, workers: int) -> str:
@@ -352,6 +358,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
     prefill_rule = served.framework.for_engine(served.gpu, pools.prefill_plan)  # SGLang: the worker's own fraction
     if _capacity(served, prefill_scenario, workload.isl, 1, workload.prefix_hit, None, prefill_rule).running < 1:
+        _check_reserve(served, prefill_rule, pools.prefill_plan, "--prefill-tp/--prefill-pp/--prefill-ep")
         raise RooflineInputError(
             f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of "
             f"{deployment_label(served.gpu, pools.prefill_plan)} cannot hold {served.model.key}'s weights and one "
