@@ -120,7 +120,7 @@ def test_a_disaggregated_refusal_names_the_cache_of_all_its_decode_workers():
 def test_sglang_memory_fraction_and_chunk_follow_its_server_args_rule():
     # SGLang 0.5.4+: reserved MiB = 512 + 1.5 x max(chunk, 2048) + 2 x cuda_graph_max_bs + 1024 x GPUs / 8, at least
     # 10 GiB on devices over 60 GiB; fraction = 1 - reserved / memory, to 3 decimals
-    from roofline.serving.framework import _sglang_defaults, engine_shape, framework_for
+    from roofline.serving.framework import _sglang_defaults, framework_for
 
     # H100, 80 GiB, TP 1: chunk 8192, 256 graphs: 512 + 12288 + 512 + 128 = 13440; 1 - 13440 / 81920 = 0.8359
     assert _sglang_defaults(80, 1) == (8192, 0.836)
@@ -133,7 +133,7 @@ def test_sglang_memory_fraction_and_chunk_follow_its_server_args_rule():
     assert _sglang_defaults(48, 1) == (4096, 0.861)
     # H100, TP 2 x PP 2 = 4 GPUs (graphs 256 at tp < 4): 512 + 12288 + 512 + 512 = 13824; 1 - 13824 / 81920 = 0.8312
     assert _sglang_defaults(80, 2, 4) == (8192, 0.831)
-    fw = framework_for("sglang", get_accelerator("h100-sxm"), 2, **engine_shape(Parallel(tp=2, pp=2)))
+    fw = framework_for("sglang", get_accelerator("h100-sxm"), 2, gpus=Parallel(tp=2, pp=2).devices)
     assert (fw.max_batched_tokens, fw.memory_fraction) == (8192, 0.831)
     assert framework_for("sglang", get_accelerator("l40s")).max_batched_tokens == 4096
 

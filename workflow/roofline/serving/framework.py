@@ -94,7 +94,7 @@ class Framework:
         if not self.engine_rule:
             return self
         chunk, spec_method = self.engine_rule
-        fraction = _sglang_defaults(gpu.memory_bytes / GIB, plan.tp, plan.tp * plan.pp, chunk, spec_method)[1]
+        fraction = _sglang_defaults(gpu.memory_bytes / GIB, plan.tp, plan.devices, chunk, spec_method)[1]
         return replace(self, memory_fraction=fraction)
 
     def step_budget(self, plan) -> int:
@@ -160,11 +160,11 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
                                  f"attention-DP ranks; only {', '.join(BALANCING)} does (attention_dp_config)")
     memory = gpu.memory_bytes / GIB
     big = memory >= 70 and "A100" not in gpu.name
+    chunk, fraction = _sglang_defaults(memory, tp, gpus, max_batched_tokens, spec_method)  # SGLang's, by the engine
     defaults = {
         "vllm": dict(max_batched_tokens=8192 if big else 2048, max_running=1024 if big else 256, mixed=True,
                      memory_fraction=0.9, of_free_memory=False, reserve_full_length=False, budget_per_rank=True),
-        "sglang": dict(max_batched_tokens=_sglang_defaults(memory, tp)[0], max_running=4096, mixed=False,
-                       memory_fraction=_sglang_defaults(memory, tp, gpus, max_batched_tokens, spec_method)[1],
+        "sglang": dict(max_batched_tokens=chunk, max_running=4096, mixed=False, memory_fraction=fraction,
                        of_free_memory=False, reserve_full_length=False),
         "trtllm": dict(max_batched_tokens=8192, max_running=2048, mixed=True, memory_fraction=0.9,
                        of_free_memory=True, reserve_full_length=True, budget_per_rank=True),
@@ -202,11 +202,6 @@ def runs_on(key: str, gpu: Accelerator) -> bool:
     """Whether serving framework `key` ("" = any) runs on `gpu` (VENDOR_ONLY; a device naming no vendor: yes)."""
     vendor = VENDOR_ONLY.get(key or "")
     return not vendor or not gpu.vendor or gpu.vendor.casefold() == vendor.casefold()
-
-
-def engine_shape(plan) -> dict:
-    """framework_for's keywords for an engine of `plan` (a Parallel): its devices."""
-    return {"gpus": plan.tp * plan.pp}
 
 
 def balance_label(dp_balance: tuple[int, int] | None) -> str:

@@ -28,7 +28,7 @@ from . import aggregated as agg
 from . import search_solve as solvers
 from .candidates import MIN_KV_BYTES, activation_dtype, layout_count, parallel_plans, pool_layouts, recipes_on
 from .capacity import capacity
-from .framework import DEFAULT_FRAMEWORK, engine_shape, framework_for
+from .framework import DEFAULT_FRAMEWORK, framework_for
 from .hugepages import without_hugepage_advice
 from .planner import BATCH_GRID, fronts
 from .search_budget import check_budget, search_seconds
@@ -310,7 +310,7 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization,
                                 dp_balance=workload.dp_balance, spec_method=spec.method,
-                                **engine_shape(c.scenario.parallel)) for c in candidates]
+                                gpus=c.scenario.parallel.devices) for c in candidates]
     plans = [c.prefill_plan or c.scenario.parallel for c in candidates]  # the plan whose steps carry the prompts
     budget = np.array([f.step_budget(plan) for f, plan in zip(frameworks, plans)], dtype=float)
     caps = _capacities(model, candidates, frameworks, workload, drafted)

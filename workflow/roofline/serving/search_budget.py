@@ -69,10 +69,10 @@ def search_seconds(aggregated: int, disaggregated: int = 0, speculative: bool = 
 
 def check_budget(count: int, limit: int, what: str, fixes: str, seconds: float | None = None) -> None:
     """Refuse a search of `count` candidates over `limit`, in one line saying how many, about how long it would
-    take (`seconds`: search_seconds; default count / RATE), and `fixes` (the options or keys that shrink it or
+    take (`seconds`: search_seconds; default all `count` at RATE), and `fixes` (the options or keys that shrink it or
     raise the limit)."""
     if count > limit:
-        seconds = count / RATE if seconds is None else seconds
+        seconds = search_seconds(count) if seconds is None else seconds
         took = "under a second" if seconds < 1 else f"about {seconds:,.0f} s"
         raise RooflineInputError(f"{what}: {count:,} candidates to evaluate, over the limit of {limit:,} ({took} "
                                  f"at {count / max(seconds, 1e-9):,.0f} per second); {fixes}")

@@ -12,7 +12,7 @@ from ..engine.roofline import dominant_bound
 from .aggregated import step_yield
 from .candidates import served_kv_dtypes
 from .capacity import per_device_bytes
-from .framework import balance_label, engine_shape, framework_for
+from .framework import balance_label, framework_for
 from .planner import PlanSettings, ms, nearest_miss, plan_table
 from .search import ServedSearch, ServedWorkload, frontier, search
 from .speculative import draft_model, draft_weight_bytes
@@ -30,7 +30,7 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
         prefill = cand.prefill_plan
         fw = framework_for(result.framework_of(int(result.candidate[i])), cand.gpu, plan.tp,
                            memory_fraction=result.memory_utilization, spec_method=result.workload.spec.method,
-                           **engine_shape(plan))
+                           gpus=plan.devices)
         estimate, table = result.labels[result.candidate[i]]
         footprint, usable = _memory(result, cand, fw, batch, float(c["kv_capacity_requests"][i]))
         row = {

@@ -23,7 +23,7 @@ from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity, footprint_share, room_lacking
-from .framework import DEFAULT_FRAMEWORK, RUNNING_CAP, Framework, balance_label, engine_shape, framework_for
+from .framework import DEFAULT_FRAMEWORK, RUNNING_CAP, Framework, balance_label, framework_for
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
 from .steps import Mix, Parts
@@ -161,7 +161,7 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
         raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
                                  f"from 1 to {MAX_BATCH}")
     fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted, dp_balance,
-                       spec_method=spec.method, **engine_shape(scenario.parallel))
+                       spec_method=spec.method, gpus=scenario.parallel.devices)
     return Served(model, gpu, scenario, fw, spec)
 
 
@@ -181,7 +181,7 @@ def _resolved(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework:
     for _ in range(len(AUTO_TP) * len(AUTO_PP)):  # the fraction may fall with the engine it leads to (SGLang's, with
         # its tp and its GPUs): until it holds for that engine
         rule = framework_for(framework, gpu, plan.tp, max_batched_tokens, memory_fraction=memory_fraction,
-                             spec_method=spec.method, **engine_shape(plan))
+                             spec_method=spec.method, gpus=plan.devices)
         limit = scenario.memory_utilization if rule.of_free_memory else min(scenario.memory_utilization,
                                                                             rule.memory_fraction)
         tokens = max(request_tokens, rule.max_batched_tokens) if request_tokens else 1
@@ -196,7 +196,7 @@ def _resolved(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework:
             ceiling, rejected = footprint_share(model, gpu, planned) * (1 - 1e-9), planned.parallel
             plan = planned.parallel
             continue
-        if engine_shape(planned.parallel) == engine_shape(plan) and planned.parallel.tp == plan.tp:
+        if (planned.parallel.tp, planned.parallel.devices) == (plan.tp, plan.devices):
             break
         plan = planned.parallel
     return replace(planned, memory_utilization=scenario.memory_utilization)
