@@ -582,3 +582,13 @@ def test_tensorrt_llm_is_refused_off_nvidia_gpus_and_left_out_of_a_whole_catalog
     found = pd.read_csv(io.StringIO(capsys.readouterr().out))
     vendors = {get_accelerator(key).vendor for key in found.gpu}
     assert vendors == {"NVIDIA"}
+    # the step model's commands too: TensorRT-LLM's kernel tables on an AMD GPU had answered "calibration none"
+    for command in ("totals", "ops"):
+        assert app.main([command, "--model", "llama-3.1-8b", "--gpu", "mi300x", "--stage", "decode",
+                         "--framework", "trtllm"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err == ("roofline: error: --framework: trtllm runs on NVIDIA GPUs "
+                                                       "only, and mi300x is AMD's; choose vllm or sglang for it\n")
+    assert app.main(["totals", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--stage", "decode",
+                     "--framework", "trtllm"]) == 0
+    assert "h100-sxm.trtllm" in capsys.readouterr().out

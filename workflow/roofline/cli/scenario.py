@@ -22,6 +22,7 @@ from ..engine.scenario import (
 )
 from ..estimate.calibration import check_table, read_table, table_facts
 from ..estimate.expected import analyze
+from ..serving.framework import check_runs_on
 from . import options
 from .options import GPU_HELP, choice, fraction, positive_int
 
@@ -186,6 +187,7 @@ def analysis(args) -> tuple[list[dict], dict]:
     check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     check_weight_options(args, chosen.for_model(model), model)
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice
+        check_runs_on(args.framework, gpu)  # TensorRT-LLM's kernels on an AMD GPU answer nothing (serve refuses too)
         gpu = replace(gpu, framework=args.framework)
     if getattr(args, "price_per_hour", None):
         gpu = replace(gpu, price_per_hour=args.price_per_hour)
