@@ -14,6 +14,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 from roofline.engine import analysis, graph, hardware, models, sweeps
+from roofline.engine.errors import RooflineInputError  # noqa: E402
 from roofline.engine.scenario import Scenario  # noqa: E402
 
 
@@ -26,13 +27,26 @@ def best_of(repeats, func):
     return min(times), result
 
 
+def pairs():
+    """Every (model, gpu) the engine serves (devices with an fp16 peak; a sparse-attention model's fp8 indexer
+    needs an fp8 peak too: analysis.check_indexer_device)."""
+    gpus = [g for g in hardware.catalog().values() if "fp16" in g.peak_flops_per_s]
+    out = []
+    for model, gpu in itertools.product(models.catalog().values(), gpus):
+        try:
+            analysis.check_indexer_device(model, gpu)
+        except RooflineInputError:
+            continue
+        out.append((model, gpu))
+    return out
+
+
 def scalar_grid():
-    """Totals for every (model, gpu, stage) over 4 batches x 4 sequence lengths (within each model's context)."""
-    model_list = list(models.catalog().values())
-    gpu_list = [g for g in hardware.catalog().values() if "fp16" in g.peak_flops_per_s]
+    """Totals for every served (model, gpu, stage) over 4 batches x 4 sequence lengths (within each model's
+    context)."""
     scenarios = [Scenario(batch=b, seq_len=s) for b, s in itertools.product((1, 8, 64, 256), (512, 2048, 8192, 32768))]
     n = 0
-    for model, gpu, stage, sc in itertools.product(model_list, gpu_list, ("prefill", "decode"), scenarios):
+    for (model, gpu), stage, sc in itertools.product(pairs(), ("prefill", "decode"), scenarios):
         if sc.seq_len + 1 > model.max_position:  # refused: longer than the model's context
             continue
         analysis.totals(model, gpu, stage, sc)
@@ -59,9 +73,7 @@ def scalar_grid_uncached():
 def rows_grid():
     """Full per-operator tables (dict rows) for the same grid at one scenario."""
     n = 0
-    for model, gpu, stage in itertools.product(models.catalog().values(),
-                                               [g for g in hardware.catalog().values() if "fp16" in g.peak_flops_per_s],
-                                               ("prefill", "decode")):
+    for (model, gpu), stage in itertools.product(pairs(), ("prefill", "decode")):
         analysis.operator_table(model, gpu, stage, Scenario(seq_len=1000))
         n += 1
     return n

@@ -313,6 +313,17 @@ def at_the_roof(frame: pd.DataFrame) -> pd.Series:
     return source.map(flagged).fillna(False).astype(bool)
 
 
+def what_if_isl(data: pd.DataFrame, factor: float, source: str, fitted: dict | None, waves: float) -> pd.DataFrame:
+    """MAPE and bias of the rows whose source names `source`, as recorded and served at `factor` x their isl (a
+    diagnostic of a harness whose prompts may hold more tokens than it records: random token ids decoded to text and
+    tokenized again by the server come back longer with some tokenizers)."""
+    rows = data[data.silicon_data_source.fillna("").str.contains(source, regex=False)]
+    by = ["backend", "model", "gpu", "mode"]
+    recorded = table(errors(predict(rows, fitted, waves, today=False)), by)
+    longer = table(errors(predict(rows.assign(isl=(rows.isl * factor).round()), fitted, waves, today=False)), by)
+    return pd.concat({"as recorded": recorded, f"at {factor:g} x isl": longer}, axis=1)
+
+
 def fit(data: pd.DataFrame, frameworks: tuple[str, ...] = ()) -> tuple[dict, float]:
     """Per-framework (step, request, sync, hand-over, per sequence) and the global waves by coordinate descent on the
     even rows (each framework's constants on its own rows; the hand-over on its disaggregated rows)."""
@@ -352,9 +363,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fit", action="store_true", help="refit the per-framework constants (even rows)")
     parser.add_argument("--rows", type=int, help="only the first N supported rows (a quick look)")
+    parser.add_argument("--what-if-isl", type=float, metavar="FACTOR",
+                        help="instead of the report: the rows of --source as recorded and served at FACTOR x isl")
+    parser.add_argument("--source", default="", help="with --what-if-isl: rows whose silicon_data_source holds it")
     args = parser.parse_args()
     data = silicon()
     data = data.iloc[:args.rows] if args.rows else data
+    if args.what_if_isl:
+        pd.set_option("display.width", 250)
+        print(what_if_isl(data, args.what_if_isl, args.source, None, WAVES).to_string())
+        return
     fitted, waves = (fit(data) if args.fit else (None, WAVES))
     if args.fit:
         print(f"FITTED = {fitted}\nWAVES = {waves}\n")

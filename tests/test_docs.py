@@ -26,3 +26,14 @@ def test_ci_runs_the_readme_test_command():
 def test_readme_example_figure_exists():
     figure = README.split("](", 1)[1].split(")", 1)[0]
     assert (ROOT / figure).is_file(), figure
+
+
+def test_readme_table_of_shipped_calibrations_is_the_manifest():
+    # the table under "Expected times" had drifted from the tables shipped (7 of its 27 counts) after a rebuild
+    import json
+
+    manifest = json.loads((ROOT / "workflow" / "roofline" / "data" / "calibrations" / "manifest.json").read_text())
+    for device, info in manifest["devices"].items():
+        tables = ", ".join(f"{framework} {table['framework_version']} ({table['rows']:,})"
+                           for framework, table in sorted(info["tables"].items()))
+        assert f"| `{device}` | {info['default']} | {tables} |" in README, device

@@ -37,3 +37,24 @@ def test_a_dataset_with_a_run_at_its_roofline_is_flagged_whole():
     assert validate_serving.dataset(runs).tolist() == ["source_file=a.csv", "source_file=a.csv",
                                                        "source_file=b.csv", "source_file=b.csv"]
     assert validate_serving.at_the_roof(runs).tolist() == [True, True, False, False]
+
+
+def test_what_if_isl_serves_the_rows_of_one_source_at_longer_prompts():
+    # --what-if-isl F --source S: the rows whose source holds S, as recorded and at F x isl, side by side (the
+    # diagnostic of a harness whose prompts may hold more tokens than it records); rows of other sources are left
+    # out, and F = 1 reproduces the recorded side exactly
+    def run(source, isl):
+        return {"silicon_data_source": f"source_file={source}; silicon_concurrency=8", "backend": "vllm",
+                "mode": "agg", "model": "llama-3.1-8b", "gpu": "h100-sxm", "precision": "bf16",
+                "gemm_quant_mode": "", "isl": isl, "osl": 128, "concurrency": 8.0, "batch_size": 8.0,
+                "tp_size": 1.0, "attention_dp_size": np.nan, "moe_tp_size": 1.0, "moe_ep_size": 1.0,
+                "silicon_ttft_ms": 150.0, "silicon_tpot_ms": 12.0}
+
+    runs = pd.DataFrame([run("harness/h100/a.csv", 1024), run("harness/h100/a.csv", 4096), run("other.csv", 1024)])
+    same = validate_serving.what_if_isl(runs, 1.0, "harness/h100", None, 0.0)
+    assert same[("as recorded", "rows")].sum() == 2
+    assert same["as recorded"].equals(same["at 1 x isl"])
+    longer = validate_serving.what_if_isl(runs, 2.0, "harness/h100", None, 0.0)
+    # twice the prompt: a later first token and dearer decode steps (the prompts' chunks and a longer cache)
+    assert (longer[("at 2 x isl", "TTFT bias %")] > longer[("as recorded", "TTFT bias %")]).all()
+    assert (longer[("at 2 x isl", "TPOT bias %")] > longer[("as recorded", "TPOT bias %")]).all()

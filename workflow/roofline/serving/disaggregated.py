@@ -22,9 +22,9 @@ The model (the README states it with its assumptions):
   busy all the time (users wait in its queue), the decode pool where its cache is full, else the pool whose next
   worker shortens a request's cycle more per device (N users cycle through both pools: a prefill worker more cuts
   TTFT's wait, a decode worker more cuts every decode step's batch; `_next_worker`). 256 users of Llama-3.1-70B on
-  1 + 1 H200 TP 2 pools at 1024/1024: a prefill worker more gives 0%, a decode worker more +87%, though the prefill
-  pool's utilization was the higher, which had named it; on 1 + 8 the prefill worker gives +6%, the decode worker
-  +1%. Tokens/s per device counts every device of both pools.
+  1 + 1 H200 TP 2 pools at 1024/1024 (fp8): a prefill worker more gives 0%, a decode worker more +64%, though the
+  prefill pool's utilization was the higher, which had named it; on 1 + 8 the prefill worker gives +10%, the decode
+  worker +0.4%. Tokens/s per device counts every device of both pools.
 
 Bound side: roofline times, no host time or waiting, the transfer overlapped with the prefill (layer by layer),
 the decode pool's cache at the whole device memory and the mean in-flight length.
