@@ -71,6 +71,13 @@ def test_ridge_and_list(capsys):
     h100 = next(row for row in csv.DictReader(io.StringIO(out)) if row["key"] == "h100-sxm")
     assert float(h100["bandwidth_bytes_per_s"]) == 3.35e12 and float(h100["peak_fp16_flops_per_s"]) == 989.4e12
     assert float(h100["scaleout_bandwidth_bytes_per_s"]) == 50e9 and h100["peak_fp4_flops_per_s"] == ""
+    # peaks derived rather than printed are marked, as the README says (hardware.ESTIMATED gives why)
+    b200 = next(row for row in csv.DictReader(io.StringIO(out)) if row["key"] == "b200")
+    assert h100["peaks_estimated"] == "False" and h100["peaks_note"] == ""
+    assert b200["peaks_estimated"] == "True" and "half of sparse" in b200["peaks_note"]
+    code, out, _ = run(capsys, "list", "gpus")
+    assert next(line for line in out.splitlines() if line.startswith("b200 ")).rstrip().endswith("estimate")
+    assert next(line for line in out.splitlines() if line.startswith("h100-sxm ")).rstrip().endswith("printed")
     code, out, _ = run(capsys, "list", "models", "--format", "json")
     v3 = next(row for row in json.loads(out) if row["key"] == "deepseek-v3")
     assert v3["params"] == 671_026_419_200 and v3["active_params"] == 37_552_297_472

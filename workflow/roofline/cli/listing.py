@@ -48,7 +48,8 @@ def _gpus() -> list[dict]:
                          f"{' (reduces in flight)' if g.in_network_reduction else ''}" if g.scaleup_link else "-"),
              "scaleout_GBps": f"{g.scaleout_bandwidth_bytes_per_s / 1e9:g}" if g.scaleout_bandwidth_bytes_per_s
              else "-",
-             "dtypes": " ".join(g.peak_flops_per_s) or "- (no published peaks)"}
+             "dtypes": " ".join(g.peak_flops_per_s) or "- (no published peaks)",
+             "peaks": "estimate" if k in hardware.ESTIMATED else "printed"}
             for k, g in hardware.catalog().items()]
 
 
@@ -59,5 +60,6 @@ def _gpu_records() -> list[dict]:
              "scaleup_bandwidth_bytes_per_s": g.scaleup_bandwidth_bytes_per_s, "scaleup_domain": g.scaleup_domain,
              "in_network_reduction": g.in_network_reduction,
              "scaleout_bandwidth_bytes_per_s": g.scaleout_bandwidth_bytes_per_s,
-             **{f"peak_{dtype}_flops_per_s": g.peak_flops_per_s.get(dtype) for dtype in PEAK_DTYPES}}
+             **{f"peak_{dtype}_flops_per_s": g.peak_flops_per_s.get(dtype) for dtype in PEAK_DTYPES},
+             "peaks_estimated": k in hardware.ESTIMATED, "peaks_note": hardware.ESTIMATED.get(k, "")}
             for k, g in hardware.catalog().items()]
