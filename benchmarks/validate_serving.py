@@ -2,7 +2,8 @@
 `systems/silicon_sample.csv` (aiconfigurator-core, Apache-2.0) whose model and device we support.
 
 Run: python benchmarks/validate_serving.py [--fit] [--rows N]   (needs `pip install aiconfigurator-core`; not a
-test). Prints MAPE of TTFT and TPOT per (model, system, mode) and overall, for the serving model and for today's
+test; `--what-if-isl F --source TEXT` instead serves one harness's rows at F x their isl). Prints MAPE of TTFT and
+TPOT per (model, system, mode) and overall, for the serving model and for today's
 step model (TTFT = one request's prefill; TPOT = one decode step at batch = concurrency and the mean KV length),
 the acceptance subsets, and every measurement that beats its bound.
 
@@ -318,6 +319,8 @@ def what_if_isl(data: pd.DataFrame, factor: float, source: str, fitted: dict | N
     diagnostic of a harness whose prompts may hold more tokens than it records: random token ids decoded to text and
     tokenized again by the server come back longer with some tokenizers)."""
     rows = data[data.silicon_data_source.fillna("").str.contains(source, regex=False)]
+    if rows.empty:
+        raise SystemExit(f"--source: no run's silicon_data_source holds {source!r}")
     by = ["backend", "model", "gpu", "mode"]
     recorded = table(errors(predict(rows, fitted, waves, today=False)), by)
     longer = table(errors(predict(rows.assign(isl=(rows.isl * factor).round()), fitted, waves, today=False)), by)
@@ -367,9 +370,15 @@ def main() -> None:
                         help="instead of the report: the rows of --source as recorded and served at FACTOR x isl")
     parser.add_argument("--source", default="", help="with --what-if-isl: rows whose silicon_data_source holds it")
     args = parser.parse_args()
+    if args.what_if_isl is not None and not args.what_if_isl > 0:
+        parser.error(f"--what-if-isl: {args.what_if_isl} is not allowed; expected a factor above 0")
+    if args.what_if_isl is not None and args.fit:
+        parser.error("--what-if-isl: serves with the fitted constants as shipped; drop --fit")
+    if args.source and args.what_if_isl is None:
+        parser.error("--source: selects the rows of --what-if-isl; give it too")
     data = silicon()
     data = data.iloc[:args.rows] if args.rows else data
-    if args.what_if_isl:
+    if args.what_if_isl is not None:
         pd.set_option("display.width", 250)
         print(what_if_isl(data, args.what_if_isl, args.source, None, WAVES).to_string())
         return

@@ -33,6 +33,8 @@ def test_readme_table_of_shipped_calibrations_is_the_manifest():
     import json
 
     manifest = json.loads((ROOT / "workflow" / "roofline" / "data" / "calibrations" / "manifest.json").read_text())
+    table = README.split("| device | default | tables (framework version, kernels kept) |\n|---|---|---|\n", 1)[1]
+    assert len(table.split("\n\n", 1)[0].splitlines()) == len(manifest["devices"])  # no row left over
     for device, info in manifest["devices"].items():
         tables = ", ".join(f"{framework} {table['framework_version']} ({table['rows']:,})"
                            for framework, table in sorted(info["tables"].items()))

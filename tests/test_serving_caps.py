@@ -73,8 +73,9 @@ def test_the_framework_cap_on_running_sequences_is_not_called_a_full_cache():
                                            ((2, 8), "decode")])
 def test_limited_by_names_the_pool_whose_next_worker_helps_more(workers, named):
     # it named the pool of the higher utilization: "prefill" on 1 + 1 H200 TP 2 pools, where a prefill worker more
-    # gives nothing and a decode worker more +87% requests/s (256 users of Llama-3.1-70B, 1024/1024); now the pool
-    # whose next worker shortens the users' cycle more (both pools' workers have 2 devices here)
+    # gives nothing and a decode worker more +87% requests/s then (+64% since; 256 users of Llama-3.1-70B,
+    # 1024/1024); now the pool whose next worker shortens the users' cycle more (both pools' workers have 2
+    # devices here)
     served = prepare_served(get_model("llama-3.1-70b"), get_accelerator("h200-sxm"), FP8.with_(parallel=Parallel(tp=2)))
     workload = Workload(isl=1024, osl=1024, concurrency=256)
 

@@ -262,3 +262,39 @@ def test_a_served_plan_section_under_tensorrt_llm_on_another_vendors_gpu_is_refu
     err = _config_error(plan={"gpus": ["mi300x"], "mode": "aggregated", "framework": "trtllm"})
     assert err == ("plan.framework: trtllm runs on NVIDIA GPUs only, and mi300x is AMD's; choose vllm or sglang "
                    "for it")
+
+
+def test_a_gpu_entry_under_tensorrt_llm_on_another_vendors_gpu_is_refused_by_the_step_model_too():
+    # gpus.mi300x.framework: trtllm was accepted unless a served plan search was configured (the step model then
+    # priced MI300X on no table, silently); the scenario's framework stays a preference (the default config.yaml
+    # lists mi300x beside NVIDIA devices)
+    config_gpus = dict(CONFIG["gpus"] or {})
+    err = _config_error(gpus={**config_gpus, "mi300x": {"framework": "trtllm"}})
+    assert err == ("gpus.mi300x.framework: trtllm runs on NVIDIA GPUs only, and mi300x is AMD's; choose vllm or "
+                   "sglang for it")
+    config = copy.deepcopy(CONFIG)
+    config.update(gpus={**config_gpus, "mi300x": None}, plan=None, serving=None,
+                  scenario={**(config.get("scenario") or {}), "framework": "trtllm"})
+    assert "mi300x" in resolve_config(config).gpus  # the step model alone: mi300x falls back to its own tables
+
+
+def test_a_gpu_files_own_framework_is_read_and_checked_by_serve_ops_and_totals(capsys, tmp_path):
+    # a --gpu file naming framework: trtllm on an AMD base: ops and totals answered "calibration none" and serve
+    # served vLLM (it ignored the entry's framework, which plan honours); now refused in one line by all three, and
+    # a file naming sglang on an H100 is served under SGLang with SGLang's tables
+    amd = tmp_path / "amd.yaml"
+    amd.write_text("amd-trt:\n  base: mi300x\n  framework: trtllm\n")
+    line = ("roofline: error: --gpu amd-trt: framework: trtllm runs on NVIDIA GPUs only, and amd-trt is AMD's; "
+            "choose vllm or sglang for it")
+    for argv in (["totals", "--stage", "decode"], ["ops", "--stage", "prefill"],
+                 ["serve", "--isl", "1024", "--osl", "128", "--concurrency", "4"]):
+        assert _error(capsys, *argv[:1], "--model", "llama-3.1-8b", "--gpu", str(amd), *argv[1:]).strip() == line
+    sglang = tmp_path / "sg.yaml"
+    sglang.write_text("h100-sg:\n  base: h100-sxm\n  framework: sglang\n")
+    import json
+
+    assert cli.main(["serve", "--model", "llama-3.1-8b", "--gpu", str(sglang), "--isl", "1024", "--osl", "128",
+                     "--concurrency", "4", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    row = row[0] if isinstance(row, list) else row
+    assert row["framework"] == "sglang" and "sglang" in row["calibration"]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -58,3 +59,6 @@ def test_what_if_isl_serves_the_rows_of_one_source_at_longer_prompts():
     # twice the prompt: a later first token and dearer decode steps (the prompts' chunks and a longer cache)
     assert (longer[("at 2 x isl", "TTFT bias %")] > longer[("as recorded", "TTFT bias %")]).all()
     assert (longer[("at 2 x isl", "TPOT bias %")] > longer[("as recorded", "TPOT bias %")]).all()
+    # a source no run holds says so (it had raised an AttributeError from an empty frame)
+    with pytest.raises(SystemExit, match="no run's silicon_data_source holds 'nowhere'"):
+        validate_serving.what_if_isl(runs, 1.3, "nowhere", None, 0.0)

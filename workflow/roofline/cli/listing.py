@@ -49,7 +49,7 @@ def _gpus() -> list[dict]:
              "scaleout_GBps": f"{g.scaleout_bandwidth_bytes_per_s / 1e9:g}" if g.scaleout_bandwidth_bytes_per_s
              else "-",
              "dtypes": " ".join(g.peak_flops_per_s) or "- (no published peaks)",
-             "peaks": "estimate" if k in hardware.ESTIMATED else "printed"}
+             "peaks": "-" if not g.peak_flops_per_s else "estimate" if k in hardware.ESTIMATED else "printed"}
             for k, g in hardware.catalog().items()]
 
 

@@ -186,8 +186,10 @@ def analysis(args) -> tuple[list[dict], dict]:
     chosen = scenario(args)
     check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     check_weight_options(args, chosen.for_model(model), model)
+    # TensorRT-LLM's kernels on an AMD GPU answer nothing: refused, whether the option or a --gpu file names it
+    check_runs_on(args.framework or gpu.framework, gpu, "--framework" if args.framework else
+                  f"--gpu {gpu.key}: framework")
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice
-        check_runs_on(args.framework, gpu)  # TensorRT-LLM's kernels on an AMD GPU answer nothing (serve refuses too)
         gpu = replace(gpu, framework=args.framework)
     if getattr(args, "price_per_hour", None):
         gpu = replace(gpu, price_per_hour=args.price_per_hour)

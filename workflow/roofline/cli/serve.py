@@ -77,8 +77,12 @@ def _add_pools(parser) -> None:
 def table(args) -> tuple[list[dict], dict]:
     """(the one served row, no notes)."""
     model = options.model(args.model)
-    gpu = scenario.calibrated(options.gpu(args.gpu), args, args.framework or DEFAULT_FRAMEWORK)
-    check_runs_on(args.framework, gpu)
+    device = options.gpu(args.gpu)
+    # the option, else a --gpu file's own framework (as plan serves its candidates), else the default
+    framework = args.framework or device.framework or DEFAULT_FRAMEWORK
+    check_runs_on(framework, device, "--framework" if args.framework or not device.framework else
+                  f"--gpu {device.key}: framework")
+    gpu = scenario.calibrated(device, args, framework)
     args.kv_dtype = args.kv_dtype or gpu.sixteen_bit
     native = Scenario(weight_dtype=args.weight_dtype, act_dtype=gpu.sixteen_bit).for_model(model)
     act = args.act_dtype or activation_dtype(native.weight_dtype, gpu)  # weight-only: the device's 16-bit float
@@ -87,7 +91,7 @@ def table(args) -> tuple[list[dict], dict]:
     scenario.check_weight_options(args, chosen.for_model(model), model)
     workload = Workload(isl=args.isl, osl=args.osl, concurrency=args.concurrency, request_rate=args.request_rate,
                         prefix_hit=args.prefix_hit)
-    served = prepare_served(model, gpu, chosen, args.framework, spec_options.speculation(args, model),
+    served = prepare_served(model, gpu, chosen, framework, spec_options.speculation(args, model),
                             args.max_batched_tokens, args.memory_utilization, dp_balance=args.attention_dp_balance,
                             request_tokens=args.isl + args.osl)
     if args.mode == "aggregated":

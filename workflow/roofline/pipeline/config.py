@@ -228,6 +228,8 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
     gpus = {key: resolve_gpu(key, {k: v for k, v in (entry or {}).items() if k != "parallel"}, base_dir)
             for key, entry in gpus_cfg.items()}
     for key, gpu in gpus.items():
+        if gpu.framework:  # a device's own framework must run on it (the scenario's is a preference where tables exist)
+            check_runs_on(gpu.framework, gpu, f"gpus.{key}.framework")
         for model in models.values():
             try:
                 check_device_dtypes(gpu, scenario.for_model(model))
