@@ -62,3 +62,25 @@ def test_what_if_isl_serves_the_rows_of_one_source_at_longer_prompts():
     # a source no run holds says so (it had raised an AttributeError from an empty frame)
     with pytest.raises(SystemExit, match="no run's silicon_data_source holds 'nowhere'"):
         validate_serving.what_if_isl(runs, 1.3, "nowhere", None, 0.0)
+
+
+def test_largest_misses_lists_the_rows_of_the_largest_absolute_error_first():
+    # errors +10%, -90%, +200%: by |error| the +200% run, then the -90% one; each row says what it ran and what the
+    # measured, expected and bound sides were, in ms
+    runs = pd.DataFrame({"backend": ["vllm", "trtllm", "sglang"], "backend_version": ["0.12.0", np.nan, "0.5.1"],
+                         "model": ["a", "b", "c"], "gpu": ["h100-sxm"] * 3, "mode": ["agg"] * 3,
+                         "tp_size": [1.0, 2.0, np.nan], "isl": [1024, 4096, 128], "osl": [128, 512, 8192],
+                         "concurrency": [8.0, 16.0, 4.0], "silicon_ttft_ms": [100.0, 1000.0, 50.0],
+                         "ttft_expected_s": [0.11, 0.1, 0.15], "ttft_s": [0.02, 0.05, 0.01],
+                         "ttft_error": [0.1, -0.9, 2.0]})
+    worst = validate_serving.largest_misses(runs, "ttft", 2)
+    assert worst["error %"].tolist() == [200.0, -90.0]
+    assert worst["run"].tolist() == ["sglang 0.5.1 c h100-sxm agg tp-", "trtllm  b h100-sxm agg tp2"]
+    # a disaggregated run names its pools: workers x (tp, attention dp, expert parallel) of each
+    pools = pd.Series({"mode": "disagg", "prefill_num_workers": 2.0, "prefill_tp_size": 1.0,
+                       "prefill_attention_dp_size": 8.0, "prefill_moe_ep_size": 8.0, "decode_num_workers": 1.0,
+                       "decode_tp_size": 8.0, "decode_attention_dp_size": 1.0, "decode_moe_ep_size": np.nan})
+    assert validate_serving._layout(pools) == "disagg 2xtp1 dp8 ep8 + 1xtp8"
+    assert worst["isl/osl"].tolist() == ["128/8192", "4096/512"]
+    assert worst[["measured ms", "expected ms", "bound ms"]].values.tolist() == [[50.0, 150.0, 10.0],
+                                                                                [1000.0, 100.0, 50.0]]
