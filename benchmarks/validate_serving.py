@@ -29,6 +29,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
+from serving_misses import largest_misses  # noqa: E402  (beside this script)
+
 from roofline.engine import hardware, models  # noqa: E402
 from roofline.engine.errors import RooflineInputError  # noqa: E402
 from roofline.engine.model_spec import ModelSpec  # noqa: E402
@@ -288,35 +290,6 @@ def calibration_limit(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"rows": [len(rest)], "TPOT MAPE %": [mape(rest.tpot_error)],
                          "TPOT MAPE rescaled %": [mape(rescaled)]},
                         index=["dense agg, isl > osl / 8 (calibration limit)"]).round(1)
-
-
-def _layout(row) -> str:
-    """A run's plan in short: agg tpT[ dpD][ epE], or its pools: disagg PxtpT[ dpD][ epE] + DxtpT[ dpD][ epE]."""
-    def plan(prefix: str) -> str:
-        parts = [(name, row.get(f"{prefix}{column}")) for name, column in
-                 (("tp", "tp_size"), ("dp", "attention_dp_size"), ("ep", "moe_ep_size"))]
-        shown = [f"{name}{value:.0f}" for name, value in parts if value == value and value is not None
-                 and (name == "tp" or value > 1)]
-        return " ".join(shown) or "tp-"
-    if row["mode"] != "disagg":
-        return f"agg {plan('')}"
-    return (f"disagg {row.get('prefill_num_workers', float('nan')):.0f}x{plan('prefill_')} + "
-            f"{row.get('decode_num_workers', float('nan')):.0f}x{plan('decode_')}")
-
-
-def largest_misses(frame: pd.DataFrame, quantity: str, n: int = 10) -> pd.DataFrame:
-    """The `n` rows of the largest |error| of `quantity` (ttft | tpot): what they ran and what each side says, so
-    that a miss can be read against its own run (the README explains the largest)."""
-    worst = frame.loc[frame[f"{quantity}_error"].abs().nlargest(n).index]
-    return pd.DataFrame({
-        "run": worst.backend + " " + worst.backend_version.fillna("").astype(str) + " " + worst.model + " "
-        + worst.gpu + " " + worst.apply(_layout, axis=1),
-        "isl/osl": worst.isl.astype(int).astype(str) + "/" + worst.osl.astype(int).astype(str),
-        "users": worst.concurrency,
-        "measured ms": worst[f"silicon_{quantity}_ms"].round(1),
-        "expected ms": (worst[f"{quantity}_expected_s"] * 1e3).round(1),
-        "bound ms": (worst[f"{quantity}_s"] * 1e3).round(1),
-        "error %": (worst[f"{quantity}_error"] * 100).round(0)})
 
 
 #: a dataset one of whose runs reaches this share of its roofline bound on tokens/s is flagged (at_the_roof): served

@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+import serving_misses  # noqa: E402
 import validate_serving  # noqa: E402
 
 
@@ -73,14 +74,14 @@ def test_largest_misses_lists_the_rows_of_the_largest_absolute_error_first():
                          "concurrency": [8.0, 16.0, 4.0], "silicon_ttft_ms": [100.0, 1000.0, 50.0],
                          "ttft_expected_s": [0.11, 0.1, 0.15], "ttft_s": [0.02, 0.05, 0.01],
                          "ttft_error": [0.1, -0.9, 2.0]})
-    worst = validate_serving.largest_misses(runs, "ttft", 2)
+    worst = serving_misses.largest_misses(runs, "ttft", 2)
     assert worst["error %"].tolist() == [200.0, -90.0]
     assert worst["run"].tolist() == ["sglang 0.5.1 c h100-sxm agg tp-", "trtllm  b h100-sxm agg tp2"]
     # a disaggregated run names its pools: workers x (tp, attention dp, expert parallel) of each
     pools = pd.Series({"mode": "disagg", "prefill_num_workers": 2.0, "prefill_tp_size": 1.0,
                        "prefill_attention_dp_size": 8.0, "prefill_moe_ep_size": 8.0, "decode_num_workers": 1.0,
                        "decode_tp_size": 8.0, "decode_attention_dp_size": 1.0, "decode_moe_ep_size": np.nan})
-    assert validate_serving._layout(pools) == "disagg 2xtp1 dp8 ep8 + 1xtp8"
+    assert serving_misses.layout(pools) == "disagg 2xtp1 dp8 ep8 + 1xtp8"
     assert worst["isl/osl"].tolist() == ["128/8192", "4096/512"]
     assert worst[["measured ms", "expected ms", "bound ms"]].values.tolist() == [[50.0, 150.0, 10.0],
                                                                                 [1000.0, 100.0, 50.0]]
