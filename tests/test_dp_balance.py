@@ -150,3 +150,14 @@ def test_the_python_api_takes_true_or_a_pair():
     recipe = roofline.serve("deepseek-v3", "h200-sxm", isl=1024, osl=1024, attention_dp_balance=(60, 0), **options)
     off = roofline.serve("deepseek-v3", "h200-sxm", isl=1024, osl=1024, attention_dp_balance=False, **options)
     assert [f["attention_dp_balance"][0] for f in (defaults, recipe, off)] == ["50,10", "60,0", "off"]
+
+
+def test_off_is_the_rows_word_and_the_options(capsys):
+    # the rows print 'off' and the help named it, but --attention-dp-balance off was refused: now it means no
+    # balancing, as without the option (any case), under any framework
+    plain = _cli(capsys, "serve", *DEP_OPTIONS, "--tp", "8", "--ep", "8", "--attention-dp", "--concurrency", "8",
+                 "--framework", "trtllm", "--format", "json")
+    for word in ("off", "OFF"):
+        off = _cli(capsys, "serve", *DEP_OPTIONS, "--tp", "8", "--ep", "8", "--attention-dp", "--concurrency", "8",
+                   "--framework", "trtllm", "--attention-dp-balance", word, "--format", "json")
+        assert off[0] == plain[0] == 0 and off[1] == plain[1] and '"attention_dp_balance": "off"' in off[1]

@@ -298,3 +298,35 @@ def test_a_gpu_files_own_framework_is_read_and_checked_by_serve_ops_and_totals(c
     row = json.loads(capsys.readouterr().out)
     row = row[0] if isinstance(row, list) else row
     assert row["framework"] == "sglang" and "sglang" in row["calibration"]
+
+
+def test_a_bad_config_json_is_named_by_the_option_that_gave_it(capsys, tmp_path):
+    # a garbled --model file and a missing --spec-draft-model file were named 'hf_config:', the reader's own field
+    garbled = tmp_path / "garbled.json"
+    garbled.write_text("{")
+    err = _error(capsys, "plan", "--model", str(garbled), "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256")
+    assert err.startswith(f"roofline: error: --model: file '{garbled}' is not readable JSON")
+    err = _error(capsys, "plan", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                 "--spec-method", "draft", "--spec-draft-model", str(tmp_path / "none.json"), "--spec-acceptance",
+                 "0.7")
+    assert err.startswith(f"roofline: error: --spec-draft-model: file '{tmp_path / 'none.json'}' does not exist")
+
+
+def test_plan_says_which_mode_of_mode_all_has_no_plan_and_names_a_users_memory_setting(capsys, tmp_path):
+    # --mode all with no disaggregated plan meeting the targets printed aggregated rows alone and "--top N shows N of
+    # each mode", as if both were there; a --memory-utilization that leaves no room was not named as the cause
+    assert cli.main(["plan", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--isl", "1024", "--osl", "256",
+                     "--tpot-ms", "8", "--ttft-ms", "80", "--mode", "all", "--max-devices", "8", "--top", "3",
+                     "--format", "csv"]) == 0
+    captured = capsys.readouterr()
+    assert {line.split(",")[0] for line in captured.out.splitlines()[1:]} == {"llama-3.1-70b"}
+    assert "no disaggregated plan fits and meets the targets (--mode disaggregated alone says why)" in captured.err
+    assert "no aggregated plan" not in captured.err
+    assert cli.main(["plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                     "--memory-utilization", "0.05", "--max-devices", "2", "--format", "csv"]) == 0
+    assert capsys.readouterr().err.rstrip().endswith(", or a larger --memory-utilization than 0.05")
+    # a --gpu file carrying config.yaml's parallel: says why it is refused
+    plan_file = tmp_path / "tp8.yaml"
+    plan_file.write_text("h100-tp8:\n  base: h100-sxm\n  parallel: {tp: 8}\n")
+    err = _error(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", str(plan_file), "--isl", "1024", "--osl", "256")
+    assert "parallel: is a config.yaml gpus: entry's deployment plan; on the command line drop it" in err

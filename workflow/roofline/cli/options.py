@@ -229,6 +229,9 @@ def gpu(text: str) -> hardware.Accelerator:
         raise RooflineInputError(f"--gpu: {text} must hold one device as config.yaml's gpus: section writes it, "
                                  "{key: {name: ..., memory_gb: ..., bandwidth_gbps: ..., peak_tflops: {bf16: ...}}}")
     (key, entry), = entries.items()
+    if isinstance(entry, dict) and "parallel" in entry:  # config.yaml's entries carry one; a command takes options
+        raise RooflineInputError(f"--gpu {text}: parallel: is a config.yaml gpus: entry's deployment plan; on the "
+                                 "command line drop it and give --tp/--pp/--ep (plan searches the plans itself)")
     try:
         return hardware.accelerator_from_entry(str(key), entry)
     except RooflineInputError as error:  # name the file the entry came from
@@ -258,8 +261,11 @@ def _cli_fix(message: str) -> str:
     # check_plan's "parallel (tp 3, pp 1, ep 1): tp 3 does not divide ..." names the options that set the plan
     message = re.sub(r"^parallel \(tp (\d+), pp (\d+), ep (\d+)\): ", r"--tp \1 --pp \2 --ep \3: ",
                      message)
-    return re.sub(r"^hf_config: (file '.*' does not exist)$",
-                  r"--model: \1 (give a catalog key, roofline list models, or the path of a config.json)", message)
+    message = re.sub(r"^hf_config: (file '.*' does not exist)$",
+                     r"--model: \1 (give a catalog key, roofline list models, or the path of a config.json)", message)
+    # the reader of a config.json names its own field: the option that gave the path instead
+    message = re.sub(r"^(--[a-z-]+): hf_config: ", r"\1: ", message)
+    return re.sub(r"^hf_config: ", "--model: ", message)
 
 
 def distinct_devices(gpus: list[hardware.Accelerator], given: list[str]) -> None:

@@ -168,8 +168,14 @@ def table(args) -> tuple[list[dict], dict]:
         frontier = search.frontier(result, side=side)
         rows = add_plan_cost(search_rows.rows(result, frontier[:args.top or None]), by_key)
         left_out = len(frontier) - len(rows)
-    return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out,
-                  "reason": "" if rows else search_rows.no_plan_reason(result, side)}
+    reason = "" if rows else search_rows.no_plan_reason(result, side)
+    if reason.startswith("no plan holds") and args.memory_utilization is not None:  # the user's own setting
+        reason += f", or a larger --memory-utilization than {args.memory_utilization:g}"
+    missing = [mode for mode in search.SEARCH_MODES[:2] if rows and args.mode == "all" and mode not in
+               {row["mode"] for row in rows}]
+    return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out, "reason": reason,
+                  "missing": [f"no {mode} plan fits and meets the targets (--mode {mode} alone says why)"
+                              for mode in missing]}
 
 
 def _runnable(gpus: list, args) -> list:
@@ -284,6 +290,8 @@ def run(args) -> str:
               f"N{each}, --top 0 every row", file=sys.stderr)
     if notes["reason"] and args.format != "table":
         print(notes["reason"], file=sys.stderr)
+    for line in notes.get("missing", ()):  # --mode all: a mode none of whose plans is shown
+        print(line, file=sys.stderr)
     served = args.prefill is None
     if args.format == "csv":
         return csv_text(rows, COLUMNS if served else STEP_COLUMNS)

@@ -26,12 +26,16 @@ def number(option):
     return parse
 
 
-def balance(text: str) -> tuple[int, int]:
-    """--attention-dp-balance TIMEOUT,WAIT: two whole numbers of steps, at least 0."""
+def balance(text: str) -> tuple[int, int] | None:
+    """--attention-dp-balance TIMEOUT,WAIT: two whole numbers of steps, at least 0; `off` (the rows' word for it):
+    no balancing, as without the option."""
+    if text.strip().casefold() == "off":
+        return None
     parts = text.split(",")
     if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
         raise argparse.ArgumentTypeError(f"--attention-dp-balance: '{text}' is not allowed; expected TIMEOUT,WAIT: "
-                                         "two whole numbers of steps (timeout_iters, batching_wait_iters), e.g. 60,0")
+                                         "two whole numbers of steps (timeout_iters, batching_wait_iters), e.g. 60,0, "
+                                         "or off")
     return int(parts[0]), int(parts[1])
 
 
@@ -45,7 +49,8 @@ def add_arguments(parser) -> None:
                         metavar="TIMEOUT,WAIT",
                         help="trtllm's attention-DP balancing (attention_dp_config.enable_balance): context requests "
                              "wait until every attention-DP rank has one (at most TIMEOUT steps, then WAIT more); "
-                             f"default {timeout},{wait} as TensorRT-LLM's; off: each rank computes its prompts at once")
+                             f"default {timeout},{wait} as TensorRT-LLM's; off (as without the option): each rank "
+                             "computes its prompts at once")
     parser.add_argument("--prefix-hit", type=share("--prefix-hit"), default=0.0,
                         help="share of prompt tokens found in the prefix cache")
     parser.add_argument("--spec-method", type=choice("--spec-method", SPEC_METHODS),
