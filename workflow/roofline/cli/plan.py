@@ -168,14 +168,20 @@ def table(args) -> tuple[list[dict], dict]:
         frontier = search.frontier(result, side=side)
         rows = add_plan_cost(search_rows.rows(result, frontier[:args.top or None]), by_key)
         left_out = len(frontier) - len(rows)
+    return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out,
+                  **_why_not(result, rows, side, args)}
+
+
+def _why_not(result, rows: list[dict], side: str, args) -> dict:
+    """{reason: why no candidate fits and meets the targets ("" when some do; naming a --memory-utilization the
+    user set where no plan holds a request), missing: a line per mode of --mode all none of whose plans is shown}."""
     reason = "" if rows else search_rows.no_plan_reason(result, side)
     if reason.startswith("no plan holds") and args.memory_utilization is not None:  # the user's own setting
         reason += f", or a larger --memory-utilization than {args.memory_utilization:g}"
-    missing = [mode for mode in search.SEARCH_MODES[:2] if rows and args.mode == "all" and mode not in
-               {row["mode"] for row in rows}]
-    return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out, "reason": reason,
-                  "missing": [f"no {mode} plan fits and meets the targets (--mode {mode} alone says why)"
-                              for mode in missing]}
+    shown = {row["mode"] for row in rows}
+    missing = [mode for mode in search.SEARCH_MODES[:2] if rows and args.mode == "all" and mode not in shown]
+    return {"reason": reason, "missing": [f"no {mode} plan fits and meets the targets (--mode {mode} alone says why)"
+                                          for mode in missing]}
 
 
 def _runnable(gpus: list, args) -> list:
