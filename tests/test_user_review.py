@@ -330,3 +330,10 @@ def test_plan_says_which_mode_of_mode_all_has_no_plan_and_names_a_users_memory_s
     plan_file.write_text("h100-tp8:\n  base: h100-sxm\n  parallel: {tp: 8}\n")
     err = _error(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", str(plan_file), "--isl", "1024", "--osl", "256")
     assert "parallel: is a config.yaml gpus: entry's deployment plan; on the command line drop it" in err
+
+
+def test_a_directory_given_as_gpu_is_called_one(capsys, tmp_path):
+    # it read as an unknown catalog key and listed every key
+    err = _error(capsys, "totals", "--model", "llama-3.1-8b", "--gpu", str(tmp_path), "--stage", "decode")
+    assert err.strip() == (f"roofline: error: --gpu: '{tmp_path}' is a directory; expected a catalog key (roofline "
+                           "list gpus) or a YAML/JSON file holding one device as config.yaml's gpus: section writes it")

@@ -213,6 +213,9 @@ def gpu(text: str) -> hardware.Accelerator:
     resolved and checked as the config's entries are (hardware.accelerator_from_entry)."""
     if text in hardware.catalog():
         return hardware.catalog()[text]
+    if Path(text).is_dir():  # a path, not a misspelt key: say so rather than list the catalog
+        raise RooflineInputError(f"--gpu: '{text}' is a directory; expected a catalog key (roofline list gpus) or a "
+                                 "YAML/JSON file holding one device as config.yaml's gpus: section writes it")
     if not text.endswith(GPU_FILES):
         raise unknown("--gpu", text, hardware.catalog())
     from ..pipeline.yaml_loader import load_config_file  # the config's strict reader: one parse rule for both
