@@ -17,11 +17,11 @@ from ..engine.scenario import FP8_SCALINGS, Scenario
 from ..serving import planner, search, search_budget, search_rows
 from ..serving.candidates import DEFAULT_KV_DTYPES, served_kv_dtypes
 from ..serving.cost import RANK_ON, add_plan_cost, check_priced, rank_on_cost
-from ..serving.framework import check_runs_on, runs_on
+from ..serving.framework import runs_on
 from . import options, spec_options
 from .formats import csv_text, format_table, json_safe
 from .options import GPU_HELP, choice, fraction, non_negative_int, number_in, positive_float, positive_int
-from .scenario import check_fp8_scaling
+from .scenario import check_fp8_scaling, check_framework
 
 HELP = "deployment search: the Pareto frontier of tokens/s per device vs tokens/s per user under latency targets"
 #: the --format csv columns (and the Python API's DataFrame columns)
@@ -179,7 +179,7 @@ def _why_not(result, rows: list[dict], side: str, args) -> dict:
     if reason.startswith("no plan holds") and args.memory_utilization is not None:  # the user's own setting
         reason += f", or a larger --memory-utilization than {args.memory_utilization:g}"
     shown = {row["mode"] for row in rows}
-    missing = [mode for mode in search.SEARCH_MODES[:2] if rows and args.mode == "all" and mode not in shown]
+    missing = [mode for mode in search.SEARCH_MODES[:2] if mode not in shown] if rows and args.mode == "all" else []
     return {"reason": reason, "missing": [f"no {mode} plan fits and meets the targets (--mode {mode} alone says why)"
                                           for mode in missing]}
 
@@ -190,8 +190,7 @@ def _runnable(gpus: list, args) -> list:
     if not args.gpu:
         return [gpu for gpu in gpus if runs_on(args.framework, gpu)]
     for gpu in gpus:
-        check_runs_on(args.framework or gpu.framework, gpu, "--framework" if args.framework else
-                      f"--gpu {gpu.key}: framework")
+        check_framework(args.framework, gpu)
     return gpus
 
 

@@ -186,14 +186,18 @@ def analysis(args) -> tuple[list[dict], dict]:
     chosen = scenario(args)
     check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     check_weight_options(args, chosen.for_model(model), model)
-    # TensorRT-LLM's kernels on an AMD GPU answer nothing: refused, whether the option or a --gpu file names it
-    check_runs_on(args.framework or gpu.framework, gpu, "--framework" if args.framework else
-                  f"--gpu {gpu.key}: framework")
+    check_framework(args.framework, gpu)
     if args.framework:  # the option wins over a GPU entry's and the scenario's choice
         gpu = replace(gpu, framework=args.framework)
     if getattr(args, "price_per_hour", None):
         gpu = replace(gpu, price_per_hour=args.price_per_hour)
     return analyze(model, calibrated(gpu, args), args.stage, chosen)
+
+
+def check_framework(option: str | None, gpu: Accelerator) -> None:
+    """Refuse a serving framework on a device it does not run on (TensorRT-LLM's kernels on an AMD GPU answer
+    nothing), in one line naming where it came from: `option` (--framework), else the --gpu file's own entry."""
+    check_runs_on(option or gpu.framework, gpu, "--framework" if option else f"--gpu {gpu.key}: framework")
 
 
 def add_calibration(parser, what: str) -> None:

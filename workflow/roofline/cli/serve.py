@@ -9,7 +9,7 @@ from ..engine.errors import RooflineInputError
 from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
 from ..engine.scenario import Scenario
 from ..serving.candidates import activation_dtype
-from ..serving.framework import DEFAULT_FRAMEWORK, check_runs_on
+from ..serving.framework import DEFAULT_FRAMEWORK
 from ..serving.serve import (
     MODES,
     OVERFLOWS,
@@ -78,10 +78,9 @@ def table(args) -> tuple[list[dict], dict]:
     """(the one served row, no notes)."""
     model = options.model(args.model)
     device = options.gpu(args.gpu)
+    scenario.check_framework(args.framework, device)
     # the option, else a --gpu file's own framework (as plan serves its candidates), else the default
     framework = args.framework or device.framework or DEFAULT_FRAMEWORK
-    check_runs_on(framework, device, "--framework" if args.framework or not device.framework else
-                  f"--gpu {device.key}: framework")
     gpu = scenario.calibrated(device, args, framework)
     args.kv_dtype = args.kv_dtype or gpu.sixteen_bit
     native = Scenario(weight_dtype=args.weight_dtype, act_dtype=gpu.sixteen_bit).for_model(model)

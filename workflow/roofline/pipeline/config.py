@@ -328,8 +328,8 @@ def resolve_plan_section(section: dict | None, gpus: dict[str, Accelerator], mod
                             framework=section.get("framework") or scenario.framework,
                             rank_on=section.get("rank_on", "expected"))
     for gpu in settings.gpus if settings.mode is not None else ():  # the serving model's framework runs on them
-        check_runs_on(gpu.framework or settings.framework, gpu, f"gpus.{gpu.key}.framework" if gpu.framework
-                      else "plan.framework")
+        if not gpu.framework:  # a device's own framework: checked with its gpus: entry (resolve_config)
+            check_runs_on(settings.framework, gpu, "plan.framework")
     for key, model in models.items():  # every search bounded before any job runs
         seconds = None
         if settings.mode is None:  # the step model's search
