@@ -661,3 +661,37 @@ def test_a_link_roof_keeps_its_name_where_every_place_touches_a_label():
     ceilings.label_links(plot)
     assert [text.get_text() for text in plot.texts] == ["scale-out 50.0 GB/s"]
     plt.close(fig)
+
+
+def test_coinciding_attention_shares_stay_visible(data):
+    # Llama-3.1-8B on an H100 and an MI300X: both devices' attention shares of the stage time are the same curve
+    # (their bounds share the compute-to-memory balance), and at equal widths the MI300X's line hid the H100's
+    # entirely; the first GPU's is now the widest, underneath, each later one narrower
+    from roofline.figures.seq_sweep import _under_width
+
+    assert [_under_width(i, 3) for i in range(3)] == [2.8, 1.9, 1.0] and _under_width(0, 1) == 1.0
+    tables, specs = data
+    gpus, scenario = specs_objects(specs)
+    fig = seq_sweep_figure(tables["sweeps"], gpus, scenario, "model")
+    right = fig.axes[1]
+    widths = [line.get_linewidth() for line in right.get_lines() if len(line.get_xdata()) > 2]
+    stages = len(widths) // len(gpus)
+    assert len(gpus) > 1 and widths == sorted(widths, reverse=True) and widths[0] > widths[-1]
+    assert widths[::stages] == [_under_width(i, len(gpus)) for i in range(len(gpus))]
+    plt.close(fig)
+
+
+def test_the_interactive_roofline_names_its_link_roofs():
+    # DeepSeek-V3 on 16 H100s: the static roofline labels "NVLink 4 450 GB/s" and "scale-out 50.0 GB/s" on the
+    # plot; the interactive one drew both dash-dot roofs with no name (hover only)
+    from roofline.engine.hardware import get_accelerator
+    from roofline.figures.interactive import _roof
+
+    links = (("NVLink 4", 450e9), ("scale-out", 50e9))
+    gpu = get_accelerator("h100-sxm")
+    one = _roof(gpu, "fp16", (0.1, 1e4), "#000", "H100 roofs", "roofs", True, links, label_links=True)
+    named = [t["name"] for t in one if t.get("showlegend")]
+    assert named == ["H100 roofs", "NVLink 4 450 GB/s", "scale-out 50.0 GB/s"]
+    # beside other GPUs' roofs (the cross-GPU figure) the links stay out of the legend, which names GPUs
+    many = _roof(gpu, "fp16", (0.1, 1e4), "#000", "H100", "h100", False, links)
+    assert [t["name"] for t in many if t.get("showlegend")] == ["H100"]

@@ -2,6 +2,8 @@
 writes it and read back as the report reads it, leads the model page, the summary and the wiki."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 
@@ -152,7 +154,9 @@ def test_the_model_page_renders_the_served_table_before_the_stage_tables(searche
         '{% from "macros.html.j2" import td %}'
         "{% for row in served.rows %}{% for column in served.columns %}{{ td(row[column.key], column.numeric) }}"
         "{% endfor %}{% endfor %}").render(served=section)
-    assert section["rows"][0]["tpot"]["text"] in html
+    # a cell's two numbers may wrap before the parenthesis (macros.td): each part whole, the text as it reads
+    assert section["rows"][0]["tpot"]["text"] in re.sub(r"<[^>]+>", "", html)
+    assert '<span class="nowrap">' + section["rows"][0]["tpot"]["text"].split(" (")[0] + "</span>" in html
     template = (environment().loader.get_source(environment(), "model.html.j2")[0])
     assert template.index("Served under load") < template.index("{% for table in decision %}")
 
@@ -165,3 +169,37 @@ def test_fp8_weights_say_their_scales(searched):
     block = searched.copy()
     block["fp8_scaling"] = "block"
     assert served.served_section(block)["rows"][0]["precision"]["text"] == "fp8\u00a0(block) / fp8"
+
+
+def test_the_served_notes_say_what_tokens_count_and_what_the_times_rest_on(searched):
+    # a reader compared page 1's served TTFT (the framework's time per request and a step's residual inside) with
+    # the single-step prefill beside it, and asked whether tokens/s counted the prompts; the caveats named the step
+    # model's kernel tables, not the served ones
+    from roofline.serving.framework import FITTED
+
+    section = served.served_section(searched, {"h100-sxm": "H100 SXM5 80GB", "h200-sxm": "H200 SXM 141GB"})
+    basis = section["basis"]
+    assert basis.startswith("Tokens/s counts output tokens (a request's prompt tokens are not in it).")
+    assert f"vllm's {units.seconds(FITTED['vllm'][1])} per request outside the GPU steps" in basis
+    assert "hand a request between disaggregated pools" not in basis  # every row aggregated
+    for gpu in GPUS:  # each GPU's table, by the report's name
+        name = {"h100-sxm": "H100 SXM5 80GB", "h200-sxm": "H200 SXM 141GB"}[gpu]
+        calibration = searched[searched["gpu"] == gpu]["calibration"].iloc[0]
+        assert f"{name}: {calibration}" in basis and f"{gpu}.vllm" in calibration
+    summary = served.summary_served({"llama-3.1-8b": searched}, {"models": {"llama-3.1-8b": {"name": "Llama"}}})
+    assert summary["basis"].startswith("Tokens/s counts output tokens")
+    assert served.basis_note([]) == "" and served.basis_note([searched.iloc[:0]]) == ""
+    # a device without a table of its own says so
+    bare = searched.assign(calibration="none")
+    assert "h100-sxm: no measured table (the documented default)" in served.basis_note([bare])
+
+
+def test_a_pair_of_numbers_wraps_before_its_parenthesis_only():
+    from roofline.report.decision import cell
+
+    html = environment().from_string('{% from "macros.html.j2" import td %}{{ td(a) }}{{ td(b) }}{{ td(c, False) }}'
+                                     ).render(a=cell("47.2 ms (34.2 ms)"), b=cell("154"), c=cell("compute (mostly)"))
+    assert ('<td class="num pair"><span class="nowrap">47.2 ms</span> <span class="nowrap">(34.2 ms)</span></td>'
+            in html)
+    # a lone number, and text cells, as they were
+    assert '<td class="num">154</td>' in html and '<td class="">compute (mostly)</td>' in html

@@ -96,7 +96,8 @@ def _memory_limit(top, bottom, rows: pd.DataFrame, misfit: pd.DataFrame, gpu: Ac
         ax.axvspan(edge, x_high, color="#f3dede", lw=0, zorder=0)
     memory = f"{gpu.memory_bytes / 2**30:.0f} GiB"
     _misfit_note(bottom, (f"from batch {first:g}, weights + KV cache\nexceed the usable part of {memory}",
-                          f"from batch {first:g}:\nweights + KV cache\nexceed usable {memory}"), edge, crit)
+                          f"from batch {first:g}:\nweights + KV cache\nexceed the usable\npart of {memory}"),
+                 edge, crit)
 
 
 def _misfit_note(ax, texts: tuple[str, ...], edge: float, crit: float) -> None:

@@ -69,8 +69,9 @@ def _points(rows: pd.DataFrame, name: str, color: str, where: str, group: str, l
 
 
 def _roof(gpu: Accelerator, dtype: str, xlim, color: str, name: str, group: str, other_peaks: bool,
-          links=()) -> list[dict]:
-    """The memory and compute roofs of one device (its other dtypes' peaks dashed) and its network roofs."""
+          links=(), label_links: bool = False) -> list[dict]:
+    """The memory and compute roofs of one device (its other dtypes' peaks dashed) and its network roofs, each link
+    named in the legend where `label_links` (one device's figure: the static one labels them on the plot)."""
     roof = roof_for(gpu, dtype, other_dtypes=other_peaks, links=links)
     low, high = xlim
     hover = (f"{html.escape(name)}<br>{display.bandwidth(roof.bandwidth)}, {dtype} peak "
@@ -87,7 +88,7 @@ def _roof(gpu: Accelerator, dtype: str, xlim, color: str, name: str, group: str,
     for link, bandwidth in roof.links:
         end = min(high, roof.main_peak / bandwidth)
         traces.append({"type": "scatter", "mode": "lines", "name": f"{link} {display.bandwidth(bandwidth)}",
-                       "legendgroup": group, "showlegend": False, "x": [low, end],
+                       "legendgroup": group, "showlegend": label_links, "x": [low, end],
                        "y": _finite([bandwidth * low / 1e12, bandwidth * end / 1e12]),
                        "line": {"color": LINK_COLOR, "width": 1, "dash": "dashdot"},
                        "hovertemplate": f"{link} {display.bandwidth(bandwidth)} per direction<extra></extra>"})
@@ -125,7 +126,7 @@ def roofline_spec(data: ModelFigures, gpu: str) -> dict:
     links = network_links(ops, device)
     xlim, ylim = _xlim_ylim([roof_for(device, dtype, links=links)], points)
     where = data.deployments.get(gpu, device.name)
-    traces = _roof(device, dtype, xlim, ROOF_COLOR, f"{device.name} roofs", "roofs", True, links)
+    traces = _roof(device, dtype, xlim, ROOF_COLOR, f"{device.name} roofs", "roofs", True, links, label_links=True)
     for stage in data.stages:
         traces += _points(points[points["stage"] == stage], stage, STAGE_COLORS[stage], f"{stage} on {where}",
                           stage, True)
@@ -172,8 +173,8 @@ def _plan_hover(row) -> str:
 def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None, names: dict[str, str],
               rank_on: str = "expected") -> dict:
     """The deployment search's frontiers: tokens/s per device against tokens/s per user (on the side the search
-    ranked on: plan.plan_axes), one curve per GPU (toggle in the legend), each GPU's recommended plan ringed, the
-    chosen one a star."""
+    ranked on: plan.plan_axes), one curve per GPU (toggle in the legend), each GPU's recommended plan an open dot (as in
+    the static figure), the chosen one a star."""
     side, per_user, per_device = plan_axes(table, rank_on)
     styles = gpu_styles(dict.fromkeys(table["gpu"]))
     traces = []
@@ -191,8 +192,8 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
                            picked, 10, 5)).tolist(), "symbol": np.where(chosen, "star", np.where(
                                picked, "circle-open", "circle")).tolist()}})
     first = table.iloc[0] if len(table) else None
-    subtitle = (f"{first.isl} prompt + {first.osl} output tokens per request; {side}; ring: each device's "
-                "recommended plan, star: the chosen one" if first is not None else "no plan")
+    subtitle = (f"{first.isl} prompt + {first.osl} output tokens per request; {side}; open dot: each "
+                "device's recommended plan, star: the chosen one" if first is not None else "no plan")
     layout = _layout(f"{model_name}: deployments on the Pareto frontier", subtitle,
                      f"tokens/s per user ({side}, = 1 / TPOT)", f"tokens/s per device ({side})", legend="device")
     # a short range: labels at 1, 2 and 5 of each decade, not decades alone, each written out (plotly's "D2" writes

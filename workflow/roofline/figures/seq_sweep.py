@@ -32,12 +32,12 @@ def seq_sweep_figure(sweeps: pd.DataFrame, gpus: dict[str, Accelerator], scenari
     put_suptitle(fig, lambda limit: f"{plain(shorten(model_name, limit))}: attention versus sequence length "
                                     f"({scenario['attention']} attention)", 0.09)
     _intensity_panel(left, rows, stages, gpus, scenario)
-    for key in gpus:
+    for order, key in enumerate(gpus):
         for stage in stages:
             mine = rows[(rows["gpu"] == key) & (rows["stage"] == stage)]
             right.plot(mine["seq_len"], mine["attention_time_share"] * 100, color=styles[key].color,
-                       ls=STAGE_LINESTYLES[stage], lw=1.0, marker=styles[key].marker or None, ms=3,
-                       markerfacecolor="white")
+                       ls=STAGE_LINESTYLES[stage], lw=_under_width(order, len(gpus)),
+                       marker=styles[key].marker or None, ms=3, markerfacecolor="white")
     right.set_ylabel("attention share of stage time\n(bound) [%]")
     # the share's own range (to 100%): a few percent on a 0-100 axis squashed every GPU's curve onto the floor
     largest = float(np.nanmax(rows["attention_time_share"].to_numpy(dtype=float), initial=0.0)) * 100
@@ -55,6 +55,13 @@ def seq_sweep_figure(sweeps: pd.DataFrame, gpus: dict[str, Accelerator], scenari
     left.yaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
     left.yaxis.set_minor_formatter(NullFormatter())
     return fig
+
+
+def _under_width(order: int, count: int) -> float:
+    """Line width of the `order`-th of `count` GPUs' share curves: the first widest, the last 1 pt. Devices whose
+    bounds share their compute-to-memory balance draw the same share, and equal widths had hidden one curve
+    exactly under another; wider underneath, each shows as a coloured edge of the one above."""
+    return 1.0 + 1.8 * (count - 1 - order) / max(count - 1, 1)
 
 
 def _legends(fig, gpus: dict[str, Accelerator], stages: list[str], styles) -> None:
@@ -122,4 +129,4 @@ def draw(data: ModelFigures, _item=None):
 
 def caption(_data: ModelFigures, _item=None) -> str:
     return ("Attention versus sequence length: the arithmetic intensity of attention and its share of the stage "
-            "time.")
+            "time. Where two GPUs' shares coincide, the one listed first is the wider line underneath.")

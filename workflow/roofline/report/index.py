@@ -45,7 +45,7 @@ def index_context(specs: dict, manifests: dict[str, list[dict]], per_model: list
         "page": "index",
         "tables": result_tables(per_model),
         "header": title_block(specs, "Roofline reports",
-                              f"{plural(len(models), 'model')} × {plural(len(gpus), 'GPU')}"),
+                              f"{plural(len(models), 'model')} × {plural(len(gpus), 'GPU type')}"),
         "models": models,
         "gpus": [{"key": k, "name": g.name} for k, g in gpus.items()],
     }

@@ -36,7 +36,8 @@ def model_context(model: str, tables: dict[str, pd.DataFrame], specs: dict, mani
     context = {
         "page": "model", "model": model, "model_name": spec["name"], "plotly_js": plotly_js,
         "header": title_block({**specs, "models": {model: spec}, "scenario": scenario},
-                              f"Roofline report: {spec['name']}", f"{plural(len(gpus), 'GPU')}, {', '.join(stages)}",
+                              f"Roofline report: {spec['name']}",
+                              f"{plural(len(gpus), 'GPU type')}, {', '.join(stages)}",
                               hash_kind="inputs"),
         "facts": model_facts(model_spec(spec), scenario, totals.iloc[0]),
         "summary": [sentence for sentence in (served.served_sentence(plans),) if sentence]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..serving.framework import FITTED
 from ..serving.search import CONCURRENCY_GRID, DISAGGREGATED_GRID
 from . import units
 from .decision import cell, target_check
@@ -149,13 +150,49 @@ def served_section(plans: pd.DataFrame | None, configured: dict[str, str] | None
     return {"workload": workload_text(plans), "columns": columns, "rows": rows, "constant": _notes(constant, rows),
             "ranking": RANKINGS.get(ranked_on, RANKINGS["expected"]),
             "reason": plans.attrs.get("reason", "") if not rows else "",
-            "coverage": coverage_note([plans], configured or {})}
+            "coverage": coverage_note([plans], configured or {}),
+            "basis": basis_note([plans[plans["recommended"].astype(bool)]] if rows else [], configured)}
 
 
 def _notes(constant: str, rows: list[dict]) -> str:
     """The sentences under a served table: the constant columns, and what (full) means where a row has it."""
     capped = any(CAPPED in row["concurrency"]["text"] for row in rows)
     return " ".join(part for part in (constant, CAPPED_NOTE if capped else "") if part)
+
+
+def basis_note(tables: list[pd.DataFrame], names: dict[str, str] | None = None) -> str:
+    """What the served numbers of `tables` (plan or serving rows) count and rest on, said under each served table:
+    tokens/s are output tokens; expected TTFT holds each framework's fitted time per request outside the GPU steps
+    (roofline.serving.framework.FITTED; + its hand-over where pools are disaggregated), which the single-step
+    prefill times of the decision table leave out; and the kernel tables behind each GPU's expected times (the
+    `calibration` column), or that it has none. `names`: gpu key -> the report's name."""
+    frames = [t for t in tables if t is not None and len(t)]
+    if not frames:
+        return ""
+    rows = pd.concat(frames, ignore_index=True)
+    words = ["Tokens/s counts output tokens (a request's prompt tokens are not in it)."]
+    if {"framework", "calibration"} - set(rows.columns):  # a table written without them: no more is known
+        return words[0]
+    hosts = []
+    for framework, mine in rows.groupby("framework", sort=False):
+        if framework not in FITTED:
+            continue
+        request, handoff = FITTED[framework][1], FITTED[framework][3]
+        apart = (mine["mode"].astype(str) == "disaggregated").any() if "mode" in mine else False
+        hosts.append(f"{framework}'s {units.seconds(request)} per request" +
+                     (f" (+ {units.seconds(handoff)} to hand a request between disaggregated pools)"
+                      if apart and handoff else ""))
+    tables_used = []
+    for (gpu, calibration), _ in rows.groupby(["gpu", "calibration"], sort=False):
+        where = (names or {}).get(gpu, gpu)
+        tables_used.append(f"{where}: {calibration}" if str(calibration) not in ("none", "", "nan")
+                           else f"{where}: no measured table (the documented default)")
+    if hosts:
+        words.append(f"Expected TTFT includes {', '.join(hosts)} outside the GPU steps (HTTP, tokenization, returning "
+                     "the first token; fitted on measured served runs) and the rest of the step running when a "
+                     "prompt arrives, neither of which is in a single prefill step's time.")
+    words.append(f"Measured kernels behind the expected times: {'; '.join(tables_used)}.")
+    return " ".join(words)
 
 
 def coverage_note(tables: list[pd.DataFrame], configured: dict[str, str]) -> str:
@@ -255,4 +292,5 @@ def summary_served(plans: dict[str, pd.DataFrame], specs: dict,
     searched = [table for table in plans.values() if is_served(table)]
     return {"workload": workload, "columns": columns, "rows": rows,
             "constant": _notes(constant, [row["cells"] for row in rows]) if rows else "",
-            "coverage": coverage_note(searched, configured or {}), "unmet": unmet}
+            "coverage": coverage_note(searched, configured or {}), "unmet": unmet,
+            "basis": basis_note([t[t["recommended"].astype(bool)] for t in searched], configured)}

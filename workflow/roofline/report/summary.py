@@ -185,7 +185,7 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict, plans: dict[st
     context = {
         "page": "summary",
         "header": title_block(specs, "Roofline summary",
-                              f"{plural(len(groups), 'model')} × {plural(len(gpus), 'GPU')}"),
+                              f"{plural(len(groups), 'model')} × {plural(len(gpus), 'GPU type')}"),
         "served": summary_served(plans or {}, specs, {key: gpu.name for key, gpu in gpus.items()}),
         "decision": decision_table(totals, specs, gpus),
         "groups": groups, "columns": columns,

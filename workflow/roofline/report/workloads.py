@@ -10,7 +10,7 @@ import pandas as pd
 
 from . import units
 from .decision import cell
-from .served import NBSP, expected_and_bound, mode_words, weights_label
+from .served import NBSP, basis_note, expected_and_bound, mode_words, weights_label
 
 #: the workload table's columns: (key, header, numeric)
 WORKLOAD_COLUMNS = (
@@ -37,9 +37,10 @@ def workloads_section(serving: pd.DataFrame | None, names: dict[str, str]) -> di
                            _load=rows["concurrency"].fillna(rows["request_rate"]))
         rows = rows.sort_values(["_gpu", "_load"], kind="stable")
         tables.append({"title": workload_title(rows.iloc[0]),
-                       "columns": [{"key": k, "header": h, "numeric": n} for k, h, n in WORKLOAD_COLUMNS],
+                       "columns": [{"key": k, "header": units.unbroken_units(h), "numeric": n}
+                                   for k, h, n in WORKLOAD_COLUMNS],
                        "rows": [workload_cells(row) for _, row in rows.iterrows()]})
-    return {"tables": tables, "skipped": list(serving.attrs.get("skipped", []))}
+    return {"tables": tables, "skipped": list(serving.attrs.get("skipped", [])), "basis": basis_note([serving], names)}
 
 
 def workload_title(row: pd.Series) -> str:

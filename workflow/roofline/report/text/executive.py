@@ -21,9 +21,13 @@ def footprint_parts(row: pd.Series, everywhere: bool = False) -> str:
         where = " on every configured GPU"
     else:
         where = f" per device of {row['deployment']}" if int(row["devices"]) > 1 else f" on {row['deployment']}"
-    return (f"{units.nbytes(row['footprint_bytes'])}{where} (weights {units.nbytes(row['weight_bytes_per_device'])}, "
-            f"KV cache {units.nbytes(row['kv_cache_bytes_per_device'])}, activations "
-            f"{units.nbytes(row['activation_bytes'])})")
+    usable = row.get("usable_memory_bytes")
+    # what it is held against, in the same decimal units (the hardware table prints capacities in GiB, as vendors
+    # do, and 170 GB beside "192 GiB" could not be checked without the memory_utilization share)
+    held = "" if everywhere or units.missing(usable) else f" of {units.nbytes(usable)} usable"
+    return (f"{units.nbytes(row['footprint_bytes'])}{held}{where} (weights "
+            f"{units.nbytes(row['weight_bytes_per_device'])}, KV cache "
+            f"{units.nbytes(row['kv_cache_bytes_per_device'])}, activations {units.nbytes(row['activation_bytes'])})")
 
 
 def fit_sentence(totals: pd.DataFrame, names: dict[str, str],
@@ -145,23 +149,38 @@ def _bound_clause(stage: str, rows: pd.DataFrame, names: dict[str, str]) -> str:
     return f"{stage.capitalize()} is " + "; ".join(parts)
 
 
+#: how far (relative) a speed-up may stray from the ratio of the roof's figures and still be said to follow them
+FOLLOWS_WITHIN = 0.1
+
+
 def _follows_clause(rows: pd.DataFrame, gpus: dict[str, Accelerator], scenario: dict, names: dict[str, str]) -> str:
     """When every GPU is bound by the same roof (the engine's `dominant_bound`): the fastest against the slowest
-    and the spec that sets their ratio, memory bandwidth or peak FLOP/s ('' otherwise)."""
+    and the spec that sets their ratio, memory bandwidth or peak FLOP/s ('' otherwise); where the speed-up strays
+    more than FOLLOWS_WITHIN from the ratio of the deployments' figures (a 'mostly' bound stage, whose collectives
+    and other operators do not scale with that figure), the figures' own ratio beside it and what the rest is."""
     bounds = {dominant_bound(memory, network) for memory, network in zip(rows["memory_bound_share"],
                                                                          rows["network_share"])}
     fast, slow = rows["t_s"].idxmin(), rows["t_s"].idxmax()
-    ratio = units.times(float(rows["t_s"][slow] / rows["t_s"][fast]))
+    ratio = float(rows["t_s"][slow] / rows["t_s"][fast])
     if bounds == {"memory"}:
-        return (f", so it follows memory bandwidth: by the bound, {names[fast]} "
-                f"({_across(rows, fast, gpus[fast].bandwidth_bytes_per_s, units.bandwidth)}) is {ratio} faster than "
-                f"{names[slow]} ({_across(rows, slow, gpus[slow].bandwidth_bytes_per_s, units.bandwidth)})")
-    if bounds == {"compute"}:
+        spec, fmt, roof, rest = (lambda key: gpus[key].bandwidth_bytes_per_s), units.bandwidth, "memory bandwidth", \
+            "compute-bound operators"
+    elif bounds == {"compute"}:
         dtype, _ = gemm_peak(gpus[fast], scenario)
-        return (f", so it follows peak FLOP/s: by the bound, {names[fast]} "
-                f"({_across(rows, fast, gpus[fast].peak(dtype), lambda v: units.peak(v, dtype))}) is {ratio} faster "
-                f"than {names[slow]} ({_across(rows, slow, gpus[slow].peak(dtype), lambda v: units.peak(v, dtype))})")
-    return ""
+        spec, fmt, roof, rest = (lambda key: gpus[key].peak(dtype)), (lambda v: units.peak(v, dtype)), \
+            "peak FLOP/s", "memory-bound operators"
+    else:
+        return ""
+    specs = {key: spec(key) * (int(rows["tp"][key]) if "tp" in rows.columns else 1) for key in (fast, slow)}
+    clause = (f"by the bound, {names[fast]} ({_across(rows, fast, spec(fast), fmt)}) is {units.times(ratio)} faster "
+              f"than {names[slow]} ({_across(rows, slow, spec(slow), fmt)})")
+    if abs(ratio / (specs[fast] / specs[slow]) - 1) <= FOLLOWS_WITHIN:
+        return f", so it follows {roof}: {clause}"
+    others = value_range({key: 1 - _roof_share(rows.loc[key], "memory" if roof == "memory bandwidth" else "compute")
+                          for key in (fast, slow)}, units.percent)
+    return (f", so {roof} sets most of it: {clause}, where the {roof} alone would give "
+            f"{units.times(specs[fast] / specs[slow])}: the rest of the time ({others}: the collectives and "
+            f"{rest}) does not follow it")
 
 
 def _across(rows: pd.DataFrame, key: str, per_device: float, fmt) -> str:
