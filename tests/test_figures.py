@@ -695,3 +695,28 @@ def test_the_interactive_roofline_names_its_link_roofs():
     # beside other GPUs' roofs (the cross-GPU figure) the links stay out of the legend, which names GPUs
     many = _roof(gpu, "fp16", (0.1, 1e4), "#000", "H100", "h100", False, links)
     assert [t["name"] for t in many if t.get("showlegend")] == ["H100"]
+
+
+def test_a_leader_does_not_strike_through_a_label():
+    # Mixtral prefill on two deployments: the all-reduce's leader ran through the "NVLink 4 450 GB/s" roof label
+    from matplotlib.transforms import Bbox
+
+    from roofline.figures.labels import DISTANCES, LabelRequest, _segment_hits, place_labels
+
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 10)
+    renderer = fig.canvas.get_renderer()
+    x, y = ax.transData.transform((5, 5))
+    near = DISTANCES[0] * fig.dpi / 72 + 12  # the nearest ring, label and all, is taken
+    blocked = Bbox.from_extents(x - near, y - near, x + near, y + near)
+    # labels already on the plot east and west of the point, across where a leader would run
+    east = Bbox.from_extents(x + near + 4, y - 30, x + near + 60, y + 30)
+    west = Bbox.from_extents(x - near - 60, y - 30, x - near - 4, y + 30)
+    placed, skipped = place_labels(ax, [LabelRequest(5, 5, "attn/mlp_all_reduce")], renderer,
+                                   obstacles=[blocked, east, west], texts=[east, west])
+    assert placed and not skipped
+    box = placed[0].get_window_extent(renderer)
+    corner = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
+    assert not any(_segment_hits((x, y), corner, other) for other in (east, west))
+    plt.close(fig)

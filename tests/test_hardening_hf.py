@@ -117,3 +117,20 @@ def test_a_dimension_out_of_range_names_the_config_json_field_and_the_least_valu
         path.write_text(json.dumps({**QWEN, field: value}))
         message = _refused(path, f"{value} is not allowed; expected an integer from 1 to", f": '{field}')")
         assert str(path) in message
+
+
+@pytest.mark.parametrize("source, field, value", [
+    ("mixtral-8x7b", "num_local_experts", 0),  # read as a dense model (0.58 B for OLMoE's 6.9 B), shared experts lost
+    ("qwen3-235b-a22b", "num_experts", 0),
+    ("qwen3-235b-a22b", "num_experts_per_tok", 0),
+    ("deepseek-v3", "n_routed_experts", 0),
+    ("deepseek-v3", "kv_lora_rank", -1),  # said "head_dim: 0 is not allowed", a field the file does not have
+    ("deepseek-v3", "kv_lora_rank", 0),
+    ("llama-3.1-8b", "max_position_embeddings", 0),  # accepted, and turned the context check off
+])
+def test_an_moe_or_mla_field_of_nothing_is_refused_by_its_name(tmp_path, source, field, value):
+    config = json.loads((Path(__file__).parent / "data" / "hf_configs" / f"{source}.json").read_text())
+    assert field in config
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, field: value}))
+    _refused(path, f"field '{field}' is {value}; expected an integer >= 1")

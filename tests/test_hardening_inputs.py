@@ -286,3 +286,111 @@ def test_a_served_search_too_large_is_refused_before_any_work(capsys):
     start = time.monotonic()
     err = _cli_error(capsys, "plan", "--model", "mixtral-8x7b", "--isl", "1024", "--osl", "1024", "--mode", "all")
     assert time.monotonic() - start < 30 and err.startswith("plan: 113,603,232 candidates to evaluate")
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("bandwidth_gbps", True, "gpus.x.bandwidth_gbps: True is not a number; expected a positive number"),
+    ("bandwidth_gbps", "800", "gpus.x.bandwidth_gbps: '800' is not a number; expected a positive number, without "
+                              "quotes"),
+    ("memory_gb", "48", "gpus.x.memory_gb: '48' is not a number; expected a positive number, without quotes"),
+])
+def test_a_device_file_takes_no_true_or_quoted_number_for_a_figure(field, value, said):
+    # a --gpu file's `bandwidth_gbps: true` served at 1 GB/s (float(True)) and `"800"` as 800, where config.yaml's
+    # schema and the integer fields (scaleup_domain: "8") refuse both
+    from roofline.engine.errors import RooflineInputError
+    from roofline.engine.hardware import accelerator_from_entry
+
+    entry = {"base": "h100-sxm", field: value}
+    with pytest.raises(RooflineInputError) as caught:
+        accelerator_from_entry("x", entry)
+    assert str(caught.value) == said
+    with pytest.raises(RooflineInputError, match=r"peak_tflops.fp16: '100' is not a number"):
+        accelerator_from_entry("x", {"base": "h100-sxm", "peak_tflops": {"fp16": "100"}})
+    assert accelerator_from_entry("x", {"base": "h100-sxm", field: 100}).name  # a number still is one
+
+
+def test_a_link_latency_may_be_written_as_its_default_zero():
+    # README: scaleup_latency_us / scaleout_latency_us "add a latency per collective (default 0)"; writing that 0
+    # was refused ("expected a positive number"), in a --gpu file and in config.yaml alike
+    from roofline.engine.hardware import accelerator_from_entry
+
+    entry = {"memory_gb": 48, "bandwidth_gbps": 800, "peak_tflops": {"fp16": 100}, "scaleup_domain": 8,
+             "scaleup_gbps": 100, "scaleup_latency_us": 0, "scaleout_latency_us": 0}
+    gpu = accelerator_from_entry("x1", entry)
+    assert gpu.scaleup_latency_s == 0.0 and gpu.scaleout_latency_s == 0.0
+    resolved = rc.resolve_config({"models": {"llama-3.1-8b": {}}, "gpus": {"x1": entry}, "scenario": {"seq_len": 8}})
+    assert resolved.gpus["x1"].scaleup_latency_s == 0.0
+    with pytest.raises(RooflineInputError, match=r"^gpus.x1.scaleup_latency_us: -1 is not allowed; expected a "
+                                                 r"number >= 0$"):
+        accelerator_from_entry("x1", {**entry, "scaleup_latency_us": -1})
+    with pytest.raises(RooflineInputError, match="gpus.x1.bandwidth_gbps: 0 is not allowed; expected a positive"):
+        accelerator_from_entry("x1", {**entry, "bandwidth_gbps": 0})
+
+
+def test_a_device_that_links_to_none_is_not_told_to_use_more_devices(tmp_path):
+    # DeepSeek-V2 (236 B) on a device file without links: serve said "use more devices, narrower weights" with int4
+    # weights already (77 GB short), and plan "allow more devices (--max-devices)", which searched the same 8,256
+    # candidates at any --max-devices
+    import roofline
+
+    gpu = tmp_path / "a40.yaml"
+    gpu.write_text("a40: {name: NVIDIA A40, memory_gb: 48, bandwidth_gbps: 696, peak_tflops: {bf16: 149.7}}\n")
+    with pytest.raises(RooflineInputError) as caught:
+        roofline.serve(model="deepseek-v3", gpu=str(gpu), isl=1024, osl=256, concurrency=1, weight_dtype="int4")
+    said = str(caught.value)
+    assert said.endswith("a40 links to no more devices (give its entry scaleup_gbps and scaleup_domain, or "
+                         "scaleout_gbps, to spread the model)"), said  # int4 weights: no narrower ones
+    assert "use more devices" not in said and "narrower weights" not in said
+    with pytest.raises(RooflineInputError) as caught:
+        roofline.serve(model="deepseek-v3", gpu=str(gpu), isl=1024, osl=256, concurrency=1, weight_dtype="fp8")
+    assert str(caught.value).endswith("to spread the model), narrower weights")
+    # a catalog device that links to more: as before
+    with pytest.raises(RooflineInputError, match=r"; use more devices, narrower weights$"):
+        roofline.serve(model="deepseek-v3", gpu="h100-sxm", tp=8, isl=1024, osl=256, concurrency=1)
+
+
+def test_plan_on_a_device_that_links_to_none_says_so(tmp_path, capsys):
+    gpu = tmp_path / "a40.yaml"
+    gpu.write_text("a40: {name: NVIDIA A40, memory_gb: 48, bandwidth_gbps: 696, peak_tflops: {bf16: 149.7}}\n")
+    assert cli.main(["plan", "--model", "deepseek-v3", "--gpu", str(gpu), "--isl", "1024", "--osl", "256",
+                     "--max-devices", "64"]) == 0
+    said = capsys.readouterr()
+    text = said.out + said.err
+    assert "more devices only where they link (a40: no scale-up or scale-out link" in text
+    assert "allow more devices (--max-devices)" not in text
+
+
+def test_progress_over_several_devices_counts_their_tables_in_its_pace():
+    # OLMoE over a device file and an H100 (disaggregated, 1,045,120 candidates): "26% ... in 3 s, about 2 s left",
+    # done 8 s later: the second device built its step tables when its turn came, which the pace since the first
+    # candidates (the first device's tables left out) did not foresee; over several devices the pace since the
+    # start: 26% in 3 s leave 74% for 8.5 s
+    now, lines = [0.0], []
+    progress = search_budget.Progress(1_045_120, lines.append, clock=lambda: now[0], turns=2)
+    for done, at in ((1, 1.0), (26, 3.0)):
+        now[0] = at
+        progress(done, 100)
+    assert lines == ["plan: 26% of 1,045,120 candidates evaluated in 3 s, about 9 s left"]
+
+
+def test_a_device_whose_speeds_an_entry_changes_is_another_chip(tmp_path):
+    # {base: h100-sxm, bandwidth_gbps: 20000, peak_tflops: {...5000}}: serve gave a 1.59 ms TPOT bound beside the
+    # plain H100's measured 14.9 ms, "calibrated": the H100's kernel tables time another chip's kernels
+    from roofline.engine.hardware import SAME_CHIP_WITHIN, accelerator_from_entry, get_accelerator
+
+    h100 = get_accelerator("h100-sxm")
+    fast = accelerator_from_entry("h100-fast", {"base": "h100-sxm", "bandwidth_gbps": 20000})
+    assert h100.chip == "h100-sxm" and fast.chip == ""
+    peak = h100.peak_flops_per_s["bf16"] / 1e12
+    assert accelerator_from_entry("x", {"base": "h100-sxm", "peak_tflops": {"bf16": 2 * peak}}).chip == ""
+    # a clock variant within SAME_CHIP_WITHIN, more memory, other links or a dtype the base lacks: the same chip
+    near = h100.bandwidth_bytes_per_s / 1e9 * (1 + SAME_CHIP_WITHIN / 2)
+    for entry in ({"bandwidth_gbps": near}, {"memory_gb": 141}, {"scaleup_gbps": 900}, {"peak_tflops": {"fp4": 4000}}):
+        assert accelerator_from_entry("x", {"base": "h100-sxm", **entry}).chip == "h100-sxm", entry
+    assert accelerator_from_entry("h100-sxm", {"bandwidth_gbps": 20000}).chip == ""  # the catalog key overridden
+    import roofline
+
+    path = tmp_path / "fast.yaml"
+    path.write_text("h100-fast: {base: h100-sxm, bandwidth_gbps: 20000}\n")
+    row = roofline.serve(model="llama-3.1-8b", gpu=str(path), isl=1024, osl=256, concurrency=16).iloc[0]
+    assert row["estimate"] == "default" and row["calibration"] == "none"

@@ -155,7 +155,7 @@ def table(args) -> tuple[list[dict], dict]:
     result = search.search(model, gpus, workload, weights, kvs, args.max_devices, args.mode or "aggregated",
                            memory_utilization=args.memory_utilization, max_candidates=args.max_candidates,
                            attention_weight_dtype=args.attention_weight_dtype or "",
-                           fp8_scaling=args.fp8_scaling or "tensor", progress=_progress_line())
+                           fp8_scaling=args.fp8_scaling or "tensor", progress=_progress_line(len(gpus)))
     by_key = {gpu.key: gpu for gpu in gpus}
     side = _side(args)
     if args.rank_on == "cost" or args.mode == "all":  # the whole frontier (hundreds of rows at most) first: the
@@ -194,10 +194,11 @@ def _runnable(gpus: list, args) -> list:
     return gpus
 
 
-def _progress_line() -> Callable[[int, int], None]:
+def _progress_line(turns: int) -> Callable[[int, int], None]:
     """The serving search's progress line on stderr (search_budget.Progress: after 3 s, then every 10 s), its clock
-    started now; the search tells its size (configurations) with each report."""
-    line = search_budget.Progress(0, lambda text: print(text, file=sys.stderr, flush=True))
+    started now; the search tells its size (configurations) with each report; `turns`: the devices it builds step
+    tables for, each in its turn."""
+    line = search_budget.Progress(0, lambda text: print(text, file=sys.stderr, flush=True), turns=turns)
 
     def report(done: int, total: int) -> None:
         line.candidates = total

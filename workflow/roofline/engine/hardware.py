@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import math
+import numbers
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
@@ -225,6 +226,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
                if getattr(base, name) != value}  # restating a catalog value overrides nothing
     if changes and (key in catalog() or base_key is not None):
         changes["source"] = changes.get("source", base.source + " (some figures changed by a gpus: entry)")
+    if base.chip and _another_chip(base, changes):
+        changes["chip"] = ""  # its measured tables time another chip's kernels: the pooled fallback prices it
     if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
         changes["calibration"] = str(entry["calibration"])
     for name in ("power_w", "price_per_hour"):  # a measurement and a price, not spec fields: the same
@@ -240,6 +243,20 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
             raise unknown(f"gpus.{key}.framework", entry["framework"], FRAMEWORKS)
         changes["framework"] = entry["framework"]
     return check_plausible(key, entry, replace(base, **changes))
+
+
+#: how far (relative) an entry may move a catalog device's bandwidth or one of its peaks and stay that chip (a
+#: clock or SKU variant); past it the device is another chip, whose kernels the base's measured tables do not time
+SAME_CHIP_WITHIN = 0.1
+
+
+def _another_chip(base: Accelerator, changes: dict) -> bool:
+    """Whether an entry's `changes` move `base`'s memory bandwidth or a peak it publishes past SAME_CHIP_WITHIN (a
+    peak it adds for another dtype, its memory size or links leave the chip as it is)."""
+    moved = [(base.bandwidth_bytes_per_s, changes.get("bandwidth_bytes_per_s", base.bandwidth_bytes_per_s))]
+    peaks = changes.get("peak_flops_per_s", {})
+    moved += [(value, peaks.get(dtype, value)) for dtype, value in base.peak_flops_per_s.items()]
+    return any(old > 0 and abs(new / old - 1) > SAME_CHIP_WITHIN for old, new in moved)
 
 
 #: Plausible range of each device figure once converted to SI units, from a microcontroller to a whole rack, with
@@ -259,6 +276,10 @@ PLAUSIBLE_SI = {
 }
 
 
+#: the link latencies, whose documented default 0 (none) an entry may also write
+LATENCIES = ("scaleup_latency_s", "scaleout_latency_s")
+
+
 def check_plausible(key: str, entry: dict | None, gpu: Accelerator) -> Accelerator:
     """`gpu` if every figure in PLAUSIBLE_SI lies in its range after unit conversion, else one line naming
     gpus.<key>.<field> and the value as the entry wrote it."""
@@ -268,7 +289,8 @@ def check_plausible(key: str, entry: dict | None, gpu: Accelerator) -> Accelerat
         figures = value.items() if isinstance(value, dict) else [(None, value)]
         for dtype, number in figures:
             written = (entry.get(field_name) or {}).get(dtype) if dtype else entry.get(field_name)
-            if (not number and written is None) or low * (1 - 1e-9) <= number <= high * (1 + 1e-9):
+            zero = written is None or (attribute in LATENCIES and written == 0)  # unset, or a latency's default
+            if (not number and zero) or low * (1 - 1e-9) <= number <= high * (1 + 1e-9):
                 continue  # 0.001 GB/s is 1e6 byte/s; a written 5e-324 us that converts to 0 s is not skipped
             where = f"{field_name}.{dtype}" if dtype else field_name
             raise RooflineInputError(f"gpus.{key}.{where}: {written if written is not None else number} is not "
@@ -305,8 +327,8 @@ def _entry_changes(key: str, entry: dict, base: Accelerator) -> dict:
         if name in entry:
             changes[name] = str(entry[name])
     for name, (field_name, factor) in _SCALED_FIELDS.items():
-        if name in entry:
-            changes[field_name] = _positive(key, name, entry[name]) * factor
+        if name in entry:  # a latency may be written as its default, 0 (none)
+            changes[field_name] = _positive(key, name, entry[name], zero=field_name in LATENCIES) * factor
     if "tdp_w" in entry:
         changes["tdp_w"] = _positive(key, "tdp_w", entry["tdp_w"])
     if "scaleup_domain" in entry:
@@ -336,11 +358,24 @@ def _entry_changes(key: str, entry: dict, base: Accelerator) -> dict:
     return changes
 
 
-def _positive(key: str, name: str, value: object) -> float:
+def _numeric_text(value: object) -> bool:
+    """Whether `value` is a quoted number ("800")."""
     try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise RooflineInputError(f"gpus.{key}.{name}: '{value}' is not a number; expected a positive number") from None
-    if not math.isfinite(number) or number <= 0:
-        raise RooflineInputError(f"gpus.{key}.{name}: {value} is not allowed; expected a positive number")
+        return isinstance(value, str) and math.isfinite(float(value))
+    except ValueError:
+        return False
+
+
+def _positive(key: str, name: str, value: object, zero: bool = False) -> float:
+    """`value` as a float if it is a positive number (`zero`: or 0), else one line naming gpus.<key>.<name>."""
+    # a YAML true or a quoted "800" is no number (float() took true as 1 GB/s and "800" as 800, where a config
+    # entry's schema and the integer fields refuse both)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        shown = f"'{value}'" if isinstance(value, str) else repr(value)
+        raise RooflineInputError(f"gpus.{key}.{name}: {shown} is not a number; expected a positive number"
+                                 + (", without quotes" if _numeric_text(value) else ""))
+    number = float(value)
+    if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
+        raise RooflineInputError(f"gpus.{key}.{name}: {value} is not allowed; expected a "
+                                 f"{'number >= 0' if zero else 'positive number'}")
     return number

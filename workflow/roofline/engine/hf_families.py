@@ -77,7 +77,7 @@ def _gated(kv_heads_default: bool = False, width: str = "intermediate_size",
                     required=not kv_heads_default)
         intermediate = need(width, default=0, required=False) if dense_optional else need(width)
         return dict(n_kv_heads=n_kv, intermediate=intermediate, activation=need("hidden_act", "hidden_activation"),
-                    norm="rmsnorm", mlp_type="gated", max_position=need("max_position_embeddings"))
+                    norm="rmsnorm", mlp_type="gated", max_position=need("max_position_embeddings", minimum=1))
 
     return shape
 
@@ -85,7 +85,7 @@ def _gated(kv_heads_default: bool = False, width: str = "intermediate_size",
 def _gpt2(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
     """GPT-2: LayerNorm, a plain MLP of n_inner (default 4 x hidden), a learned position table of n_positions rows."""
     intermediate = need("n_inner", default=4 * hidden, required=False)
-    activation, max_position = need("activation_function"), need("n_positions")
+    activation, max_position = need("activation_function"), need("n_positions", minimum=1)
     return dict(n_kv_heads=n_heads, intermediate=intermediate, activation=activation, norm="layernorm",
                 mlp_type="plain", max_position=max_position, learned_positions=max_position)
 
@@ -98,7 +98,7 @@ def _opt(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
             f"{where}: word_embed_proj_dim {projection} != hidden_size {hidden} (OPT-350m's project_in/"
             f"project_out) is not supported; supported: word_embed_proj_dim = hidden_size")
     intermediate, activation = need("ffn_dim"), need("activation_function")
-    max_position = need("max_position_embeddings")
+    max_position = need("max_position_embeddings", minimum=1)
     return dict(n_kv_heads=n_heads, intermediate=intermediate, activation=activation, norm="layernorm",
                 mlp_type="plain", max_position=max_position, learned_positions=max_position + 2)
 
@@ -126,7 +126,7 @@ def _starcoder2(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
     (transformers' default, 2, is StarCoder2-3B's)."""
     return dict(n_kv_heads=need("num_key_value_heads"), intermediate=need("intermediate_size"),
                 activation=need("hidden_act"), norm="layernorm", mlp_type="plain",
-                max_position=need("max_position_embeddings"), linear_bias=bool(cfg.get("use_bias", True)))
+                max_position=need("max_position_embeddings", minimum=1), linear_bias=bool(cfg.get("use_bias", True)))
 
 
 def _cohere(cfg: dict, need, where: str, hidden: int, n_heads: int) -> dict:
@@ -188,7 +188,8 @@ def _local_global(period: int) -> Callable[..., tuple[int | None, int]]:
 # ------------------------------------------------------------- extra readers: the fields of one family
 def _mixtral(cfg: dict, need, kw: dict, where: str) -> dict:
     """Mixtral: every layer MoE, experts as wide as intermediate_size."""
-    return dict(n_experts=need("num_local_experts", "num_experts"), top_k=need("num_experts_per_tok"),
+    return dict(n_experts=need("num_local_experts", "num_experts", minimum=1),
+                top_k=need("num_experts_per_tok", minimum=1),
                 moe_intermediate=kw["intermediate"])
 
 
@@ -206,7 +207,8 @@ def _qwen3_moe(cfg: dict, need, kw: dict, where: str) -> dict:
                                  "layer indices")
     dense_only = set(dense_only)
     n_moe = sum(1 for i in range(n_layers) if i not in dense_only and (i + 1) % step == 0)
-    return dict(n_experts=need("num_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
+    return dict(n_experts=need("num_experts", "num_local_experts", minimum=1),
+                top_k=need("num_experts_per_tok", minimum=1),
                 moe_intermediate=need("moe_intermediate_size"), n_shared_experts=kw.get("n_shared_experts", 0),
                 first_dense_layers=n_layers - n_moe)
 
@@ -221,12 +223,13 @@ def _deepseek(cfg: dict, need, kw: dict, where: str) -> dict:
         if name not in cfg:
             need(name)
     fields = dict(
-        n_experts=need("n_routed_experts", "num_local_experts"), top_k=need("num_experts_per_tok"),
+        n_experts=need("n_routed_experts", "num_local_experts", minimum=1),
+        top_k=need("num_experts_per_tok", minimum=1),
         moe_intermediate=need("moe_intermediate_size"), n_shared_experts=cfg["n_shared_experts"] or 0,
         first_dense_layers=need("first_k_dense_replace"),
-        q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=need("kv_lora_rank"),
-        qk_nope_head_dim=need("qk_nope_head_dim"), qk_rope_head_dim=need("qk_rope_head_dim"),
-        v_head_dim=need("v_head_dim"), head_dim=0,
+        q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=need("kv_lora_rank", minimum=1),
+        qk_nope_head_dim=need("qk_nope_head_dim", minimum=0), qk_rope_head_dim=need("qk_rope_head_dim", minimum=0),
+        v_head_dim=need("v_head_dim", minimum=1), head_dim=0,
     )
     if cfg.get("moe_layer_freq", 1) != 1:
         raise RooflineInputError(f"{where}: moe_layer_freq {cfg['moe_layer_freq']} is not supported (only 1)")
@@ -306,8 +309,8 @@ def _minimax_m2(cfg: dict, need, kw: dict, where: str) -> dict:
 def _gpt_oss(cfg: dict, need, kw: dict, where: str) -> dict:
     """gpt-oss: every layer MoE (experts of intermediate_size, with biases), biased attention with sinks."""
     bias = cfg.get("attention_bias", True)
-    return dict(n_experts=need("num_local_experts", "num_experts"),
-                top_k=need("num_experts_per_tok", "experts_per_token"), moe_intermediate=kw["intermediate"],
+    return dict(n_experts=need("num_local_experts", "num_experts", minimum=1),
+                top_k=need("num_experts_per_tok", "experts_per_token", minimum=1), moe_intermediate=kw["intermediate"],
                 qkv_bias=bool(bias), attn_out_bias=bool(bias))
 
 
@@ -322,7 +325,7 @@ def _llama4(cfg: dict, need, kw: dict, where: str) -> dict:
                    or [int((i + 1) % interval != 0) for i in range(L)])
     chunk = cfg.get("attention_chunk_size")
     chunked = _layer_count(cfg, L, "chunked_attention", sum(rope_layers)) if chunk else 0
-    return dict(n_experts=need("num_local_experts"), top_k=need("num_experts_per_tok"),
+    return dict(n_experts=need("num_local_experts", minimum=1), top_k=need("num_experts_per_tok", minimum=1),
                 moe_intermediate=need("intermediate_size"), n_shared_experts=1,
                 first_dense_layers=L - len(set(moe_layers)), nope_layers=L - sum(rope_layers),
                 attention_chunk=chunk if chunked else None, chunked_layers=chunked)
@@ -331,7 +334,7 @@ def _llama4(cfg: dict, need, kw: dict, where: str) -> dict:
 def _glm4_moe(cfg: dict, need, kw: dict, where: str) -> dict:
     """GLM-4.5: DeepSeek-style MoE (leading dense layers, shared experts, e_score_correction_bias) under GQA with
     q/k/v biases and partial RoPE. The MTP layer (num_nextn_predict_layers) is not part of a forward pass."""
-    return dict(n_experts=need("n_routed_experts"), top_k=need("num_experts_per_tok"),
+    return dict(n_experts=need("n_routed_experts", minimum=1), top_k=need("num_experts_per_tok", minimum=1),
                 moe_intermediate=need("moe_intermediate_size"), n_shared_experts=need("n_shared_experts"),
                 first_dense_layers=need("first_k_dense_replace"), qkv_bias=bool(cfg.get("attention_bias", False)),
                 qk_norm=bool(cfg.get("use_qk_norm", False)), rope_dim=_rope_dim(cfg, kw["head_dim"], 0.5, where),

@@ -264,9 +264,10 @@ def _level(box, start, end, leader: bool, lines: _Lines) -> int:
     return 5
 
 
-def _best_place(ax, request, renderer, taken, lines: _Lines, fontsize):
+def _best_place(ax, request, renderer, taken, lines: _Lines, fontsize, texts=()):
     """(level, text, box, ox, oy, distance) of the best place for `request`'s label, or None when every place
-    leaves the axes or overlaps what is taken."""
+    leaves the axes or overlaps what is taken; a leader through one of `texts` (the labels placed) reads as
+    badly as one along a solid line."""
     fig = ax.figure
     px_per_pt = fig.dpi / 72.0
     axes_box = ax.get_window_extent(renderer).padded(-3)
@@ -285,6 +286,8 @@ def _best_place(ax, request, renderer, taken, lines: _Lines, fontsize):
         start = (anchor[0] + ox / distance * 4 * px_per_pt, anchor[1] + oy / distance * 4 * px_per_pt)
         end = (anchor[0] + ox * px_per_pt, anchor[1] + oy * px_per_pt)
         level = _level(box, start, end, distance > DISTANCES[0], lines)
+        if distance > DISTANCES[0] and level < 3 and any(_segment_hits(start, end, other) for other in texts):
+            level = 3  # a leader struck through a label ("NVLink 4 450 GB/s") reads as part of it
         if best is None or level < best[0]:
             if best is not None:
                 best[1].remove()
@@ -296,26 +299,30 @@ def _best_place(ax, request, renderer, taken, lines: _Lines, fontsize):
     return best
 
 
-def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(), guides=(), fontsize=6.5):
+def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(), guides=(), fontsize=6.5,
+                 texts=()):
     """Place each request's text near its anchor without collisions; returns (placed artists, skipped requests).
 
     Every candidate must stay inside the axes and clear of placed text and markers; among those the first of the
     best level wins: 0 = the box keeps LINE_CLEARANCE from every line and its leader crosses none, 1 = the box
     keeps clear of every line and its leader crosses only dashed or dotted ones, 2 = the box crosses only `guides`
     (the dotted ridge) and its leader no solid line, 3 = the leader crosses (or runs along) a solid line, 4 = the
-    box crosses `weak_lines` too (dashed secondary ceilings), 5 = it crosses a solid line (`lines`)."""
+    box crosses `weak_lines` too (dashed secondary ceilings), 5 = it crosses a solid line (`lines`). A leader
+    through a label (`texts`: the boxes of the labels already on the plot, and those placed here) is level 3."""
     taken = BoxArray(obstacles)
+    texts = list(texts)
     paths = _Lines(solid=list(lines), roofs=list(lines) + list(weak_lines),
                    every=list(lines) + list(weak_lines) + list(guides))
     placed, skipped = [], []
     for request in sorted(requests, key=lambda r: -r.priority):
-        best = _best_place(ax, request, renderer, taken, paths, fontsize)
+        best = _best_place(ax, request, renderer, taken, paths, fontsize, texts)
         if best is None:
             skipped.append(request)
             continue
         _level, text, box, ox, oy, distance = best
         text.set_bbox({"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
         taken.append(box)
+        texts.append(box)
         if distance > DISTANCES[0]:
             ax.annotate("", xy=(request.x, request.y), xytext=(ox, oy), textcoords="offset points",
                         arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "#777777", "shrinkA": 0, "shrinkB": 2},

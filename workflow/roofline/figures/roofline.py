@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.ticker import LogLocator, NullFormatter
 
 from . import ceilings
-from .labels import PointLabel, cluster_requests, marker_boxes, place_labels
+from .labels import PointLabel, cluster_requests, marker_boxes, place_labels, text_box
 from .roofs import LogTicks, Roof, Series, bandwidth_label, fmt_value, legend_handles, peak_label, roof_for, tick_label  # noqa: F401
 
 __all__ = ["Roof", "RooflineResult", "Series", "bandwidth_label", "draw_roofline", "fmt_value", "legend_handles",
@@ -109,5 +109,6 @@ def draw_roofline(ax, roofs: list[Roof], series: list[Series], *, labels: list[P
     placed, skipped = place_labels(ax, requests, plot.renderer, obstacles=[*plot.taken, *plot.markers],
                                    lines=[plot.path_of[line] for line in plot.strong],
                                    weak_lines=[plot.path_of[line] for line in plot.weak],
-                                   guides=[plot.path_of[line] for line in plot.guides])
+                                   guides=[plot.path_of[line] for line in plot.guides],
+                                   texts=[text_box(text, plot.renderer) for text in plot.texts])
     return RooflineResult(xlim=xlim, ylim=ylim, points=points, labels=plot.texts + placed, skipped=skipped)

@@ -80,10 +80,12 @@ def check_budget(count: int, limit: int, what: str, fixes: str, seconds: float |
 
 class Progress:
     """A search's progress callback (done, total groups): one line through `write` once the search has run
-    PROGRESS_AFTER_S, then every PROGRESS_EVERY_S; quick searches say nothing."""
+    PROGRESS_AFTER_S, then every PROGRESS_EVERY_S; quick searches say nothing. `turns`: the devices whose step
+    tables the search builds, each when its turn comes."""
 
-    def __init__(self, candidates: int, write: Callable[[str], object], clock: Callable[[], float] = time.monotonic):
-        self.candidates, self.write, self.clock = candidates, write, clock
+    def __init__(self, candidates: int, write: Callable[[str], object], clock: Callable[[], float] = time.monotonic,
+                 turns: int = 1):
+        self.candidates, self.write, self.clock, self.turns = candidates, write, clock, turns
         self.start = clock()
         self.next = self.start + PROGRESS_AFTER_S
         self.first: tuple[float, int] | None = None  # (time, done) when the first candidates were done
@@ -99,11 +101,13 @@ class Progress:
         # the time left at the pace since the first candidates were done: the step tables a search builds before
         # it evaluates any are not counted against it (from the start, 1% done in 3 s of tables read "300 s left")
         # and none before a tenth is done: each device and framework builds its own tables when its turn comes, so
-        # an early pace can be far off (1% in 3 s read "about 303 s left" of a search done 1.3 s later)
+        # an early pace can be far off (1% in 3 s read "about 303 s left" of a search done 1.3 s later); over
+        # several devices the tables come back with each one, so the pace since the start is the better guess
+        # (26% in 3 s of two devices' search read "about 2 s left" of 8 s more)
         since, before = self.first if self.first is not None else (self.start, 0)
         if share < ESTIMATE_AFTER:
             left = float("nan")
-        elif done > before and now > since:
+        elif done > before and now > since and self.turns <= 1:
             left = (total - done) * (now - since) / (done - before)
         else:
             left = elapsed / share - elapsed if share else float("nan")

@@ -96,6 +96,22 @@ def _memory(result: ServedSearch, cand, fw, batch: int, capacity_requests: float
     return float(footprint), float(usable)
 
 
+def _more_room(candidates) -> str:
+    """What more devices can do: allow them (--max-devices) where a device reaches further than its largest engine
+    searched; else say that its links end there (a device file without scaleup_gbps / scaleout_gbps links to none,
+    and --max-devices cannot spread a model over it)."""
+    largest: dict[str, tuple] = {}
+    for cand in candidates:
+        devices = cand.scenario.parallel.devices
+        if devices > largest.get(cand.gpu.key, (0, None))[0]:
+            largest[cand.gpu.key] = (devices, cand.gpu)
+    if not largest or any(gpu.reach > devices for devices, gpu in largest.values()):
+        return "allow more devices (--max-devices)"
+    names = ", ".join(sorted(largest))
+    return (f"more devices only where they link ({names}: no scale-up or scale-out link beyond the engines searched; "
+            "a device file gives scaleup_gbps and scaleup_domain, or scaleout_gbps)")
+
+
 def no_plan_reason(result: ServedSearch, side: str = "expected") -> str:
     """One line saying why no candidate fits and meets the targets on `side` (expected | bound; call when the
     frontier is empty)."""
@@ -104,7 +120,7 @@ def no_plan_reason(result: ServedSearch, side: str = "expected") -> str:
     fits = np.flatnonzero(c["fits"])
     if fits.size == 0:
         return (f"no plan holds even one request of {w.isl} + {w.osl} tokens in its KV cache on the devices "
-                "allowed; allow more devices (--max-devices), narrower weights or an fp8 KV cache")
+                f"allowed; {_more_room(result.candidates)}, narrower weights or an fp8 KV cache")
     missed, i, _ = nearest_miss(fits, ttft, tpot, w.ttft_s)
     if missed == "ttft":
         return (f"no plan meets TTFT <= {ms(w.ttft_s)} ({side}): the lowest any plan that fits reaches is "

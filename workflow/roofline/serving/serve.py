@@ -13,7 +13,6 @@ import numpy as np
 
 from ..engine.analysis import AUTO_PP, AUTO_TP, deployment_label, prepare
 from ..engine.columns import SERVE_COLUMNS
-from ..engine.dtypes import DTYPE_BYTES
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
@@ -23,7 +22,8 @@ from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity, footprint_share, room_lacking
-from .framework import DEFAULT_FRAMEWORK, RUNNING_CAP, Framework, balance_label, framework_for
+from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, framework_for
+from .refusals import check_capacity, check_reserve
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
 from .steps import Mix, Parts
@@ -216,7 +216,7 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
     load = workload.load(served.spec)
     draft = draft_model(served.spec, served.model)
     cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
-    _check_capacity(served, workload, cap, overflow)
+    check_capacity(served, workload, cap, overflow)
     scheduler = scheduler_for(served.framework, served.plan, waves)
     stepper = served.stepper(load, max(cap.running_bound, cap.running, 1.0))
     if workload.concurrency is not None:
@@ -247,59 +247,6 @@ def scheduler_for(framework: Framework, plan: Parallel, waves: float = 0.0) -> a
     return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed, chunk=framework.request_chunk(plan),
                          step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
                          sync=framework.sync, waves=waves, dp_balance=framework.dp_balance)
-
-
-def _check_capacity(served: Served, workload: Workload, cap, overflow: str, workers: int = 1) -> None:
-    """Refuse (one line) a workload the deployment cannot hold: not one request in the KV cache, or more
-    closed-loop users than its `workers` engines run at once (cap.running: all of them together) without --overflow
-    queue."""
-    option = "--concurrency" if workload.concurrency is not None else "--request-rate"
-    narrower = "" if DTYPE_BYTES[served.scenario.kv_dtype] <= 1 else " or an fp8 KV cache"
-    if cap.running < 1:
-        narrower = narrower if cap.kv_budget_bytes > 0 else ""  # with no room left, no cache dtype helps
-        left = (f"{cap.kv_budget_bytes / 1e9:.3g} GB per device left by {served.framework.key}'s memory rule after "
-                "the weights" if cap.kv_budget_bytes > 0 else
-                f"the weights alone exceed what {served.framework.key}'s memory rule leaves them, by "
-                f"{-cap.kv_budget_bytes / 1e9:.3g} GB per device")
-        _check_reserve(served, served.framework, served.plan, option)
-        raise RooflineInputError(
-            f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
-            f"{deployment_label(served.gpu, served.plan)} ({left}); use more devices, narrower weights{narrower}")
-    if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
-        raise RooflineInputError(f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} "
-                                 f"tokens {_held(served, cap, narrower, workers)}, or --overflow queue to let the "
-                                 "rest wait for a slot")
-
-
-def _check_reserve(served: Served, fw: Framework, plan: Parallel, option: str) -> None:
-    """Refuse (one line) an engine of `plan` whose framework reserves all of each device (SGLang's reserve grows
-    with the engine's GPUs: a negative mem_fraction_static, which SGLang would not start with)."""
-    if fw.memory_fraction <= 0:
-        raise RooflineInputError(
-            f"{option}: {fw.key}'s memory rule reserves all of each device's memory for an engine of "
-            f"{plan.devices} x {served.gpu.name} (mem_fraction_static {fw.memory_fraction:.3g}: 128 MiB per GPU of "
-            "the engine beside its activations and graphs); use fewer devices per engine, wider devices, or "
-            "--memory-utilization")
-
-
-def _held(served: Served, cap, narrower: str, workers: int) -> str:
-    """Why no more than cap.running requests run at once on `workers` engines: the KV cache, or the framework's cap
-    on running sequences (its default, or the token budget a step decodes them in)."""
-    fw, replicas = served.framework, served.plan.tp if served.plan.attention_dp else 1
-    where = deployment_label(served.gpu, served.plan)
-    where = f"{workers} decode workers of {where}" if workers > 1 else where
-    if cap.running < fw.max_running * replicas * workers:
-        return (f"do not fit the KV cache of {where}: it holds {int(cap.running)} under {fw.key}'s memory rule; use "
-                f"--concurrency <= {int(cap.running)}, more devices{narrower}")
-    engines = replicas * workers
-    each = f" per engine x {engines}" if engines > 1 else ""
-    if fw.running_by_budget:
-        return (f"cannot all run at once on {where}: a step of --max-batched-tokens {fw.max_batched_tokens} decodes "
-                f"one token of each running sequence, so {fw.key} runs at most {int(cap.running)} "
-                f"(--max-batched-tokens {fw.max_batched_tokens}{each}); use --concurrency <= {int(cap.running)}, a "
-                "larger --max-batched-tokens")
-    return (f"cannot all run at once on {where}: {fw.key} runs at most {int(cap.running)} "
-            f"({RUNNING_CAP[fw.key]} {fw.max_running}{each}); use --concurrency <= {int(cap.running)}")
 
 
 @dataclass(frozen=True)
@@ -358,12 +305,12 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
     prefill_rule = served.framework.for_engine(served.gpu, pools.prefill_plan)  # SGLang: the worker's own fraction
     if _capacity(served, prefill_scenario, workload.isl, 1, workload.prefix_hit, None, prefill_rule).running < 1:
-        _check_reserve(served, prefill_rule, pools.prefill_plan, "--prefill-tp/--prefill-pp/--prefill-ep")
+        check_reserve(served, prefill_rule, pools.prefill_plan, "--prefill-tp/--prefill-pp/--prefill-ep")
         raise RooflineInputError(
             f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of "
             f"{deployment_label(served.gpu, pools.prefill_plan)} cannot hold {served.model.key}'s weights and one "
             f"prompt of {workload.isl} tokens; use a wider prefill plan")
-    _check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow,
+    check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow,
                     shape.decode_workers)
     fw = served.framework
     sequences = max(cap.running_bound, cap.running, 1.0)

@@ -1,0 +1,78 @@
+"""Why `roofline serve` refuses a workload, in one line each: not one request in the KV cache (and what could make
+room), more closed-loop users than the deployment runs at once, an engine whose framework reserves every byte.
+`served` is a roofline.serving.serve.Served, `workload` its Workload (not imported: serve imports this module).
+"""
+from __future__ import annotations
+
+from ..engine.analysis import deployment_label
+from ..engine.dtypes import DTYPE_BYTES
+from ..engine.errors import RooflineInputError
+from ..engine.parallel import Parallel
+from .framework import RUNNING_CAP, Framework
+
+
+def _remedies(served, narrower_kv: str) -> str:
+    """What could make room: more devices where the device links to more than the plan's (else what would let it:
+    a device without scale-up or scale-out links serves on itself alone), narrower weights unless every weight is
+    already 4-bit, and `narrower_kv` (' or an fp8 KV cache', or '')."""
+    scenario = served.scenario
+    dtypes = {scenario.weight_dtype, scenario.expert_weight_dtype or scenario.weight_dtype,
+              scenario.attention_weight_dtype or scenario.weight_dtype}
+    four_bit = all(DTYPE_BYTES.get(dtype, 2.0) <= 0.5 for dtype in dtypes)
+    more = ("use more devices" if served.gpu.reach > served.plan.devices else
+            f"{served.gpu.key} links to no more devices (give its entry scaleup_gbps and scaleup_domain, or "
+            "scaleout_gbps, to spread the model)")
+    return ", ".join([more] + ([] if four_bit else ["narrower weights"])) + narrower_kv
+
+
+def check_capacity(served, workload, cap, overflow: str, workers: int = 1) -> None:
+    """Refuse (one line) a workload the deployment cannot hold: not one request in the KV cache, or more
+    closed-loop users than its `workers` engines run at once (cap.running: all of them together) without --overflow
+    queue."""
+    option = "--concurrency" if workload.concurrency is not None else "--request-rate"
+    narrower = "" if DTYPE_BYTES[served.scenario.kv_dtype] <= 1 else " or an fp8 KV cache"
+    if cap.running < 1:
+        narrower = narrower if cap.kv_budget_bytes > 0 else ""  # with no room left, no cache dtype helps
+        left = (f"{cap.kv_budget_bytes / 1e9:.3g} GB per device left by {served.framework.key}'s memory rule after "
+                "the weights" if cap.kv_budget_bytes > 0 else
+                f"the weights alone exceed what {served.framework.key}'s memory rule leaves them, by "
+                f"{-cap.kv_budget_bytes / 1e9:.3g} GB per device")
+        check_reserve(served, served.framework, served.plan, option)
+        raise RooflineInputError(
+            f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
+            f"{deployment_label(served.gpu, served.plan)} ({left}); {_remedies(served, narrower)}")
+    if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
+        raise RooflineInputError(f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} "
+                                 f"tokens {_held(served, cap, narrower, workers)}, or --overflow queue to let the "
+                                 "rest wait for a slot")
+
+
+def check_reserve(served, fw: Framework, plan: Parallel, option: str) -> None:
+    """Refuse (one line) an engine of `plan` whose framework reserves all of each device (SGLang's reserve grows
+    with the engine's GPUs: a negative mem_fraction_static, which SGLang would not start with)."""
+    if fw.memory_fraction <= 0:
+        raise RooflineInputError(
+            f"{option}: {fw.key}'s memory rule reserves all of each device's memory for an engine of "
+            f"{plan.devices} x {served.gpu.name} (mem_fraction_static {fw.memory_fraction:.3g}: 128 MiB per GPU of "
+            "the engine beside its activations and graphs); use fewer devices per engine, wider devices, or "
+            "--memory-utilization")
+
+
+def _held(served, cap, narrower: str, workers: int) -> str:
+    """Why no more than cap.running requests run at once on `workers` engines: the KV cache, or the framework's cap
+    on running sequences (its default, or the token budget a step decodes them in)."""
+    fw, replicas = served.framework, served.plan.tp if served.plan.attention_dp else 1
+    where = deployment_label(served.gpu, served.plan)
+    where = f"{workers} decode workers of {where}" if workers > 1 else where
+    if cap.running < fw.max_running * replicas * workers:
+        return (f"do not fit the KV cache of {where}: it holds {int(cap.running)} under {fw.key}'s memory rule; use "
+                f"--concurrency <= {int(cap.running)}, more devices{narrower}")
+    engines = replicas * workers
+    each = f" per engine x {engines}" if engines > 1 else ""
+    if fw.running_by_budget:
+        return (f"cannot all run at once on {where}: a step of --max-batched-tokens {fw.max_batched_tokens} decodes "
+                f"one token of each running sequence, so {fw.key} runs at most {int(cap.running)} "
+                f"(--max-batched-tokens {fw.max_batched_tokens}{each}); use --concurrency <= {int(cap.running)}, a "
+                "larger --max-batched-tokens")
+    return (f"cannot all run at once on {where}: {fw.key} runs at most {int(cap.running)} "
+            f"({RUNNING_CAP[fw.key]} {fw.max_running}{each}); use --concurrency <= {int(cap.running)}")
