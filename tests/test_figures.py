@@ -720,3 +720,4 @@ def test_a_leader_does_not_strike_through_a_label():
     corner = ((box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2)
     assert not any(_segment_hits((x, y), corner, other) for other in (east, west))
     plt.close(fig)
+

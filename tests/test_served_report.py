@@ -203,3 +203,18 @@ def test_a_pair_of_numbers_wraps_before_its_parenthesis_only():
             in html)
     # a lone number, and text cells, as they were
     assert '<td class="num">154</td>' in html and '<td class="">compute (mostly)</td>' in html
+
+
+def test_the_interactive_pareto_marks_the_recommended_plan_as_the_static_figure_does(searched):
+    # the subtitle said "ring" where the caption says "open dot"; the filled dots' white edges turned a dense
+    # stretch of the frontier into a pale band that read as another category
+    import numpy as np
+
+    from roofline.figures.interactive import plan_spec
+
+    spec = plan_spec(searched, "Llama", 0.05, {key: key for key in GPUS})
+    assert "open dot: each device's recommended plan, star: the chosen one" in spec["layout"]["title"]["text"]
+    for trace in spec["data"]:
+        symbols, widths = np.array(trace["marker"]["symbol"]), np.array(trace["marker"]["line"]["width"])
+        assert (widths[symbols == "circle-open"] == 2).all() and (widths[symbols != "circle-open"] == 0).all()
+    assert any("circle-open" in trace["marker"]["symbol"] for trace in spec["data"])

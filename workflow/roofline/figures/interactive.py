@@ -190,7 +190,11 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
                        "line": {"color": styles[key].color, "width": 1.5},
                        "marker": {"color": styles[key].color, "size": np.where(chosen, 16, np.where(
                            picked, 10, 5)).tolist(), "symbol": np.where(chosen, "star", np.where(
-                               picked, "circle-open", "circle")).tolist()}})
+                               picked, "circle-open", "circle")).tolist(),
+                           # no outline on the filled dots: white-edged, a dense stretch of the frontier read as a
+                           # pale band of another kind; the open dot's ring is its outline
+                           "line": {"color": styles[key].color,
+                                    "width": np.where(picked & ~chosen, 2, 0).tolist()}}})
     first = table.iloc[0] if len(table) else None
     subtitle = (f"{first.isl} prompt + {first.osl} output tokens per request; {side}; open dot: each "
                 "device's recommended plan, star: the chosen one" if first is not None else "no plan")
