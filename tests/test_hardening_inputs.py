@@ -347,6 +347,10 @@ def test_a_device_that_links_to_none_is_not_told_to_use_more_devices(tmp_path):
     # a catalog device that links to more: as before
     with pytest.raises(RooflineInputError, match=r"; use more devices, narrower weights$"):
         roofline.serve(model="deepseek-v3", gpu="h100-sxm", tp=8, isl=1024, osl=256, concurrency=1)
+    # more users than its cache holds: no "more devices" either
+    with pytest.raises(RooflineInputError, match=r"it holds \d+ under vllm's memory rule; use --concurrency <= \d+ or "
+                                                 r"an fp8 KV cache, or --overflow queue"):
+        roofline.serve(model="llama-3.1-8b", gpu=str(gpu), isl=4096, osl=512, concurrency=4096)
 
 
 def test_plan_on_a_device_that_links_to_none_says_so(tmp_path, capsys):

@@ -66,7 +66,8 @@ def _held(served, cap, narrower: str, workers: int) -> str:
     where = f"{workers} decode workers of {where}" if workers > 1 else where
     if cap.running < fw.max_running * replicas * workers:
         return (f"do not fit the KV cache of {where}: it holds {int(cap.running)} under {fw.key}'s memory rule; use "
-                f"--concurrency <= {int(cap.running)}, more devices{narrower}")
+                f"--concurrency <= {int(cap.running)}"
+                f"{', more devices' if served.gpu.reach > served.plan.devices else ''}{narrower}")
     engines = replicas * workers
     each = f" per engine x {engines}" if engines > 1 else ""
     if fw.running_by_budget:
