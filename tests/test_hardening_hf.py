@@ -134,3 +134,22 @@ def test_an_moe_or_mla_field_of_nothing_is_refused_by_its_name(tmp_path, source,
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**config, field: value}))
     _refused(path, f"field '{field}' is {value}; expected an integer >= 1")
+
+
+@pytest.mark.parametrize("typo, field", [("num_key_value_head", "num_key_value_heads"),
+                                         ("tie_word_embedding", "tie_word_embeddings"),
+                                         ("max_position_embedding", "max_position_embeddings")])
+def test_a_field_one_letter_off_is_refused_with_the_field_meant(tmp_path, typo, field):
+    # transformers ignores an unknown field, and so did we: num_key_value_head fell back to multi-head attention
+    # (Llama-3.2-1B 1.34 B parameters for 1.24 B), tie_word_embedding to untied (1.50 B)
+    config = json.loads((Path(__file__).parent / "data" / "hf_configs" / "llama-3.1-8b.json").read_text())
+    config[typo] = config.pop(field)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    _refused(path, f"field '{typo}' is not one the model is read from; did you mean '{field}'?")
+
+
+def test_no_shipped_config_has_a_field_one_letter_off_another():
+    # a letter added or dropped only (o_lora_rank is one letter changed from q_lora_rank, and real)
+    for path in sorted((Path(__file__).parent / "data" / "hf_configs").glob("*.json")):
+        resolve_config(_config(path))

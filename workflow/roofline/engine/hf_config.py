@@ -187,6 +187,7 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
     """Build a ModelSpec from the parsed dict of a Hugging Face `config.json`; `where` starts each error line,
     `source` (default `where`) is the spec's source."""
     family, cfg = _language_model(cfg, where)
+    _check_misspelt(cfg, where)
     reader = FAMILIES[family]
     cfg = {**reader.defaults, **cfg}
     need = lambda *names, **kw: _need(cfg, where, *names, **kw)  # noqa: E731
@@ -231,6 +232,29 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
         named = HF_FIELDS.get(field.group(1)) if field else None
         read = f"{source or where}: '{named}'" if named in cfg else (source or where)
         raise RooflineInputError(f"{error} (read from {read})") from None
+
+
+def _check_misspelt(cfg: dict, where: str) -> None:
+    """One line for a field one letter off a field the readers take (FIELD_TYPES) that the file lacks:
+    'num_key_value_head' for num_key_value_heads. transformers ignores unknown fields, so the family's default
+    stood in silently (multi-head attention: 1.34 B parameters for Llama-3.2-1B's 1.24 B). A letter added or
+    dropped only: no field of 138 published configs is one off another that its file lacks (a letter changed
+    is: o_lora_rank, q_lora_rank)."""
+    for name in cfg:
+        if name in FIELD_TYPES:
+            continue
+        meant = [field for field in FIELD_TYPES if field not in cfg and _one_letter_off(name, field)]
+        if meant:
+            raise RooflineInputError(f"{where}: field {name!r} is not one the model is read from; did you mean "
+                                     f"{meant[0]!r}? (the file has no {meant[0]!r}: its default would stand in)")
+
+
+def _one_letter_off(a: str, b: str) -> bool:
+    """Whether `a` and `b` differ by one letter added or dropped."""
+    if abs(len(a) - len(b)) != 1:
+        return False
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    return any(longer[:i] + longer[i + 1:] == shorter for i in range(len(longer)))
 
 
 def _without_nulls(cfg: dict) -> dict:
