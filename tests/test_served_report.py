@@ -218,3 +218,14 @@ def test_the_interactive_pareto_marks_the_recommended_plan_as_the_static_figure_
         symbols, widths = np.array(trace["marker"]["symbol"]), np.array(trace["marker"]["line"]["width"])
         assert (widths[symbols == "circle-open"] == 2).all() and (widths[symbols != "circle-open"] == 0).all()
     assert any("circle-open" in trace["marker"]["symbol"] for trace in spec["data"])
+
+
+def test_a_deployment_breaks_between_its_parts_only():
+    # "4 x H200 SXM 141GB, TP 4, EP" / "4" in a narrow column: the plan's numbers stay with their names
+    from roofline.report.decision import cell
+
+    html = environment().from_string('{% from "macros.html.j2" import td, gpu_th %}{{ td(a, False) }}{{ gpu_th(b) }}'
+                                     ).render(a=cell("4 x H200 SXM 141GB, TP 4, EP 4", css="name"),
+                                              b={"name": "16 x RTX A6000, TP 8, PP 2", "misfit": ""})
+    assert "4\u00a0x H200 SXM 141GB, TP\u00a04, EP\u00a04</td>" in html
+    assert "16\u00a0x RTX A6000, TP\u00a08, PP\u00a02</th>" in html

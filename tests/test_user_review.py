@@ -375,3 +375,21 @@ def test_a_footprint_says_what_it_is_held_against():
     assert footprint_parts(row) == ("170 GB of 186 GB usable per device of 4 x Instinct MI300X, TP 4 (weights "
                                     "169 GB, KV cache 144 MB, activations 294 MB)")
     assert footprint_parts(row, everywhere=True).startswith("170 GB on every configured GPU (")
+
+
+def test_the_fastest_setup_says_when_it_rests_on_a_default_estimate():
+    # "Fastest setup that fits: prefill 37.5 ms ... on 1 x Instinct MI300X": the pooled fallback's time, ranked
+    # against calibrated ones without a word (the served bullet says "a default estimate")
+    import pandas as pd
+
+    from roofline.report.text.executive import speed_sentence
+
+    totals = pd.DataFrame({"stage": ["prefill", "decode"], "fits": [True, True], "ttft_s": [0.02, 0.0],
+                           "ttft_expected_s": [0.0375, 0.0], "tpot_s": [0.0, 0.003], "tpot_expected_s": [0.0, 0.007],
+                           "tokens_per_s_expected": [0.0, 143.0], "deployment": "1 x Instinct MI300X",
+                           "estimate": ["default", "calibrated"]})
+    text = speed_sentence(totals, {}, {"batch": 1, "seq_len": 2048})
+    assert text == ("Fastest setup that fits: prefill 37.5 ms to the first token expected (bound 20.0 ms) on 1 x "
+                    "Instinct MI300X for 1 × 2048 prompt tokens (a default estimate, see the caveats); decode 7.00 ms "
+                    "per output token expected (bound 3.00 ms) on 1 x Instinct MI300X (143 tokens/s expected at "
+                    "batch 1).")

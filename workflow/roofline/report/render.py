@@ -16,6 +16,8 @@ from urllib.request import url2pathname
 
 import jinja2
 
+from . import units
+
 TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
 PAGES = {"model": "model.html.j2", "summary": "summary.html.j2", "index": "index.html.j2"}
 
@@ -25,9 +27,11 @@ def environment(templates: str | Path = TEMPLATES) -> jinja2.Environment:
     if not Path(templates).is_dir():
         raise FileNotFoundError(f"report templates not found at {templates}: the report reads the templates/ folder "
                                 "of a source checkout (pip install -e .), or pass templates=<folder>")
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                              keep_trailing_newline=True)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    env.filters["plan"] = units.unbroken_plan  # a deployment's "TP 4" stays whole where a column is narrow
+    return env
 
 
 def render_html(context: dict, templates: str | Path = TEMPLATES, for_print: bool = False) -> str:

@@ -6,6 +6,7 @@ digits. A missing value (None or NaN, e.g. the time per output token of a prefil
 from __future__ import annotations
 
 import math
+import re
 
 from .. import display
 
@@ -131,6 +132,12 @@ def yes_no(flag) -> str:
 
 #: WORD JOINER: no line break between the characters it joins (renders as nothing)
 WORD_JOINER = "\u2060"
+
+
+def unbroken_plan(deployment: str) -> str:
+    """A deployment label whose parts stay whole in a narrow column: '4 x H200 SXM 141GB, TP 4, EP 4' breaks between
+    its parts, never as 'EP' + '4' or '4' + 'x H200' (no-break spaces inside each)."""
+    return re.sub(r"\b(TP|PP|EP|DP) (\d)", "\\1\u00a0\\2", re.sub(r"^(\d+) x ", "\\1\u00a0x ", str(deployment)))
 
 
 def unbroken_units(text: str) -> str:

@@ -78,8 +78,13 @@ def speed_sentence(totals: pd.DataFrame, names: dict[str, str], scenario: dict) 
             continue
         expected = column.replace("_s", "_expected_s")
         best = fitting.loc[fitting[expected].idxmin()]
-        extra = (f" ({units.tokens_per_s(best['tokens_per_s_expected'])} expected at batch {scenario['batch']})"
-                 if stage == "decode" else f" for {scenario['batch']} × {scenario['seq_len']} prompt tokens")
+        label = str(best.get("estimate", ""))  # a pooled-fallback time ranks against measured ones: say so
+        notes = [] if label in ("calibrated", "", "nan") else [f"a {label} estimate, see the caveats"]
+        if stage == "decode":
+            notes.insert(0, f"{units.tokens_per_s(best['tokens_per_s_expected'])} expected at batch "
+                            f"{scenario['batch']}")
+        extra = (f" for {scenario['batch']} × {scenario['seq_len']} prompt tokens" if stage == "prefill" else "") + (
+            f" ({'; '.join(notes)})" if notes else "")
         parts.append(f"{stage} {units.seconds(best[expected])} {what} expected (bound "
                      f"{units.seconds(best[column])}) on {best['deployment']}{extra}")
     return f"Fastest setup that fits: {'; '.join(parts)}."
