@@ -721,3 +721,33 @@ def test_a_leader_does_not_strike_through_a_label():
     assert not any(_segment_hits((x, y), corner, other) for other in (east, west))
     plt.close(fig)
 
+
+
+def test_the_interactive_cross_gpu_roofline_names_each_link_once():
+    # Llama-3.1-70B on four deployments: the dash-dot link roofs had no name (hover only); two deployments on one
+    # link draw one line, named once
+    from roofline.figures.interactive import _name_links_once
+
+    traces = [{"name": "H100", "line": {"dash": None}, "showlegend": True},
+              {"name": "NVLink 4 450 GB/s", "line": {"dash": "dashdot"}, "showlegend": False},
+              {"name": "NVLink 4 450 GB/s", "line": {"dash": "dashdot"}, "showlegend": False},
+              {"name": "PCIe 4.0 x16 32.0 GB/s", "line": {"dash": "dashdot"}, "showlegend": False}]
+    _name_links_once(traces)
+    assert [t["showlegend"] for t in traces] == [True, True, False, True]
+    assert traces[1]["legendgroup"] == traces[2]["legendgroup"] == "link NVLink 4 450 GB/s"
+
+
+def test_a_compute_roof_two_devices_share_shows_both(data):
+    # H100 and H200 share the 989 TFLOP/s roof: the H200's, drawn last at the same width, hid the H100's; the first
+    # device's roof is now the widest, under the others
+    tables, specs = data
+    gpus, scenario = specs_objects(specs)
+    fig = cross_gpu_figure(tables["ops"], gpus, scenario, "model", "decode")[0]
+    styles = gpu_styles(gpus)
+    widths = []
+    for key in gpus:
+        mine = [line.get_linewidth() for line in fig.axes[0].get_lines()
+                if line.get_color() == styles[key].color and line.get_linestyle() == "-"]
+        widths.append(max(mine))
+    assert len(gpus) > 1 and widths == sorted(widths, reverse=True) and widths[0] > widths[-1] == 1.1
+    plt.close(fig)

@@ -73,7 +73,7 @@ def sentence() -> str:
         text = (f"expected TPOT against {served['runs']} measured served runs (decode-dominated, from "
                 f"{numbers['package']}'s silicon data): {served['mape']:.1%} mean absolute error")
         if served["mape_main"] is not None:
-            text += f" (the previous estimator: {served['mape_main']:.1%})"
+            text += f" (an earlier release's estimator: {served['mape_main']:.1%})"
         parts.append(text + ", and no bound above a measurement")
     for key, (n, median, below) in numbers["devices"].items():
         name = catalog()[key].name if key in catalog() else key

@@ -114,19 +114,22 @@ def draw_roofs(plot: Ceilings, roofs: list[Roof], shade: bool, show_ridges: bool
     ceiling), the compute ceilings (the main one solid, the others dashed) and the dotted ridge line."""
     ax, (x_low, x_high) = plot.ax, plot.xlim
     for i, roof in enumerate(roofs):
+        # devices sharing a peak (H100 and H200: 989 TFLOP/s) draw one compute roof: the first the widest, under
+        # the others, so that each shows as a coloured edge (at one width the last drawn hid the rest)
+        main = 1.1 + (0.9 * (len(roofs) - 1 - i) / max(len(roofs) - 1, 1) if plot.multi else 0.0)
         if shade and not plot.multi:
             ax.axvspan(x_low, roof.ridge, color=REGION_COLORS["memory"], zorder=0, lw=0)
             ax.axvspan(roof.ridge, x_high, color=REGION_COLORS["compute"], zorder=0, lw=0)
         top_ridge = max(value for _, value in roof.peaks) / roof.bandwidth
         xs = np.array([x_low, roof.ridge])
-        plot.memory_lines[i] = ax.plot(xs, roof.bandwidth * xs, color=roof.color, lw=1.1, ls=roof.linestyle, zorder=2)
+        plot.memory_lines[i] = ax.plot(xs, roof.bandwidth * xs, color=roof.color, lw=main, ls=roof.linestyle, zorder=2)
         if top_ridge > roof.ridge:
             xs = np.array([roof.ridge, top_ridge])
             plot.memory_lines[i] += ax.plot(xs, roof.bandwidth * xs, color=roof.color, lw=0.7, ls=DASHED, zorder=2)
         plot.strong += plot.memory_lines[i][:1]
         plot.weak += plot.memory_lines[i][1:]
         for j, (_dtype, value) in enumerate(roof.peaks):
-            style = {"lw": 1.1, "ls": roof.linestyle} if j == 0 else {"lw": 0.7, "ls": DASHED}
+            style = {"lw": main, "ls": roof.linestyle} if j == 0 else {"lw": 0.7, "ls": DASHED}
             (plot.strong if j == 0 else plot.weak).extend(
                 ax.plot([value / roof.bandwidth, x_high], [value, value], color=roof.color, zorder=2, **style))
         if show_ridges:

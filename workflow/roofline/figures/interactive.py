@@ -152,10 +152,23 @@ def cross_gpu_spec(data: ModelFigures, stage: str) -> dict:
         legend = where + (f" ({MISFIT_MARK} does not fit)" if (key, stage) in data.misfits else "")
         traces += _roof(gpu, dtype, xlim, color, legend, key, False, network_links(ops[ops["gpu"] == key], gpu))
         traces += _points(points[points["gpu"] == key], where, color, f"{stage} on {where}", key, False)
+    _name_links_once(traces)
     return {"data": traces, "layout": _layout(f"{data.name}, {stage}, on every configured deployment",
                                               "click a deployment in the legend to hide or show it; hover a point "
                                               "for the operator", "arithmetic intensity [FLOP/byte]",
                                               "attainable [TFLOP/s] (bound)", xlim, ylim, "deployment")}
+
+
+def _name_links_once(traces: list[dict]) -> None:
+    """Each link roof in the legend once (the static figure labels them on the plot): several deployments on one
+    link draw the same line, so the first of each name is the entry, and it toggles every line of that name."""
+    named = set()
+    for trace in traces:
+        if trace.get("line", {}).get("dash") != "dashdot":
+            continue
+        trace["legendgroup"] = f"link {trace['name']}"
+        trace["showlegend"] = trace["name"] not in named
+        named.add(trace["name"])
 
 
 def _plan_hover(row) -> str:

@@ -47,7 +47,7 @@ def caveat(gpus: dict[str, Accelerator], totals: pd.DataFrame) -> str:
 #: devices whose tables ran small decode GEMMs from their large L2 (the package does not flush it between
 #: repetitions): dense models' expected decode steps there sit at 1.03-1.12x of the bound (README, "The bound never
 #: exceeds"); steps of MoE and MLA models, whose other kernels are not L2-resident, sit higher
-L2_RESIDENT = {"l40s": "up to 96 MB of L2, its AD102 die's: the SKU's is not vendor-stated",
+L2_RESIDENT = {"l40s": "up to 96 MB of L2: its AD102 die has 96 MB, NVIDIA does not state the L40S's share",
                "rtx-pro-6000": "128 MB of L2"}
 
 

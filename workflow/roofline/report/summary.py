@@ -30,8 +30,9 @@ def largest_footprint(stage_totals: pd.DataFrame) -> dict:
 #: carries no information and becomes one line under the table instead
 SUMMARY_COLUMNS = (
     ("ttft", "Time to first token (bound)", True, False), ("tpot", "Time per output token (bound)", True, False),
-    ("tokens_per_s", "Decode tokens/s (bound)", True, False),
-    ("max_throughput", "Max decode tokens/s (batch)", True, True),
+    # the deployment's tokens/s, all its devices (page 1's decision table gives them per GPU)
+    ("tokens_per_s", "Decode tokens/s, all devices (bound)", True, False),
+    ("max_throughput", "Max decode tokens/s, all devices (batch)", True, True),
     ("prefill_bound", "Prefill bound", False, True), ("decode_bound", "Decode bound", False, True),
     ("prefill_lever", "Best prefill lever", False, True), ("lever", "Best decode lever", False, True),
     ("devices", "Devices needed", True, True), ("footprint", "Footprint per device", True, True),
