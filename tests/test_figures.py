@@ -751,3 +751,22 @@ def test_a_compute_roof_two_devices_share_shows_both(data):
         widths.append(max(mine))
     assert len(gpus) > 1 and widths == sorted(widths, reverse=True) and widths[0] > widths[-1] == 1.1
     plt.close(fig)
+
+
+def test_a_label_is_not_placed_across_another_labels_leader():
+    # Mixtral prefill: "expert_act, +2" was placed over the leader of "attn/mlp_all_reduce, +1", placed before it
+    from roofline.figures.labels import BoxArray, LabelRequest, _best_place, _Lines, _segment_hits
+
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 10)
+    renderer = fig.canvas.get_renderer()
+    request, lines = LabelRequest(5, 5, "expert_act, +2"), _Lines([], [], [])
+    free = _best_place(ax, request, renderer, BoxArray(), lines, 6.5)
+    box = free[2]
+    free[1].remove()
+    leader = ((box.x0 - 20, (box.y0 + box.y1) / 2), (box.x1 + 20, (box.y0 + box.y1) / 2))  # across its best place
+    assert _segment_hits(*leader, box)
+    moved = _best_place(ax, request, renderer, BoxArray(), lines, 6.5, leaders=[leader])
+    assert not _segment_hits(*leader, moved[2])
+    plt.close(fig)

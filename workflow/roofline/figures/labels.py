@@ -264,14 +264,13 @@ def _level(box, start, end, leader: bool, lines: _Lines) -> int:
     return 5
 
 
-def _best_place(ax, request, renderer, taken, lines: _Lines, fontsize, texts=()):
+def _best_place(ax, request, renderer, taken, lines: _Lines, fontsize, texts=(), leaders=()):
     """(level, text, box, ox, oy, distance) of the best place for `request`'s label, or None when every place
-    leaves the axes or overlaps what is taken; a leader through one of `texts` (the labels placed) reads as
-    badly as one along a solid line."""
+    leaves the axes or overlaps what is taken; a leader through one of `texts` (the labels placed), or a label
+    across one of `leaders` (theirs, (start, end) in display coordinates), reads as badly as a leader along a
+    solid line."""
     fig = ax.figure
-    px_per_pt = fig.dpi / 72.0
     axes_box = ax.get_window_extent(renderer).padded(-3)
-    anchor = ax.transData.transform((request.x, request.y))
     best = None
     for ox, oy, ha, va, distance in _offsets():
         offset = ScaledTranslation(ox / 72.0, oy / 72.0, fig.dpi_scale_trans)
@@ -282,11 +281,10 @@ def _best_place(ax, request, renderer, taken, lines: _Lines, fontsize, texts=())
                 and box.y1 <= axes_box.y1) or overlaps_any(box, taken):
             text.remove()
             continue
-        # the leader (beyond the nearest distance) runs from just off the point to the label's corner
-        start = (anchor[0] + ox / distance * 4 * px_per_pt, anchor[1] + oy / distance * 4 * px_per_pt)
-        end = (anchor[0] + ox * px_per_pt, anchor[1] + oy * px_per_pt)
+        start, end = _leader(ax, request, ox, oy, distance)
         level = _level(box, start, end, distance > DISTANCES[0], lines)
-        if distance > DISTANCES[0] and level < 3 and any(_segment_hits(start, end, other) for other in texts):
+        struck = distance > DISTANCES[0] and any(_segment_hits(start, end, other) for other in texts)
+        if level < 3 and (struck or any(_segment_hits(a, b, box) for a, b in leaders)):
             level = 3  # a leader struck through a label ("NVLink 4 450 GB/s") reads as part of it
         if best is None or level < best[0]:
             if best is not None:
@@ -297,6 +295,15 @@ def _best_place(ax, request, renderer, taken, lines: _Lines, fontsize, texts=())
         if best[0] == 0:
             break
     return best
+
+
+def _leader(ax, request, ox: float, oy: float, distance: float) -> tuple:
+    """(start, end) of a label's leader in display coordinates (drawn beyond the nearest distance): from just off
+    the point to the label's corner."""
+    px_per_pt = ax.figure.dpi / 72.0
+    anchor = ax.transData.transform((request.x, request.y))
+    return ((anchor[0] + ox / distance * 4 * px_per_pt, anchor[1] + oy / distance * 4 * px_per_pt),
+            (anchor[0] + ox * px_per_pt, anchor[1] + oy * px_per_pt))
 
 
 def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(), guides=(), fontsize=6.5,
@@ -310,12 +317,12 @@ def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(
     box crosses `weak_lines` too (dashed secondary ceilings), 5 = it crosses a solid line (`lines`). A leader
     through a label (`texts`: the boxes of the labels already on the plot, and those placed here) is level 3."""
     taken = BoxArray(obstacles)
-    texts = list(texts)
+    texts, leaders = list(texts), []
     paths = _Lines(solid=list(lines), roofs=list(lines) + list(weak_lines),
                    every=list(lines) + list(weak_lines) + list(guides))
     placed, skipped = [], []
     for request in sorted(requests, key=lambda r: -r.priority):
-        best = _best_place(ax, request, renderer, taken, paths, fontsize, texts)
+        best = _best_place(ax, request, renderer, taken, paths, fontsize, texts, leaders)
         if best is None:
             skipped.append(request)
             continue
@@ -324,6 +331,7 @@ def place_labels(ax, requests, renderer, *, obstacles=(), lines=(), weak_lines=(
         taken.append(box)
         texts.append(box)
         if distance > DISTANCES[0]:
+            leaders.append(_leader(ax, request, ox, oy, distance))
             ax.annotate("", xy=(request.x, request.y), xytext=(ox, oy), textcoords="offset points",
                         arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "#777777", "shrinkA": 0, "shrinkB": 2},
                         zorder=5)
