@@ -393,3 +393,43 @@ def test_the_fastest_setup_says_when_it_rests_on_a_default_estimate():
                     "Instinct MI300X for 1 × 2048 prompt tokens (a default estimate, see the caveats); decode 7.00 ms "
                     "per output token expected (bound 3.00 ms) on 1 x Instinct MI300X (143 tokens/s expected at "
                     "batch 1).")
+
+
+def test_the_caveat_says_a_fallback_devices_collectives_are_at_their_bound():
+    # 70B prefill on 4 x RTX A6000 (no table): its all-reduces at exactly the bound, beside 4 x L40S whose measured
+    # PCIe all-reduces take 6.4x theirs, ranked the A6000 ahead without a word
+    import pandas as pd
+
+    from roofline.engine.hardware import get_accelerator
+    from roofline.report.calibration import caveat
+
+    gpus = {key: get_accelerator(key) for key in ("rtx-a6000", "l40s")}
+    totals = pd.DataFrame({"gpu": ["rtx-a6000", "l40s"], "framework": ["", "vllm"],
+                           "calibration": ["none", "l40s.vllm.csv.gz (aiconfigurator-core 0.12.0, vllm 0.24.0)"],
+                           "estimate": ["default", "calibrated"]})
+    text = caveat(gpus, totals)
+    assert ("RTX A6000 (no table of their own): the pooled A100/H100 fallback, estimate default, with collectives at "
+            "their bound (optimistic: no link of theirs is measured)") in text
+
+
+def test_a_tensor_parallel_lever_past_the_scale_up_domain_says_so():
+    # DeepSeek-V3 on 8 x H200 (TP 8): "TP ×2 on 2× devices 1.26×" was TP 16 over two 8-GPU NVLink domains, a plan
+    # parallel: auto itself avoids, and the report did not say its collectives cross nodes
+    import pandas as pd
+
+    from roofline.engine import hardware, models
+    from roofline.engine.parallel import Parallel
+    from roofline.engine.scenario import Scenario
+    from roofline.engine.treatments import treatment_table
+    from roofline.report.decision import best_lever
+
+    scenario = Scenario(parallel=Parallel(tp=8, ep=8), weight_dtype="native")
+    rows = pd.DataFrame(treatment_table(models.get_model("deepseek-v3"), hardware.get_accelerator("h200-sxm"),
+                                         "prefill", scenario))
+    label = rows.set_index("treatment").loc["more_devices", "label"]
+    assert label.endswith("; its tensor-parallel group spans 2 scale-up domains of 8")
+    top = rows.assign(speedup=rows["treatment"].eq("more_devices") * 9.0 + 1.0)
+    assert best_lever(top)["text"] == "TP ×2 on 2× devices across nodes 10.0×"
+    inside = pd.DataFrame(treatment_table(models.get_model("llama-3.1-8b"), hardware.get_accelerator("h200-sxm"),
+                                           "prefill", Scenario()))
+    assert "scale-up" not in inside.set_index("treatment").loc["more_devices", "label"]  # TP 2 of 8: inside

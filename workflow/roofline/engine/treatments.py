@@ -159,8 +159,11 @@ def _more_devices(table: _Table):
         check_plan(table.model, table.gpu, doubled.validate())  # a new plan: checked here, once
     except RooflineInputError as error:
         reason = str(error)
+    domain = table.gpu.scaleup_domain
+    across = (f"; its tensor-parallel group spans {-(-doubled.tp // domain)} scale-up domains of {domain}"
+              if table.gpu.scaleup_bandwidth_bytes_per_s > 0 and doubled.tp > domain > 1 else "")
     table.scenario_change("more_devices", f"twice the tensor parallelism: {doubled.devices} devices "
-                          f"({doubled.describe()})", "both", reason, parallel=doubled)
+                          f"({doubled.describe()}){across}", "both", reason, parallel=doubled)
 
 
 def _batching(table: _Table, kv_dtype: str | None = None):

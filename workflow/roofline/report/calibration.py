@@ -35,8 +35,12 @@ def caveat(gpus: dict[str, Accelerator], totals: pd.DataFrame) -> str:
         else:
             named.append(f"{gpu.name}: {basis}")
     package = f"{manifest().get('package', 'aiconfigurator-core')} {manifest().get('version', '')}".strip()
-    without = (f"{', '.join(fallback)} (no table of their own): the pooled A100/H100 fallback, estimate default"
-               if fallback else "GPUs without a table: the pooled A100/H100 fallback, estimate default")
+    # a fallback device's collectives have no measured link behind them: priced at the bound, which real ones
+    # miss by far (the L40S's own PCIe all-reduces take 6x theirs), so its multi-device times read optimistic
+    without = (f"{', '.join(fallback)} (no table of their own): the pooled A100/H100 fallback, estimate default, "
+               "with collectives at their bound (optimistic: no link of theirs is measured)"
+               if fallback else "GPUs without a table: the pooled A100/H100 fallback, estimate default, with "
+               "collectives at their bound")
     return ("Expected times scale each bound by what kernels measured on that GPU model under its serving framework "
             "achieve at the operator's size, intensity and shape (NVIDIA AIConfigurator's tables, "
             f"{package}, {manifest().get('licence', 'Apache-2.0')}: " + "; ".join([*named, without])
