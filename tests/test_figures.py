@@ -667,7 +667,10 @@ def test_coinciding_attention_shares_stay_visible(data):
     # Llama-3.1-8B on an H100 and an MI300X: both devices' attention shares of the stage time are the same curve
     # (their bounds share the compute-to-memory balance), and at equal widths the MI300X's line hid the H100's
     # entirely; the first GPU's is now the widest, underneath, each later one narrower
-    from roofline.figures.seq_sweep import _under_width
+    from roofline.figures.style import under_width
+
+    def _under_width(order, count):
+        return under_width(order, count, 1.0, 1.8)
 
     assert [_under_width(i, 3) for i in range(3)] == [2.8, 1.9, 1.0] and _under_width(0, 1) == 1.0
     tables, specs = data

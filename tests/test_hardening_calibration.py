@@ -257,3 +257,14 @@ def test_random_numeric_rows_keep_exactly_the_rows_in_range(tmp_path_factory, nu
     assert [(r["flops"], r["bytes"], r["measured_s"]) for r in table.rows] == [
         (float(str(f)), float(str(b)), float(str(m))) for f, b, m in expected]
     assert table.rejected == len(numbers) - len(expected)
+
+
+def test_a_catalog_device_whose_speeds_an_entry_moves_takes_no_table_of_its_old_chip():
+    # h100-sxm: {bandwidth_gbps: 20000, calibration: <the H100's own table>}: another chip now; its table is refused
+    # as another chip's unless any device is allowed, with the reason
+    h100 = str(shipped_path("h100-sxm"))
+    with pytest.raises(RooflineInputError, match=r"was measured on h100-sxm, and h100-sxm's entry moves its "
+                                                 r"bandwidth or a peak past 10% of that chip's, so it is another chip"):
+        rc.resolve_gpu("h100-sxm", {"bandwidth_gbps": 20000, "calibration": h100})
+    assert rc.resolve_gpu("h100-sxm", {"bandwidth_gbps": 20000, "calibration": h100,
+                                       "calibration_any_device": True}).calibration == h100

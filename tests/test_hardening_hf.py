@@ -153,3 +153,11 @@ def test_no_shipped_config_has_a_field_one_letter_off_another():
     # a letter added or dropped only (o_lora_rank is one letter changed from q_lora_rank, and real)
     for path in sorted((Path(__file__).parent / "data" / "hf_configs").glob("*.json")):
         resolve_config(_config(path))
+
+
+def test_another_styles_field_in_a_file_is_no_misspelling(tmp_path):
+    # a Llama file's leftover GPT-2-style n_heads is not a misspelt n_head (which Llama is not read from)
+    config = json.loads((Path(__file__).parent / "data" / "hf_configs" / "llama-3.1-8b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "n_heads": 32, "n_layers": 4, "n_embed": 4096, "layer_type": "full"}))
+    assert resolve_config(_config(path)).models["mine"].n_layers == config["num_hidden_layers"]

@@ -338,14 +338,24 @@ def test_a_device_that_links_to_none_is_not_told_to_use_more_devices(tmp_path):
     with pytest.raises(RooflineInputError) as caught:
         roofline.serve(model="deepseek-v3", gpu=str(gpu), isl=1024, osl=256, concurrency=1, weight_dtype="int4")
     said = str(caught.value)
-    assert said.endswith("a40 links to no more devices (give its entry scaleup_gbps and scaleup_domain, or "
-                         "scaleout_gbps, to spread the model)"), said  # int4 weights: no narrower ones
-    assert "use more devices" not in said and "narrower weights" not in said
+    assert said.endswith("GB per device); a40 links to no other device: scaleup_gbps and scaleup_domain, or "
+                         "scaleout_gbps, in its entry would spread the model"), said  # int4 weights: no narrower
+    assert "more devices" not in said and "narrower weights" not in said
     with pytest.raises(RooflineInputError) as caught:
         roofline.serve(model="deepseek-v3", gpu=str(gpu), isl=1024, osl=256, concurrency=1, weight_dtype="fp8")
-    assert str(caught.value).endswith("to spread the model), narrower weights")
-    # a catalog device that links to more: as before
-    with pytest.raises(RooflineInputError, match=r"; use more devices, narrower weights$"):
+    assert str(caught.value).endswith("; use narrower weights (a40 links to no other device: scaleup_gbps and "
+                                      "scaleup_domain, or scaleout_gbps, in its entry would spread the model)")
+    # a device file with a scale-up domain the plan fills: a larger domain, or a scale-out network
+    domain = tmp_path / "a40x8.yaml"
+    domain.write_text("a40x8: {name: NVIDIA A40, memory_gb: 48, bandwidth_gbps: 696, peak_tflops: {bf16: 149.7}, "
+                      "scaleup_gbps: 32, scaleup_domain: 8}\n")
+    with pytest.raises(RooflineInputError, match=r"; use narrower weights \(a40x8 links to no more than 8 devices: a "
+                                                 r"larger scaleup_domain, or scaleout_gbps, in its entry would spread "
+                                                 r"the model further\)$"):
+        roofline.serve(model="deepseek-v3", gpu=str(domain), tp=8, isl=1024, osl=256, concurrency=1,
+                       weight_dtype="fp8")
+    # a catalog device that links to more: every remedy, one verb
+    with pytest.raises(RooflineInputError, match=r"; use more devices or narrower weights$"):
         roofline.serve(model="deepseek-v3", gpu="h100-sxm", tp=8, isl=1024, osl=256, concurrency=1)
     # more users than its cache holds: no "more devices" either
     with pytest.raises(RooflineInputError, match=r"it holds \d+ under vllm's memory rule; use --concurrency <= \d+ or "
@@ -360,7 +370,8 @@ def test_plan_on_a_device_that_links_to_none_says_so(tmp_path, capsys):
                      "--max-devices", "64"]) == 0
     said = capsys.readouterr()
     text = said.out + said.err
-    assert "more devices only where they link (a40: no scale-up or scale-out link" in text
+    assert ("on the devices allowed; narrower weights or an fp8 KV cache may help (a40 links to no other device: "
+            "scaleup_gbps and scaleup_domain, or scaleout_gbps, in its entry would spread the model)") in text
     assert "allow more devices (--max-devices)" not in text
 
 
@@ -380,21 +391,25 @@ def test_progress_over_several_devices_counts_their_tables_in_its_pace():
 def test_a_device_whose_speeds_an_entry_changes_is_another_chip(tmp_path):
     # {base: h100-sxm, bandwidth_gbps: 20000, peak_tflops: {...5000}}: serve gave a 1.59 ms TPOT bound beside the
     # plain H100's measured 14.9 ms, "calibrated": the H100's kernel tables time another chip's kernels
-    from roofline.engine.hardware import SAME_CHIP_WITHIN, accelerator_from_entry, get_accelerator
+    from roofline.engine.hardware import OTHER_CHIP, SAME_CHIP_WITHIN, accelerator_from_entry, get_accelerator
+    from roofline.estimate.calibration import table_path
 
     h100 = get_accelerator("h100-sxm")
     fast = accelerator_from_entry("h100-fast", {"base": "h100-sxm", "bandwidth_gbps": 20000})
-    assert h100.chip == "h100-sxm" and fast.chip == ""
+    assert h100.chip == "h100-sxm" and fast.chip == OTHER_CHIP and table_path(fast) is None
     peak = h100.peak_flops_per_s["bf16"] / 1e12
-    assert accelerator_from_entry("x", {"base": "h100-sxm", "peak_tflops": {"bf16": 2 * peak}}).chip == ""
+    assert accelerator_from_entry("x", {"base": "h100-sxm", "peak_tflops": {"bf16": 2 * peak}}).chip == OTHER_CHIP
     # a clock variant within SAME_CHIP_WITHIN, more memory, other links or a dtype the base lacks: the same chip
     near = h100.bandwidth_bytes_per_s / 1e9 * (1 + SAME_CHIP_WITHIN / 2)
     for entry in ({"bandwidth_gbps": near}, {"memory_gb": 141}, {"scaleup_gbps": 900}, {"peak_tflops": {"fp4": 4000}}):
         assert accelerator_from_entry("x", {"base": "h100-sxm", **entry}).chip == "h100-sxm", entry
-    assert accelerator_from_entry("h100-sxm", {"bandwidth_gbps": 20000}).chip == ""  # the catalog key overridden
+    # the catalog key itself overridden (its tables were found by its key when its chip was "")
+    over = accelerator_from_entry("h100-sxm", {"bandwidth_gbps": 20000})
+    assert over.chip == OTHER_CHIP and table_path(over) is None and table_path(h100) is not None
     import roofline
 
-    path = tmp_path / "fast.yaml"
-    path.write_text("h100-fast: {base: h100-sxm, bandwidth_gbps: 20000}\n")
-    row = roofline.serve(model="llama-3.1-8b", gpu=str(path), isl=1024, osl=256, concurrency=16).iloc[0]
-    assert row["estimate"] == "default" and row["calibration"] == "none"
+    for text in ("h100-fast: {base: h100-sxm, bandwidth_gbps: 20000}", "h100-sxm: {bandwidth_gbps: 20000}"):
+        path = tmp_path / "fast.yaml"
+        path.write_text(text + "\n")
+        row = roofline.serve(model="llama-3.1-8b", gpu=str(path), isl=1024, osl=256, concurrency=16).iloc[0]
+        assert row["estimate"] == "default" and row["calibration"] == "none", text

@@ -189,9 +189,14 @@ def test_the_served_notes_say_what_tokens_count_and_what_the_times_rest_on(searc
     summary = served.summary_served({"llama-3.1-8b": searched}, {"models": {"llama-3.1-8b": {"name": "Llama"}}})
     assert summary["basis"].startswith("Tokens/s counts output tokens")
     assert served.basis_note([]) == "" and served.basis_note([searched.iloc[:0]]) == ""
-    # a device without a table of its own says so
+    # a device without a table of its own says so, a NaN calibration too (groupby had dropped it)
     bare = searched.assign(calibration="none")
     assert "h100-sxm: no measured table (the documented default)" in served.basis_note([bare])
+    unknown = searched.assign(calibration=searched["calibration"].where(searched["gpu"] != "h200-sxm"))
+    assert "h200-sxm: no measured table (the documented default)" in served.basis_note([unknown])
+    # a table without a framework column still names its kernel tables
+    assert "Measured kernels behind the expected times: h100-sxm: " in served.basis_note([searched.drop(
+        columns="framework")])
 
 
 def test_a_pair_of_numbers_wraps_before_its_parenthesis_only():

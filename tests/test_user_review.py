@@ -429,7 +429,22 @@ def test_a_tensor_parallel_lever_past_the_scale_up_domain_says_so():
     label = rows.set_index("treatment").loc["more_devices", "label"]
     assert label.endswith("; its tensor-parallel group spans 2 scale-up domains of 8")
     top = rows.assign(speedup=rows["treatment"].eq("more_devices") * 9.0 + 1.0)
-    assert best_lever(top)["text"] == "TP ×2 across nodes 10.0×"
+    assert best_lever(top)["text"] == "TP ×2 across domains 10.0×"
     inside = pd.DataFrame(treatment_table(models.get_model("llama-3.1-8b"), hardware.get_accelerator("h200-sxm"),
                                            "prefill", Scenario()))
     assert "scale-up" not in inside.set_index("treatment").loc["more_devices", "label"]  # TP 2 of 8: inside
+
+
+def test_a_speed_up_of_single_devices_names_no_collectives():
+    # H100 against A100, one device each, 1.64x the bandwidths apart: the rest of the time is compute-bound
+    # operators alone (it said "the collectives and compute-bound operators" with no collective in either step)
+    import pandas as pd
+
+    from roofline.engine.hardware import get_accelerator
+    from roofline.report.text.executive import _follows_clause
+
+    rows = pd.DataFrame({"t_s": [0.004, 0.0055], "memory_bound_share": [0.7, 0.8], "network_share": [0.0, 0.0],
+                         "tp": [1, 1]}, index=["h100-sxm", "a100-sxm-80gb"])
+    gpus = {key: get_accelerator(key) for key in rows.index}
+    text = _follows_clause(rows, gpus, {}, {"h100-sxm": "H100", "a100-sxm-80gb": "A100"})
+    assert text.endswith(": compute-bound operators) does not follow it") and "collectives" not in text

@@ -80,10 +80,17 @@ class Accelerator:
     tdp_w: float | None = None  # W, the datasheet's board power (TDP/TBP); None = not published
     power_w: float | None = None  # W, measured mean power per device while serving (config only; wins over tdp_w)
     price_per_hour: float | None = None  # USD per device-hour (config or --price-per-hour; none shipped)
-    chip: str = ""  # catalog key of the silicon (an alias with `base:` keeps its base's): whose measurements apply
+    chip: str = ""  # catalog key of the silicon (an alias with `base:` keeps its base's): whose measurements apply;
+    # OTHER_CHIP where an entry moved a catalog device's speeds past SAME_CHIP_WITHIN (no catalog chip's tables)
     calibration_any_device: bool = False  # apply `calibration` even if it was measured on another chip
     framework: str = ""  # serving framework (FRAMEWORKS) whose shipped tables it uses (roofline.estimate); "" = its
     # default
+
+    @property
+    def measured_as(self) -> str:
+        """The catalog key whose measured tables apply to this device: its chip, else its own key; OTHER_CHIP (no
+        table's) where an entry moved its speeds away from its catalog chip's."""
+        return self.chip or self.key
 
     @property
     def reach(self) -> float:
@@ -214,7 +221,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     (path of a calibration table, as given), calibration_any_device (true: apply it even if measured on another
     chip), framework (FRAMEWORKS: the serving framework whose shipped tables its expected times use); tdp_w [W],
     power_w [W, measured], price_per_hour [USD per device-hour]. The device keeps the chip of the catalog entry it
-    starts from (`key` or `base`); new hardware has none.
+    starts from (`key` or `base`) unless the entry moves its bandwidth or a peak past SAME_CHIP_WITHIN (OTHER_CHIP);
+    new hardware has none.
     """
     entry = dict(entry or {})
     unknown_fields = sorted(set(entry) - set(ENTRY_FIELDS))
@@ -227,7 +235,7 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     if changes and (key in catalog() or base_key is not None):
         changes["source"] = changes.get("source", base.source + " (some figures changed by a gpus: entry)")
     if base.chip and _another_chip(base, changes):
-        changes["chip"] = ""  # its measured tables time another chip's kernels: the pooled fallback prices it
+        changes["chip"] = OTHER_CHIP  # the base's tables time another chip's kernels: the pooled fallback prices it
     if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
         changes["calibration"] = str(entry["calibration"])
     for name in ("power_w", "price_per_hour"):  # a measurement and a price, not spec fields: the same
@@ -248,6 +256,8 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
 #: how far (relative) an entry may move a catalog device's bandwidth or one of its peaks and stay that chip (a
 #: clock or SKU variant); past it the device is another chip, whose kernels the base's measured tables do not time
 SAME_CHIP_WITHIN = 0.1
+#: the chip of a device an entry moved past SAME_CHIP_WITHIN: no catalog device's, so no shipped table matches it
+OTHER_CHIP = "another chip"
 
 
 def _another_chip(base: Accelerator, changes: dict) -> bool:
@@ -372,7 +382,8 @@ def _positive(key: str, name: str, value: object, zero: bool = False) -> float:
     # entry's schema and the integer fields refuse both)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         shown = f"'{value}'" if isinstance(value, str) else repr(value)
-        raise RooflineInputError(f"gpus.{key}.{name}: {shown} is not a number; expected a positive number"
+        raise RooflineInputError(f"gpus.{key}.{name}: {shown} is not a number; expected a "
+                                 f"{'number >= 0' if zero else 'positive number'}"
                                  + (", without quotes" if _numeric_text(value) else ""))
     number = float(value)
     if not math.isfinite(number) or number < 0 or (number == 0 and not zero):

@@ -187,7 +187,7 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
     """Build a ModelSpec from the parsed dict of a Hugging Face `config.json`; `where` starts each error line,
     `source` (default `where`) is the spec's source."""
     family, cfg = _language_model(cfg, where)
-    _check_misspelt(cfg, where)
+    _check_misspelt(cfg, where, family)
     reader = FAMILIES[family]
     cfg = {**reader.defaults, **cfg}
     need = lambda *names, **kw: _need(cfg, where, *names, **kw)  # noqa: E731
@@ -234,19 +234,28 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
         raise RooflineInputError(f"{error} (read from {read})") from None
 
 
-def _check_misspelt(cfg: dict, where: str) -> None:
-    """One line for a field one letter off a field the readers take (FIELD_TYPES) that the file lacks:
-    'num_key_value_head' for num_key_value_heads. transformers ignores unknown fields, so the family's default
-    stood in silently (multi-head attention: 1.34 B parameters for Llama-3.2-1B's 1.24 B). A letter added or
-    dropped only: no field of 138 published configs is one off another that its file lacks (a letter changed
-    is: o_lora_rank, q_lora_rank)."""
+#: fields only the GPT-2 / OPT / Falcon style configs hold (n_head ...), and per-layer lists: not the field a
+#: one-letter-off name in another family's file meant (a Llama file's leftover n_heads is no misspelt n_head)
+_OWN_STYLE = {"n_embd": ("gpt2",), "n_layer": ("gpt2", "falcon"), "n_head": ("gpt2", "falcon"),
+              "n_positions": ("gpt2",), "n_inner": ("gpt2",), "ffn_dim": ("opt",), "word_embed_proj_dim": ("opt",),
+              "layer_types": (), "mlp_only_layers": (), "model_type": (), "_name_or_path": ()}
+
+
+def _check_misspelt(cfg: dict, where: str, family: str) -> None:
+    """One line for a field one letter off a field the readers take (FIELD_TYPES; those of another style of
+    config, _OWN_STYLE, only in their own families) that the file lacks: 'num_key_value_head' for
+    num_key_value_heads. transformers ignores unknown fields, so a default stood in silently (multi-head attention:
+    1.34 B parameters for Llama-3.2-1B's 1.24 B). A letter added or dropped only: no field of the 138 published
+    configs checked (tests/data/hf_configs and aiconfigurator-core's model_configs) is one off another that its
+    file lacks (a letter changed is: o_lora_rank, q_lora_rank)."""
+    fields = [field for field in FIELD_TYPES if family in _OWN_STYLE.get(field, (family,))]
     for name in cfg:
         if name in FIELD_TYPES:
             continue
-        meant = [field for field in FIELD_TYPES if field not in cfg and _one_letter_off(name, field)]
+        meant = [field for field in fields if field not in cfg and _one_letter_off(name, field)]
         if meant:
             raise RooflineInputError(f"{where}: field {name!r} is not one the model is read from; did you mean "
-                                     f"{meant[0]!r}? (the file has no {meant[0]!r}: its default would stand in)")
+                                     f"{meant[0]!r}? (the file has no {meant[0]!r}, so a default would stand in)")
 
 
 def _one_letter_off(a: str, b: str) -> bool:

@@ -150,6 +150,10 @@ def _kernel_and_dtypes(table: _Table):
                           expert_weight_dtype="", attention_weight_dtype="")
 
 
+#: the words of the more_devices label whose tensor-parallel group spans several scale-up domains (read by reports)
+ACROSS_DOMAINS = "scale-up domains"
+
+
 def _more_devices(table: _Table):
     """Twice the tensor parallelism of the configured plan (pipeline stages unchanged)."""
     plan = table.scenario.parallel
@@ -160,7 +164,7 @@ def _more_devices(table: _Table):
     except RooflineInputError as error:
         reason = str(error)
     domain = table.gpu.scaleup_domain
-    across = (f"; its tensor-parallel group spans {-(-doubled.tp // domain)} scale-up domains of {domain}"
+    across = (f"; its tensor-parallel group spans {-(-doubled.tp // domain)} {ACROSS_DOMAINS} of {domain}"
               if table.gpu.scaleup_bandwidth_bytes_per_s > 0 and doubled.tp > domain > 1 else "")
     table.scenario_change("more_devices", f"twice the tensor parallelism: {doubled.devices} devices "
                           f"({doubled.describe()}){across}", "both", reason, parallel=doubled)

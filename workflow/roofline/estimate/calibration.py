@@ -133,7 +133,7 @@ def shipped_path(key: str, framework: str = "") -> Path | None:
 def framework_for(gpu: Accelerator, scenario_framework: str = "") -> str:
     """The framework whose tables a device uses: the GPU's own choice (the CLI option or its config entry), else
     the scenario's, where its chip has a table of it; else the chip's default ("" without shipped tables)."""
-    frameworks = shipped_frameworks(gpu.chip or gpu.key)
+    frameworks = shipped_frameworks(gpu.measured_as)
     wanted = [f for f in (gpu.framework, scenario_framework) if f in frameworks]
     return (wanted or frameworks or ("",))[0]
 
@@ -144,7 +144,7 @@ def table_path(gpu: Accelerator, framework: str = "") -> str | None:
     device's choice when "": framework_for)."""
     if gpu.calibration:
         return gpu.calibration
-    path = shipped_path(gpu.chip or gpu.key, framework or framework_for(gpu))
+    path = shipped_path(gpu.measured_as, framework or framework_for(gpu))
     return str(path) if path is not None else None
 
 

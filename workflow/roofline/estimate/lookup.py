@@ -153,7 +153,7 @@ def calibration_for(gpu: Accelerator, framework: str = "") -> Calibration:
         framework = framework if gpu.calibration else framework or framework_for(gpu)
         path = table_path(gpu, framework)
         own, facts = load_fit(path, gpu) if path else (None, {})
-        chip = gpu.chip or gpu.key
+        chip = gpu.measured_as
         shipped = (str(shipped_path(chip, other)) for other in shipped_frameworks(chip))
         siblings = tuple(sibling for sibling in shipped if sibling != path)
         _CACHE[key] = Calibration(own, None, bool(facts.get("measured")),

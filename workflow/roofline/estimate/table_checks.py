@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engine.errors import RooflineInputError, clip
-from ..engine.hardware import Accelerator
+from ..engine.hardware import OTHER_CHIP, SAME_CHIP_WITHIN, Accelerator
 from ..engine.hf_config import not_a_file
 
 #: Columns every calibration table needs.
@@ -179,7 +179,7 @@ def check_device(table: CheckedTable, gpu: Accelerator, path: str) -> None:
     gpu.calibration_any_device."""
     if gpu.calibration_any_device:
         return
-    chip, devices = gpu.chip or gpu.key, table.devices
+    chip, devices = gpu.measured_as, table.devices
     allow = ("; to apply it anyway, allow any device (--calibration-any-device, or calibration_any_device: true in "
              "the gpu entry)")
     if not devices:
@@ -187,6 +187,10 @@ def check_device(table: CheckedTable, gpu: Accelerator, path: str) -> None:
                                  f"(no '{DEVICE_COLUMN}' column, or an empty one), so it cannot be checked against "
                                  f"{gpu.key}{allow}")
     if set(devices) != {chip}:
+        if chip == OTHER_CHIP:  # a catalog device whose entry moved its speeds: no catalog chip's table fits it
+            raise RooflineInputError(f"calibration: '{clip(path, 200)}' was measured on {', '.join(devices)}, and "
+                                     f"{gpu.key}'s entry moves its bandwidth or a peak past {SAME_CHIP_WITHIN:.0%} of "
+                                     f"that chip's, so it is another chip{allow}")
         ours = chip if chip == gpu.key else f"{chip} (the chip of {gpu.key})"
         raise RooflineInputError(f"calibration: '{clip(path, 200)}' was measured on {', '.join(devices)}, not on "
                                  f"{ours}; use a table measured on {chip}{allow}")

@@ -14,7 +14,7 @@ import numpy as np
 
 from .labels import BoxArray, hits_paths, overlaps_any
 from .roofs import Roof, bandwidth_label, fmt_value, peak_label
-from .style import LINK_COLOR, REGION_COLORS
+from .style import LINK_COLOR, REGION_COLORS, under_width
 
 #: a faint white ground under ceiling labels, so a line they must cross does not cut through the text
 LABEL_BOX = {"boxstyle": "square,pad=0.05", "facecolor": "white", "edgecolor": "none", "alpha": 0.6}
@@ -114,9 +114,8 @@ def draw_roofs(plot: Ceilings, roofs: list[Roof], shade: bool, show_ridges: bool
     ceiling), the compute ceilings (the main one solid, the others dashed) and the dotted ridge line."""
     ax, (x_low, x_high) = plot.ax, plot.xlim
     for i, roof in enumerate(roofs):
-        # devices sharing a peak (H100 and H200: 989 TFLOP/s) draw one compute roof: the first the widest, under
-        # the others, so that each shows as a coloured edge (at one width the last drawn hid the rest)
-        main = 1.1 + (0.9 * (len(roofs) - 1 - i) / max(len(roofs) - 1, 1) if plot.multi else 0.0)
+        # devices sharing a peak (H100 and H200: 989 TFLOP/s) draw one compute roof: widest first, underneath
+        main = under_width(i, len(roofs), 1.1, 0.9) if plot.multi else 1.1
         if shade and not plot.multi:
             ax.axvspan(x_low, roof.ridge, color=REGION_COLORS["memory"], zorder=0, lw=0)
             ax.axvspan(roof.ridge, x_high, color=REGION_COLORS["compute"], zorder=0, lw=0)

@@ -88,7 +88,9 @@ def _roof(gpu: Accelerator, dtype: str, xlim, color: str, name: str, group: str,
     for link, bandwidth in roof.links:
         end = min(high, roof.main_peak / bandwidth)
         traces.append({"type": "scatter", "mode": "lines", "name": f"{link} {display.bandwidth(bandwidth)}",
-                       "legendgroup": group, "showlegend": label_links, "x": [low, end],
+                       # a named link toggles alone (in the device's group, a click hid its roofs too)
+                       "legendgroup": f"link {link}" if label_links else group, "showlegend": label_links,
+                       "x": [low, end],
                        "y": _finite([bandwidth * low / 1e12, bandwidth * end / 1e12]),
                        "line": {"color": LINK_COLOR, "width": 1, "dash": "dashdot"},
                        "hovertemplate": f"{link} {display.bandwidth(bandwidth)} per direction<extra></extra>"})
@@ -161,7 +163,8 @@ def cross_gpu_spec(data: ModelFigures, stage: str) -> dict:
 
 def _name_links_once(traces: list[dict]) -> None:
     """Each link roof in the legend once (the static figure labels them on the plot): several deployments on one
-    link draw the same line, so the first of each name is the entry, and it toggles every line of that name."""
+    link draw the same line, so the first of each name is the entry, and it toggles every line of that name (a
+    deployment's entry no longer hides its link lines)."""
     named = set()
     for trace in traces:
         if trace.get("line", {}).get("dash") != "dashdot":

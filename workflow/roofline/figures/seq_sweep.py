@@ -16,7 +16,7 @@ from .inputs import ModelFigures
 from .layout import LEGEND_FONT_SIZES, fitting, legend_below, legend_name, plain, put_suptitle, shorten
 from .roofline import fmt_value, legend_handles
 from .roofs import LogTicks
-from .style import STAGE_LINESTYLES, gpu_styles, styled
+from .style import STAGE_LINESTYLES, gpu_styles, styled, under_width
 
 
 @styled
@@ -36,7 +36,7 @@ def seq_sweep_figure(sweeps: pd.DataFrame, gpus: dict[str, Accelerator], scenari
         for stage in stages:
             mine = rows[(rows["gpu"] == key) & (rows["stage"] == stage)]
             right.plot(mine["seq_len"], mine["attention_time_share"] * 100, color=styles[key].color,
-                       ls=STAGE_LINESTYLES[stage], lw=_under_width(order, len(gpus)),
+                       ls=STAGE_LINESTYLES[stage], lw=under_width(order, len(gpus), 1.0, 1.8),
                        marker=styles[key].marker or None, ms=3, markerfacecolor="white")
     right.set_ylabel("attention share of stage time\n(bound) [%]")
     # the share's own range (to 100%): a few percent on a 0-100 axis squashed every GPU's curve onto the floor
@@ -55,13 +55,6 @@ def seq_sweep_figure(sweeps: pd.DataFrame, gpus: dict[str, Accelerator], scenari
     left.yaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
     left.yaxis.set_minor_formatter(NullFormatter())
     return fig
-
-
-def _under_width(order: int, count: int) -> float:
-    """Line width of the `order`-th of `count` GPUs' share curves: the first widest, the last 1 pt. Devices whose
-    bounds share their compute-to-memory balance draw the same share, and equal widths had hidden one curve
-    exactly under another; wider underneath, each shows as a coloured edge of the one above."""
-    return 1.0 + 1.8 * (count - 1 - order) / max(count - 1, 1)
 
 
 def _legends(fig, gpus: dict[str, Accelerator], stages: list[str], styles) -> None:

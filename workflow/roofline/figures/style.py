@@ -76,6 +76,13 @@ def gpu_styles(keys) -> dict[str, GpuStyle]:
     return styles
 
 
+def under_width(order: int, count: int, thinnest: float, spread: float) -> float:
+    """Line width of the `order`-th of `count` devices' lines that may coincide (an attention share two devices'
+    bounds make the same, a compute roof two devices share): the first `thinnest + spread`, down to `thinnest` for
+    the last, so each line drawn later leaves a coloured edge of those under it (at one width the last hid them)."""
+    return thinnest + spread * (count - 1 - order) / max(count - 1, 1)
+
+
 def class_marker(op_class: str) -> str:
     return CLASS_MARKERS.get(op_class, "X")
 

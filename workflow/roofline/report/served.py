@@ -171,27 +171,26 @@ def basis_note(tables: list[pd.DataFrame], names: dict[str, str] | None = None) 
         return ""
     rows = pd.concat(frames, ignore_index=True)
     words = ["Tokens/s counts output tokens (a request's prompt tokens are not in it)."]
-    if {"framework", "calibration"} - set(rows.columns):  # a table written without them: no more is known
-        return words[0]
     hosts = []
-    for framework, mine in rows.groupby("framework", sort=False):
+    for framework, mine in rows.groupby("framework", sort=False) if "framework" in rows else ():
         if framework not in FITTED:
             continue
-        request, handoff = FITTED[framework][1], FITTED[framework][3]
+        _step, request, _sync, handoff, _per_sequence = FITTED[framework]
         apart = (mine["mode"].astype(str) == "disaggregated").any() if "mode" in mine else False
         hosts.append(f"{framework}'s {units.seconds(request)} per request" +
                      (f" (+ {units.seconds(handoff)} to hand a request between disaggregated pools)"
                       if apart and handoff else ""))
-    tables_used = []
-    for (gpu, calibration), _ in rows.groupby(["gpu", "calibration"], sort=False):
-        where = (names or {}).get(gpu, gpu)
-        tables_used.append(f"{where}: {calibration}" if str(calibration) not in ("none", "", "nan")
-                           else f"{where}: no measured table (the documented default)")
     if hosts:
         words.append(f"Expected TTFT includes {', '.join(hosts)} outside the GPU steps (HTTP, tokenization, returning "
                      "the first token; fitted on measured served runs) and the rest of the step running when a "
                      "prompt arrives, neither of which is in a single prefill step's time.")
-    words.append(f"Measured kernels behind the expected times: {'; '.join(tables_used)}.")
+    if "calibration" in rows:  # a GPU without one (NaN) is said too: groupby drops NaN keys by default
+        tables_used = []
+        for (gpu, calibration), _ in rows.groupby(["gpu", "calibration"], sort=False, dropna=False):
+            where = (names or {}).get(gpu, gpu)
+            tables_used.append(f"{where}: {calibration}" if str(calibration) not in ("none", "", "nan")
+                               else f"{where}: no measured table (the documented default)")
+        words.append(f"Measured kernels behind the expected times: {'; '.join(tables_used)}.")
     return " ".join(words)
 
 

@@ -11,18 +11,30 @@ from ..engine.parallel import Parallel
 from .framework import RUNNING_CAP, Framework
 
 
-def _remedies(served, narrower_kv: str) -> str:
-    """What could make room: more devices where the device links to more than the plan's (else what would let it:
-    a device without scale-up or scale-out links serves on itself alone), narrower weights unless every weight is
-    already 4-bit, and `narrower_kv` (' or an fp8 KV cache', or '')."""
+def _remedies(served, narrower_kv: bool) -> str:
+    """'use more devices, narrower weights or an fp8 KV cache': more devices where the device links to more than
+    the plan's, narrower weights unless every weight is already 4-bit, an fp8 cache where `narrower_kv`; and where
+    the device's links end at the plan, what would let it spread (link_note)."""
     scenario = served.scenario
     dtypes = {scenario.weight_dtype, scenario.expert_weight_dtype or scenario.weight_dtype,
               scenario.attention_weight_dtype or scenario.weight_dtype}
-    four_bit = all(DTYPE_BYTES.get(dtype, 2.0) <= 0.5 for dtype in dtypes)
-    more = ("use more devices" if served.gpu.reach > served.plan.devices else
-            f"{served.gpu.key} links to no more devices (give its entry scaleup_gbps and scaleup_domain, or "
-            "scaleout_gbps, to spread the model)")
-    return ", ".join([more] + ([] if four_bit else ["narrower weights"])) + narrower_kv
+    linked = served.gpu.reach > served.plan.devices
+    options = (["more devices"] if linked else []) + (
+        [] if all(DTYPE_BYTES.get(dtype, 2.0) <= 0.5 for dtype in dtypes) else ["narrower weights"]) + (
+        ["an fp8 KV cache"] if narrower_kv else [])
+    said = "use " + " or ".join([", ".join(options[:-1]), options[-1]] if len(options) > 1 else options) \
+        if options else ""
+    return said if linked else (f"{said} ({link_note(served.gpu)})" if said else link_note(served.gpu))
+
+
+def link_note(gpu) -> str:
+    """Why more devices cannot help `gpu`, and what its entry would need: a device file without links serves on
+    itself alone; one with a scale-up domain and no scale-out network, within that domain."""
+    if gpu.scaleup_bandwidth_bytes_per_s > 0:
+        return (f"{gpu.key} links to no more than {gpu.scaleup_domain} devices: a larger scaleup_domain, or "
+                "scaleout_gbps, in its entry would spread the model further")
+    return (f"{gpu.key} links to no other device: scaleup_gbps and scaleup_domain, or scaleout_gbps, in its entry "
+            "would spread the model")
 
 
 def check_capacity(served, workload, cap, overflow: str, workers: int = 1) -> None:
@@ -40,7 +52,7 @@ def check_capacity(served, workload, cap, overflow: str, workers: int = 1) -> No
         check_reserve(served, served.framework, served.plan, option)
         raise RooflineInputError(
             f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
-            f"{deployment_label(served.gpu, served.plan)} ({left}); {_remedies(served, narrower)}")
+            f"{deployment_label(served.gpu, served.plan)} ({left}); {_remedies(served, bool(narrower))}")
     if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
         raise RooflineInputError(f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} "
                                  f"tokens {_held(served, cap, narrower, workers)}, or --overflow queue to let the "

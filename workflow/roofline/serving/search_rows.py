@@ -14,6 +14,7 @@ from .candidates import served_kv_dtypes
 from .capacity import per_device_bytes
 from .framework import balance_label, framework_for
 from .planner import PlanSettings, ms, nearest_miss, plan_table
+from .refusals import link_note
 from .search import ServedSearch, ServedWorkload, frontier, search
 from .speculative import draft_model, draft_weight_bytes
 
@@ -97,19 +98,18 @@ def _memory(result: ServedSearch, cand, fw, batch: int, capacity_requests: float
 
 
 def _more_room(candidates) -> str:
-    """What more devices can do: allow them (--max-devices) where a device reaches further than its largest engine
-    searched; else say that its links end there (a device file without scaleup_gbps / scaleout_gbps links to none,
-    and --max-devices cannot spread a model over it)."""
+    """'allow more devices (--max-devices), narrower weights or an fp8 KV cache' where a device reaches further
+    than its largest engine searched; else why more devices cannot help (refusals.link_note: a device file without
+    scaleup_gbps / scaleout_gbps links to none, and --max-devices cannot spread a model over it)."""
     largest: dict[str, tuple] = {}
     for cand in candidates:
         devices = cand.scenario.parallel.devices
         if devices > largest.get(cand.gpu.key, (0, None))[0]:
             largest[cand.gpu.key] = (devices, cand.gpu)
     if not largest or any(gpu.reach > devices for devices, gpu in largest.values()):
-        return "allow more devices (--max-devices)"
-    names = ", ".join(sorted(largest))
-    return (f"more devices only where they link ({names}: no scale-up or scale-out link beyond the engines searched; "
-            "a device file gives scaleup_gbps and scaleup_domain, or scaleout_gbps)")
+        return "allow more devices (--max-devices), narrower weights or an fp8 KV cache"
+    notes = "; ".join(link_note(gpu) for _, gpu in largest.values())
+    return f"narrower weights or an fp8 KV cache may help ({notes})"
 
 
 def no_plan_reason(result: ServedSearch, side: str = "expected") -> str:
@@ -120,7 +120,7 @@ def no_plan_reason(result: ServedSearch, side: str = "expected") -> str:
     fits = np.flatnonzero(c["fits"])
     if fits.size == 0:
         return (f"no plan holds even one request of {w.isl} + {w.osl} tokens in its KV cache on the devices "
-                f"allowed; {_more_room(result.candidates)}, narrower weights or an fp8 KV cache")
+                f"allowed; {_more_room(result.candidates)}")
     missed, i, _ = nearest_miss(fits, ttft, tpot, w.ttft_s)
     if missed == "ttft":
         return (f"no plan meets TTFT <= {ms(w.ttft_s)} ({side}): the lowest any plan that fits reaches is "

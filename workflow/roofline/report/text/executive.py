@@ -183,9 +183,10 @@ def _follows_clause(rows: pd.DataFrame, gpus: dict[str, Accelerator], scenario: 
         return f", so it follows {roof}: {clause}"
     others = value_range({key: 1 - _roof_share(rows.loc[key], "memory" if roof == "memory bandwidth" else "compute")
                           for key in (fast, slow)}, units.percent)
+    collectives = "the collectives and " if any(network_share(rows.loc[key]) > 0 for key in (fast, slow)) else ""
     return (f", so {roof} sets most of it: {clause}, where the {roof} alone would give "
-            f"{units.times(specs[fast] / specs[slow])}: the rest of the time ({others}: the collectives and "
-            f"{rest}) does not follow it")
+            f"{units.times(specs[fast] / specs[slow])}: the rest of the time ({others}: {collectives}{rest}) does not "
+            "follow it")
 
 
 def _across(rows: pd.DataFrame, key: str, per_device: float, fmt) -> str:
