@@ -85,9 +85,14 @@ def _least(kind: str, network, span: int, bandwidth, latency, up_bandwidth, up_l
     return np.minimum(latency + network / bandwidth, least)
 
 
+def crosses_domains(gpu, span: int) -> bool:
+    """Whether `span` devices of `gpu` reach past one scale-up domain (a device with a scale-up link)."""
+    return span > gpu.scaleup_domain > 1 and gpu.scaleup_bandwidth_bytes_per_s > 0
+
+
 def _across(gpu, kind: str, span: int) -> bool:
     """Whether a collective of `kind` over `span` devices of `gpu` spans scale-up domains (p2p never counts)."""
-    return kind != "p2p" and span > gpu.scaleup_domain > 1 and gpu.scaleup_bandwidth_bytes_per_s > 0
+    return kind != "p2p" and crosses_domains(gpu, span)
 
 
 def link_seconds(kind: str, network, span: int, links) -> np.ndarray:

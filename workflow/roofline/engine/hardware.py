@@ -380,13 +380,12 @@ def _positive(key: str, name: str, value: object, zero: bool = False) -> float:
     """`value` as a float if it is a positive number (`zero`: or 0), else one line naming gpus.<key>.<name>."""
     # a YAML true or a quoted "800" is no number (float() took true as 1 GB/s and "800" as 800, where a config
     # entry's schema and the integer fields refuse both)
+    expected = "a number >= 0" if zero else "a positive number"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         shown = f"'{value}'" if isinstance(value, str) else repr(value)
-        raise RooflineInputError(f"gpus.{key}.{name}: {shown} is not a number; expected a "
-                                 f"{'number >= 0' if zero else 'positive number'}"
+        raise RooflineInputError(f"gpus.{key}.{name}: {shown} is not a number; expected {expected}"
                                  + (", without quotes" if _numeric_text(value) else ""))
     number = float(value)
     if not math.isfinite(number) or number < 0 or (number == 0 and not zero):
-        raise RooflineInputError(f"gpus.{key}.{name}: {value} is not allowed; expected a "
-                                 f"{'number >= 0' if zero else 'positive number'}")
+        raise RooflineInputError(f"gpus.{key}.{name}: {value} is not allowed; expected {expected}")
     return number

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from .analysis import aggregate, critical_batch, prepare, totals
+from .collectives import crosses_domains
 from .columns import TREATMENT_COLUMNS
 from .dtypes import DTYPE_BYTES
 from .errors import RooflineInputError
@@ -165,7 +166,7 @@ def _more_devices(table: _Table):
         reason = str(error)
     domain = table.gpu.scaleup_domain
     across = (f"; its tensor-parallel group spans {-(-doubled.tp // domain)} {ACROSS_DOMAINS} of {domain}"
-              if table.gpu.scaleup_bandwidth_bytes_per_s > 0 and doubled.tp > domain > 1 else "")
+              if crosses_domains(table.gpu, doubled.tp) else "")
     table.scenario_change("more_devices", f"twice the tensor parallelism: {doubled.devices} devices "
                           f"({doubled.describe()}){across}", "both", reason, parallel=doubled)
 

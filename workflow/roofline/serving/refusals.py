@@ -18,13 +18,18 @@ def _remedies(served, narrower_kv: bool) -> str:
     scenario = served.scenario
     dtypes = {scenario.weight_dtype, scenario.expert_weight_dtype or scenario.weight_dtype,
               scenario.attention_weight_dtype or scenario.weight_dtype}
-    linked = served.gpu.reach > served.plan.devices
+    linked = _spreads(served)
     options = (["more devices"] if linked else []) + (
         [] if all(DTYPE_BYTES.get(dtype, 2.0) <= 0.5 for dtype in dtypes) else ["narrower weights"]) + (
         ["an fp8 KV cache"] if narrower_kv else [])
     said = "use " + " or ".join([", ".join(options[:-1]), options[-1]] if len(options) > 1 else options) \
         if options else ""
     return said if linked else (f"{said} ({link_note(served.gpu)})" if said else link_note(served.gpu))
+
+
+def _spreads(served) -> bool:
+    """Whether more devices can hold more: the device links to more than the plan's."""
+    return served.gpu.reach > served.plan.devices
 
 
 def link_note(gpu) -> str:
@@ -42,20 +47,20 @@ def check_capacity(served, workload, cap, overflow: str, workers: int = 1) -> No
     closed-loop users than its `workers` engines run at once (cap.running: all of them together) without --overflow
     queue."""
     option = "--concurrency" if workload.concurrency is not None else "--request-rate"
-    narrower = "" if DTYPE_BYTES[served.scenario.kv_dtype] <= 1 else " or an fp8 KV cache"
+    kv_helps = DTYPE_BYTES[served.scenario.kv_dtype] > 1  # an fp8 cache would hold more
     if cap.running < 1:
-        narrower = narrower if cap.kv_budget_bytes > 0 else ""  # with no room left, no cache dtype helps
         left = (f"{cap.kv_budget_bytes / 1e9:.3g} GB per device left by {served.framework.key}'s memory rule after "
                 "the weights" if cap.kv_budget_bytes > 0 else
                 f"the weights alone exceed what {served.framework.key}'s memory rule leaves them, by "
                 f"{-cap.kv_budget_bytes / 1e9:.3g} GB per device")
         check_reserve(served, served.framework, served.plan, option)
+        remedies = _remedies(served, kv_helps and cap.kv_budget_bytes > 0)  # no room left: no cache dtype helps
         raise RooflineInputError(
             f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
-            f"{deployment_label(served.gpu, served.plan)} ({left}); {_remedies(served, bool(narrower))}")
+            f"{deployment_label(served.gpu, served.plan)} ({left}); {remedies}")
     if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
         raise RooflineInputError(f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} "
-                                 f"tokens {_held(served, cap, narrower, workers)}, or --overflow queue to let the "
+                                 f"tokens {_held(served, cap, kv_helps, workers)}, or --overflow queue to let the "
                                  "rest wait for a slot")
 
 
@@ -70,16 +75,17 @@ def check_reserve(served, fw: Framework, plan: Parallel, option: str) -> None:
             "--memory-utilization")
 
 
-def _held(served, cap, narrower: str, workers: int) -> str:
-    """Why no more than cap.running requests run at once on `workers` engines: the KV cache, or the framework's cap
-    on running sequences (its default, or the token budget a step decodes them in)."""
+def _held(served, cap, kv_helps: bool, workers: int) -> str:
+    """Why no more than cap.running requests run at once on `workers` engines: the KV cache (what would hold more:
+    more devices where they link, an fp8 cache where `kv_helps`), or the framework's cap on running sequences (its
+    default, or the token budget a step decodes them in)."""
     fw, replicas = served.framework, served.plan.tp if served.plan.attention_dp else 1
     where = deployment_label(served.gpu, served.plan)
     where = f"{workers} decode workers of {where}" if workers > 1 else where
     if cap.running < fw.max_running * replicas * workers:
         return (f"do not fit the KV cache of {where}: it holds {int(cap.running)} under {fw.key}'s memory rule; use "
                 f"--concurrency <= {int(cap.running)}"
-                f"{', more devices' if served.gpu.reach > served.plan.devices else ''}{narrower}")
+                f"{', more devices' if _spreads(served) else ''}{' or an fp8 KV cache' if kv_helps else ''}")
     engines = replicas * workers
     each = f" per engine x {engines}" if engines > 1 else ""
     if fw.running_by_budget:
