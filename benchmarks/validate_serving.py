@@ -12,7 +12,9 @@ counts), precision (fp8 runs: fp8 weights, activations and KV cache; fp4: NVFP4 
 the attention projections 16-bit where the model's NVFP4 checkpoint keeps them so (NVFP4_FILES);
 unlabelled and bf16 runs: bf16 throughout), isl/osl, concurrency (the closed loop; users beyond the cache's capacity
 wait: `--overflow queue`; a run whose client concurrency is a whole multiple of the recorded batch ran that many
-data-parallel replicas, each served at its share) and framework. --fit refits the per-framework constants (host
+data-parallel replicas, each served at its share) and framework; SemiAnalysis' InferenceX runs at their recipes'
+mean lengths and TensorRT-LLM batch waiting (INFERENCEX), DeepSeek's TensorRT-LLM runs at NVIDIA's attention-DP
+balancing (BALANCE). --fit refits the per-framework constants (host
 time per step, per request, lockstep share, disaggregated hand-over) on the even rows of each framework by
 coordinate descent and reports the odd rows apart (fit / held-out); paste the printed FITTED into
 roofline/serving/framework.py.
@@ -29,7 +31,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from serving_misses import largest_misses  # noqa: E402  (beside this script)
+from served_recipes import BALANCE, recipe  # noqa: E402  (beside this script)
+from serving_misses import largest_misses  # noqa: E402
 
 from roofline.engine import hardware, models  # noqa: E402
 from roofline.engine.errors import RooflineInputError  # noqa: E402
@@ -61,12 +64,6 @@ SYSTEMS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "
 PRECISIONS = {"fp8": ("fp8", "fp8", "fp8"), "bf16": ("bf16", "bf16", "bf16"), "fp4": ("nvfp4", "nvfp4", "fp8"),
               "int4": ("native", "bf16", "bf16")}  # Kimi-K2.5's own int4 experts (W4A16), 16-bit elsewhere
 DENSE = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b")
-#: TensorRT-LLM's attention-DP balancing per model, as NVIDIA's recipes set it (the runs record no serving
-#: options): DeepSeek-R1's (TensorRT-LLM's perf-overview and DeepSeek guides) holds context requests until every
-#: rank has one, timeout_iters 60, batching_wait_iters 0. Its DEP runs agree: their TPOT follows prompts dealt
-#: evenly (priced at the busiest rank's prompt it was 77% off, 26% even), their TTFT is 30-185 decode steps at any
-#: load. gpt-oss's recipe turns attention DP on without it
-BALANCE = {"deepseek-v3": (60, 0)}
 #: a closed-loop benchmark's length in waves of N requests (the first wave arrives at once); fitted with --fit
 WAVES = 10.0
 #: coordinate-descent rounds of --fit (each framework's constants, then the waves)
@@ -178,6 +175,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     """The served row of one measured run (raises RooflineInputError where it cannot be served)."""
     if not row.concurrency == row.concurrency:
         raise RooflineInputError("no concurrency recorded")
+    row, batch_wait = recipe(row)
     model, gpu = model_of(row.model), hardware.get_accelerator(row.gpu)
     weight, act, kv = precision(row)
     prefix = "decode_" if row["mode"] == "disagg" else ""
@@ -188,7 +186,8 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     scenario = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, parallel=decode,
                         attention_weight_dtype=attention_dtype(row), fp8_scaling=fp8_scaling(row))
     served = prepare_served(model, gpu, scenario, framework=row.backend, fitted=(fitted or {}).get(row.backend),
-                            dp_balance=BALANCE.get(row.model) if row.backend in fw.BALANCING else None)
+                            dp_balance=BALANCE.get(row.model) if row.backend in fw.BALANCING else None,
+                            batch_wait=batch_wait)
     workload = Workload(isl=int(row.isl), osl=int(row.osl), concurrency=int(row.concurrency))
     if row["mode"] != "disagg":
         return serve_aggregated(served, workload, overflow="queue", waves=waves)
@@ -205,6 +204,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
 def today_row(row) -> tuple[float, float]:
     """Today's step model: (TTFT = one request's prefill, TPOT = one decode step at batch = concurrency per decode
     worker and the mean KV length), expected times."""
+    row = recipe(row)[0]
     model, gpu = model_of(row.model), hardware.get_accelerator(row.gpu)
     weight, act, kv = precision(row)
     disagg = row["mode"] == "disagg"
@@ -226,7 +226,7 @@ def predict(data: pd.DataFrame, fitted: dict | None = None, waves: float = WAVES
     """Served (and today's) predictions of every row; rows that cannot be served get `skipped` (why)."""
     out = []
     for _, row in data.iterrows():
-        record = {"skipped": ""}
+        record = {"skipped": "", "osl_sent": recipe(row)[0].osl}  # the mean output the client asked for
         try:
             served = serve_row(row, fitted, waves)
             record.update({k: served[k] for k in ("ttft_s", "tpot_s", "ttft_expected_s", "tpot_expected_s",
@@ -247,8 +247,8 @@ def errors(frame: pd.DataFrame) -> pd.DataFrame:
     if "ttft_today_s" in frame:
         frame["ttft_today_error"] = frame.ttft_today_s / measured_ttft - 1
         frame["tpot_today_error"] = frame.tpot_today_s / measured_tpot - 1
-    frame["measured_tokens_per_s"] = frame.concurrency * frame.osl / (
-        measured_ttft + (frame.osl - 1) * measured_tpot)
+    osl = frame.osl_sent if "osl_sent" in frame else frame.osl
+    frame["measured_tokens_per_s"] = frame.concurrency * osl / (measured_ttft + (osl - 1) * measured_tpot)
     return frame
 
 

@@ -10,6 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+import served_recipes  # noqa: E402
 import serving_misses  # noqa: E402
 import validate_serving  # noqa: E402
 
@@ -25,6 +26,25 @@ def test_replicas_count_an_engines_batch_over_its_attention_ranks():
                          "batch_size": [32.0, 32.0, 13.0, 48.0, 8.0],
                          "attention_dp_size": [8.0, 8.0, np.nan, 1.0, 8.0]})
     assert validate_serving.replicas(runs).tolist() == [1.0, 2.0, 32.0, 1.0, 1.0]
+
+
+def test_inferencex_runs_take_their_recipes():
+    # SemiAnalysis' InferenceX client draws lengths from [0.8 L, L]: 1024 -> 922 (0.9 x 1024 = 921.6), 8192 -> 7373;
+    # its TensorRT-LLM Llama-70B 1k/1k recipe waits (20 steps, 0.9 of max_num_tokens) below TP 8 alone
+    def run(source, backend="trtllm", isl=1024, osl=1024, tp=2.0):
+        return pd.Series({"silicon_data_source": f"source_file={source}; model=Llama-3.1-70B", "backend": backend,
+                          "model": "llama-3.1-70b", "isl": isl, "osl": osl, "tp_size": tp})
+
+    row, wait = served_recipes.recipe(run("2026-04-06.csv"))
+    assert (row.isl, row.osl, wait) == (922, 922, (20, 0.9))
+    assert served_recipes.recipe(run("2026-04-06.csv", tp=8.0))[1] is None
+    row, wait = served_recipes.recipe(run("2026-04-06.csv", backend="vllm", osl=8192))
+    assert (row.isl, row.osl, wait) == (922, 7373, None)
+    row, wait = served_recipes.recipe(run("2026-04-06.csv", osl=8192))  # 1k/8k: no waiting in the recipe
+    assert wait is None
+    other = run("/Users/x/data/h100_sxm/trtllm/1.0.0rc3/meta-llama_Llama-3.1-8B-Instruct.csv")
+    row, wait = served_recipes.recipe(other)
+    assert (row.isl, row.osl, wait) == (1024, 1024, None)
 
 
 def test_a_dataset_with_a_run_at_its_roofline_is_flagged_whole():

@@ -33,7 +33,8 @@ def frame(command: str, options: dict):
 
 def _argv(command: str, parser: argparse.ArgumentParser, options: dict) -> list[str]:
     """The command line `options` stand for: `seq_len=2048` -> `--seq-len=2048`, `attention_dp=True` -> the flag,
-    `attention_dp_balance=True` -> the option alone, `(60, 0)` -> `=60,0`,
+    `attention_dp_balance=True` -> the option alone, `(60, 0)` -> `=60,0` (as any pair of an option whose metavar
+    names two values, `batch_wait=(20, 0.9)`),
     a list -> the option repeated (`gpu=[...]`) or its values (`dtypes=[...]`); None leaves the default; the
     command's positional arguments first, in their order (`old=..., new=...`)."""
     options = dict(options)
@@ -56,6 +57,9 @@ def _argv(command: str, parser: argparse.ArgumentParser, options: dict) -> list[
                 argv += [option] if value else []
             else:
                 argv.append(f"{option}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}")
+            continue
+        if isinstance(value, (list, tuple)) and "," in (action.metavar or ""):  # a pair option: (20, 0.9) -> 20,0.9
+            argv.append(f"{option}={','.join(map(str, value))}")
             continue
         values = [value] if isinstance(value, str) or not isinstance(value, (list, tuple)) else list(value)
         values = [int(v) if _whole_float(v) else v for v in values]  # 32.0 users are 32

@@ -143,6 +143,7 @@ def table(args) -> tuple[list[dict], dict]:
         raise RooflineInputError(f"--attention-dp-balance: balances prompts over data-parallel attention replicas, "
                                  f"and the search proposes none for {model.key}, a dense model (attention DP goes "
                                  "with expert parallelism); drop it")
+    spec_options.check_batch_wait(args, framework_named=True)
     weights = args.weight_dtypes or args.dtypes or list(planner.DEFAULT_DTYPES)
     searched = [Scenario(weight_dtype=w, attention_weight_dtype=args.attention_weight_dtype or "").for_model(model)
                 for w in weights]
@@ -151,7 +152,7 @@ def table(args) -> tuple[list[dict], dict]:
     workload = search.ServedWorkload(isl=args.isl, osl=args.osl, tpot_s=_seconds(args.tpot_ms),
                                      ttft_s=_seconds(args.ttft_ms), prefix_hit=args.prefix_hit,
                                      spec=spec_options.speculation(args, model), framework=args.framework or "",
-                                     dp_balance=args.attention_dp_balance)
+                                     dp_balance=args.attention_dp_balance, batch_wait=args.batch_wait)
     result = search.search(model, gpus, workload, weights, kvs, args.max_devices, args.mode or "aggregated",
                            memory_utilization=args.memory_utilization, max_candidates=args.max_candidates,
                            attention_weight_dtype=args.attention_weight_dtype or "",
@@ -226,7 +227,7 @@ def _step_model(args, model, gpus) -> tuple[list[dict], dict]:
         raise RooflineInputError("--prefill: not with --mode; --prefill is the step model of the previous release, "
                                  "--mode the serving model that replaces it (drop one of the two)")
     serving_only = [name for name in ("weight_dtypes", "kv_dtypes", "attention_weight_dtype", "fp8_scaling",
-                                      "spec_method", "attention_dp_balance")
+                                      "spec_method", "attention_dp_balance", "batch_wait")
                     if getattr(args, name)]
     serving_only += ["prefix_hit"] if args.prefix_hit else []
     if serving_only:

@@ -92,7 +92,8 @@ def table(args) -> tuple[list[dict], dict]:
                         prefix_hit=args.prefix_hit)
     served = prepare_served(model, gpu, chosen, framework, spec_options.speculation(args, model),
                             args.max_batched_tokens, args.memory_utilization, dp_balance=args.attention_dp_balance,
-                            request_tokens=args.isl + args.osl)
+                            request_tokens=args.isl + args.osl, batch_wait=args.batch_wait)
+    _check_batch_wait(args, served.plan)
     if args.mode == "aggregated":
         _refuse_pool_options(args)
         _check_balance(args, [served.plan])
@@ -110,6 +111,15 @@ def _check_balance(args, plans: list[Parallel]) -> None:
         raise RooflineInputError("--attention-dp-balance: balances prompts over data-parallel attention replicas, and "
                                  "this deployment computes its prompts without them; add --attention-dp (with "
                                  "--mode disaggregated: --prefill-attention-dp) on an MoE model, or drop it")
+
+
+def _check_batch_wait(args, plan: Parallel) -> None:
+    """--batch-wait holds prompts while requests decode on the same engine, without attention DP (TensorRT-LLM turns
+    it off there): refused (one line) where it would change nothing."""
+    spec_options.check_batch_wait(args)
+    if args.batch_wait is not None and plan.attention_dp:
+        raise RooflineInputError("--batch-wait: TensorRT-LLM waits for batches only without attention DP; with "
+                                 "--attention-dp use --attention-dp-balance, or drop one of the two")
 
 
 def _prefill_plan(args, served) -> Parallel:

@@ -1,12 +1,12 @@
-"""The serving options `serve` and `plan` share: framework, attention-DP balancing, prefix caching and speculative
-decoding."""
+"""The serving options `serve` and `plan` share: framework, attention-DP balancing, batch waiting, prefix caching
+and speculative decoding."""
 from __future__ import annotations
 
 import argparse
 
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import FRAMEWORKS
-from ..serving.framework import BALANCING
+from ..serving.framework import BALANCING, BATCH_WAITING
 from ..serving.speculative import DEFAULT_SPEC_TOKENS, SPEC_METHODS, Speculation
 from . import options
 from .options import choice, positive_int
@@ -39,8 +39,39 @@ def balance(text: str) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])
 
 
+def batch_wait(text: str) -> tuple[int, float] | None:
+    """--batch-wait STEPS,RATIO: a whole number of steps (batch_wait_timeout_iters) and a share of the step's token
+    budget from 0 to 1 (batch_wait_max_tokens_ratio); `off` (the rows' word for it): no waiting, as without it."""
+    if text.strip().casefold() == "off":
+        return None
+    parts = [part.strip() for part in text.split(",")]
+    try:
+        steps, ratio = (int(parts[0]), float(parts[1])) if len(parts) == 2 and parts[0].isdigit() else (-1, -1.0)
+    except ValueError:
+        steps, ratio = -1, -1.0
+    if steps < 0 or not 0 <= ratio <= 1:
+        raise argparse.ArgumentTypeError(f"--batch-wait: '{text}' is not allowed; expected STEPS,RATIO: a whole number "
+                                         "of steps (batch_wait_timeout_iters) and a share of max_num_tokens from 0 "
+                                         "to 1 (batch_wait_max_tokens_ratio), e.g. 20,0.9, or off")
+    return steps, ratio
+
+
+def check_batch_wait(args, framework_named: bool = False) -> None:
+    """--batch-wait holds prompts while requests decode on the same engine: refused (one line) under --mode
+    disaggregated, whose prefill workers decode none (--mode all applies it to the aggregated candidates), and,
+    with `framework_named` (plan: candidates take each device's framework otherwise), without --framework trtllm."""
+    if args.batch_wait is None:
+        return
+    if framework_named and args.framework not in BATCH_WAITING:
+        raise RooflineInputError(f"--batch-wait: TensorRT-LLM's hold for fuller prompt steps "
+                                 f"(batch_wait_timeout_iters); only with --framework {' or '.join(BATCH_WAITING)}")
+    if args.mode == "disaggregated":
+        raise RooflineInputError("--batch-wait: holds prompts while requests decode on the same engine, and a "
+                                 "disaggregated deployment's prefill workers decode none; drop it")
+
+
 def add_arguments(parser) -> None:
-    """--framework, --attention-dp-balance, --prefix-hit and the --spec-* options."""
+    """--framework, --attention-dp-balance, --batch-wait, --prefix-hit and the --spec-* options."""
     parser.add_argument("--framework", type=choice("--framework", FRAMEWORKS),
                         help="serving framework: its scheduler defaults, host time and measured kernel tables "
                              "(default vllm; plan --prefill: each device's default tables)")
@@ -51,6 +82,11 @@ def add_arguments(parser) -> None:
                              "wait until every attention-DP rank has one (at most TIMEOUT steps, then WAIT more); "
                              f"default {timeout},{wait} as TensorRT-LLM's; off (as without the option): each rank "
                              "computes its prompts at once")
+    parser.add_argument("--batch-wait", type=batch_wait, metavar="STEPS,RATIO",
+                        help="trtllm's batch waiting without attention DP (batch_wait_timeout_iters, "
+                             "batch_wait_max_tokens_ratio): while requests decode, context requests wait until a "
+                             "step's tokens reach RATIO of max_num_tokens or STEPS steps have passed, e.g. 20,0.9; "
+                             "off (as without the option, TensorRT-LLM's default)")
     parser.add_argument("--prefix-hit", type=share("--prefix-hit"), default=0.0,
                         help="share of prompt tokens found in the prefix cache")
     parser.add_argument("--spec-method", type=choice("--spec-method", SPEC_METHODS),

@@ -289,6 +289,7 @@ SERVE_COLUMNS = (
     "attention_weight_dtype",  # the attention projections' weights (weight_dtype unless set apart)
     "fp8_scaling",  # tensor | block: how fp8 weights are scaled (the expected times' GEMM kernels)
     "attention_dp_balance",  # trtllm's attention-DP balancing: "TIMEOUT,WAIT" steps, or off
+    "batch_wait",  # trtllm's batch waiting without attention DP: "STEPS,RATIO" (of max_num_tokens), or off
 )
 
 #: Extra columns of a served plan row (`roofline plan` on the serving model), after PLAN_COLUMNS.
@@ -310,4 +311,5 @@ PLAN_SERVING_COLUMNS = (
     "attention_weight_dtype",  # the candidate's attention projections' weights (weight_dtype unless set apart)
     "fp8_scaling",  # tensor | block: how fp8 weights are scaled (the expected times' GEMM kernels)
     "attention_dp_balance",  # trtllm's attention-DP balancing: "TIMEOUT,WAIT" steps, or off
+    "batch_wait",  # trtllm's batch waiting: "STEPS,RATIO" where the candidate holds prompts (aggregated, no DP), or off
 )

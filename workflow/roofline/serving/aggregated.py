@@ -34,7 +34,8 @@ The model (the README states it with its assumptions):
   user or one whole group). A benchmark of a few `waves` of N requests adds its first wave, all at once (those
   the cache holds start together, the rest wait for a slot). Under TensorRT-LLM's attention-DP balancing a prompt
   is also held until every attention replica has one (balance_wait); the Stepper then deals fused prompt chunks
-  evenly, and without it prices the replica computing one.
+  evenly, and without it prices the replica computing one. Without attention DP its batch waiting holds prompts
+  while requests decode, for a fuller step (batch_wait; both in roofline.serving.holds).
 * Closed loop (`concurrency` N users, each sending its next request when the last one ends): at most `running`
   requests are in flight (the KV cache, roofline.serving.capacity); each spends S = TTFT + (osl - 1) TPOT in
   flight, so requests/s X = min(N, running) / S and D = X (osl - 1) TPOT (Little's law, solved by fixed-point
@@ -55,6 +56,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .holds import balance_wait, batch_wait
 from .stepper import Stepper
 
 #: fixed-point iterations of the closed and open loops (the decode occupancy converges geometrically)
@@ -119,6 +121,7 @@ class Scheduler:
     sync: float = 0.0  # 0: prompts arrive one by one; 1: whole groups arrive together (see cluster_size)
     waves: float = 0.0  # closed-loop benchmark length in waves of N requests (0: the steady state alone)
     dp_balance: tuple | None = None  # (timeout, batching wait) steps of attention-DP balancing (balance_wait)
+    batch_wait: tuple | None = None  # (timeout steps, token share) of TensorRT-LLM's batch waiting (batch_wait)
 
 
 def _room(scheduler: Scheduler, load: Load, D):
@@ -206,34 +209,18 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         rest = ttft + load.decode_steps * load.tokens_per_step * tpot
         queue, rho = _closed_queue(active, rest, apart * prompt / 2, k, apart * behind * k,
                                    behind / np.maximum(active, 1.0))
-        queue = queue + balance_wait(stepper, scheduler, mean, active=active, rest=rest + queue)
+        held = rest + queue
+        queue = queue + balance_wait(stepper, scheduler, mean, active=active, rest=held) + batch_wait(
+            stepper, scheduler, load, D, mean, apart, active=active, rest=held)
     else:  # M/D/1 at the prompt tokens due per step, all requests (osl 1: `rate` x a room's share of a full step)
         rho = load.computed * (active / (steps + per_cluster) if load.decode_steps or rate is None else rate * full)
         rho = rho / room
         used = np.minimum(rho, MAX_UTILIZATION)
         queue = used / (2 * (1 - used)) * prompt  # M/D/1: its utilization already says how often it is busy
         if rate is not None:
-            queue = queue + balance_wait(stepper, scheduler, mean, rate=rate)
+            queue = queue + balance_wait(stepper, scheduler, mean, rate=rate) + batch_wait(
+                stepper, scheduler, load, D, mean, busy, rate=rate)
     return {"tpot": tpot, "ttft": ttft + queue, "rho": rho, "heavy": heavy, "most": most}
-
-
-def balance_wait(stepper: Stepper, scheduler: Scheduler, step, rate=None, active=None, rest=None):
-    """Time a prompt is held by attention-DP balancing (Scheduler.dp_balance = (T, b) steps: TensorRT-LLM's
-    timeout_iters and batching_wait_iters): its context waits until every one of the r attention replicas has
-    one, at most T steps, then b steps more. The router deals requests out in turn, so the other r - 1 arrive
-    over (r - 1) / X at X requests/s: (r - 1) / 2X on average. Open loop: X = `rate`. Closed loop: X = active /
-    (rest + wait) (Little; `rest`: a request's time in flight without the wait), solved with the wait:
-    X = (active - (r - 1) / 2) / (rest + b step) where that wait is under T steps, else the timeout's. None
-    without balancing or attention DP (r = 1); `step`: the mean step time."""
-    if scheduler.dp_balance is None:
-        return 0.0
-    timeout, batching = scheduler.dp_balance
-    r, cap = np.asarray(stepper.replicas, dtype=float), timeout * step
-    if rate is None:
-        rate = (active - (r - 1) / 2) / (rest + batching * step)
-    with np.errstate(divide="ignore"):
-        held = np.where(rate > 0, np.minimum((r - 1) / (2 * np.maximum(rate, 1e-300)), cap), cap)
-    return np.where(r > 1, held + batching * step, 0.0)
 
 
 def _closed_queue(active, rest, half_prompt, k, ahead, seen):

@@ -30,7 +30,10 @@ Documented defaults (the version each was read from is named; a flag overrides e
   `enable_balance` (off by default; `timeout_iters` 50, `batching_wait_iters` 10 when on; NVIDIA's DeepSeek recipe
   sets 60 and 0) instead holds context requests until every rank has one, or until `timeout_iters` steps have
   passed, then waits `batching_wait_iters` steps more: the prompts are dealt evenly at the cost of that wait in
-  TTFT (`dp_balance`; roofline.serving.aggregated). vLLM's data-parallel engines and SGLang do not balance.
+  TTFT (`dp_balance`; roofline.serving.holds). vLLM's data-parallel engines and SGLang do not balance. Without
+  attention DP, `batch_wait_timeout_iters` and `batch_wait_max_tokens_ratio` (0 = off by default) hold context
+  requests while requests decode, until a step's tokens reach that share of `max_num_tokens` or that many steps
+  have passed (`batch_wait`; roofline.serving.holds.batch_wait).
 
 Per-step host time (scheduling, sampling, detokenizing, launching the step's graph), its part that grows with the
 running sequences (per sequence of each attention replica's scheduler) and the per-request time outside the steps
@@ -47,6 +50,9 @@ from ..engine.hardware import FRAMEWORKS, GIB, Accelerator
 #: frameworks that can hold context requests until every attention-DP rank has one, and their defaults when it is
 #: turned on without values: (timeout_iters, batching_wait_iters) of TensorRT-LLM's AttentionDpConfig (llm_args.py)
 BALANCING = {"trtllm": (50, 10)}
+#: frameworks that can hold context requests to batch them without attention DP (TensorRT-LLM's
+#: batch_wait_timeout_iters and batch_wait_max_tokens_ratio, both 0 = off by default in llm_args.py)
+BATCH_WAITING = ("trtllm",)
 #: SGLang's defaults by the device's memory (server_args._handle_gpu_memory_settings, 0.5.4-0.5.10): (memory below
 #: [GiB], chunked_prefill_size, cuda_graph_max_bs at tp < 4, at tp >= 4)
 SGLANG_BY_MEMORY = ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (160, 8192, 256, 512),
@@ -83,6 +89,9 @@ class Framework:
     #: (timeout_iters, batching_wait_iters) where context requests wait until every attention-DP rank has one
     #: (TensorRT-LLM's attention_dp_config.enable_balance); None: each rank computes its own prompts at once
     dp_balance: tuple[int, int] | None = None
+    #: (timeout_iters, max_tokens_ratio) where context requests wait, while requests decode, for a step's tokens to
+    #: reach that share of the budget or for that many steps (TensorRT-LLM's batch waiting); None: off
+    batch_wait: tuple[int, float] | None = None
     running_by_budget: bool = False  # max_running is the token budget's (below the framework's own cap)
     #: the memory fraction is SGLang's default, derived from the engine (its tp and GPUs): for_engine re-derives it
     #: for another engine of the deployment (a disaggregated prefill pool's); () where it is not
@@ -147,17 +156,20 @@ FITTED = {"vllm": (0.0, 0.02, 0.0, 0.2, 0.0), "sglang": (0.0, 0.15, 0.25, 0.1, 2
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
                   memory_fraction: float | None = None, fitted: tuple | None = None,
                   dp_balance: tuple[int, int] | None = None, gpus: int = 0,
-                  spec_method: str | None = None) -> Framework:
+                  spec_method: str | None = None, batch_wait: tuple[int, float] | None = None) -> Framework:
     """The framework `key` ("" = DEFAULT_FRAMEWORK) with its documented defaults for `gpu` (and the engine's tp and
     devices `gpus`, tp x pp (0: tp), and the speculative method: SGLang's memory fraction); `fitted` replaces the fitted
     constants (benchmarks/validate_serving.py --fit); `dp_balance` (timeout_iters, batching_wait_iters) turns on
-    TensorRT-LLM's attention-DP balancing."""
+    TensorRT-LLM's attention-DP balancing; `batch_wait` (timeout_iters, max_tokens_ratio) its batch waiting."""
     key = key or DEFAULT_FRAMEWORK
     if key not in FRAMEWORKS:
         raise unknown("--framework", key, FRAMEWORKS)
     if dp_balance is not None and key not in BALANCING:
         raise RooflineInputError(f"--attention-dp-balance: {key} does not balance context requests over the "
                                  f"attention-DP ranks; only {', '.join(BALANCING)} does (attention_dp_config)")
+    if batch_wait is not None and key not in BATCH_WAITING:
+        raise RooflineInputError(f"--batch-wait: {key} does not hold prompts back for a fuller step; only "
+                                 f"{', '.join(BATCH_WAITING)} does (batch_wait_timeout_iters)")
     memory = gpu.memory_bytes / GIB
     big = memory >= 70 and "A100" not in gpu.name
     chunk, fraction = _sglang_defaults(memory, tp, gpus, max_batched_tokens, spec_method)  # SGLang's, by the engine
@@ -182,7 +194,8 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
     step, request, sync, handoff, per_sequence = fitted or FITTED[key]
     return Framework(key=key, step_overhead_s=step, request_overhead_s=request, sync=sync, handoff_s=handoff,
                      host_per_sequence_s=per_sequence,
-                     dp_balance=None if dp_balance is None else tuple(dp_balance), **defaults)
+                     dp_balance=None if dp_balance is None else tuple(dp_balance),
+                     batch_wait=None if batch_wait is None else tuple(batch_wait), **defaults)
 
 
 #: frameworks that run on one vendor's devices only (TensorRT-LLM: NVIDIA's CUDA GPUs)
@@ -207,6 +220,18 @@ def runs_on(key: str, gpu: Accelerator) -> bool:
 def balance_label(dp_balance: tuple[int, int] | None) -> str:
     """The attention_dp_balance column: "TIMEOUT,WAIT" steps, or "off"."""
     return "off" if dp_balance is None else f"{dp_balance[0]},{dp_balance[1]}"
+
+
+def held_batch_wait(batch_wait: tuple[int, float] | None, mode: str, plan) -> tuple[int, float] | None:
+    """`batch_wait` where an engine of `plan` in `mode` holds prompts with it: aggregated, without attention DP
+    (TensorRT-LLM turns it off there); None elsewhere (a disaggregated prefill worker decodes nothing to wait
+    beside)."""
+    return batch_wait if mode == "aggregated" and not plan.attention_dp else None
+
+
+def batch_wait_label(batch_wait: tuple[int, float] | None) -> str:
+    """The batch_wait column: "STEPS,RATIO" (the ratio as given, 0.9 not 0.90), or "off"."""
+    return "off" if batch_wait is None else f"{batch_wait[0]},{batch_wait[1]:g}"
 
 
 def _sglang_defaults(memory_gib: float, tp: int, gpus: int = 0, chunk: int | None = None,

@@ -10,7 +10,7 @@ from .candidates import served_kv_dtypes
 
 TEXT_COLUMNS = ("model", "gpu", "weight_dtype", "act_dtype", "kv_dtype", "attention", "bound", "estimate", "framework",
                 "calibration", "deployment", "energy_basis", "mode", "limited_by", "spec_method",
-                "attention_weight_dtype", "fp8_scaling", "attention_dp_balance")
+                "attention_weight_dtype", "fp8_scaling", "attention_dp_balance", "batch_wait")
 COUNT_COLUMNS = ("devices", "tp", "pp", "ep", "batch", "isl", "osl", "seq_len", "prefill_workers", "prefill_tp",
                  "prefill_pp", "prefill_ep", "decode_workers")
 FLAGS = ("attention_dp", "fits", "prefill_attention_dp") + PLAN_TABLE_EXTRA_COLUMNS

@@ -1,11 +1,11 @@
 """The deployment search on the serving model (`roofline plan --mode ...`): every candidate served, vectorized.
 
-Candidates: device x parallel plan x weight dtype x KV dtype x attention kernel x concurrency (the batch of a
-candidate is its closed-loop concurrency), and for disaggregated serving also the prefill pool's plan and the two
-pools' worker counts. Every candidate at every concurrency its KV cache holds gets the served TTFT, TPOT and
-tokens/s of roofline.serving (bounds and expected; the rest count as evaluated but get no row): the step tables of
-every (scenario, device) are built together and stacked (roofline.serving.step_tables), and the closed loops run as
-array programs over the points, a chunk at a time (roofline.serving.search_solve).
+Candidates: device x parallel plan x weight dtype x KV dtype x attention kernel x concurrency (the batch of a candidate
+is its closed-loop concurrency), and for disaggregated serving also the prefill pool's plan and the two pools' worker
+counts. Every candidate at every concurrency its KV cache holds gets the served TTFT, TPOT and tokens/s of
+roofline.serving (bounds and expected; the rest count as evaluated but get no row): the step tables of every
+(scenario, device) are built together and stacked (roofline.serving.step_tables), and the closed loops run as array
+programs over the points, a chunk at a time (roofline.serving.search_solve).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from . import aggregated as agg
 from . import search_solve as solvers
 from .candidates import MIN_KV_BYTES, activation_dtype, layout_count, parallel_plans, pool_layouts, recipes_on
 from .capacity import capacity
-from .framework import DEFAULT_FRAMEWORK, framework_for
+from .framework import DEFAULT_FRAMEWORK, framework_for, held_batch_wait
 from .hugepages import without_hugepage_advice
 from .planner import BATCH_GRID, fronts
 from .search_budget import check_budget, search_seconds
@@ -39,9 +39,8 @@ from .steps import Mix
 SEARCH_MODES = ("aggregated", "disaggregated", "all")
 #: concurrencies searched: the planner's batch grid
 CONCURRENCY_GRID = BATCH_GRID
-#: a frontier point whose tokens/s per device and per user gain less than this share over a smaller concurrency of
-#: the same candidate, while its TTFT grows as its extra users' queue would, is left out (they only wait; see
-#: _waiting_users)
+#: a frontier point whose tokens/s per device and per user gain less than this share over a smaller concurrency of the
+#: same candidate, while its TTFT grows as its extra users' queue would, is left out (they only wait: _waiting_users)
 SURPLUS_GAIN = 0.01
 #: concurrencies searched for disaggregated pools: ~12% steps from 1 to the grid's largest. Their layouts (prefill
 #: plan x decode plan x workers) are ~100x the aggregated plans, so the aggregated grid's one-by-one steps would make
@@ -61,6 +60,7 @@ class ServedWorkload:
     spec: Speculation = field(default_factory=Speculation)
     framework: str = ""  # "" = DEFAULT_FRAMEWORK: the scheduler, host time and kernel tables of every candidate
     dp_balance: tuple[int, int] | None = None  # TensorRT-LLM's attention-DP balancing (framework.Framework)
+    batch_wait: tuple[int, float] | None = None  # its batch waiting (framework.held_batch_wait: where it holds)
 
 
 @dataclass(frozen=True)
@@ -95,9 +95,8 @@ class Candidate:
 
 @dataclass
 class ServedSearch:
-    """Every candidate evaluated; column-wise, the points served (candidate index and concurrency of each, candidate
-    by candidate): a concurrency the candidate's KV cache cannot hold has no served times, so it has no row (the
-    columns' `fits` is true throughout). len() counts every configuration evaluated, those included."""
+    """Every candidate evaluated; column-wise, the points served (candidate and concurrency of each, candidate by
+    candidate): a concurrency the KV cache cannot hold has no row (`fits` is true throughout); len() counts them."""
 
     model: ModelSpec
     workload: ServedWorkload
@@ -288,7 +287,6 @@ def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkl
         if c.prefill_plan is not None:
             needed.setdefault(replace(c.scenario, parallel=c.prefill_plan), {})[c.gpu.key] = c.gpu
     jobs = {scenario: list(gpus.values()) for scenario, gpus in needed.items()}
-    framework = workload.framework or DEFAULT_FRAMEWORK
     tables = {}
     for drafted in (False, True) if draft_model(workload.spec, model) is not None else (False,):
         target = draft_model(workload.spec, model) if drafted else model
@@ -296,7 +294,7 @@ def _tables(model: ModelSpec, candidates: list[Candidate], workload: ServedWorkl
                   queries=1.0 if drafted else float(load.queries))
         # the grids reach the largest step and a whole prompt computed at once (the TTFT bound)
         tables[drafted] = tabulate_many(target, jobs, mix, largest * load.queries + max(budget, load.computed),
-                                        largest, framework=framework)
+                                        largest, framework=workload.framework or DEFAULT_FRAMEWORK)
     return tables
 
 
@@ -310,7 +308,9 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization,
                                 dp_balance=workload.dp_balance, spec_method=spec.method,
-                                gpus=c.scenario.parallel.devices) for c in candidates]
+                                gpus=c.scenario.parallel.devices,
+                                batch_wait=held_batch_wait(workload.batch_wait, c.mode, c.scenario.parallel))
+                  for c in candidates]
     plans = [c.prefill_plan or c.scenario.parallel for c in candidates]  # the plan whose steps carry the prompts
     budget = np.array([f.step_budget(plan) for f, plan in zip(frameworks, plans)], dtype=float)
     caps = _capacities(model, candidates, frameworks, workload, drafted)

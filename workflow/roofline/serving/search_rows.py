@@ -12,7 +12,7 @@ from ..engine.roofline import dominant_bound
 from .aggregated import step_yield
 from .candidates import served_kv_dtypes
 from .capacity import per_device_bytes
-from .framework import balance_label, framework_for
+from .framework import balance_label, batch_wait_label, framework_for, held_batch_wait
 from .planner import PlanSettings, ms, nearest_miss, plan_table
 from .refusals import link_note
 from .search import ServedSearch, ServedWorkload, frontier, search
@@ -37,10 +37,9 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
         row = {
             "model": result.model.key, "gpu": cand.gpu.key, "devices": cand.devices, "tp": plan.tp, "pp": plan.pp,
             "ep": plan.ep, "attention_dp": plan.attention_dp, "batch": batch, "weight_dtype": sc.weight_dtype,
-            "act_dtype": sc.act_dtype, "kv_dtype": sc.kv_dtype, "attention": sc.attention, "isl": w.isl,
-            "osl": w.osl, "seq_len": w.isl + w.osl // 2, "ttft_s": float(c["ttft_s"][i]),
-            "tpot_s": float(c["tpot_s"][i]), "decode_step_s": float(decode["t_s"]),
-            "tokens_per_s": float(c["tokens_per_s"][i]),
+            "act_dtype": sc.act_dtype, "kv_dtype": sc.kv_dtype, "attention": sc.attention, "isl": w.isl, "osl": w.osl,
+            "seq_len": w.isl + w.osl // 2, "ttft_s": float(c["ttft_s"][i]), "tpot_s": float(c["tpot_s"][i]),
+            "decode_step_s": float(decode["t_s"]), "tokens_per_s": float(c["tokens_per_s"][i]),
             "tokens_per_s_per_device": float(c["tokens_per_s_per_device"][i]),
             "tokens_per_s_per_user": float(c["tokens_per_s_per_user"][i]), "footprint_bytes": footprint,
             "usable_memory_bytes": usable, "fits": bool(c["fits"][i]),
@@ -65,6 +64,7 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
             "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
             # the balancing acts where the prompts' plan has attention-DP replicas (the prefill pool's, disaggregated)
             "attention_dp_balance": balance_label(w.dp_balance if (prefill or plan).attention_dp else None),
+            "batch_wait": batch_wait_label(held_batch_wait(w.batch_wait, cand.mode, plan)),
         }
         assert tuple(row) == PLAN_COLUMNS + PLAN_SERVING_COLUMNS
         out.append(row)

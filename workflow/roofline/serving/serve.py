@@ -22,7 +22,7 @@ from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity, footprint_share, room_lacking
-from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, framework_for
+from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, batch_wait_label, framework_for
 from .refusals import check_capacity, check_reserve
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
@@ -149,10 +149,12 @@ def _capacity(served: "Served", scenario: Scenario, isl: int, osl: int, prefix_h
 def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: str = DEFAULT_FRAMEWORK,
                    spec: Speculation = Speculation(), max_batched_tokens: int | None = None,
                    memory_fraction: float | None = None, fitted: tuple | None = None,
-                   dp_balance: tuple[int, int] | None = None, request_tokens: int = 0) -> Served:
+                   dp_balance: tuple[int, int] | None = None, request_tokens: int = 0,
+                   batch_wait: tuple[int, float] | None = None) -> Served:
     """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit; with
     `request_tokens`, isl + osl of the longest request to serve, one request and a full step must: _resolved);
-    `dp_balance`: (timeout_iters, batching_wait_iters) of TensorRT-LLM's attention-DP balancing, None: off."""
+    `dp_balance`: (timeout_iters, batching_wait_iters) of TensorRT-LLM's attention-DP balancing, None: off;
+    `batch_wait`: (timeout_iters, max_tokens_ratio) of its batch waiting, None: off."""
     # the workload's lengths are checked by serve_*; the plan (auto: the smallest that holds the weights) here
     spec.validate(model)
     scenario = replace(_resolved(model, gpu, scenario, framework, memory_fraction, max_batched_tokens, request_tokens,
@@ -161,7 +163,7 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
         raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
                                  f"from 1 to {MAX_BATCH}")
     fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted, dp_balance,
-                       spec_method=spec.method, gpus=scenario.parallel.devices)
+                       spec_method=spec.method, gpus=scenario.parallel.devices, batch_wait=batch_wait)
     return Served(model, gpu, scenario, fw, spec)
 
 
@@ -246,7 +248,8 @@ def scheduler_for(framework: Framework, plan: Parallel, waves: float = 0.0) -> a
     """The aggregated scheduler of a framework on an engine of `plan` (its budget, mixing and fitted constants)."""
     return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed, chunk=framework.request_chunk(plan),
                          step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
-                         sync=framework.sync, waves=waves, dp_balance=framework.dp_balance)
+                         sync=framework.sync, waves=waves, dp_balance=framework.dp_balance,
+                         batch_wait=framework.batch_wait)
 
 
 @dataclass(frozen=True)
@@ -378,6 +381,7 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "calibration": parts[-1].calibration, "expert_weight_dtype": sc.expert_dtype,
         "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
         "attention_dp_balance": balance_label(served.framework.dp_balance),
+        "batch_wait": batch_wait_label(None if served.plan.attention_dp else served.framework.batch_wait),
     }
     assert tuple(row) == SERVE_COLUMNS
     return row

@@ -9,7 +9,7 @@ from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.models import ModelSpec, get_model
 from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
-from .framework import BALANCING, DEFAULT_FRAMEWORK
+from .framework import BALANCING, BATCH_WAITING, DEFAULT_FRAMEWORK
 from .serve import Disaggregation, Workload, check_context, prepare_served, serve_aggregated, serve_disaggregated
 from .speculative import DEFAULT_SPEC_TOKENS, Speculation
 
@@ -34,6 +34,7 @@ class ServingWorkload:
     decode_workers: int = 1
     prefill_plan: dict | None = None  # the prefill workers' plan {tp, pp, ep, attention_dp} (default: the model's)
     attention_dp_balance: bool | list | None = None  # trtllm: true (its defaults) or [timeout, wait] steps; None: off
+    batch_wait: list | None = None  # trtllm, aggregated: [timeout steps, share of max_num_tokens]; None: off
 
     def dp_balance(self) -> tuple[int, int] | None:
         """(timeout_iters, batching_wait_iters) of the attention-DP balancing asked for, None when off."""
@@ -50,6 +51,24 @@ class ServingWorkload:
             raise RooflineInputError(f"attention_dp_balance: {value!r} is not allowed; expected true or "
                                      "[timeout_iters, batching_wait_iters], two whole numbers of steps from 0")
         return int(value[0]), int(value[1])
+
+    def waits(self) -> tuple[int, float] | None:
+        """(batch_wait_timeout_iters, batch_wait_max_tokens_ratio) of the batch waiting asked for, None when off."""
+        value = self.batch_wait
+        if value is None:
+            return None
+        if self.framework not in BATCH_WAITING:
+            raise RooflineInputError(f"batch_wait: {self.framework} does not hold prompts back for a fuller step; "
+                                     f"only {', '.join(BATCH_WAITING)} does")
+        if self.mode != "aggregated":
+            raise RooflineInputError("batch_wait: holds prompts while requests decode on the same engine, and a "
+                                     "disaggregated deployment's prefill workers decode none; drop it")
+        if (not isinstance(value, (list, tuple)) or len(value) != 2 or isinstance(value[0], bool)
+                or not isinstance(value[0], int) or value[0] < 0 or isinstance(value[1], bool)
+                or not isinstance(value[1], (int, float)) or not 0 <= value[1] <= 1):
+            raise RooflineInputError(f"batch_wait: {value!r} is not allowed; expected [timeout_iters, "
+                                     "max_tokens_ratio]: a whole number of steps from 0 and a share from 0 to 1")
+        return int(value[0]), float(value[1])
 
     def loads(self) -> list[Workload]:
         """One served workload per concurrency and per request rate, each checked."""
@@ -76,6 +95,7 @@ class ServingWorkload:
             check_context(model, load.validate())
         self.speculation(model)
         self.dp_balance()
+        self.waits()
         return self
 
 
@@ -109,6 +129,7 @@ def serving_table(model: ModelSpec, gpus: dict[str, Accelerator], scenarios: dic
         for workload in settings.workloads:
             served = prepare_served(model, gpus[key], scenarios[key], workload.framework,
                                     workload.speculation(model), dp_balance=workload.dp_balance(),
+                                    batch_wait=workload.waits(),
                                     request_tokens=max(load.isl + load.osl for load in workload.loads()))
             for load in workload.loads():
                 try:
