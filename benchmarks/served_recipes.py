@@ -2,6 +2,8 @@
 benchmarks/validate_serving.py serves each run with them (its published recipe, not a fit)."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 #: TensorRT-LLM's attention-DP balancing per model, as NVIDIA's recipes set it (the runs record no serving
 #: options): DeepSeek-R1's (TensorRT-LLM's perf-overview and DeepSeek guides) holds context requests until every
 #: rank has one, timeout_iters 60, batching_wait_iters 0. Its DEP runs agree: their TPOT follows prompts dealt
@@ -12,21 +14,31 @@ BALANCE = {"deepseek-v3": (60, 0)}
 #: recipes' settings (benchmarks/*_slurm.sh and .github/workflows of SemiAnalysisAI/InferenceX), which the rows do
 #: not record. Their client (bench_serving's benchmark_serving.py, --random-range-ratio 0.8 from the workflow
 #: template) draws each request's input and output lengths uniformly from [0.8 L, L]: the requests average 0.9 L
-#: (INFERENCEX_LENGTHS), served at that mean. Their TensorRT-LLM Llama-3.x-70B recipes (70b_fp8_h200_trt_slurm.sh,
+#: (INFERENCEX_LENGTHS), served at that mean with lengths spread +-1/9 around it (INFERENCEX_SPREAD: no lockstep
+#: groups, roofline.serving.aggregated.lockstep). Their TensorRT-LLM Llama-3.x-70B recipes (70b_fp8_h200_trt_slurm.sh,
 #: 70b_fp4_b200_trt_slurm.sh) turn batch waiting on for 1k/1k below TP 8 alone: batch_wait_timeout_iters 20,
 #: batch_wait_max_tokens_ratio 0.9 ("will improve the performance"): those runs' TTFT is ~19 decode steps above
 #: the 1k/8k runs' at the same plan and load, which the hold explains (roofline.serving.holds.batch_wait)
 INFERENCEX = "source_file=2026-04-06.csv"
 INFERENCEX_LENGTHS = 0.9
+INFERENCEX_SPREAD = 0.1 / 0.9
 INFERENCEX_BATCH_WAIT = {("trtllm", "llama-3.1-70b", 1024, 1024): ((20, 0.9), 8)}  # (key): (batch wait, below tp)
 
 
-def recipe(row) -> tuple[object, tuple | None]:
-    """(the row as its client sent it, TensorRT-LLM's batch waiting of its recipe): INFERENCEX runs at their mean
-    lengths and, where their recipe sets it, with batch waiting; other runs as recorded, without it."""
+class Recipe(NamedTuple):
+    """A run as its client sent it: the row at its mean lengths, their spread, the server's batch waiting."""
+
+    row: object
+    batch_wait: tuple | None = None
+    length_spread: float = 0.0
+
+
+def recipe(row) -> Recipe:
+    """INFERENCEX runs at their mean lengths, spread, and where their recipe sets it with batch waiting; other runs
+    as recorded (fixed lengths: their clients send every request at isl/osl, ignoring EOS), without it."""
     if not str(row.silicon_data_source).startswith(INFERENCEX):
-        return row, None
+        return Recipe(row)
     wait, below = INFERENCEX_BATCH_WAIT.get((row.backend, row.model, int(row.isl), int(row.osl)), (None, 0))
     row = row.copy()
     row["isl"], row["osl"] = round(row.isl * INFERENCEX_LENGTHS), round(row.osl * INFERENCEX_LENGTHS)
-    return row, wait if row.tp_size < below else None
+    return Recipe(row, wait if row.tp_size < below else None, INFERENCEX_SPREAD)

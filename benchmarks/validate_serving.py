@@ -13,8 +13,8 @@ the attention projections 16-bit where the model's NVFP4 checkpoint keeps them s
 unlabelled and bf16 runs: bf16 throughout), isl/osl, concurrency (the closed loop; users beyond the cache's capacity
 wait: `--overflow queue`; a run whose client concurrency is a whole multiple of the recorded batch ran that many
 data-parallel replicas, each served at its share) and framework; SemiAnalysis' InferenceX runs at their recipes'
-mean lengths and TensorRT-LLM batch waiting (INFERENCEX), DeepSeek's TensorRT-LLM runs at NVIDIA's attention-DP
-balancing (BALANCE). --fit refits the per-framework constants (host
+mean and spread lengths and TensorRT-LLM batch waiting (INFERENCEX), DeepSeek's TensorRT-LLM runs at NVIDIA's
+attention-DP balancing (BALANCE; both in served_recipes.py). --fit refits the per-framework constants (host
 time per step, per request, lockstep share, disaggregated hand-over) on the even rows of each framework by
 coordinate descent and reports the odd rows apart (fit / held-out); paste the printed FITTED into
 roofline/serving/framework.py.
@@ -175,7 +175,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     """The served row of one measured run (raises RooflineInputError where it cannot be served)."""
     if not row.concurrency == row.concurrency:
         raise RooflineInputError("no concurrency recorded")
-    row, batch_wait = recipe(row)
+    row, batch_wait, spread = recipe(row)
     model, gpu = model_of(row.model), hardware.get_accelerator(row.gpu)
     weight, act, kv = precision(row)
     prefix = "decode_" if row["mode"] == "disagg" else ""
@@ -188,7 +188,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     served = prepare_served(model, gpu, scenario, framework=row.backend, fitted=(fitted or {}).get(row.backend),
                             dp_balance=BALANCE.get(row.model) if row.backend in fw.BALANCING else None,
                             batch_wait=batch_wait)
-    workload = Workload(isl=int(row.isl), osl=int(row.osl), concurrency=int(row.concurrency))
+    workload = Workload(isl=int(row.isl), osl=int(row.osl), concurrency=int(row.concurrency), length_spread=spread)
     if row["mode"] != "disagg":
         return serve_aggregated(served, workload, overflow="queue", waves=waves)
     prefill = plan(row.prefill_tp_size, row.prefill_attention_dp_size, row.prefill_moe_tp_size,
@@ -204,7 +204,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
 def today_row(row) -> tuple[float, float]:
     """Today's step model: (TTFT = one request's prefill, TPOT = one decode step at batch = concurrency per decode
     worker and the mean KV length), expected times."""
-    row = recipe(row)[0]
+    row = recipe(row).row
     model, gpu = model_of(row.model), hardware.get_accelerator(row.gpu)
     weight, act, kv = precision(row)
     disagg = row["mode"] == "disagg"
@@ -226,7 +226,7 @@ def predict(data: pd.DataFrame, fitted: dict | None = None, waves: float = WAVES
     """Served (and today's) predictions of every row; rows that cannot be served get `skipped` (why)."""
     out = []
     for _, row in data.iterrows():
-        record = {"skipped": "", "osl_sent": recipe(row)[0].osl}  # the mean output the client asked for
+        record = {"skipped": "", "osl_sent": recipe(row).row.osl}  # the mean output the client asked for
         try:
             served = serve_row(row, fitted, waves)
             record.update({k: served[k] for k in ("ttft_s", "tpot_s", "ttft_expected_s", "tpot_expected_s",

@@ -87,7 +87,8 @@ LLAMA_8B = dict(isl=1024, osl=1024)
 def _served(concurrency, wait, budget=None):
     model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
     served = prepare_served(model, gpu, Scenario(), "trtllm", max_batched_tokens=budget, batch_wait=wait)
-    return serve_aggregated(served, Workload(concurrency=concurrency, **LLAMA_8B))
+    # lengths spread as InferenceX's client draws them: users arrive one by one (no lockstep groups)
+    return serve_aggregated(served, Workload(concurrency=concurrency, length_spread=0.1, **LLAMA_8B))
 
 
 def test_a_few_users_wait_out_the_timeout():

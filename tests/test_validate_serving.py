@@ -35,16 +35,16 @@ def test_inferencex_runs_take_their_recipes():
         return pd.Series({"silicon_data_source": f"source_file={source}; model=Llama-3.1-70B", "backend": backend,
                           "model": "llama-3.1-70b", "isl": isl, "osl": osl, "tp_size": tp})
 
-    row, wait = served_recipes.recipe(run("2026-04-06.csv"))
-    assert (row.isl, row.osl, wait) == (922, 922, (20, 0.9))
-    assert served_recipes.recipe(run("2026-04-06.csv", tp=8.0))[1] is None
-    row, wait = served_recipes.recipe(run("2026-04-06.csv", backend="vllm", osl=8192))
+    row, wait, spread = served_recipes.recipe(run("2026-04-06.csv"))
+    assert (row.isl, row.osl, wait) == (922, 922, (20, 0.9)) and spread == pytest.approx(1 / 9)  # 0.9 L +- 0.1 L
+    assert served_recipes.recipe(run("2026-04-06.csv", tp=8.0)).batch_wait is None
+    row, wait, _ = served_recipes.recipe(run("2026-04-06.csv", backend="vllm", osl=8192))
     assert (row.isl, row.osl, wait) == (922, 7373, None)
-    row, wait = served_recipes.recipe(run("2026-04-06.csv", osl=8192))  # 1k/8k: no waiting in the recipe
-    assert wait is None
+    assert served_recipes.recipe(run("2026-04-06.csv", osl=8192)).batch_wait is None  # 1k/8k: no waiting
+    # another harness's fixed-length runs: as recorded, no spread
     other = run("/Users/x/data/h100_sxm/trtllm/1.0.0rc3/meta-llama_Llama-3.1-8B-Instruct.csv")
-    row, wait = served_recipes.recipe(other)
-    assert (row.isl, row.osl, wait) == (1024, 1024, None)
+    row, wait, spread = served_recipes.recipe(other)
+    assert (row.isl, row.osl, wait, spread) == (1024, 1024, None, 0.0)
 
 
 def test_a_dataset_with_a_run_at_its_roofline_is_flagged_whole():

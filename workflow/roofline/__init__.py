@@ -62,7 +62,8 @@ def plan(model: str, gpu: str | Sequence[str] | None = None, *, isl: int, osl: i
     mode (aggregated, disaggregated or all: the serving model), framework (the serving model's scheduler and kernel
     tables, default vllm; with prefill: the kernel tables, default each device's), attention_dp_balance (trtllm's
     attention-DP balancing: True for its defaults, or (timeout_iters, batching_wait_iters)), batch_wait (trtllm's
-    batch waiting on the aggregated candidates: (timeout_iters, max_tokens_ratio)), prefix_hit, spec_method,
+    batch waiting on the aggregated candidates: (timeout_iters, max_tokens_ratio)), prefix_hit, length_spread
+    (requests' lengths uniform over isl and osl x (1 +- it)), spec_method,
     spec_tokens, spec_acceptance, spec_accepted_length, spec_draft_model, prefill (the previous release's step model),
     memory_utilization, top, max_candidates (a larger search is refused before it runs), price_per_hour (USD per
     device-hour, or a list of "gpu=USD"), rank_on (expected, the default: targets and ranking on the expected
@@ -80,7 +81,8 @@ def serve(model: str, gpu: str, *, isl: int, osl: int, **options) -> pandas.Data
     holding one device as config.yaml's gpus: writes it, `isl`/`osl` the prompt and output tokens per request.
     Options: concurrency or request_rate (one of the two), framework, attention_dp_balance (True
     or (timeout_iters, batching_wait_iters): trtllm's attention-DP balancing), batch_wait ((timeout_iters,
-    max_tokens_ratio): trtllm's batch waiting without attention DP), max_batched_tokens,
+    max_tokens_ratio): trtllm's batch waiting without attention DP), max_batched_tokens, length_spread (requests'
+    lengths uniform over isl and osl x (1 +- it); 0: every request exactly them),
     prefix_hit, overflow, benchmark_waves, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
     attention_weight_dtype, fp8_scaling, weight_group_size, attention, expert_routing, mla_mode, parallel, tp, pp, ep,
     attention_dp, memory_utilization, spec_method, spec_tokens, spec_acceptance, spec_accepted_length,

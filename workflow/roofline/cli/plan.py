@@ -151,6 +151,7 @@ def table(args) -> tuple[list[dict], dict]:
     kvs = args.kv_dtypes or list(served_kv_dtypes(args.dtypes))
     workload = search.ServedWorkload(isl=args.isl, osl=args.osl, tpot_s=_seconds(args.tpot_ms),
                                      ttft_s=_seconds(args.ttft_ms), prefix_hit=args.prefix_hit,
+                                     length_spread=args.length_spread,
                                      spec=spec_options.speculation(args, model), framework=args.framework or "",
                                      dp_balance=args.attention_dp_balance, batch_wait=args.batch_wait)
     result = search.search(model, gpus, workload, weights, kvs, args.max_devices, args.mode or "aggregated",
@@ -229,7 +230,7 @@ def _step_model(args, model, gpus) -> tuple[list[dict], dict]:
     serving_only = [name for name in ("weight_dtypes", "kv_dtypes", "attention_weight_dtype", "fp8_scaling",
                                       "spec_method", "attention_dp_balance", "batch_wait")
                     if getattr(args, name)]
-    serving_only += ["prefix_hit"] if args.prefix_hit else []
+    serving_only += [name for name in ("prefix_hit", "length_spread") if getattr(args, name)]
     if serving_only:
         raise RooflineInputError(f"--{serving_only[0].replace('_', '-')}: only with the serving model (drop "
                                  "--prefill)")

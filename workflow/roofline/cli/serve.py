@@ -89,7 +89,7 @@ def table(args) -> tuple[list[dict], dict]:
     scenario.check_fp8_scaling(args.fp8_scaling, [chosen.for_model(model)], "--weight-dtype fp8")
     scenario.check_weight_options(args, chosen.for_model(model), model)
     workload = Workload(isl=args.isl, osl=args.osl, concurrency=args.concurrency, request_rate=args.request_rate,
-                        prefix_hit=args.prefix_hit)
+                        prefix_hit=args.prefix_hit, length_spread=args.length_spread)
     served = prepare_served(model, gpu, chosen, framework, spec_options.speculation(args, model),
                             args.max_batched_tokens, args.memory_utilization, dp_balance=args.attention_dp_balance,
                             request_tokens=args.isl + args.osl, batch_wait=args.batch_wait)

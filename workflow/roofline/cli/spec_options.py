@@ -71,7 +71,7 @@ def check_batch_wait(args, framework_named: bool = False) -> None:
 
 
 def add_arguments(parser) -> None:
-    """--framework, --attention-dp-balance, --batch-wait, --prefix-hit and the --spec-* options."""
+    """--framework, --attention-dp-balance, --batch-wait, --prefix-hit, --length-spread and the --spec-* options."""
     parser.add_argument("--framework", type=choice("--framework", FRAMEWORKS),
                         help="serving framework: its scheduler defaults, host time and measured kernel tables "
                              "(default vllm; plan --prefill: each device's default tables)")
@@ -89,6 +89,11 @@ def add_arguments(parser) -> None:
                              "off (as without the option, TensorRT-LLM's default)")
     parser.add_argument("--prefix-hit", type=share("--prefix-hit"), default=0.0,
                         help="share of prompt tokens found in the prefix cache")
+    parser.add_argument("--length-spread", type=share("--length-spread"), default=0.0,
+                        help="requests' lengths uniform over isl and osl x (1 +- S), as vllm bench serve's "
+                             "--random-range-ratio S; default 0: every request exactly isl and osl, as a "
+                             "fixed-length benchmark sends (its closed-loop users stay in lockstep groups; spread "
+                             "lengths end requests apart)"),
     parser.add_argument("--spec-method", type=choice("--spec-method", SPEC_METHODS),
                         help="speculative decoding: mtp | eagle | draft | ngram")
     parser.add_argument("--spec-tokens", type=positive_int("--spec-tokens"),

@@ -257,6 +257,7 @@ SERVE_COLUMNS = (
     "request_rate",  # request/s of an open-loop workload (NaN under a concurrency)
     "isl", "osl",  # prompt and output tokens per request
     "prefix_hit",  # share of prompt tokens found in the prefix cache
+    "length_spread",  # requests' lengths uniform over isl and osl x (1 +- it); 0: all exactly (fixed-length benchmark)
     "max_batched_tokens",  # tokens one step may compute: per attention replica under DP attention (TensorRT-LLM,
     # vLLM; SGLang: the whole engine's), one request's prompt at most this many per step
     "ttft_s",  # s, bound: the request's own prompt at the roofline (disaggregated: plus the KV transfer)
@@ -306,6 +307,7 @@ PLAN_SERVING_COLUMNS = (
     "e2e_latency_expected_s",  # s, ttft_expected_s + (osl - 1) x tpot_expected_s
     "kv_capacity_requests",  # requests held at once (expected): the KV cache's, at most max_num_seqs
     "prefix_hit",  # share of prompt tokens found in the prefix cache
+    "length_spread",  # requests' lengths uniform over isl and osl x (1 +- it); 0: all exactly (fixed-length benchmark)
     "spec_method",  # speculative decoding method, or none
     "accepted_tokens_per_step",  # tokens a (verify) step yields per sequence
     "attention_weight_dtype",  # the candidate's attention projections' weights (weight_dtype unless set apart)

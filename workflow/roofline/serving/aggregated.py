@@ -80,6 +80,7 @@ class Load:
     prefix_hit: float = 0.0
     queries: int = 1
     tokens_per_step: float = 1.0
+    spread: float = 0.0  # lengths spread uniformly over +-spread around isl and osl (0: every request exactly them)
 
     def __post_init__(self):
         object.__setattr__(self, "tokens_per_step", step_yield(self.tokens_per_step, self.osl))
@@ -107,6 +108,17 @@ def step_yield(accepted: float, osl: int) -> float:
     comes back as given: it already averages the requests' last, shorter steps (a short output's last step is
     still priced at the mean: 6 tokens left at 5 a step take 1.2 steps here, 2 in a run)."""
     return float(min(accepted, max(osl - 1, 1)))
+
+
+def lockstep(sync: float, load: Load, mixed: bool = True) -> float:
+    """The framework's lockstep share `sync` for requests of `load`. Where prompt chunks ride in decode steps
+    (`mixed`), groups form only of requests that end in the same step: 0 where their output lengths spread over a
+    step or more (spread x osl >= 1: requests that start together end apart, and their users send the next ones
+    apart, as in a benchmark of random lengths or real traffic), `sync` where every request has the same lengths (a
+    fixed-length benchmark's users stay in the groups they start in). A prefill-first scheduler gathers the prompts
+    that arrive during a decode step into its next prefill step whatever their lengths: `sync` (fitted on runs of
+    both kinds: its random-length runs fit 0.25 better than 0, loss 56.5 against 58.5)."""
+    return 0.0 if mixed and load.spread * load.osl >= 1 else sync
 
 
 @dataclass(frozen=True)

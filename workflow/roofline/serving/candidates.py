@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..engine.analysis import check_device_dtypes, check_indexer_device, deployment_label
-from ..engine.dtypes import DTYPE_BYTES
+from ..engine.dtypes import DTYPE_BYTES, check_storage_dtype
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
@@ -177,3 +177,21 @@ def layout_count(plans: list[Parallel], gpu: Accelerator, max_devices: int) -> i
     limit = linked_devices(gpu, max_devices)
     loads = np.sort(np.outer(WORKER_COUNTS, [plan.devices for plan in plans]).ravel())
     return int(np.searchsorted(loads, limit - loads, side="right").sum())
+
+
+def recipes(weight_dtypes: Sequence[str], kv_dtypes: Sequence[str], attention_weight_dtype: str = "",
+            fp8_scaling: str = "tensor") -> list[Scenario]:
+    """Scenarios of every (weight dtype, KV dtype, attention kernel): activations as the serving recipe; the attention
+    projections at `attention_weight_dtype` where it differs from the weights' ("" = as the weights); fp8 weights
+    scaled as `fp8_scaling` says."""
+    if attention_weight_dtype:
+        check_storage_dtype("--attention-weight-dtype", attention_weight_dtype)
+    weights = tuple(dict.fromkeys(check_storage_dtype("--weight-dtypes", d) for d in weight_dtypes))
+    kvs = tuple(dict.fromkeys(check_storage_dtype("--kv-dtypes", d) for d in kv_dtypes))
+    kvs = tuple(kv for kv in kvs if DTYPE_BYTES[kv] >= MIN_KV_BYTES)
+    if not weights or not kvs:
+        raise RooflineInputError("--kv-dtypes: no dtype of 8 bits or more for the KV cache; add one (e.g. fp8)")
+    return [Scenario(weight_dtype=w, act_dtype=activation_dtype(w), kv_dtype=kv, attention=attention,
+                     attention_weight_dtype="" if attention_weight_dtype == w else attention_weight_dtype,
+                     fp8_scaling=fp8_scaling).validate()
+            for w in weights for kv in kvs for attention in ATTENTION_IMPLS]

@@ -16,17 +16,16 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..engine.analysis import check_indexer_device, deployment_label
-from ..engine.dtypes import DTYPE_BYTES, check_storage_dtype
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
 from ..engine.parallel import Parallel
-from ..engine.scenario import ATTENTION_IMPLS, MAX_BATCH, Scenario
+from ..engine.scenario import MAX_BATCH, Scenario
 from ..estimate.calibration import DEFAULT
 from ..estimate.step import combine
 from . import aggregated as agg
 from . import search_solve as solvers
-from .candidates import MIN_KV_BYTES, activation_dtype, layout_count, parallel_plans, pool_layouts, recipes_on
+from .candidates import layout_count, parallel_plans, pool_layouts, recipes, recipes_on
 from .capacity import capacity
 from .framework import DEFAULT_FRAMEWORK, framework_for, held_batch_wait
 from .hugepages import without_hugepage_advice
@@ -60,6 +59,7 @@ class ServedWorkload:
     spec: Speculation = field(default_factory=Speculation)
     framework: str = ""  # "" = DEFAULT_FRAMEWORK: the scheduler, host time and kernel tables of every candidate
     dp_balance: tuple[int, int] | None = None  # TensorRT-LLM's attention-DP balancing (framework.Framework)
+    length_spread: float = 0.0  # lengths uniform over +-length_spread around isl and osl (aggregated.lockstep)
     batch_wait: tuple[int, float] | None = None  # its batch waiting (framework.held_batch_wait: where it holds)
 
 
@@ -131,24 +131,6 @@ class ServedSearch:
         if w.ttft_s is not None:
             ok &= c["ttft" + suffix] <= w.ttft_s
         return ok
-
-
-def recipes(weight_dtypes: Sequence[str], kv_dtypes: Sequence[str], attention_weight_dtype: str = "",
-            fp8_scaling: str = "tensor") -> list[Scenario]:
-    """Scenarios of every (weight dtype, KV dtype, attention kernel): activations as the serving recipe; the attention
-    projections at `attention_weight_dtype` where it differs from the weights' ("" = as the weights); fp8 weights
-    scaled as `fp8_scaling` says."""
-    if attention_weight_dtype:
-        check_storage_dtype("--attention-weight-dtype", attention_weight_dtype)
-    weights = tuple(dict.fromkeys(check_storage_dtype("--weight-dtypes", d) for d in weight_dtypes))
-    kvs = tuple(dict.fromkeys(check_storage_dtype("--kv-dtypes", d) for d in kv_dtypes))
-    kvs = tuple(kv for kv in kvs if DTYPE_BYTES[kv] >= MIN_KV_BYTES)
-    if not weights or not kvs:
-        raise RooflineInputError("--kv-dtypes: no dtype of 8 bits or more for the KV cache; add one (e.g. fp8)")
-    return [Scenario(weight_dtype=w, act_dtype=activation_dtype(w), kv_dtype=kv, attention=attention,
-                     attention_weight_dtype="" if attention_weight_dtype == w else attention_weight_dtype,
-                     fp8_scaling=fp8_scaling).validate()
-            for w in weights for kv in kvs for attention in ATTENTION_IMPLS]
 
 
 def aggregated_candidates(model: ModelSpec, gpus: Sequence[Accelerator], scenarios: list[Scenario],
@@ -305,7 +287,8 @@ def evaluate(model: ModelSpec, candidates: list[Candidate], workload: ServedWork
     `candidates` of one mode. The points served are the candidates x concurrencies whose requests the KV cache
     holds, candidate by candidate."""
     spec, drafted = workload.spec, draft_model(workload.spec, model)
-    load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step)
+    load = agg.Load(workload.isl, workload.osl, workload.prefix_hit, spec.queries, spec.tokens_per_step,
+                    workload.length_spread)
     frameworks = [framework_for(workload.framework, c.gpu, c.scenario.parallel.tp, memory_fraction=memory_utilization,
                                 dp_balance=workload.dp_balance, spec_method=spec.method,
                                 gpus=c.scenario.parallel.devices,

@@ -59,7 +59,7 @@ def rows(result: ServedSearch, indices: Iterable[int]) -> list[dict]:
             "e2e_latency_s": float(c["ttft_s"][i] + (w.osl - 1) * c["tpot_s"][i]),
             "e2e_latency_expected_s": float(c["ttft_expected_s"][i] + (w.osl - 1) * c["tpot_expected_s"][i]),
             "kv_capacity_requests": float(c["kv_capacity_requests"][i]), "prefix_hit": float(w.prefix_hit),
-            "spec_method": w.spec.method or "none",
+            "length_spread": float(w.length_spread), "spec_method": w.spec.method or "none",
             "accepted_tokens_per_step": step_yield(w.spec.tokens_per_step, w.osl),
             "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
             # the balancing acts where the prompts' plan has attention-DP replicas (the prefill pool's, disaggregated)

@@ -89,7 +89,8 @@ def stepper(tables: dict[bool, StepTables], fw, drafted, spec) -> agg.Stepper:
 def aggregated(selected, points: Points, tables, load, fw, model, drafted, spec) -> dict:
     stacked, rows = stepper(tables, fw, drafted, spec), table_rows(selected, tables[False])
     scheduler = agg.Scheduler(budget=0.0, mixed=fw.mixed, step_overhead_s=fw.step_overhead_s,
-                              request_overhead_s=fw.request_overhead_s, sync=fw.sync, dp_balance=fw.dp_balance,
+                              request_overhead_s=fw.request_overhead_s, sync=agg.lockstep(fw.sync, load, fw.mixed),
+                              dp_balance=fw.dp_balance,
                               batch_wait=fw.batch_wait)
 
     def solve(at: Chunk) -> dict:

@@ -43,6 +43,7 @@ class Workload:
     concurrency: int | None = None
     request_rate: float | None = None
     prefix_hit: float = 0.0
+    length_spread: float = 0.0  # lengths uniform over +-length_spread around isl and osl (aggregated.lockstep)
 
     def validate(self, waves: float = 0.0) -> "Workload":
         """Refuse (one line) what no served run has; `waves` (--benchmark-waves) is a closed-loop benchmark's."""
@@ -71,11 +72,14 @@ class Workload:
         if not 0 <= self.prefix_hit < 1:
             raise RooflineInputError(f"--prefix-hit: {self.prefix_hit!r} is not allowed; expected a share from 0 to "
                                      "below 1 of the prompt tokens found in the prefix cache")
+        if not 0 <= self.length_spread < 1:
+            raise RooflineInputError(f"--length-spread: {self.length_spread!r} is not allowed; expected a share from "
+                                     "0 to below 1 (lengths uniform over isl and osl x (1 +- it))")
         return self
 
     def load(self, spec: Speculation) -> agg.Load:
         return agg.Load(isl=self.isl, osl=self.osl, prefix_hit=self.prefix_hit, queries=spec.queries,
-                        tokens_per_step=spec.tokens_per_step)
+                        tokens_per_step=spec.tokens_per_step, spread=self.length_spread)
 
 
 @dataclass(frozen=True)
@@ -219,7 +223,7 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
     draft = draft_model(served.spec, served.model)
     cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
     check_capacity(served, workload, cap, overflow)
-    scheduler = scheduler_for(served.framework, served.plan, waves)
+    scheduler = scheduler_for(served.framework, served.plan, waves, load)
     stepper = served.stepper(load, max(cap.running_bound, cap.running, 1.0))
     if workload.concurrency is not None:
         offered = workload.concurrency
@@ -244,12 +248,14 @@ def _offered_bound(requests_per_s, workload: Workload):
     return requests_per_s if workload.request_rate is None else np.minimum(requests_per_s, workload.request_rate)
 
 
-def scheduler_for(framework: Framework, plan: Parallel, waves: float = 0.0) -> agg.Scheduler:
-    """The aggregated scheduler of a framework on an engine of `plan` (its budget, mixing and fitted constants)."""
+def scheduler_for(framework: Framework, plan: Parallel, waves: float = 0.0, load: agg.Load | None = None
+                  ) -> agg.Scheduler:
+    """The aggregated scheduler of a framework on an engine of `plan` (its budget, mixing and fitted constants; the
+    lockstep share as the requests of `load` keep it: aggregated.lockstep)."""
+    sync = framework.sync if load is None else agg.lockstep(framework.sync, load, framework.mixed)
     return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed, chunk=framework.request_chunk(plan),
                          step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
-                         sync=framework.sync, waves=waves, dp_balance=framework.dp_balance,
-                         batch_wait=framework.batch_wait)
+                         sync=sync, waves=waves, dp_balance=framework.dp_balance, batch_wait=framework.batch_wait)
 
 
 @dataclass(frozen=True)
@@ -360,7 +366,8 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "kv_dtype": sc.kv_dtype,
         "concurrency": workload.concurrency if workload.concurrency is not None else float("nan"),
         "request_rate": _or_nan(workload.request_rate), "isl": workload.isl, "osl": workload.osl,
-        "prefix_hit": float(workload.prefix_hit), "max_batched_tokens": served.framework.max_batched_tokens,
+        "prefix_hit": float(workload.prefix_hit), "length_spread": float(workload.length_spread),
+        "max_batched_tokens": served.framework.max_batched_tokens,
         "ttft_s": float(ttft_bound), "tpot_s": tpot,
         "ttft_expected_s": float(expected["ttft"]), "tpot_expected_s": float(expected["tpot"]),
         "e2e_latency_s": float(ttft_bound + (workload.osl - 1) * tpot),

@@ -23,6 +23,7 @@ class ServingWorkload:
     concurrency: tuple[int, ...] = ()
     request_rate: tuple[float, ...] = ()
     prefix_hit: float = 0.0
+    length_spread: float = 0.0  # lengths uniform over isl and osl x (1 +- it); 0: every request exactly them
     framework: str = DEFAULT_FRAMEWORK
     mode: str = "aggregated"
     spec_method: str | None = None
@@ -74,8 +75,9 @@ class ServingWorkload:
         """One served workload per concurrency and per request rate, each checked."""
         if not self.concurrency and not self.request_rate:
             raise RooflineInputError("concurrency / request_rate: give at least one value of either")
-        return ([Workload(self.isl, self.osl, concurrency=n, prefix_hit=self.prefix_hit) for n in self.concurrency]
-                + [Workload(self.isl, self.osl, request_rate=r, prefix_hit=self.prefix_hit)
+        shared = dict(prefix_hit=self.prefix_hit, length_spread=self.length_spread)
+        return ([Workload(self.isl, self.osl, concurrency=n, **shared) for n in self.concurrency]
+                + [Workload(self.isl, self.osl, request_rate=r, **shared)
                    for r in self.request_rate])
 
     def speculation(self, model: ModelSpec) -> Speculation:
