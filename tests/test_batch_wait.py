@@ -181,3 +181,23 @@ def test_the_python_api_takes_a_pair():
     off = roofline.serve("llama-3.1-8b", "h100-sxm", isl=1024, osl=1024, batch_wait="off", **options)
     assert [f["batch_wait"][0] for f in (pair, off)] == ["20,0.9", "off"]
     assert pair["ttft_expected_s"][0] > off["ttft_expected_s"][0]
+
+
+def test_the_report_tells_the_workloads_apart():
+    # two workloads of the same lengths, one with batch waiting and one with spread lengths, had shared a title in
+    # the model report ('trtllm, aggregated: 1,024 prompt and 1,024 output tokens per request' twice)
+    import pandas as pd
+
+    from roofline.report.workloads import workloads_section
+    from roofline.serving.table import ServingSettings, serving_table
+
+    gpus = {"h100-sxm": get_accelerator("h100-sxm")}
+    workloads = (ServingWorkload(1024, 1024, (4,), framework="trtllm", batch_wait=[20, 0.9]),
+                 ServingWorkload(1024, 1024, (4,), framework="trtllm", length_spread=0.2))
+    rows, _ = serving_table(get_model("llama-3.1-8b"), gpus, {"h100-sxm": Scenario()},
+                            ServingSettings(workloads=workloads, gpus=("h100-sxm",)))
+    titles = [table["title"] for table in workloads_section(pd.DataFrame(rows), {"h100-sxm": "H100"})["tables"]]
+    assert titles == ["trtllm, aggregated: 1,024 prompt and 1,024 output tokens per request, batch waiting 20 steps "
+                      "or 90% of the step budget",
+                      "trtllm, aggregated: 1,024 prompt and 1,024 output tokens per request, lengths spread 20% "
+                      "either way"]

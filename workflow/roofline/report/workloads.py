@@ -21,7 +21,7 @@ WORKLOAD_COLUMNS = (
 )
 #: the columns that tell one workload from another (a table each)
 WORKLOAD_KEYS = ("mode", "framework", "isl", "osl", "prefix_hit", "spec_method", "accepted_tokens_per_step",
-                 "prefill_workers", "decode_workers")
+                 "prefill_workers", "decode_workers", "length_spread", "batch_wait", "attention_dp_balance")
 
 
 def workloads_section(serving: pd.DataFrame | None, names: dict[str, str]) -> dict | None:
@@ -32,7 +32,8 @@ def workloads_section(serving: pd.DataFrame | None, names: dict[str, str]) -> di
         return None
     order = {key: n for n, key in enumerate(names)}
     tables = []
-    for _, rows in serving.groupby(list(WORKLOAD_KEYS), sort=False, dropna=False):
+    keys = [key for key in WORKLOAD_KEYS if key in serving]  # a table written before a key existed lacks it
+    for _, rows in serving.groupby(keys, sort=False, dropna=False):
         rows = rows.assign(_gpu=rows["gpu"].map(order).fillna(len(order)),
                            _load=rows["concurrency"].fillna(rows["request_rate"]))
         rows = rows.sort_values(["_gpu", "_load"], kind="stable")
@@ -51,6 +52,21 @@ def workload_title(row: pd.Series) -> str:
         words += f", {units.percent(float(row['prefix_hit']))} of each prompt in the prefix cache"
     if str(row.get("spec_method", "none")) not in ("none", "", "nan"):
         words += f", {units.sig(float(row['accepted_tokens_per_step']))} tokens per verify step"
+    if float(row.get("length_spread", 0) or 0) > 0:
+        words += f", lengths spread {units.percent(float(row['length_spread']))} either way"
+    return words + _holds_words(row)
+
+
+def _holds_words(row: pd.Series) -> str:
+    """', batch waiting 20 steps or 90% of the step budget' and ', attention-DP balancing 60,0 steps' where on."""
+    words = ""
+    wait = str(row.get("batch_wait", "off"))
+    if wait not in ("off", "", "nan"):
+        steps, ratio = wait.split(",")
+        words += f", batch waiting {steps} steps or {units.percent(float(ratio))} of the step budget"
+    balance = str(row.get("attention_dp_balance", "off"))
+    if balance not in ("off", "", "nan"):
+        words += f", attention-DP balancing {balance} steps"
     return words
 
 
