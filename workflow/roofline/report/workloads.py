@@ -1,6 +1,6 @@
 """The served workloads of the config's `serving:` section in the model report: results/serving/{model}.parquet
 (SERVE_COLUMNS, `roofline serve` of every configured gpu at the model's plan under every workload), one table per
-workload (mode, framework, lengths, prefix hit, speculation, pools), a row per GPU and concurrency or request rate,
+workload (mode, framework, lengths and spread, prefix hit, speculation, pools, holds), a row per GPU and load,
 with the expected value beside its bound; and what could not be served, as the serving job said it. This module
 selects and formats rows, it computes nothing.
 """
