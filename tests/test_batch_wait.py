@@ -29,10 +29,11 @@ class Replicas:
         self.replicas = replicas
 
 
-def held(prompt, rate=None, replicas=1.0, wait=(20, 0.9), decoding=1.0, **closed) -> float:
-    # a 2048-token budget, 4 decode tokens, steps of 10 ms
+def held(prompt, rate=None, replicas=1.0, wait=(20, 0.9), decoding=50.0, osl=1024, **closed) -> float:
+    # a 2048-token budget, 4 decode tokens, steps of 10 ms; by default 50 requests decoding, which an arrival finds
+    # w.p. 1 - exp(-50) and which end 1023 x 50 / 51 steps (10.0 s) on: neither binds
     scheduler = agg.Scheduler(budget=2048, mixed=True, batch_wait=wait)
-    load = agg.Load(isl=prompt, osl=1024)
+    load = agg.Load(isl=prompt, osl=osl)
     return float(batch_wait(Replicas(replicas), scheduler, load, 4.0, 0.010, decoding, rate=rate, **closed))
 
 
@@ -55,8 +56,13 @@ def test_batch_wait_arithmetic():
     assert held(1000, rate=2.0, wait=None) == 0.0
     assert held(1000, rate=2.0, wait=(20, 0.0)) == 0.0
     assert held(1000, rate=2.0, wait=(0, 0.9)) == 0.0
-    # half the arrivals find requests decoding: half the hold
-    assert held(1000, rate=2.0, decoding=0.5) == pytest.approx(0.12 / 1.4)
+    # one request decoding on average: an arrival finds it w.p. 1 - exp(-1)
+    assert held(1000, rate=2.0, decoding=1.0) == pytest.approx(-np.expm1(-1.0) * 0.24 / 1.4)
+    # an output of one token decodes nothing: no hold; one of 11 tokens (10 decode steps, 0.1 s) beside one request
+    # decoding ends the hold when it ends, half its decode on average (0.05 s, under the 20 steps and the 0.5 s to
+    # the next prompt): 0.05 x (1 + 0.1 / 2) / (1 + 0.1), found w.p. 1 - exp(-1)
+    assert held(1000, rate=2.0, osl=1) == 0.0
+    assert held(1000, rate=2.0, decoding=1.0, osl=11) == pytest.approx(-np.expm1(-1.0) * 0.05 * 1.05 / 1.1)
 
 
 def test_closed_loop_rate_takes_the_hold():
@@ -67,7 +73,7 @@ def test_closed_loop_rate_takes_the_hold():
     assert held(1000, active=4.0, rest=10.0) == pytest.approx(0.2 * (1 + x2 * 0.2 / 2) / (1 + x2 * 0.2))
     # per point, as arrays: one point past the timeout's reach, one where the prompts come fast
     both = batch_wait(Replicas(np.array([1.0, 1.0])), agg.Scheduler(budget=2048, mixed=True, batch_wait=(20, 0.9)),
-                      agg.Load(isl=1000, osl=1024), np.array([4.0, 4.0]), np.array([0.01, 0.01]), 1.0,
+                      agg.Load(isl=1000, osl=1024), np.array([4.0, 4.0]), np.array([0.01, 0.01]), 50.0,
                       rate=np.array([2.0, 20.0]))
     assert both.tolist() == pytest.approx([0.24 / 1.4, 0.0375])
 
@@ -87,8 +93,7 @@ LLAMA_8B = dict(isl=1024, osl=1024)
 def _served(concurrency, wait, budget=None):
     model, gpu = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
     served = prepare_served(model, gpu, Scenario(), "trtllm", max_batched_tokens=budget, batch_wait=wait)
-    # lengths spread as InferenceX's client draws them: users arrive one by one (no lockstep groups)
-    return serve_aggregated(served, Workload(concurrency=concurrency, length_spread=0.1, **LLAMA_8B))
+    return serve_aggregated(served, Workload(concurrency=concurrency, **LLAMA_8B))
 
 
 def test_a_few_users_wait_out_the_timeout():
@@ -118,9 +123,14 @@ def test_the_serving_section_takes_the_wait():
         ServingWorkload(1024, 1024, (8,), batch_wait=[20, 0.9]).validate(get_model("llama-3.1-8b"))
     with pytest.raises(RooflineInputError, match="batch_wait: holds prompts while requests decode"):
         ServingWorkload(1024, 1024, (8,), framework="trtllm", mode="disaggregated", batch_wait=[20, 0.9]).waits()
-    for bad in ([20], [20, 1.5], [-1, 0.9], [20.5, 0.9], [True, 0.9], "20,0.9"):
+    for bad in ([20], [20, 1.5], [-1, 0.9], [20.5, 0.9], [True, 0.9], "20,0.9", [2_000_000, 0.9]):
         with pytest.raises(RooflineInputError, match="batch_wait: .* is not allowed"):
             ServingWorkload(1024, 1024, (8,), framework="trtllm", batch_wait=bad).waits()
+    # what holds nothing reads as off (TensorRT-LLM: 0 steps are reached at once, a share of 0 is met at once), as
+    # does YAML's `off` (false); 20.0 steps are 20
+    for off in ([0, 0.9], [20, 0], False):
+        assert ServingWorkload(1024, 1024, (8,), framework="trtllm", batch_wait=off).waits() is None
+    assert ServingWorkload(1024, 1024, (8,), framework="trtllm", batch_wait=[20.0, 0.9]).waits() == (20, 0.9)
 
 
 def _cli(capsys, *argv):
@@ -140,8 +150,9 @@ def test_serve_and_plan_take_the_option(capsys):
     row = json.loads(out)
     row = row[0] if isinstance(row, list) else row
     assert code == 0 and row["batch_wait"] == "20,0.9"
-    code, out, _ = _cli(capsys, *SERVE, "--framework", "trtllm", "--batch-wait", "OFF", "--format", "json")
-    assert code == 0 and '"batch_wait": "off"' in out
+    for off in ("OFF", "0,0.9", "20,0"):  # the last two hold nothing: off
+        code, out, _ = _cli(capsys, *SERVE, "--framework", "trtllm", "--batch-wait", off, "--format", "json")
+        assert code == 0 and '"batch_wait": "off"' in out
     code, out, _ = _cli(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl",
                         "1024", "--max-devices", "1", "--framework", "trtllm", "--batch-wait", "20,0.9", "--top", "0",
                         "--format", "json")
@@ -155,6 +166,8 @@ def test_serve_and_plan_take_the_option(capsys):
     (("--framework", "trtllm", "--batch-wait", "20"), "--batch-wait: '20' is not allowed"),
     (("--framework", "trtllm", "--batch-wait", "20,1.5"), "--batch-wait: '20,1.5' is not allowed"),
     (("--framework", "trtllm", "--batch-wait", "x,0.5"), "--batch-wait: 'x,0.5' is not allowed"),
+    (("--framework", "trtllm", "--batch-wait", "20,0.9,1"), "--batch-wait: '20,0.9,1' is not allowed"),
+    (("--framework", "trtllm", "--batch-wait", "99999999999,0.5"), "--batch-wait: '99999999999,0.5' is not allowed"),
     (("--framework", "trtllm", "--batch-wait", "20,0.9", "--mode", "disaggregated"),
      "--batch-wait: holds prompts while requests decode"),
 ])
@@ -177,7 +190,7 @@ def test_the_python_api_takes_a_pair():
     import roofline
 
     options = dict(framework="trtllm", concurrency=4)
-    pair = roofline.serve("llama-3.1-8b", "h100-sxm", isl=1024, osl=1024, batch_wait=(20, 0.9), **options)
+    pair = roofline.serve("llama-3.1-8b", "h100-sxm", isl=1024, osl=1024, batch_wait=(20.0, 0.9), **options)
     off = roofline.serve("llama-3.1-8b", "h100-sxm", isl=1024, osl=1024, batch_wait="off", **options)
     assert [f["batch_wait"][0] for f in (pair, off)] == ["20,0.9", "off"]
     assert pair["ttft_expected_s"][0] > off["ttft_expected_s"][0]
@@ -201,3 +214,27 @@ def test_the_report_tells_the_workloads_apart():
                       "or 90% of the step budget",
                       "trtllm, aggregated: 1,024 prompt and 1,024 output tokens per request, lengths spread 20% "
                       "either way"]
+
+
+def test_the_config_schema_takes_the_pair_or_off():
+    # `batch_wait: off` (YAML's false) and a pair pass the schema; a one-item list names what it needs ('must not
+    # be empty' had been said of [20]); the resolved config refuses what the schema cannot see
+    import jsonschema
+
+    from roofline.pipeline import config as rc
+    from roofline.pipeline.schema_messages import describe_schema_error
+    from test_hardening_config import SCHEMA
+
+    def messages(value) -> list[str]:
+        config = {"models": {"llama-3.1-8b": {}}, "gpus": {"h100-sxm": {}},
+                  "serving": {"framework": "trtllm",
+                              "workloads": [{"isl": 1024, "osl": 1024, "concurrency": [4], "batch_wait": value}]}}
+        return [describe_schema_error(e) for e in jsonschema.Draft202012Validator(SCHEMA).iter_errors(config)]
+
+    assert messages(False) == messages([20, 0.9]) == []
+    assert any("[20] is not allowed; expected 2 items" in m for m in messages([20]))
+    assert messages([20, 1.5]) and messages(True)
+    config = {"models": {"llama-3.1-8b": {}}, "gpus": {"h100-sxm": {}},
+              "serving": {"workloads": [{"isl": 1024, "osl": 1024, "concurrency": [4], "batch_wait": [20, 0.9]}]}}
+    with pytest.raises(RooflineInputError, match="batch_wait: vllm does not hold prompts"):
+        rc.resolve_config(config)

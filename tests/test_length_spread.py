@@ -18,10 +18,10 @@ from roofline.serving.table import ServingWorkload
 
 
 def test_lockstep_share_arithmetic():
-    # 1024 output tokens: a spread of 0.001 is 1.02 tokens either way (>= 1: requests end in different steps), one
-    # of 0.0004 is 0.41 of a token (every request still ends in the same step)
+    # 1024 output tokens: a spread of 0.0005 ranges over 2 x 0.512 = 1.02 tokens (>= 1: requests end in different
+    # steps), one of 0.0004 over 0.82 of a token (every request still ends in the same step)
     assert agg.lockstep(0.375, agg.Load(isl=1024, osl=1024)) == 0.375
-    assert agg.lockstep(0.375, agg.Load(isl=1024, osl=1024, spread=0.001)) == 0.0
+    assert agg.lockstep(0.375, agg.Load(isl=1024, osl=1024, spread=0.0005)) == 0.0
     assert agg.lockstep(0.375, agg.Load(isl=1024, osl=1024, spread=0.0004)) == 0.375
     # a prefill-first scheduler keeps its share whatever the lengths
     assert agg.lockstep(0.25, agg.Load(isl=1024, osl=1024, spread=0.2), mixed=False) == 0.25
@@ -44,6 +44,14 @@ def test_spread_lengths_dissolve_the_groups_of_a_mixed_scheduler():
     assert _served("vllm", 0.2, 1)["ttft_expected_s"] == pytest.approx(_served("vllm", 0.0, 1)["ttft_expected_s"])
     # SGLang gathers arrivals into its prefill steps either way
     assert _served("sglang", 0.2)["ttft_expected_s"] == pytest.approx(_served("sglang", 0.0)["ttft_expected_s"])
+
+
+def test_the_longest_request_must_fit_the_context():
+    # Llama-3.1-8B holds 131,072 positions: (100,000 + 31,000) x 1.5 = 196,500 tokens at the spread's top do not fit
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), Scenario())
+    with pytest.raises(RooflineInputError, match="--length-spread: the longest requests, .* = 196500 tokens"):
+        serve_aggregated(served, Workload(isl=100_000, osl=31_000, concurrency=1, length_spread=0.5))
+    assert serve_aggregated(served, Workload(isl=100_000, osl=31_000, concurrency=1))["fits"]
 
 
 def test_bad_spread_is_refused():

@@ -59,7 +59,7 @@ def _argv(command: str, parser: argparse.ArgumentParser, options: dict) -> list[
                 argv.append(f"{option}={','.join(map(str, value)) if isinstance(value, (list, tuple)) else value}")
             continue
         if isinstance(value, (list, tuple)) and "," in (action.metavar or ""):  # a pair option: (20, 0.9) -> 20,0.9
-            argv.append(f"{option}={','.join(map(str, value))}")
+            argv.append(f"{option}={','.join(str(int(v)) if _whole_float(v) else str(v) for v in value)}")
             continue
         values = [value] if isinstance(value, str) or not isinstance(value, (list, tuple)) else list(value)
         values = [int(v) if _whole_float(v) else v for v in values]  # 32.0 users are 32

@@ -6,7 +6,7 @@ import argparse
 
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import FRAMEWORKS
-from ..serving.framework import BALANCING, BATCH_WAITING
+from ..serving.framework import BALANCING, BATCH_WAITING, MAX_WAIT_STEPS, WAIT_NEEDS_DECODING, batch_wait_setting
 from ..serving.speculative import DEFAULT_SPEC_TOKENS, SPEC_METHODS, Speculation
 from . import options
 from .options import choice, positive_int
@@ -46,14 +46,14 @@ def batch_wait(text: str) -> tuple[int, float] | None:
         return None
     parts = [part.strip() for part in text.split(",")]
     try:
-        steps, ratio = (int(parts[0]), float(parts[1])) if len(parts) == 2 and parts[0].isdigit() else (-1, -1.0)
-    except ValueError:
-        steps, ratio = -1, -1.0
-    if steps < 0 or not 0 <= ratio <= 1:
-        raise argparse.ArgumentTypeError(f"--batch-wait: '{text}' is not allowed; expected STEPS,RATIO: a whole number "
-                                         "of steps (batch_wait_timeout_iters) and a share of max_num_tokens from 0 "
-                                         "to 1 (batch_wait_max_tokens_ratio), e.g. 20,0.9, or off")
-    return steps, ratio
+        if len(parts) == 2:
+            return batch_wait_setting(*(float(part) for part in parts), "--batch-wait")
+    except (ValueError, RooflineInputError):
+        pass
+    raise argparse.ArgumentTypeError(f"--batch-wait: '{text}' is not allowed; expected STEPS,RATIO: a whole number "
+                                     f"of steps from 0 to {MAX_WAIT_STEPS:,} (batch_wait_timeout_iters) and a share "
+                                     "of max_num_tokens from 0 to 1 (batch_wait_max_tokens_ratio), e.g. 20,0.9, or "
+                                     "off")
 
 
 def check_batch_wait(args, framework_named: bool = False) -> None:
@@ -66,8 +66,7 @@ def check_batch_wait(args, framework_named: bool = False) -> None:
         raise RooflineInputError(f"--batch-wait: TensorRT-LLM's hold for fuller prompt steps "
                                  f"(batch_wait_timeout_iters); only with --framework {' or '.join(BATCH_WAITING)}")
     if args.mode == "disaggregated":
-        raise RooflineInputError("--batch-wait: holds prompts while requests decode on the same engine, and a "
-                                 "disaggregated deployment's prefill workers decode none; drop it")
+        raise RooflineInputError(f"--batch-wait: {WAIT_NEEDS_DECODING}")
 
 
 def add_arguments(parser) -> None:
@@ -89,7 +88,7 @@ def add_arguments(parser) -> None:
                              "off (as without the option, TensorRT-LLM's default)")
     parser.add_argument("--prefix-hit", type=share("--prefix-hit"), default=0.0,
                         help="share of prompt tokens found in the prefix cache")
-    parser.add_argument("--length-spread", type=share("--length-spread"), default=0.0,
+    parser.add_argument("--length-spread", type=share("--length-spread"), default=0.0, metavar="S",
                         help="requests' lengths uniform over isl and osl x (1 +- S), as vllm bench serve's "
                              "--random-range-ratio S; default 0: every request exactly isl and osl, as a "
                              "fixed-length benchmark sends (its closed-loop users stay in lockstep groups; spread "

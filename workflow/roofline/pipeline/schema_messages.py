@@ -55,6 +55,8 @@ def describe_schema_error(error) -> str:
         return f"{where}: {error.message}"
     if kind == "pattern" and error.parent is None and "propertyNames" in error.schema_path:
         return _key_message(where, value)
+    if kind == "minItems" and isinstance(value, list) and value and expected > 1:
+        return f"{where}: {clip(repr(value))} is not allowed; expected {expected} items"
     if kind in ("minProperties", "minItems"):
         return f"{where}: must not be empty"
     if kind == "maxLength" and isinstance(value, str):

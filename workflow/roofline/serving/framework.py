@@ -53,6 +53,11 @@ BALANCING = {"trtllm": (50, 10)}
 #: frameworks that can hold context requests to batch them without attention DP (TensorRT-LLM's
 #: batch_wait_timeout_iters and batch_wait_max_tokens_ratio, both 0 = off by default in llm_args.py)
 BATCH_WAITING = ("trtllm",)
+#: the most steps batch waiting may hold a prompt (the config schema's limit too)
+MAX_WAIT_STEPS = 1_000_000
+#: why batch waiting is refused for a disaggregated deployment (CLI and serving section)
+WAIT_NEEDS_DECODING = ("holds prompts while requests decode on the same engine, and a disaggregated deployment's "
+                       "prefill workers decode none; drop it")
 #: SGLang's defaults by the device's memory (server_args._handle_gpu_memory_settings, 0.5.4-0.5.10): (memory below
 #: [GiB], chunked_prefill_size, cuda_graph_max_bs at tp < 4, at tp >= 4)
 SGLANG_BY_MEMORY = ((20, 2048, 8, 8), (35, 2048, 24, 80), (60, 4096, 32, 160), (160, 8192, 256, 512),
@@ -228,6 +233,20 @@ def balance_label(dp_balance: tuple[int, int] | None) -> str:
     return "off" if dp_balance is None else f"{dp_balance[0]},{dp_balance[1]}"
 
 
+def batch_wait_setting(steps, ratio, where: str) -> tuple[int, float] | None:
+    """(steps, ratio) of batch waiting, checked: a whole number of steps from 0 to MAX_WAIT_STEPS (20.0 is 20) and a
+    share of the step budget from 0 to 1; None (off) where either is 0, which TensorRT-LLM holds nothing at (the
+    counter has reached 0 steps, a share of 0 tokens is met at once). `where` names the setting in the message."""
+    whole = (not isinstance(steps, bool) and isinstance(steps, (int, float)) and float(steps).is_integer()
+             and 0 <= steps <= MAX_WAIT_STEPS)
+    share = not isinstance(ratio, bool) and isinstance(ratio, (int, float)) and 0 <= ratio <= 1
+    if not (whole and share):
+        raise RooflineInputError(f"{where}: {steps!r}, {ratio!r} is not allowed; expected a whole number of steps "
+                                 f"from 0 to {MAX_WAIT_STEPS:,} (batch_wait_timeout_iters) and a share of "
+                                 "max_num_tokens from 0 to 1 (batch_wait_max_tokens_ratio), e.g. 20, 0.9")
+    return None if steps == 0 or ratio == 0 else (int(steps), float(ratio))
+
+
 def held_batch_wait(batch_wait: tuple[int, float] | None, mode: str, plan) -> tuple[int, float] | None:
     """`batch_wait` where an engine of `plan` in `mode` holds prompts with it: aggregated, without attention DP
     (TensorRT-LLM turns it off there); None elsewhere (a disaggregated prefill worker decodes nothing to wait
@@ -236,7 +255,7 @@ def held_batch_wait(batch_wait: tuple[int, float] | None, mode: str, plan) -> tu
 
 
 def batch_wait_label(batch_wait: tuple[int, float] | None) -> str:
-    """The batch_wait column: "STEPS,RATIO" (the ratio as given, 0.9 not 0.90), or "off"."""
+    """The batch_wait column: "STEPS,RATIO" (the ratio to 6 significant figures: 0.9, not 0.90), or "off"."""
     return "off" if batch_wait is None else f"{batch_wait[0]},{batch_wait[1]:g}"
 
 

@@ -22,7 +22,7 @@ from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity, footprint_share, room_lacking
-from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, batch_wait_label, framework_for
+from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, batch_wait_label, framework_for, held_batch_wait
 from .refusals import check_capacity, check_reserve
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
@@ -209,10 +209,17 @@ def _resolved(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework:
 
 
 def check_context(model: ModelSpec, workload: Workload) -> None:
+    """Refuse a workload whose longest request does not fit the model's context: isl + osl, or with a length spread
+    S its longest, (isl + osl) x (1 + S)."""
     tokens = workload.isl + workload.osl
     if model.max_position and tokens > model.max_position:
         raise RooflineInputError(f"isl + osl: {workload.isl} + {workload.osl} = {tokens} tokens do not fit the "
                                  f"context of {model.key} ({model.max_position} positions)")
+    longest = math.ceil(tokens * (1 + workload.length_spread))
+    if model.max_position and longest > model.max_position:
+        raise RooflineInputError(f"--length-spread: the longest requests, ({workload.isl} + {workload.osl}) x "
+                                 f"(1 + {workload.length_spread:g}) = {longest} tokens, do not fit the context of "
+                                 f"{model.key} ({model.max_position} positions); narrow the spread or shorten them")
 
 
 def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse", waves: float = 0.0) -> dict:
@@ -388,7 +395,7 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "calibration": parts[-1].calibration, "expert_weight_dtype": sc.expert_dtype,
         "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
         "attention_dp_balance": balance_label(served.framework.dp_balance),
-        "batch_wait": batch_wait_label(None if served.plan.attention_dp else served.framework.batch_wait),
+        "batch_wait": batch_wait_label(held_batch_wait(served.framework.batch_wait, "aggregated", served.plan)),
     }
     assert tuple(row) == SERVE_COLUMNS
     return row

@@ -9,7 +9,7 @@ from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.models import ModelSpec, get_model
 from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
-from .framework import BALANCING, BATCH_WAITING, DEFAULT_FRAMEWORK
+from .framework import BALANCING, BATCH_WAITING, DEFAULT_FRAMEWORK, WAIT_NEEDS_DECODING, batch_wait_setting
 from .serve import Disaggregation, Workload, check_context, prepare_served, serve_aggregated, serve_disaggregated
 from .speculative import DEFAULT_SPEC_TOKENS, Speculation
 
@@ -56,20 +56,17 @@ class ServingWorkload:
     def waits(self) -> tuple[int, float] | None:
         """(batch_wait_timeout_iters, batch_wait_max_tokens_ratio) of the batch waiting asked for, None when off."""
         value = self.batch_wait
-        if value is None:
+        if value is None or value is False:  # YAML's `off` reads as false
             return None
         if self.framework not in BATCH_WAITING:
             raise RooflineInputError(f"batch_wait: {self.framework} does not hold prompts back for a fuller step; "
                                      f"only {', '.join(BATCH_WAITING)} does")
         if self.mode != "aggregated":
-            raise RooflineInputError("batch_wait: holds prompts while requests decode on the same engine, and a "
-                                     "disaggregated deployment's prefill workers decode none; drop it")
-        if (not isinstance(value, (list, tuple)) or len(value) != 2 or isinstance(value[0], bool)
-                or not isinstance(value[0], int) or value[0] < 0 or isinstance(value[1], bool)
-                or not isinstance(value[1], (int, float)) or not 0 <= value[1] <= 1):
+            raise RooflineInputError(f"batch_wait: {WAIT_NEEDS_DECODING}")
+        if not isinstance(value, (list, tuple)) or len(value) != 2:
             raise RooflineInputError(f"batch_wait: {value!r} is not allowed; expected [timeout_iters, "
-                                     "max_tokens_ratio]: a whole number of steps from 0 and a share from 0 to 1")
-        return int(value[0]), float(value[1])
+                                     "max_tokens_ratio]: a whole number of steps and a share from 0 to 1, or off")
+        return batch_wait_setting(value[0], value[1], "batch_wait")
 
     def loads(self) -> list[Workload]:
         """One served workload per concurrency and per request rate, each checked."""
