@@ -92,7 +92,7 @@ def add_arguments(parser) -> None:
                         help="requests' lengths uniform over isl and osl x (1 +- S), as vllm bench serve's "
                              "--random-range-ratio S; default 0: every request exactly isl and osl, as a "
                              "fixed-length benchmark sends (its closed-loop users stay in lockstep groups; spread "
-                             "lengths end requests apart)"),
+                             "lengths end requests apart)")
     parser.add_argument("--spec-method", type=choice("--spec-method", SPEC_METHODS),
                         help="speculative decoding: mtp | eagle | draft | ngram")
     parser.add_argument("--spec-tokens", type=positive_int("--spec-tokens"),

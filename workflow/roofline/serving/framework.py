@@ -178,9 +178,8 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
     if dp_balance is not None and key not in BALANCING:
         raise RooflineInputError(f"--attention-dp-balance: {key} does not balance context requests over the "
                                  f"attention-DP ranks; only {', '.join(BALANCING)} does (attention_dp_config)")
-    if batch_wait is not None and key not in BATCH_WAITING:
-        raise RooflineInputError(f"--batch-wait: {key} does not hold prompts back for a fuller step; only "
-                                 f"{', '.join(BATCH_WAITING)} does (batch_wait_timeout_iters)")
+    if batch_wait is not None:
+        check_batch_waiting(key, "--batch-wait")
     memory = gpu.memory_bytes / GIB
     big = memory >= 70 and "A100" not in gpu.name
     chunk, fraction = _sglang_defaults(memory, tp, gpus, max_batched_tokens, spec_method)  # SGLang's, by the engine
@@ -231,6 +230,13 @@ def runs_on(key: str, gpu: Accelerator) -> bool:
 def balance_label(dp_balance: tuple[int, int] | None) -> str:
     """The attention_dp_balance column: "TIMEOUT,WAIT" steps, or "off"."""
     return "off" if dp_balance is None else f"{dp_balance[0]},{dp_balance[1]}"
+
+
+def check_batch_waiting(key: str, where: str) -> None:
+    """Refuse batch waiting (named `where`) under a framework that does not wait for batches (one line)."""
+    if key not in BATCH_WAITING:
+        raise RooflineInputError(f"{where}: {key} does not hold prompts back for a fuller step; only "
+                                 f"{', '.join(BATCH_WAITING)} does (batch_wait_timeout_iters)")
 
 
 def batch_wait_setting(steps, ratio, where: str) -> tuple[int, float] | None:

@@ -230,7 +230,7 @@ def serve_aggregated(served: Served, workload: Workload, overflow: str = "refuse
     draft = draft_model(served.spec, served.model)
     cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
     check_capacity(served, workload, cap, overflow)
-    scheduler = scheduler_for(served.framework, served.plan, waves, load)
+    scheduler = scheduler_for(served.framework, served.plan, load, waves)
     stepper = served.stepper(load, max(cap.running_bound, cap.running, 1.0))
     if workload.concurrency is not None:
         offered = workload.concurrency
@@ -255,11 +255,10 @@ def _offered_bound(requests_per_s, workload: Workload):
     return requests_per_s if workload.request_rate is None else np.minimum(requests_per_s, workload.request_rate)
 
 
-def scheduler_for(framework: Framework, plan: Parallel, waves: float = 0.0, load: agg.Load | None = None
-                  ) -> agg.Scheduler:
+def scheduler_for(framework: Framework, plan: Parallel, load: agg.Load, waves: float = 0.0) -> agg.Scheduler:
     """The aggregated scheduler of a framework on an engine of `plan` (its budget, mixing and fitted constants; the
     lockstep share as the requests of `load` keep it: aggregated.lockstep)."""
-    sync = framework.sync if load is None else agg.lockstep(framework.sync, load, framework.mixed)
+    sync = agg.lockstep(framework.sync, load, framework.mixed)
     return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed, chunk=framework.request_chunk(plan),
                          step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
                          sync=sync, waves=waves, dp_balance=framework.dp_balance, batch_wait=framework.batch_wait)

@@ -9,7 +9,7 @@ from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.models import ModelSpec, get_model
 from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
-from .framework import BALANCING, BATCH_WAITING, DEFAULT_FRAMEWORK, WAIT_NEEDS_DECODING, batch_wait_setting
+from .framework import BALANCING, DEFAULT_FRAMEWORK, WAIT_NEEDS_DECODING, batch_wait_setting, check_batch_waiting
 from .serve import Disaggregation, Workload, check_context, prepare_served, serve_aggregated, serve_disaggregated
 from .speculative import DEFAULT_SPEC_TOKENS, Speculation
 
@@ -58,9 +58,7 @@ class ServingWorkload:
         value = self.batch_wait
         if value is None or value is False:  # YAML's `off` reads as false
             return None
-        if self.framework not in BATCH_WAITING:
-            raise RooflineInputError(f"batch_wait: {self.framework} does not hold prompts back for a fuller step; "
-                                     f"only {', '.join(BATCH_WAITING)} does")
+        check_batch_waiting(self.framework, "batch_wait")
         if self.mode != "aggregated":
             raise RooflineInputError(f"batch_wait: {WAIT_NEEDS_DECODING}")
         if not isinstance(value, (list, tuple)) or len(value) != 2:
