@@ -20,6 +20,7 @@ from roofline.serving.framework import framework_for
 from roofline.serving.holds import batch_wait
 from roofline.serving.serve import Workload, prepare_served, serve_aggregated
 from roofline.serving.table import ServingWorkload
+from test_cli import run as _cli  # the command line's (code, stdout, stderr)
 
 
 class Replicas:
@@ -131,14 +132,6 @@ def test_the_serving_section_takes_the_wait():
     for off in ([0, 0.9], [20, 0], False):
         assert ServingWorkload(1024, 1024, (8,), framework="trtllm", batch_wait=off).waits() is None
     assert ServingWorkload(1024, 1024, (8,), framework="trtllm", batch_wait=[20.0, 0.9]).waits() == (20, 0.9)
-
-
-def _cli(capsys, *argv):
-    from roofline.cli import app as cli
-
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 SERVE = ("serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "1024", "--concurrency",

@@ -15,6 +15,7 @@ from roofline.engine.scenario import Scenario
 from roofline.serving import aggregated as agg
 from roofline.serving.serve import Workload, prepare_served, serve_aggregated
 from roofline.serving.table import ServingWorkload
+from test_cli import run as _cli  # the command line's (code, stdout, stderr)
 
 
 def test_lockstep_share_arithmetic():
@@ -65,14 +66,6 @@ def test_the_serving_section_takes_the_spread():
     assert [load.length_spread for load in loads] == [0.2, 0.2]
     with pytest.raises(RooflineInputError, match="--length-spread: 1.5 is not allowed"):
         ServingWorkload(1024, 1024, (8,), length_spread=1.5).validate(get_model("llama-3.1-8b"))
-
-
-def _cli(capsys, *argv):
-    from roofline.cli import app as cli
-
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_serve_and_plan_take_the_option(capsys):
