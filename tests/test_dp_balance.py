@@ -18,6 +18,7 @@ from roofline.serving import aggregated as agg
 from roofline.serving.framework import BALANCING, framework_for
 from roofline.serving.serve import Workload, prepare_served, serve_aggregated
 from roofline.serving.table import ServingWorkload
+from test_cli import run as _cli  # the command line's (code, stdout, stderr)
 
 FP8 = Scenario(weight_dtype="fp8", act_dtype="fp8", kv_dtype="fp8")
 DEP8 = FP8.with_(parallel=Parallel(tp=8, ep=8, attention_dp=True))
@@ -98,14 +99,6 @@ def test_the_serving_section_takes_the_balance():
     for bad in ([60], [60, -1], [60, 1.5], "60,0"):
         with pytest.raises(RooflineInputError, match="attention_dp_balance: .* is not allowed"):
             ServingWorkload(1024, 1024, (8,), framework="trtllm", attention_dp_balance=bad).dp_balance()
-
-
-def _cli(capsys, *argv):
-    from roofline.cli import app as cli
-
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 DEP_OPTIONS = ("--model", "deepseek-v3", "--gpu", "h200-sxm", "--isl", "1024", "--osl", "1024",

@@ -7,13 +7,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from roofline.cli import app as cli
 from roofline.engine import hardware
 from roofline.engine.errors import RooflineInputError
 from roofline.pipeline import config as rc
 from roofline.pipeline.schema import load_schema, typed_config
 from roofline.pipeline.schema_messages import describe_schema_error
 from roofline.pipeline.yaml_loader import load_config_file
+from test_cli import run as _cli  # the command line's (code, stdout, stderr)
 from workflow_copy import copy_workflow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,12 +121,6 @@ def test_a_yes_entry_says_what_an_entry_is():
     messages = _schema_messages({"models": {"llama-2-7b": True}, "gpus": {"h100-sxm": {}}})
     assert messages == ["models.llama-2-7b: True is not an entry (YAML reads yes/no/on/off as true/false); write "
                         "'llama-2-7b: {}' for the catalog entry, or a mapping of fields such as {name: ...}"]
-
-
-def _cli(capsys, *argv):
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.parametrize("argv, expected", [
