@@ -12,6 +12,8 @@ from ..engine import hardware, models
 from ..engine.errors import RooflineInputError, unknown
 
 FORMATS = ("table", "csv", "json")
+#: a word that is an option's negative value, not an option: a dash, then a digit, a point or inf/nan
+NEGATIVE_VALUE = re.compile(r"-(\d|\.\d|inf|nan)", re.IGNORECASE)
 
 
 class Parser(argparse.ArgumentParser):
@@ -25,9 +27,25 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         if args is not None:
-            self._refuse_repeats(list(args))
+            args = self._negative_values(list(args))
+            self._refuse_repeats(args)
             self._given = list(args)
         return super().parse_known_args(args, namespace)
+
+    def _negative_values(self, args: list[str]) -> list[str]:
+        """`--option -1,0.5` as `--option=-1,0.5` where the option takes a value: argparse reads a word that starts
+        with a dash and is not a plain negative number as another option ("expected one argument"), so the range
+        check that names what is allowed never saw it."""
+        out = []
+        for word in args:
+            action = self._option_string_actions.get(out[-1]) if out and out[-1].startswith("--") else None
+            if action is not None and action.nargs != 0 and NEGATIVE_VALUE.match(word):
+                out[-1] = f"{out[-1]}={word}"
+                continue
+            if word == "--":
+                return out + args[len(out):]
+            out.append(word)
+        return out
 
     def _refuse_repeats(self, args: list[str]) -> None:
         repeatable = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction,
@@ -56,6 +74,10 @@ class Parser(argparse.ArgumentParser):
             raise unknown("command", match.group(1), re.findall(r"'([^']*)'", match.group(2)))
         if message == "the following arguments are required: command":
             raise RooflineInputError(f"missing command; allowed: {', '.join(self._commands())} (or --version)")
+        if match := re.fullmatch(r"the following arguments are required: (\w+(\|\w+)+)", message):
+            raise RooflineInputError(f"missing argument: {match.group(1).replace('|', ' or ')}")
+        if not option.startswith("-") and re.match(r"[\w-]+: ", rest):  # a positional's own check names itself
+            raise RooflineInputError(rest)
         raise RooflineInputError(rest if rest.startswith(option + ": ") else message)
 
     def _unrecognized(self, word: str) -> RooflineInputError:

@@ -145,16 +145,30 @@ def check_fp8_scaling(scaling: str | None, weights: list[Scenario], give: str) -
 
 
 def check_weight_options(args, resolved: Scenario, model) -> None:
-    """Refuse (one line) weight options that would change nothing, rather than show them in the row: experts' weights
-    of a dense model, and a group size where no weights are int4 (`resolved`: the scenario as priced)."""
+    """Refuse (one line) weight, kernel and plan options that would change nothing, rather than show them in the row:
+    experts' weights or routing of a dense model, an MLA mode of a model without MLA, a group size where no weights
+    are int4 (`resolved`: the scenario as priced), and data-parallel attention without the tp whose ranks are its
+    replicas (it read as tp 1: one replica)."""
     if args.expert_weight_dtype and not model.is_moe:
         raise RooflineInputError(f"--expert-weight-dtype: {model.key} is dense (no experts to store); leave it out "
                                  "or give --weight-dtype")
+    if getattr(args, "attention_dp", False) and args.tp is None and model.is_moe:  # a plan of one replica: tp 1
+        raise RooflineInputError("--attention-dp: give the engine's --tp (one attention replica per tp rank) and --ep "
+                                 "= --tp with it, e.g. --tp 8 --ep 8 --attention-dp")
+    defaults = Scenario()
+    if getattr(args, "expert_routing", defaults.expert_routing) != defaults.expert_routing and not model.is_moe:
+        raise RooflineInputError(f"--expert-routing: {model.key} is dense (no experts to route to); leave it out")
+    if getattr(args, "mla_mode", defaults.mla_mode) != defaults.mla_mode and not model.is_mla:
+        raise RooflineInputError(f"--mla-mode: {model.key} has no multi-head latent attention (MLA: DeepSeek-V2/V3 "
+                                 f"and Kimi-K2's); leave it out")
     stored = {resolved.weight_dtype, resolved.attention_weights_dtype} | ({resolved.expert_dtype} if model.is_moe
                                                                             else set())
     if args.weight_group_size is not None and "int4" not in stored:
         raise RooflineInputError(f"--weight-group-size: groups int4 weights under one fp16 scale, and these are "
                                  f"{', '.join(sorted(stored))}; give int4 weights or leave it out")
+    if args.weight_group_size is not None and model.hidden % args.weight_group_size:  # a group spans one row's inputs
+        raise RooflineInputError(f"--weight-group-size: {args.weight_group_size} does not divide {model.key}'s hidden "
+                                 f"size {model.hidden}; expected a divisor of it, usually 32, 64 or 128")
 
 
 def _absolute(path: str) -> str:

@@ -20,7 +20,7 @@ from ..engine.cost import add_cost
 from ..engine.graph import Op, build_operators
 from ..engine.hardware import Accelerator
 from ..engine.models import ModelSpec
-from ..engine.scenario import Scenario
+from ..engine.scenario import MAX_BATCH, Scenario
 from .lookup import Calibration, calibration_for
 from .step import FUSIONS, Kernels
 
@@ -42,14 +42,15 @@ def analyze(model: ModelSpec, gpu: Accelerator, stage: str, scenario: Scenario) 
     calibration = calibration_of(gpu, scenario)
     resolved = scenario.for_model(model)
     padded = [build_operators(model, stage, resolved.with_(batch=resolved.batch * factor))
-              for factor in PADDING] if stage == "decode" else []
+              for factor in PADDING if resolved.batch * factor <= MAX_BATCH] if stage == "decode" else []
     add_op_expected(calibration, gpu, model, stage, resolved, ops, rows, padded)
     add_total_expected(calibration, gpu, model, stage, resolved, ops, total, padded, rows)
     add_cost(gpu, total)
     return rows, total
 
 
-#: batch multiples a decode step is also priced at: its expected time is at most theirs (an engine could pad it)
+#: batch multiples a decode step is also priced at (those up to MAX_BATCH): its expected time is at most theirs (an
+#: engine could pad it)
 PADDING = (2, 4, 8, 16)
 
 

@@ -248,7 +248,8 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
                           measurements=resolve_measurements(config.get("measurements"), models, gpus, scenario,
                                                             base_dir),
                           compare_with=_compare_with(config.get("compare_with"), base_dir),
-                          serving=resolve_serving_section(config.get("serving"), gpus, models))
+                          serving=resolve_serving_section(config.get("serving"), gpus, models,
+                                                          scenario.kv_dtype))
 
 
 def _compare_with(path, base_dir: Path) -> str:

@@ -8,6 +8,7 @@ from ..engine.hardware import catalog as gpu_catalog
 from ..engine.models import ModelSpec
 from ..engine.parallel import MAX_DEVICES, Parallel
 from ..serving.framework import DEFAULT_FRAMEWORK, check_runs_on
+from ..serving.refusals import check_kv_served
 from ..serving.table import ServingSettings, ServingWorkload
 
 #: keys a workload entry may carry (the schema describes each)
@@ -15,10 +16,13 @@ WORKLOAD_KEYS = tuple(ServingWorkload.__dataclass_fields__)
 
 
 def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
-                            models: dict[str, ModelSpec]) -> ServingSettings | None:
-    """ServingSettings (None when the section is absent); every workload checked against every model."""
+                            models: dict[str, ModelSpec], kv_dtype: str = "") -> ServingSettings | None:
+    """ServingSettings (None when the section is absent); every workload checked against every model, and the
+    scenario's `kv_dtype` (the cache the workloads are served with) against what frameworks serve."""
     if section is None:
         return None
+    if kv_dtype:
+        check_kv_served(kv_dtype, "scenario.kv_dtype (the serving section's cache)")
     keys = tuple(section.get("gpus") or gpus)
     for key in keys:
         if key not in gpus:

@@ -279,3 +279,19 @@ def _sglang_defaults(memory_gib: float, tp: int, gpus: int = 0, chunk: int | Non
         reserved_mib = max(reserved_mib, 10 * 1024)
     reserved_mib += SGLANG_DRAFT_RESERVE_MIB.get(spec_method or "", 0)
     return chunk, round((memory_mib - reserved_mib) / memory_mib, 3)
+
+
+def sglang_chunk_limit(gpu: Accelerator, plan, spec_method: str | None = None, most: int = 1 << 20) -> int:
+    """The largest chunked-prefill size (--max-batched-tokens) under which SGLang's memory rule leaves an engine of
+    `plan` on `gpu` a positive mem_fraction_static (0: none does; its reserve grows 1.5 MiB per token)."""
+    def fits(chunk: int) -> bool:
+        return _sglang_defaults(gpu.memory_bytes / GIB, plan.tp, plan.devices, chunk, spec_method)[1] > 0
+    if not fits(1):
+        return 0
+    low, high = 1, most
+    if fits(high):
+        return high
+    while high - low > 1:  # fits(low), not fits(high)
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low

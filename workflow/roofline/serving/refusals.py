@@ -8,7 +8,8 @@ from ..engine.analysis import deployment_label
 from ..engine.dtypes import DTYPE_BYTES
 from ..engine.errors import RooflineInputError
 from ..engine.parallel import Parallel
-from .framework import RUNNING_CAP, Framework
+from .candidates import MIN_KV_BYTES
+from .framework import RUNNING_CAP, Framework, framework_for, sglang_chunk_limit
 
 
 def _remedies(served, narrower_kv: bool) -> str:
@@ -53,26 +54,56 @@ def check_capacity(served, workload, cap, overflow: str, workers: int = 1) -> No
                 "the weights" if cap.kv_budget_bytes > 0 else
                 f"the weights alone exceed what {served.framework.key}'s memory rule leaves them, by "
                 f"{-cap.kv_budget_bytes / 1e9:.3g} GB per device")
-        check_reserve(served, served.framework, served.plan, option)
+        check_reserve(served.gpu, served.framework, served.plan, "--tp/--pp")
         remedies = _remedies(served, kv_helps and cap.kv_budget_bytes > 0)  # no room left: no cache dtype helps
+        option, settings = _memory_settings(served, option)
         raise RooflineInputError(
             f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
-            f"{deployment_label(served.gpu, served.plan)} ({left}); {remedies}")
+            f"{deployment_label(served.gpu, served.plan)} ({left}); {remedies}{settings}")
     if overflow == "refuse" and workload.concurrency is not None and workload.concurrency > cap.running:
         raise RooflineInputError(f"--concurrency: {workload.concurrency} requests of {workload.isl} + {workload.osl} "
                                  f"tokens {_held(served, cap, kv_helps, workers)}, or --overflow queue to let the "
                                  "rest wait for a slot")
 
 
-def check_reserve(served, fw: Framework, plan: Parallel, option: str) -> None:
+def check_reserve(gpu, fw: Framework, plan: Parallel, option: str) -> None:
     """Refuse (one line) an engine of `plan` whose framework reserves all of each device (SGLang's reserve grows
-    with the engine's GPUs: a negative mem_fraction_static, which SGLang would not start with)."""
-    if fw.memory_fraction <= 0:
+    with the engine's GPUs and with its chunked-prefill size: a negative mem_fraction_static, which SGLang would not
+    start with). A chunk the user set (--max-batched-tokens) that alone does it is named with the largest that
+    does not."""
+    if fw.memory_fraction > 0:
+        return
+    chunk, spec_method = fw.engine_rule or (None, None)
+    if chunk and framework_for(fw.key, gpu, plan.tp, gpus=plan.devices,
+                               spec_method=spec_method).memory_fraction > 0:
+        limit = sglang_chunk_limit(gpu, plan, spec_method)
         raise RooflineInputError(
-            f"{option}: {fw.key}'s memory rule reserves all of each device's memory for an engine of "
-            f"{plan.devices} x {served.gpu.name} (mem_fraction_static {fw.memory_fraction:.3g}: 128 MiB per GPU of "
-            "the engine beside its activations and graphs); use fewer devices per engine, wider devices, or "
-            "--memory-utilization")
+            f"--max-batched-tokens: {chunk} tokens of chunked prefill leave {fw.key} no memory on "
+            f"{deployment_label(gpu, plan)} (it reserves 1.5 MiB of each device per token for activations: "
+            f"mem_fraction_static {fw.memory_fraction:.3g}); expected at most {limit} there, or leave it out")
+    fewer = "fewer devices per engine, " if plan.devices > 1 else ""
+    raise RooflineInputError(
+        f"{option}: {fw.key}'s memory rule reserves all of each device's memory for an engine of "
+        f"{plan.devices} x {gpu.name} (mem_fraction_static {fw.memory_fraction:.3g}: 128 MiB per GPU of "
+        f"the engine beside its activations and graphs); use {fewer}wider devices, or --memory-utilization")
+
+
+def _memory_settings(served, option: str) -> tuple[str, str]:
+    """(the option to name, what else would make room) where the user's own settings shrank the cache: a memory
+    share below the framework's default (--memory-utilization, then the option named), SGLang's chunked-prefill size
+    set above its default (its reserve grows with it)."""
+    fw, plan = served.framework, served.plan
+    spec_method = (fw.engine_rule or (None, None))[1]
+    default = framework_for(fw.key, served.gpu, plan.tp, gpus=plan.devices, spec_method=spec_method)
+    settings = ""
+    if fw.max_batched_tokens > default.max_batched_tokens:  # a larger step's activations (SGLang: its reserve)
+        settings += f", or a smaller --max-batched-tokens ({fw.max_batched_tokens} given)"
+        default = framework_for(fw.key, served.gpu, plan.tp, fw.max_batched_tokens, gpus=plan.devices,
+                                spec_method=spec_method)
+    if fw.memory_fraction < default.memory_fraction:
+        return "--memory-utilization", settings + (f", or a larger --memory-utilization ({fw.memory_fraction:g} given; "
+                                                   f"{fw.key}'s default {default.memory_fraction:g})")
+    return option, settings
 
 
 def _held(served, cap, kv_helps: bool, workers: int) -> str:
@@ -95,3 +126,12 @@ def _held(served, cap, kv_helps: bool, workers: int) -> str:
                 "larger --max-batched-tokens")
     return (f"cannot all run at once on {where}: {fw.key} runs at most {int(cap.running)} "
             f"({RUNNING_CAP[fw.key]} {fw.max_running}{each}); use --concurrency <= {int(cap.running)}")
+
+
+def check_kv_served(kv_dtype: str, where: str = "--kv-dtype") -> None:
+    """Refuse a KV cache narrower than 8 bits, as the deployment search does (candidates.MIN_KV_BYTES): vLLM, SGLang
+    and TensorRT-LLM cache keys and values in 16 bits or fp8; `roofline totals` prices such a cache as a what-if."""
+    if DTYPE_BYTES.get(kv_dtype, 2.0) < MIN_KV_BYTES:
+        raise RooflineInputError(f"{where}: {kv_dtype} is not served: no serving framework caches keys and values in "
+                                 f"fewer than 8 bits (vLLM, SGLang and TensorRT-LLM: 16-bit or fp8); use fp8, fp16 "
+                                 f"or bf16 (`roofline totals` prices a narrower cache as a what-if)")

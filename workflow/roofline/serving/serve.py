@@ -23,7 +23,7 @@ from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity, footprint_share, room_lacking
 from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, batch_wait_label, framework_for, held_batch_wait
-from .refusals import check_capacity, check_reserve
+from .refusals import check_capacity, check_kv_served, check_reserve
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
 from .steps import Mix, Parts
@@ -161,6 +161,10 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
     `batch_wait`: (timeout_iters, max_tokens_ratio) of its batch waiting, None: off."""
     # the workload's lengths are checked by serve_*; the plan (auto: the smallest that holds the weights) here
     spec.validate(model)
+    check_kv_served(scenario.kv_dtype)
+    if max_batched_tokens is not None:  # a chunk that leaves SGLang no memory on one device: no plan helps
+        check_reserve(gpu, framework_for(framework, gpu, 1, max_batched_tokens, memory_fraction,
+                                         spec_method=spec.method), Parallel(tp=1), "--max-batched-tokens")
     scenario = replace(_resolved(model, gpu, scenario, framework, memory_fraction, max_batched_tokens, request_tokens,
                                  spec), batch=scenario.batch, seq_len=scenario.seq_len)
     if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
@@ -320,7 +324,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
     prefill_rule = served.framework.for_engine(served.gpu, pools.prefill_plan)  # SGLang: the worker's own fraction
     if _capacity(served, prefill_scenario, workload.isl, 1, workload.prefix_hit, None, prefill_rule).running < 1:
-        check_reserve(served, prefill_rule, pools.prefill_plan, "--prefill-tp/--prefill-pp/--prefill-ep")
+        check_reserve(served.gpu, prefill_rule, pools.prefill_plan, "--prefill-tp/--prefill-pp/--prefill-ep")
         raise RooflineInputError(
             f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of "
             f"{deployment_label(served.gpu, pools.prefill_plan)} cannot hold {served.model.key}'s weights and one "
