@@ -16,8 +16,8 @@ from roofline.engine.errors import RooflineInputError
 from roofline.engine.graph import build_operators
 from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import Scenario
+from roofline.estimate import aic_gemm, curves
 from roofline.estimate import calibration as cal
-from roofline.estimate import curves
 from roofline.estimate import expected as estimator
 from roofline.estimate.lookup import calibration_for
 from roofline.estimate.step import Kernels, fuse
@@ -226,7 +226,7 @@ def test_a_multi_pass_quantize_kernel_does_not_stand_for_the_element_wise_kernel
 
 def test_a_gemm_kernel_source_that_timed_host_time_is_left_out(tmp_path, monkeypatch):
     # vLLM 0.24.0's block-scaled fp8 GEMMs take 55-245 us at every shape (the collector's host time per call). A
-    # source whose fastest row is above aic_rows.HOST_FLOOR_S (20 us) is left out, whole; a real kernel source of
+    # source whose fastest row is above aic_gemm.HOST_FLOOR_S (20 us) is left out, whole; a real kernel source of
     # the same table, whose large shapes take far longer than that, is kept whole.
     import pandas as pd
 
@@ -247,7 +247,7 @@ def test_a_gemm_kernel_source_that_timed_host_time_is_left_out(tmp_path, monkeyp
     rows = aic_rows.gemm_rows(gpu, folder, "vllm")
     assert {r["provenance"].split("kernel ")[1].split(",")[0] for r in rows} == {"kernel"}
     assert {r["group_size"] for r in rows} == {0, aic_rows.FP8_BLOCK}
-    assert max(r["measured_s"] for r in rows) > aic_rows.HOST_FLOOR_S  # the large shapes stay
+    assert max(r["measured_s"] for r in rows) > aic_gemm.HOST_FLOOR_S  # the large shapes stay
     # a table of host times only: no rows
     _package_table(folder, "gemm_perf", frame[frame["kernel_source"] != "kernel"].assign(
         kernel_source=["host"] * 4))
@@ -255,8 +255,7 @@ def test_a_gemm_kernel_source_that_timed_host_time_is_left_out(tmp_path, monkeyp
 
 
 def test_no_shipped_gemm_curve_starts_at_a_host_floor():
-    """Every shipped GEMM curve (dtype, operand) has a row under aic_rows.HOST_FLOOR_S: none measured host time."""
-    from roofline.estimate import aic_rows
+    """Every shipped GEMM curve (dtype, operand) has a row under aic_gemm.HOST_FLOOR_S: none measured host time."""
 
     for key, framework, path, _ in shipped():
         rows = [r for r in cal.read_table(str(path)) if r["op_class"] == "gemm"]
@@ -264,7 +263,7 @@ def test_no_shipped_gemm_curve_starts_at_a_host_floor():
         for r in rows:
             curve = cal.curve_key(r)
             fastest[curve] = min(fastest.get(curve, 1.0), float(r["measured_s"]))
-        slow = {curve: t for curve, t in fastest.items() if t > aic_rows.HOST_FLOOR_S}
+        slow = {curve: t for curve, t in fastest.items() if t > aic_gemm.HOST_FLOOR_S}
         assert not slow, (key, framework, slow)
 
 
@@ -290,7 +289,7 @@ def test_a_gemm_row_of_host_time_among_kernels_is_left_out(tmp_path, monkeypatch
                           "latency": [us / 1e3 for us in [*fp8.values(), *bf16.values()]]})
     folder = tmp_path / "b200_sxm" / "gemm" / "vllm" / "0.24.0"
     _package_table(folder, "gemm_perf", frame)
-    kept = aic_rows.without_spikes(src.read_table(folder, "gemm_perf"), ["gemm_dtype", "n", "k"], "m")
+    kept = aic_gemm.without_spikes(src.read_table(folder, "gemm_perf"), ["gemm_dtype", "n", "k"], "m")
     assert sorted(kept[kept["gemm_dtype"] == "fp8"]["m"]) == [1, 2, 8, 15, 17, 32, 4096]
     assert sorted(kept[kept["gemm_dtype"] == "bfloat16"]["m"]) == sorted(bf16)
     rows = aic_rows.gemm_rows(gpu, folder, "vllm")
@@ -439,3 +438,4 @@ def test_collectives_across_scale_up_domains_take_at_least_the_measured_in_domai
     assert nvl.domain == 72
     inside, label = nvl.collectives("all_reduce", 16, message, tiny)
     assert label == "default" and np.all(inside == tiny)
+

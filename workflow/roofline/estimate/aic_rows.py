@@ -6,7 +6,7 @@ What is kept (only shapes the engine can ask for, thinned where the curve is smo
 - GEMMs per dtype (bf16, fp8 per-tensor, nvfp4, int8/int4 weight-only, int8 SmoothQuant), m in GEMM_M; fp8
   block-scaled GEMMs as rows of group_size FP8_BLOCK, a curve of their own (Scenario.fp8_scaling "block"; expert
   blocks, which some frameworks measure only block-scaled, take both kinds as one); rows of host time left out
-  (HOST_FLOOR_S: a whole kernel source; SPIKE_RATIO: a lone row).
+  (aic_gemm: a whole kernel source, a lone row).
 - Attention: prefill (`context_attention`) and decode (`generation_attention`) per KV dtype, 16-bit attention and,
   over an 8-bit cache, 8-bit attention (the faster per shape),
   every head count (GQA) and head size; MLA prefill and absorbed decode (`mla`: TensorRT-LLM and SGLang only, vLLM
@@ -33,6 +33,7 @@ from ..engine.hardware import Accelerator
 from ..engine.models import ACTIVATION_FLOPS
 from ..engine.roofline import roof_times
 from . import aic_source as src
+from .aic_gemm import static_fp8, without_host_floor, without_spikes
 from .calibration import COLLECTIVE_COSTS
 
 #: the package's GEMM dtypes -> (weight dtype, activation dtype) in ours
@@ -93,19 +94,6 @@ LARGE_BYTES = 1e8
 #: 1-5 stray rows. Not GQA: a slower fp8 kernel there can be real (TensorRT-LLM's L40S: 41% of shapes over 2x)
 DEQUANTIZING = 2.0
 A16 = 2.0  # bytes of a 16-bit activation
-#: a GEMM kernel source whose fastest row (the package's smallest shapes: m = 1, n and k from 128) takes longer
-#: than this measured the collector's host time per call, not a kernel: vLLM 0.24.0's block-scaled fp8 GEMMs take
-#: 55-245 us at every shape on every system (a 128 x 128 x 32768 one as long as a 128 x 128 x 1), where the other
-#: frameworks' take 3-5 us; every other source's fastest row is under 20 us. Such a source is left out (gemm_rows)
-HOST_FLOOR_S = 20e-6
-#: a GEMM slower than this many times the slower of its two neighbours in m (same dtype, n and k; the smallest and
-#: the largest m are not judged) is a hiccup of the collector's host, not a kernel: a kernel for fewer rows is not
-#: slower than one for more. 2.5% of vLLM 0.24.0's per-tensor fp8 GEMMs on the B200 are such rows, at scattered m
-#: (+19 us, median: 30.5 us at m = 16 for 1024 x 8192 between 10.7 and 11.1 us), 0.4-1.3% of SGLang's; served decode
-#: steps show no such step (b200 vLLM fp8 at 16 users: between 8 and 32 users'). m = 1 is not judged: vLLM's fp8
-#: GEMMs there take 2-3x their m = 2 time on most Blackwell curves alike, a path of its own, not a hiccup.
-#: Left out before thinning, which would keep them as bends (gemm_rows)
-SPIKE_RATIO = 1.5
 
 
 def row(gpu: Accelerator, device: str, framework: str, op_class: str, op: str, dtype: str, cost: f.Cost,
@@ -242,39 +230,6 @@ def gemm_rows(gpu: Accelerator, folder, framework: str, quantize=None) -> list[d
                         src.provenance(folder, "gemm_perf", r.kernel_source) + note, m=r.m, n=r.n, k=r.k,
                         weight_dtype=weight, group_size=group))
     return rows
-
-
-def without_host_floor(frame):
-    """`frame` less the (dtype, kernel source) groups whose fastest row exceeds HOST_FLOOR_S (judged on every
-    measured m, before GEMM_M keeps the engine's)."""
-    floor = frame.groupby(["gemm_dtype", "kernel_source"])["seconds"].transform("min")
-    return frame[floor <= HOST_FLOOR_S]
-
-
-def without_spikes(frame, keys: list[str], size: str, ratio: float = SPIKE_RATIO):
-    """`frame` less the rows slower than `ratio` x the slower of their two neighbours along `size` in their `keys`
-    curve (the first and the last row have one and are kept). One pass: two adjacent slow rows stay, a kernel's
-    own step (A100 SGLang bf16 4096 x 768: 13.4-15.5 us at m = 2..16, 8.8-9.6 at m = 1 and 17-64)."""
-    frame = frame.sort_values(size)
-    seconds = frame.groupby(keys, sort=False)["seconds"]
-    before, after = seconds.shift(1), seconds.shift(-1)
-    neighbours = np.maximum(before.to_numpy(dtype=float), after.to_numpy(dtype=float))  # NaN at either end
-    spike = frame["seconds"].to_numpy(dtype=float) > ratio * neighbours
-    return frame[~spike]
-
-
-def static_fp8(frame, quantize):
-    """fp8 rows with the scale computation of their (m, k) taken off (`scale_s`: what was; 0 elsewhere), never
-    below half the time measured."""
-    scales = src.read_table(quantize, "computescale_perf") if quantize else None
-    frame = frame.assign(scale_s=0.0)
-    if scales is None:
-        return frame
-    scale = scales.groupby(["m", "k"])["seconds"].min().rename("scale")
-    frame = frame.join(scale, on=["m", "k"])
-    fp8 = (frame["gemm_dtype"] == "fp8") & frame["scale"].notna()
-    taken = frame["scale"].where(fp8, 0.0).clip(upper=frame["seconds"] / 2)
-    return frame.assign(seconds=frame["seconds"] - taken, scale_s=taken).drop(columns="scale")
 
 
 def _attention_frame(folder, name: str):

@@ -1,0 +1,56 @@
+"""What the package's GEMM timings hold beside the kernel a served step runs, and how it is left out before the
+rows are written (roofline.estimate.aic_rows.gemm_rows): kernel sources and single rows that timed the collector's
+host (HOST_FLOOR_S, SPIKE_RATIO), the dynamic scale computation of per-tensor fp8 GEMMs (static_fp8: checkpoints
+serve static scales)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import aic_source as src
+
+#: a GEMM kernel source whose fastest row (the package's smallest shapes: m = 1, n and k from 128) takes longer
+#: than this measured the collector's host time per call, not a kernel: vLLM 0.24.0's block-scaled fp8 GEMMs take
+#: 55-245 us at every shape on every system (a 128 x 128 x 32768 one as long as a 128 x 128 x 1), where the other
+#: frameworks' take 3-5 us; every other source's fastest row is under 20 us. Such a source is left out (gemm_rows)
+HOST_FLOOR_S = 20e-6
+#: a GEMM slower than this many times the slower of its two neighbours in m (same dtype, n and k; the smallest and
+#: the largest m are not judged) is a hiccup of the collector's host, not a kernel: a kernel for fewer rows is not
+#: slower than one for more. 2.5% of vLLM 0.24.0's per-tensor fp8 GEMMs on the B200 are such rows, at scattered m
+#: (+19 us, median: 30.5 us at m = 16 for 1024 x 8192 between 10.7 and 11.1 us), 0.4-1.3% of SGLang's; served decode
+#: steps show no such step (b200 vLLM fp8 at 16 users: between 8 and 32 users'). m = 1 is not judged: vLLM's fp8
+#: GEMMs there take 2-3x their m = 2 time on most Blackwell curves alike, a path of its own, not a hiccup.
+#: Left out before thinning, which would keep them as bends (gemm_rows)
+SPIKE_RATIO = 1.5
+
+
+def without_host_floor(frame):
+    """`frame` less the (dtype, kernel source) groups whose fastest row exceeds HOST_FLOOR_S (judged on every
+    measured m, before GEMM_M keeps the engine's)."""
+    floor = frame.groupby(["gemm_dtype", "kernel_source"])["seconds"].transform("min")
+    return frame[floor <= HOST_FLOOR_S]
+
+
+def without_spikes(frame, keys: list[str], size: str, ratio: float = SPIKE_RATIO):
+    """`frame` less the rows slower than `ratio` x the slower of their two neighbours along `size` in their `keys`
+    curve (the first and the last row have one and are kept). One pass: two adjacent slow rows stay, a kernel's
+    own step (A100 SGLang bf16 4096 x 768: 13.4-15.5 us at m = 2..16, 8.8-9.6 at m = 1 and 17-64)."""
+    frame = frame.sort_values(size)
+    seconds = frame.groupby(keys, sort=False)["seconds"]
+    before, after = seconds.shift(1), seconds.shift(-1)
+    neighbours = np.maximum(before.to_numpy(dtype=float), after.to_numpy(dtype=float))  # NaN at either end
+    spike = frame["seconds"].to_numpy(dtype=float) > ratio * neighbours
+    return frame[~spike]
+
+
+def static_fp8(frame, quantize):
+    """fp8 rows with the scale computation of their (m, k) taken off (`scale_s`: what was; 0 elsewhere), never
+    below half the time measured."""
+    scales = src.read_table(quantize, "computescale_perf") if quantize else None
+    frame = frame.assign(scale_s=0.0)
+    if scales is None:
+        return frame
+    scale = scales.groupby(["m", "k"])["seconds"].min().rename("scale")
+    frame = frame.join(scale, on=["m", "k"])
+    fp8 = (frame["gemm_dtype"] == "fp8") & frame["scale"].notna()
+    taken = frame["scale"].where(fp8, 0.0).clip(upper=frame["seconds"] / 2)
+    return frame.assign(seconds=frame["seconds"] - taken, scale_s=taken).drop(columns="scale")
