@@ -129,9 +129,10 @@ def check_plan(model, gpu, plan: Parallel) -> None:
             raise RooflineInputError(f"{where}: ep {plan.ep} does not divide the {model.n_experts} experts of "
                                      f"{model.key}")
     if plan.devices > 1:
-        if gpu.scaleup_domain <= 1 and not gpu.scaleout_bandwidth_bytes_per_s:
+        if gpu.reach <= 1:  # a scale-up domain without the link's bandwidth links nothing
             raise RooflineInputError(f"{where}: gpu '{gpu.key}' is a single-device system (no scale-up link, no "
-                                     "scale-out network); use tp 1, pp 1")
+                                     "scale-out network); use tp 1, pp 1, or give the device's scaleup_gbps (with "
+                                     "scaleup_domain) or scaleout_gbps")
         if plan.devices > gpu.scaleup_domain and not gpu.scaleout_bandwidth_bytes_per_s:
             raise RooflineInputError(f"{where}: {plan.devices} devices are more than one scale-up domain of "
                                      f"'{gpu.key}' ({gpu.scaleup_domain}) and it has no scale-out network")

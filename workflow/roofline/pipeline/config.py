@@ -205,6 +205,30 @@ def resolve_gpu(key: str, entry: dict | None, base_dir: Path = Path(".")) -> Acc
     return gpu
 
 
+#: a git branch name (`git check-ref-format --branch`), narrowed to plain characters: no leading '-', '/' or '.',
+#: no '..', '//', '/.' or '@{', not ending in '/', '.' or '.lock'
+BRANCH = re.compile(r"(?![-/.])(?!.*(\.\.|//|/\.|@\{|\.lock(/|$)))[A-Za-z0-9._/-]+(?<![/.])")
+#: a git remote that names a transport helper (`ext::sh -c ...` runs a command of the URL's choosing)
+HELPER_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
+
+
+def check_publish(section) -> None:
+    """Refuse (one line, before any job runs: `snakemake publish` builds everything first) a publish.branch git
+    would refuse or read as an option, and a publish.git that is an option or a transport helper (the publish step
+    refuses both too, after the build)."""
+    if not isinstance(section, dict):
+        return
+    branch = section.get("branch")
+    if branch is not None and not BRANCH.fullmatch(str(branch)):
+        raise RooflineInputError(f"publish.branch: {branch!r} is not allowed; expected a git branch name of letters, "
+                                 "digits, '.', '_', '-' and '/' (not starting with '-', '/' or '.', no '..' or '//', "
+                                 "not ending in '/', '.' or '.lock'), e.g. master")
+    git = section.get("git")
+    if git is not None and (str(git).startswith("-") or HELPER_URL.match(str(git))):
+        raise RooflineInputError(f"publish.git: {git!r} is not allowed; expected the wiki repository's URL (https://, "
+                                 "ssh://, git@host:path) or a local path, not an option or a transport helper (ext::)")
+
+
 def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
     """Check and resolve a (schema-validated) config dict; `base_dir` anchors relative hf_config paths."""
     base_dir = Path(base_dir)
@@ -222,6 +246,7 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
             raise unknown("stages", stage, STAGES)
     if len(set(stages)) != len(stages):
         raise RooflineInputError(f"stages: {list(stages)} lists a stage twice")
+    check_publish(config.get("publish"))
     scenario = Scenario.from_dict(config.get("scenario"))
     models = {key: resolve_model(key, entry, base_dir) for key, entry in models_cfg.items()}
     gpu_plans = {key: _gpu_plan(key, entry) for key, entry in gpus_cfg.items()}

@@ -34,9 +34,11 @@ def describe_schema_error(error) -> str:
     if kind in ("oneOf", "anyOf") and error.context:
         return _alternatives(error)
     if kind == "enum" and not isinstance(value, str):
-        return f"{where}: {value!r} is not allowed; allowed: {', '.join(str(v) for v in expected)}"
+        return f"{where}: {_yaml(value)} is not allowed; allowed: {', '.join(_yaml(v) for v in expected)}"
     if kind == "enum":
-        return unknown(where, value, [str(v) for v in expected]).args[0]
+        return unknown(where, value, [v if isinstance(v, str) else _yaml(v) for v in expected]).args[0]
+    if kind == "const":
+        return f"{where}: {_yaml(value)} is not allowed; expected {_yaml(expected)}"
     if kind == "additionalProperties" and isinstance(value, dict):
         allowed = list(error.schema.get("properties", {}))
         extra = sorted(set(value) - set(allowed))
@@ -46,11 +48,15 @@ def describe_schema_error(error) -> str:
         return f"{where}: {value!r} is not allowed; must be {_BOUNDS[kind]} {expected}"
     if kind == "type" and len(error.absolute_path) == 2 and error.absolute_path[0] in ("models", "gpus"):
         key = error.absolute_path[1]
-        return (f"{where}: {clip(repr(value))} is not an entry (YAML reads yes/no/on/off as true/false); write "
-                f"'{key}: {{}}' for the catalog entry, or a mapping of fields such as {{name: ...}}")
+        said = " (YAML reads yes/no/on/off as true/false)" if isinstance(value, bool) else ""
+        return (f"{where}: {clip(repr(value))} is not an entry{said}; write '{key}: {{}}' for the catalog entry, or a "
+                "mapping of fields such as {name: ...}")
+    if kind == "type" and value is None:  # `scenario:` with nothing under it
+        return f"{where}: empty (YAML reads a key with nothing under it as null); give its keys or delete the line"
     if kind == "type":
         wanted = expected if isinstance(expected, str) else " or ".join(expected)
-        return f"{where}: {clip(repr(value))} is not allowed; expected {wanted}"
+        said = " (YAML reads yes/no/on/off as true/false: quote the word)" if isinstance(value, bool) else ""
+        return f"{where}: {clip(_yaml(value))} is not allowed; expected {wanted}{said}"
     if kind == "required":
         return f"{where}: {error.message}"
     if kind == "pattern" and error.parent is None and "propertyNames" in error.schema_path:
@@ -59,6 +65,10 @@ def describe_schema_error(error) -> str:
         return f"{where}: {clip(repr(value))} is not allowed; expected {expected} items"
     if kind in ("minProperties", "minItems"):
         return f"{where}: must not be empty"
+    if kind == "uniqueItems" and isinstance(value, list):
+        return f"{where}: {clip(repr(value))} lists a value more than once; give each once"
+    if kind == "maxItems" and isinstance(value, list):
+        return f"{where}: {clip(repr(value))} is not allowed; at most {expected} items"
     if kind == "maxLength" and isinstance(value, str):
         if "propertyNames" in error.schema_path:
             return _key_message(where, value)
@@ -76,13 +86,23 @@ def _alternatives(error) -> str:
     typed = [subs for subs in branches.values() if not any(s.validator == "type" and not s.path for s in subs)]
     mappings = [b for b in error.validator_value if isinstance(b, dict) and b.get("type") == "object"]
     plan = f" (or a mapping of {', '.join(mappings[0].get('properties', {}))})" if mappings else ""
-    if typed:
+    if typed and not any(s.validator == "const" and not s.path for s in typed[0]):  # a constant says no more
         deepest = max(typed[0], key=lambda s: len(s.path))
         line = describe_schema_error(deepest)
         return line + plan if deepest.validator == "enum" and not deepest.path else line
     where = key_path(error.absolute_path)
-    kinds = sorted({str(b.get("type")) for b in error.validator_value if isinstance(b, dict) and "type" in b})
-    return f"{where}: {clip(repr(error.instance))} is not allowed; expected {' or '.join(kinds)}{plan}"
+    kinds = sorted({_yaml(b["const"]) if "const" in b else str(b.get("type")) for b in error.validator_value
+                    if isinstance(b, dict) and ("type" in b or "const" in b)})
+    return f"{where}: {clip(_yaml(error.instance))} is not allowed; expected {' or '.join(kinds)}{plan}"
+
+
+def _yaml(value) -> str:
+    """`value` as YAML spells it: null, true and false (Python's None, True and False are not words of the file)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
 
 
 def _key_message(section: str, key: object) -> str:

@@ -2,11 +2,13 @@
 given, default every configured gpu, each at the model's configured plan and the scenario's dtypes)."""
 from __future__ import annotations
 
+import re
+
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import Accelerator
 from ..engine.hardware import catalog as gpu_catalog
 from ..engine.models import ModelSpec
-from ..engine.parallel import MAX_DEVICES, Parallel
+from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
 from ..serving.framework import DEFAULT_FRAMEWORK, check_runs_on
 from ..serving.refusals import check_kv_served
 from ..serving.table import ServingSettings, ServingWorkload
@@ -45,10 +47,12 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
                 workload.validate(model)
             except RooflineInputError as error:
                 raise RooflineInputError(f"serving.workloads[{i}].{_as_key(str(error))} (models.{model.key})") from None
+        _check_prefill_plan(f"serving.workloads[{i}].prefill_plan", workload, models, [gpus[key] for key in keys])
         _check_pools(f"serving.workloads[{i}]", workload, {key: gpus[key] for key in keys})
+        framework_key = f"serving.workloads[{i}].framework" if "framework" in entry else "serving.framework"
         for key in keys:  # TensorRT-LLM on NVIDIA GPUs only: before any job runs
             try:
-                check_runs_on(values.get("framework") or "", gpus[key], f"serving.workloads[{i}].framework")
+                check_runs_on(values.get("framework") or "", gpus[key], framework_key)
             except RooflineInputError as error:
                 raise RooflineInputError(f"{error} (or drop {key} from serving.gpus)") from None
         workloads.append(workload)
@@ -60,12 +64,32 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
 
 
 def _as_key(message: str) -> str:
-    """A workload's one-line error with the option it names (`--spec-accepted-length: ...`) as the config key
-    (`spec_accepted_length: ...`), so that the line names what to edit."""
-    head, sep, rest = message.partition(":")
-    if sep and head.startswith("--") and " " not in head:
-        return head[2:].replace("-", "_") + sep + rest
-    return message
+    """A workload's one-line error with the options it names (`--spec-accepted-length: ... (--spec-tokens + 1)`)
+    as the config keys (`spec_accepted_length: ... (spec_tokens + 1)`), so that the line names what to edit; an
+    option that is no workload key stays as written."""
+    def key(match: re.Match) -> str:
+        name = match.group(1).replace("-", "_")
+        return name if name in WORKLOAD_KEYS else match.group(0)
+    return re.sub(r"--([a-z][a-z0-9-]*)", key, message)
+
+
+def _check_prefill_plan(where: str, workload: ServingWorkload, models: dict[str, ModelSpec],
+                        gpus: list[Accelerator]) -> None:
+    """Refuse (one line, before any job runs) a prefill plan of its own that some model cannot run on any served gpu
+    (tp against its heads, ep or attention_dp on a dense model, more devices than a gpu links): the job would serve
+    no row and write an empty table over the last good one."""
+    if workload.mode != "disaggregated" or not isinstance(workload.prefill_plan, dict):
+        return
+    plan = Parallel(**workload.prefill_plan)
+    for model in models.values():
+        errors = []
+        for gpu in gpus:
+            try:
+                check_plan(model, gpu, plan)
+            except RooflineInputError as error:
+                errors.append(str(error))
+        if errors and len(errors) == len(gpus):  # one gpu that runs it serves; the job names the rest
+            raise RooflineInputError(f"{where}: {errors[0].split(': ', 1)[1]} (models.{model.key})")
 
 
 def _check_pools(where: str, workload: ServingWorkload, gpus: dict[str, Accelerator]) -> None:

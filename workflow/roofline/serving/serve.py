@@ -357,7 +357,9 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
                (prefill.target, decode.target), expected, bound, tpot_bound, devices=shape.devices)
     return {**row, "mode": "disaggregated", "deployment": pools.describe(served),
             "prefill_workers": pools.prefill_workers, "decode_workers": pools.decode_workers,
-            "kv_transfer_s": transfer, "limited_by": limited}
+            "kv_transfer_s": transfer, "limited_by": limited,
+            "attention_dp_balance": balance_label(served.framework.dp_balance if pools.prefill_plan.attention_dp
+                                                  else None)}
 
 
 def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts, ...], expected: dict, bound: dict,
@@ -397,7 +399,8 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "estimate": combine(*(p.estimate for p in parts)),
         "calibration": parts[-1].calibration, "expert_weight_dtype": sc.expert_dtype,
         "attention_weight_dtype": sc.attention_weights_dtype, "fp8_scaling": sc.fp8_scaling,
-        "attention_dp_balance": balance_label(served.framework.dp_balance),
+        # balancing acts on the attention-DP replicas that compute prompts: none, none to show
+        "attention_dp_balance": balance_label(served.framework.dp_balance if served.plan.attention_dp else None),
         "batch_wait": batch_wait_label(held_batch_wait(served.framework.batch_wait, "aggregated", served.plan)),
     }
     assert tuple(row) == SERVE_COLUMNS

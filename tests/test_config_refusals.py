@@ -1,0 +1,114 @@
+"""Config refusals a new user's sweep of config.yaml found missing or misworded (2026-12-05, 271 dry runs): each is
+one line before any job runs, naming the key as the file spells it, the value and what is allowed."""
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from roofline.engine.errors import RooflineInputError
+from roofline.engine.hardware import get_accelerator
+from roofline.engine.models import get_model
+from roofline.engine.parallel import Parallel
+from roofline.engine.scenario import Scenario
+from roofline.pipeline import config as rc
+from roofline.pipeline.schema_messages import describe_schema_error
+from roofline.serving.serve import Workload, prepare_served, serve_aggregated
+from test_hardening_config import SCHEMA
+
+BASE = {"models": {"llama-3.1-8b": {}}, "gpus": {"h100-sxm": {}}}
+
+
+def _schema_line(config: dict) -> str:
+    error = next(iter(jsonschema.Draft202012Validator(SCHEMA).iter_errors(config)), None)
+    return describe_schema_error(error) if error is not None else ""
+
+
+def _refusal(config: dict) -> str:
+    with pytest.raises(RooflineInputError) as error:
+        rc.resolve_config(config)
+    return str(error.value)
+
+
+def test_a_scale_up_domain_without_its_link_is_one_device_before_any_job():
+    # it had passed the dry run and failed in rule analyze with a traceback ("has no link for 2 devices")
+    device = {"memory_gb": 96, "bandwidth_gbps": 4000, "peak_tflops": {"fp16": 1000, "bf16": 1000},
+              "scaleup_domain": 8}
+    line = _refusal({**BASE, "gpus": {"acme-x1": {**device, "parallel": {"tp": 2}}}})
+    assert line.startswith("gpus.acme-x1.parallel for models.llama-3.1-8b: ") and \
+        "is a single-device system" in line and "scaleup_gbps (with scaleup_domain)" in line
+    assert rc.resolve_config({**BASE, "gpus": {"acme-x1": {**device, "scaleup_gbps": 100, "parallel": {"tp": 2}}}})
+
+
+@pytest.mark.parametrize("plan, message", [
+    ({"tp": 3}, "tp 3 does not divide the 32 attention heads of llama-3.1-8b"),
+    ({"tp": 2, "ep": 4}, "ep/attention_dp need a mixture-of-experts model; llama-3.1-8b is dense"),
+])
+def test_a_prefill_plan_the_model_cannot_run_is_refused_before_the_job_writes_an_empty_table(plan, message):
+    workload = {"isl": 1024, "osl": 1024, "concurrency": [1, 8], "mode": "disaggregated"}
+    line = _refusal({**BASE, "serving": {"workloads": [{**workload, "prefill_plan": plan}]}})
+    assert line.startswith(f"serving.workloads[0].prefill_plan: {message}") and line.endswith(
+        "(models.llama-3.1-8b)")
+    assert rc.resolve_config({**BASE, "serving": {"workloads": [{**workload, "prefill_plan": {"tp": 2}}]}})
+
+
+@pytest.mark.parametrize("publish, key", [
+    ({"branch": "../../evil"}, "publish.branch"), ({"branch": "--force"}, "publish.branch"),
+    ({"branch": "wiki.lock"}, "publish.branch"), ({"git": "--upload-pack=touch x"}, "publish.git"),
+    ({"git": "ext::sh -c touch% x"}, "publish.git"),
+])
+def test_publish_settings_git_would_refuse_are_refused_before_the_build(publish, key):
+    # `snakemake publish` builds everything first; these had failed only at the push step
+    assert _refusal({**BASE, "publish": publish}).startswith(f"{key}: {publish[key.split('.')[1]]!r} is not allowed")
+
+
+def test_publish_settings_of_real_wikis_pass():
+    for publish in ({"git": "git@github.com:org/project.wiki.git", "branch": "master"},
+                    {"git": "https://example.org/wiki.git", "branch": "release/1.2"}, {"git": "/srv/wiki.git"}):
+        assert rc.resolve_config({**BASE, "publish": publish})
+
+
+def test_the_framework_named_is_the_key_that_set_it():
+    serving = {"workloads": [{"isl": 1024, "osl": 1024, "concurrency": [1]}]}
+    amd = {**BASE, "gpus": {"mi300x": {}}}
+    assert _refusal({**amd, "serving": {**serving, "framework": "trtllm"}}).startswith(
+        "serving.framework: trtllm runs on NVIDIA GPUs only")
+    entry = {**serving["workloads"][0], "framework": "trtllm"}
+    assert _refusal({**amd, "serving": {"workloads": [entry]}}).startswith(
+        "serving.workloads[0].framework: trtllm runs on NVIDIA GPUs only")
+
+
+def test_speculative_settings_are_named_by_their_config_keys():
+    # '--spec-acceptance / --spec-accepted-length' and '(--spec-tokens + 1)' had leaked from the command line
+    eagle = {"isl": 1024, "osl": 1024, "concurrency": [1], "spec_method": "eagle"}
+    line = _refusal({**BASE, "serving": {"workloads": [eagle]}})
+    assert line.startswith("serving.workloads[0].spec_acceptance / spec_accepted_length: give exactly one of the two "
+                           "with spec_method eagle") and "--" not in line
+    line = _refusal({**BASE, "serving": {"workloads": [{**eagle, "spec_accepted_length": 9}]}})
+    assert "(spec_tokens + 1)" in line and "--" not in line
+
+
+@pytest.mark.parametrize("config, line", [
+    ({"serving": {"framework": "trtllm", "workloads": [{"isl": 1, "osl": 1, "concurrency": [1],
+                                                        "batch_wait": True}]}},
+     "serving.workloads[0].batch_wait: true is not allowed; expected array or false"),
+    ({"serving": {"framework": "trtllm", "workloads": [{"isl": 1, "osl": 1, "concurrency": [1],
+                                                        "attention_dp_balance": [1, 2, 3]}]}},
+     "serving.workloads[0].attention_dp_balance: [1, 2, 3] is not allowed; at most 2 items"),
+    ({"serving": {"workloads": [{"isl": 1, "osl": 1, "concurrency": [8, 8]}]}},
+     "serving.workloads[0].concurrency: [8, 8] lists a value more than once; give each once"),
+    ({"scenario": None}, "scenario: empty (YAML reads a key with nothing under it as null); give its keys or delete "
+                         "the line"),
+    ({"stages": ["prefill", False]}, "stages[1]: false is not allowed; expected string (YAML reads yes/no/on/off as "
+                                     "true/false: quote the word)"),
+    ({"plan": {"fp8_scaling": "blocks"}}, "plan.fp8_scaling: unknown value 'blocks' (did you mean 'block'?); allowed: "
+                                          "block, null, tensor"),
+])
+def test_schema_lines_say_what_is_allowed_in_the_files_words(config, line):
+    assert _schema_line({**BASE, **config}) == line
+
+
+def test_a_row_shows_balancing_only_where_replicas_balance():
+    # a dense model's plan has no attention-DP replicas: its row had said attention_dp_balance "60,0"
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"),
+                            Scenario(parallel=Parallel(tp=1)), framework="trtllm", dp_balance=(60, 0))
+    assert serve_aggregated(served, Workload(isl=128, osl=16, concurrency=4))["attention_dp_balance"] == "off"
