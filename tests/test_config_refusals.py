@@ -112,3 +112,14 @@ def test_a_row_shows_balancing_only_where_replicas_balance():
     served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"),
                             Scenario(parallel=Parallel(tp=1)), framework="trtllm", dp_balance=(60, 0))
     assert serve_aggregated(served, Workload(isl=128, osl=16, concurrency=4))["attention_dp_balance"] == "off"
+
+
+def test_keys_and_entries_that_would_collide_or_change_nothing():
+    # a model page home.md is the wiki's Home.md on case-insensitive file systems and wikis
+    assert _refusal({**BASE, "models": {"home": {}}}) == ("models: key 'home' is reserved (the wiki's Home.md is a "
+                                                          "page of its own); rename the model")
+    # one file twice counted its runs twice (checked before either is read: these need not exist)
+    assert _refusal({**BASE, "measurements": ["runs.csv", "./runs.csv"]}) == (
+        "measurements: './runs.csv' is listed more than once; list each file once")
+    assert _refusal({**BASE, "gpus": {"h100-sxm": {"calibration_any_device": True}}}).startswith(
+        "gpus.h100-sxm.calibration_any_device: applies the entry's own calibration table, and it gives none")

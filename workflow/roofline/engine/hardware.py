@@ -245,6 +245,9 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
         if not isinstance(entry["calibration_any_device"], bool):
             raise RooflineInputError(f"gpus.{key}.calibration_any_device: {entry['calibration_any_device']!r} is not "
                                      "allowed; expected true or false")
+        if entry["calibration_any_device"] and "calibration" not in entry:  # it would change nothing
+            raise RooflineInputError(f"gpus.{key}.calibration_any_device: applies the entry's own calibration table, "
+                                     "and it gives none; add calibration: PATH or leave it out")
         changes["calibration_any_device"] = entry["calibration_any_device"]
     if "framework" in entry:  # which measured tables apply, not a spec field: the source stays the catalog's
         if entry["framework"] not in FRAMEWORKS:

@@ -42,8 +42,9 @@ SAFE_KEY = re.compile(r"[a-z0-9][a-z0-9._-]*")
 #: Longest key (the schema's $defs/key maxLength): keys become parts of file names such as
 #: reports/figures/{model}/roofline_{gpu}.svg, which must stay well below the usual 255-byte limit.
 MAX_KEY_LENGTH = 64
-#: Model keys that would collide with the report files reports/summary.* and reports/index.html.
-RESERVED_MODEL_KEYS = ("summary", "index")
+#: Model keys that would collide with the report files reports/summary.* and reports/index.html, or with the wiki
+#: bundle's Home.md (a model page home.md is the same file on case-insensitive file systems and wikis).
+RESERVED_MODEL_KEYS = ("summary", "index", "home")
 #: Top-level sections of config.yaml.
 SECTIONS = ("models", "gpus", "stages", "scenario", "plan", "serving", "publish", "local_rules", "measurements",
             "compare_with")
@@ -168,8 +169,8 @@ def check_key(section: str, key: object) -> str:
 def resolve_model(key: str, entry: dict | None, base_dir: Path) -> ModelSpec:
     check_key("models", key)
     if key in RESERVED_MODEL_KEYS:
-        raise RooflineInputError(f"models: key '{key}' is reserved (reports/{key}.html is a report of its own); "
-                                 "rename the model")
+        page = "the wiki's Home.md" if key == "home" else f"reports/{key}.html"
+        raise RooflineInputError(f"models: key '{key}' is reserved ({page} is a page of its own); rename the model")
     entry = dict(entry or {})
     if "hf_config" in entry:
         path = Path(str(entry["hf_config"]))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -180,6 +181,10 @@ def resolve_measurements(section, models: dict[str, ModelSpec], gpus: dict[str, 
     """Every run of the files `section` names (a path or a list; None = none), in file order, each matched to the
     config (its status says when its model or gpu is not there) and checked against its model and gpu."""
     paths = [] if section is None else [section] if isinstance(section, str) else list(section)
+    resolved = [os.path.normpath(os.path.join(base_dir, str(p))) for p in paths]  # absolute paths stay as they are
+    twice = next((shown for i, shown in enumerate(paths) if resolved[i] in resolved[:i]), None)
+    if twice is not None:  # its runs would count twice in the report's measured points
+        raise RooflineInputError(f"measurements: '{twice}' is listed more than once; list each file once")
     runs = []
     for shown in paths:
         path = Path(str(shown))
