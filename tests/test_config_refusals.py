@@ -13,7 +13,7 @@ from roofline.engine.scenario import Scenario
 from roofline.pipeline import config as rc
 from roofline.pipeline.schema_messages import describe_schema_error
 from roofline.serving.serve import Workload, prepare_served, serve_aggregated
-from test_hardening_config import SCHEMA
+from test_hardening_config import ROOT, SCHEMA
 
 BASE = {"models": {"llama-3.1-8b": {}}, "gpus": {"h100-sxm": {}}}
 
@@ -123,3 +123,20 @@ def test_keys_and_entries_that_would_collide_or_change_nothing():
         "measurements: './runs.csv' is listed more than once; list each file once")
     assert _refusal({**BASE, "gpus": {"h100-sxm": {"calibration_any_device": True}}}).startswith(
         "gpus.h100-sxm.calibration_any_device: applies the entry's own calibration table, and it gives none")
+
+
+def test_a_draft_model_may_be_a_config_json_beside_the_config(tmp_path):
+    # the message offered "the path of a config.json", and a path was refused as an unknown catalog key; a relative
+    # path starts at the config's folder, as models' hf_config does, and reaches the jobs absolute
+    draft = ROOT / "tests" / "data" / "hf_configs" / "llama-3.1-8b.json"
+    (tmp_path / "drafts").mkdir()
+    (tmp_path / "drafts" / "small.json").write_text(draft.read_text())
+    workload = {"isl": 1024, "osl": 256, "concurrency": [1], "spec_method": "draft", "spec_acceptance": 0.7,
+                "spec_draft_model": "drafts/small.json"}
+    config = {"models": {"llama-3.1-70b": {}}, "gpus": {"h100-sxm": {}}, "serving": {"workloads": [workload]}}
+    resolved = rc.resolve_config(config, tmp_path).serving.workloads[0]
+    assert resolved.spec_draft_model == str(tmp_path / "drafts" / "small.json")
+    assert resolved.speculation(get_model("llama-3.1-70b")).draft_model.n_layers == 32
+    missing = {**workload, "spec_draft_model": "drafts/none.json"}
+    assert _refusal({**config, "serving": {"workloads": [missing]}}).startswith(
+        "serving.workloads[0].spec_draft_model: ")

@@ -275,7 +275,7 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
                                                             base_dir),
                           compare_with=_compare_with(config.get("compare_with"), base_dir),
                           serving=resolve_serving_section(config.get("serving"), gpus, models,
-                                                          scenario.kv_dtype))
+                                                          scenario.kv_dtype, base_dir))
 
 
 def _compare_with(path, base_dir: Path) -> str:

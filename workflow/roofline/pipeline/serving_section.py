@@ -3,6 +3,7 @@ given, default every configured gpu, each at the model's configured plan and the
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from ..engine.errors import RooflineInputError, unknown
 from ..engine.hardware import Accelerator
@@ -18,7 +19,8 @@ WORKLOAD_KEYS = tuple(ServingWorkload.__dataclass_fields__)
 
 
 def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
-                            models: dict[str, ModelSpec], kv_dtype: str = "") -> ServingSettings | None:
+                            models: dict[str, ModelSpec], kv_dtype: str = "",
+                            base_dir: Path = Path(".")) -> ServingSettings | None:
     """ServingSettings (None when the section is absent); every workload checked against every model, and the
     scenario's `kv_dtype` (the cache the workloads are served with) against what frameworks serve."""
     if section is None:
@@ -41,6 +43,9 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
         values = {**defaults, **entry}
         for name in ("concurrency", "request_rate"):
             values[name] = tuple(values.get(name) or ())
+        draft = str(values.get("spec_draft_model") or "")
+        if (draft.endswith(".json") or "/" in draft) and not Path(draft).is_absolute():  # as hf_config: beside the
+            values["spec_draft_model"] = str(base_dir / draft)  # config, and absolute for the jobs that read it
         workload = ServingWorkload(**values)
         for model in models.values():
             try:

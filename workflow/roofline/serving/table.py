@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import FRAMEWORKS, Accelerator
+from ..engine.hf_config import model_from_hf_config
 from ..engine.models import ModelSpec, get_model
 from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
@@ -79,9 +80,11 @@ class ServingWorkload:
         if self.spec_method is None:
             return Speculation()
         try:
-            draft = get_model(self.spec_draft_model) if self.spec_draft_model else None
+            draft = _draft_model(self.spec_draft_model) if self.spec_draft_model else None
         except RooflineInputError as error:  # get_model names its `model`; here it is the draft's key
-            raise RooflineInputError("spec_draft_model" + str(error).removeprefix("model")) from None
+            message = str(error)
+            raise RooflineInputError(message if message.startswith("spec_draft_model") else
+                                     "spec_draft_model" + message.removeprefix("model")) from None
         return Speculation(self.spec_method, self.spec_tokens, self.spec_acceptance, self.spec_accepted_length,
                            draft).validate(model)
 
@@ -94,6 +97,17 @@ class ServingWorkload:
         self.dp_balance()
         self.waits()
         return self
+
+
+def _draft_model(text: str) -> ModelSpec:
+    """A workload's draft model: a catalog key, or the path of a config.json (made absolute when the config was
+    read, serving_section)."""
+    if text.endswith(".json") or "/" in text:
+        try:
+            return model_from_hf_config(text)
+        except RooflineInputError as error:
+            raise RooflineInputError(f"spec_draft_model: {error}") from None
+    return get_model(text)
 
 
 @dataclass(frozen=True)
