@@ -1,5 +1,6 @@
 """Issue 13, items 3, 5, 6, 7 and 8: extreme numbers, unbounded text, duplicate YAML keys, string-to-number
 coercion and the messages of the config and the CLI: each bad input is one line naming the key, before any job."""
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -190,6 +191,37 @@ def test_a_yaml_syntax_error_in_config_yaml_names_its_line(workflow_copy):
     lines = [line for line in run.stderr.splitlines() if line.startswith("Invalid configuration: ")]
     assert run.returncode == 2 and len(lines) == 1, run.stderr[-2000:]
     assert lines[0].startswith("Invalid configuration: config.yaml: not valid YAML") and "line 2, column 15" in lines[0]
+
+
+EMPTY = "empty (or only comments)"
+
+
+@pytest.mark.parametrize("text, what", [("", EMPTY), ("# nothing yet\n", EMPTY),
+                                        ("- models\n", "a list at the top, not a mapping")])
+def test_a_config_yaml_without_sections_says_what_it_needs(tmp_path, text, what):
+    # Snakemake's own reading said "Config file must be given as JSON or YAML with keys at top level" on two lines
+    from roofline.pipeline.yaml_loader import check_config_file
+
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    with pytest.raises(RooflineInputError, match=rf"^{path}: {re.escape(what)}; it needs at least the sections "
+                                                 "models: and gpus:"):
+        check_config_file(path)
+    path.write_text("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {}}\n")
+    assert set(check_config_file(path)) == {"models", "gpus"}
+
+
+def test_an_empty_config_yaml_stops_snakemake_in_one_line(workflow_copy):
+    (workflow_copy / "config.yaml").write_text("# only comments\n")
+    try:
+        run = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(workflow_copy / "Snakefile"),
+                              "--dry-run"], cwd=workflow_copy, capture_output=True, text=True, timeout=600)
+    finally:
+        (workflow_copy / "config.yaml").write_text("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {}}\n")
+    lines = [line for line in run.stderr.splitlines() if line.startswith("Invalid configuration: ")]
+    assert run.returncode == 2 and lines == [f"Invalid configuration: config.yaml: {EMPTY}; it needs at least the "
+                                             "sections models: and gpus:, e.g. models: {llama-3.1-8b: {}} and gpus: "
+                                             "{h100-sxm: {}} (see the commented config.yaml)"], run.stderr
 
 
 def test_snakemake_reads_yaml_numbers_in_any_notation_and_types_config_values(workflow_copy):

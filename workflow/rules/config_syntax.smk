@@ -1,12 +1,13 @@
 # config.yaml read strictly before the `configfile:` directive reads it: a YAML syntax error is refused in one line
-# naming its line and column (Snakemake's own reading says "Config file is not valid JSON or YAML" and no more).
+# naming its line and column (Snakemake's own reading says "Config file is not valid JSON or YAML" and no more), and
+# so is a file that holds no mapping of sections (empty, only comments, a list).
 # Included first: it puts this checkout's roofline package on the path and holds what common.smk refuses with.
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))  # the roofline package of this checkout
 from roofline.engine.errors import RooflineInputError
-from roofline.pipeline.yaml_loader import load_config_file
+from roofline.pipeline.yaml_loader import check_config_file
 
 
 def refuse_config(message: str):
@@ -22,6 +23,6 @@ def workflow_config_replaced() -> bool:
 
 if Path("config.yaml").is_file() and not workflow_config_replaced():  # as `configfile:` reads it: from the cwd
     try:
-        load_config_file("config.yaml")
+        check_config_file("config.yaml")
     except RooflineInputError as error:
         refuse_config(str(error))
