@@ -37,13 +37,13 @@ class Parser(argparse.ArgumentParser):
         with a dash and is not a plain negative number as another option ("expected one argument"), so the range
         check that names what is allowed never saw it."""
         out = []
-        for word in args:
+        for i, word in enumerate(args):
+            if word == "--":  # what follows is positional
+                return out + args[i:]
             action = self._option_string_actions.get(out[-1]) if out and out[-1].startswith("--") else None
             if action is not None and action.nargs != 0 and NEGATIVE_VALUE.match(word):
                 out[-1] = f"{out[-1]}={word}"
                 continue
-            if word == "--":
-                return out + args[len(out):]
             out.append(word)
         return out
 
