@@ -143,3 +143,14 @@ def test_list_names_itself_not_its_placeholder(capsys):
     assert _error(capsys, "list", "bogus") == ("list: unknown value 'bogus' (did you mean 'gpus'?); allowed: gpus, "
                                                "models")
     assert _error(capsys, "list") == "missing argument: models or gpus"
+
+
+def test_words_after_a_double_dash_stay_positional():
+    from roofline.cli.options import Parser
+
+    parser = Parser()
+    parser.add_argument("--a")
+    parser.add_argument("rest", nargs="*")
+    # '-1,2' after --a is its value; after '--' a '--a -3' is two positional words, whatever was joined before
+    assert parser._negative_values(["--a", "-1,2", "x", "--", "--a", "-3"]) == ["--a=-1,2", "x", "--", "--a", "-3"]
+    assert vars(parser.parse_args(["--a", "-1,2", "--", "-5"])) == {"a": "-1,2", "rest": ["-5"]}
