@@ -140,3 +140,15 @@ def test_a_draft_model_may_be_a_config_json_beside_the_config(tmp_path):
     missing = {**workload, "spec_draft_model": "drafts/none.json"}
     assert _refusal({**config, "serving": {"workloads": [missing]}}).startswith(
         "serving.workloads[0].spec_draft_model: ")
+
+
+def test_a_measurements_file_without_runs_is_refused(tmp_path):
+    # a header alone had been accepted, and the report showed no measured point without saying why
+    header = "model,gpu,tp,isl,osl,concurrency,ttft_ms,tpot_ms,tokens_per_s\n"
+    (tmp_path / "runs.csv").write_text(header)
+    (tmp_path / "bench.json").write_text("[]")
+    for name in ("runs.csv", "bench.json"):
+        with pytest.raises(RooflineInputError, match=rf"^measurements: file '{name}' holds no run; add one row"):
+            rc.resolve_config({**BASE, "measurements": name}, tmp_path)
+    (tmp_path / "runs.csv").write_text(header + "llama-3.1-8b,h100-sxm,1,1024,256,8,50,10,700\n")
+    assert len(rc.resolve_config({**BASE, "measurements": "runs.csv"}, tmp_path).measurements) == 1

@@ -62,8 +62,13 @@ def read_runs(path: Path, shown: str) -> list[MeasuredRun]:
     except (OSError, UnicodeDecodeError) as error:
         raise RooflineInputError(f"measurements: file '{clip(shown, 240)}' cannot be read: {error}") from None
     if path.suffix.lower() == ".json":
-        return [_run(fields, f"{shown} result {i}") for i, fields in enumerate(_vllm_results(text, shown), start=1)]
-    return _csv_runs(text, shown)
+        runs = [_run(fields, f"{shown} result {i}") for i, fields in enumerate(_vllm_results(text, shown), start=1)]
+    else:
+        runs = _csv_runs(text, shown)
+    if not runs:  # a header alone (or an empty result list): the report would show nothing and not say why
+        raise RooflineInputError(f"measurements: file '{clip(shown, 240)}' holds no run; add one row per run or "
+                                 "leave the file out")
+    return runs
 
 
 def _csv_runs(text: str, shown: str) -> list[MeasuredRun]:
