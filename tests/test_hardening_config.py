@@ -180,15 +180,20 @@ def test_snakemake_refuses_in_one_line(workflow_copy, text, expected):
         assert "(lines 4 and 5)" in lines[0]
 
 
-def test_a_yaml_syntax_error_in_config_yaml_names_its_line(workflow_copy):
-    # Snakemake's own reading said only "Config file is not valid JSON or YAML"
-    (workflow_copy / "config.yaml").write_text("models:\n  llama-2-7b: {\ngpus: {h100-sxm: {}}\n")
+def _dry_run_with_config_yaml(workflow_copy, text: str) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """(the run, its 'Invalid configuration' lines) of a dry run with config.yaml holding `text` (then restored)."""
+    (workflow_copy / "config.yaml").write_text(text)
     try:
         run = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(workflow_copy / "Snakefile"),
                               "--dry-run"], cwd=workflow_copy, capture_output=True, text=True, timeout=600)
     finally:
         (workflow_copy / "config.yaml").write_text("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {}}\n")
-    lines = [line for line in run.stderr.splitlines() if line.startswith("Invalid configuration: ")]
+    return run, [line for line in run.stderr.splitlines() if line.startswith("Invalid configuration: ")]
+
+
+def test_a_yaml_syntax_error_in_config_yaml_names_its_line(workflow_copy):
+    # Snakemake's own reading said only "Config file is not valid JSON or YAML"
+    run, lines = _dry_run_with_config_yaml(workflow_copy, "models:\n  llama-2-7b: {\ngpus: {h100-sxm: {}}\n")
     assert run.returncode == 2 and len(lines) == 1, run.stderr[-2000:]
     assert lines[0].startswith("Invalid configuration: config.yaml: not valid YAML") and "line 2, column 15" in lines[0]
 
@@ -212,13 +217,7 @@ def test_a_config_yaml_without_sections_says_what_it_needs(tmp_path, text, what)
 
 
 def test_an_empty_config_yaml_stops_snakemake_in_one_line(workflow_copy):
-    (workflow_copy / "config.yaml").write_text("# only comments\n")
-    try:
-        run = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(workflow_copy / "Snakefile"),
-                              "--dry-run"], cwd=workflow_copy, capture_output=True, text=True, timeout=600)
-    finally:
-        (workflow_copy / "config.yaml").write_text("models: {llama-2-7b: {}}\ngpus: {h100-sxm: {}}\n")
-    lines = [line for line in run.stderr.splitlines() if line.startswith("Invalid configuration: ")]
+    run, lines = _dry_run_with_config_yaml(workflow_copy, "# only comments\n")
     assert run.returncode == 2 and lines == [f"Invalid configuration: config.yaml: {EMPTY}; it needs at least the "
                                              "sections models: and gpus:, e.g. models: {llama-3.1-8b: {}} and gpus: "
                                              "{h100-sxm: {}} (see the commented config.yaml)"], run.stderr

@@ -213,14 +213,8 @@ def add_price(parser) -> None:
 
 def model(text: str, option: str = "--model") -> models.ModelSpec:
     """--model (or `option`, another option that names a model): a catalog key, or the path of a Hugging Face
-    config.json."""
-    if text in models.catalog() and not text.endswith(".json"):  # a catalog key wins over a same-named folder
-        return models.catalog()[text]
-    if text.endswith(".json") or "/" in text or Path(text).exists():
-        return models.model_from_hf_config(text)
-    if text not in models.catalog():
-        raise unknown(option, text, models.catalog())
-    return models.catalog()[text]
+    config.json (models.model_or_file)."""
+    return models.model_or_file(text, option)
 
 
 #: file endings --gpu reads as a device description rather than a catalog key

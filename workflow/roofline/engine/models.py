@@ -234,6 +234,17 @@ def get_model(key: str) -> ModelSpec:
         raise unknown("model", key, catalog()) from None
 
 
+def model_or_file(text: str, option: str = "model") -> ModelSpec:
+    """A model named as users name one on the command line and in a serving workload's spec_draft_model: a catalog
+    key, or the path of a Hugging Face config.json (a catalog key wins over a same-named folder); an unknown key
+    names `option`."""
+    if text in catalog() and not text.endswith(".json"):
+        return catalog()[text]
+    if text.endswith(".json") or "/" in text or Path(text).exists():
+        return model_from_hf_config(text)
+    raise unknown(option, text, catalog())
+
+
 def model_from_entry(key: str, entry: dict | None, base_dir: Path | None = None) -> ModelSpec:
     """Resolve a config `models:` entry: {} = catalog; {hf_config: path}; or catalog fields overridden."""
     entry = dict(entry or {})

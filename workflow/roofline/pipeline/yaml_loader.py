@@ -36,10 +36,9 @@ def check_config_file(path: str | Path) -> dict:
     """load_config_file, and a file that holds no mapping of sections refused in one line (Snakemake's own reading
     says "Config file must be given as JSON or YAML with keys at top level" over two lines, and not what is
     needed)."""
-    text = Path(path).read_text(encoding="utf-8")
     loaded = load_config_file(path)
-    if not loaded:
-        raw = yaml.load(text, Loader=ConfigLoader)
+    if not loaded:  # read again only to say what it holds instead
+        raw = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=ConfigLoader)
         what = "empty (or only comments)" if raw is None else f"a {type(raw).__name__} at the top, not a mapping"
         raise RooflineInputError(f"{path}: {what}; it needs at least the sections models: and gpus:, e.g. models: "
                                  "{llama-3.1-8b: {}} and gpus: {h100-sxm: {}} (see the commented config.yaml)")

@@ -6,8 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import FRAMEWORKS, Accelerator
-from ..engine.hf_config import model_from_hf_config
-from ..engine.models import ModelSpec, get_model
+from ..engine.models import ModelSpec, model_or_file
 from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
 from .framework import BALANCING, DEFAULT_FRAMEWORK, WAIT_NEEDS_DECODING, batch_wait_setting, check_batch_waiting
@@ -79,12 +78,12 @@ class ServingWorkload:
     def speculation(self, model: ModelSpec) -> Speculation:
         if self.spec_method is None:
             return Speculation()
+        option = "spec_draft_model"  # a catalog key, or a config.json's path (made absolute by serving_section)
         try:
-            draft = _draft_model(self.spec_draft_model) if self.spec_draft_model else None
-        except RooflineInputError as error:  # get_model names its `model`; here it is the draft's key
+            draft = model_or_file(self.spec_draft_model, option) if self.spec_draft_model else None
+        except RooflineInputError as error:  # a config.json's own errors name the file: the key goes in front
             message = str(error)
-            raise RooflineInputError(message if message.startswith("spec_draft_model") else
-                                     "spec_draft_model" + message.removeprefix("model")) from None
+            raise RooflineInputError(message if message.startswith(f"{option}: ") else f"{option}: {message}") from None
         return Speculation(self.spec_method, self.spec_tokens, self.spec_acceptance, self.spec_accepted_length,
                            draft).validate(model)
 
@@ -97,17 +96,6 @@ class ServingWorkload:
         self.dp_balance()
         self.waits()
         return self
-
-
-def _draft_model(text: str) -> ModelSpec:
-    """A workload's draft model: a catalog key, or the path of a config.json (made absolute when the config was
-    read, serving_section)."""
-    if text.endswith(".json") or "/" in text:
-        try:
-            return model_from_hf_config(text)
-        except RooflineInputError as error:
-            raise RooflineInputError(f"spec_draft_model: {error}") from None
-    return get_model(text)
 
 
 @dataclass(frozen=True)
