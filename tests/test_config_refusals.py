@@ -29,14 +29,34 @@ def _refusal(config: dict) -> str:
     return str(error.value)
 
 
-def test_a_scale_up_domain_without_its_link_is_one_device_before_any_job():
-    # it had passed the dry run and failed in rule analyze with a traceback ("has no link for 2 devices")
-    device = {"memory_gb": 96, "bandwidth_gbps": 4000, "peak_tflops": {"fp16": 1000, "bf16": 1000},
-              "scaleup_domain": 8}
-    line = _refusal({**BASE, "gpus": {"acme-x1": {**device, "parallel": {"tp": 2}}}})
-    assert line.startswith("gpus.acme-x1.parallel for models.llama-3.1-8b: ") and \
-        "is a single-device system" in line and "scaleup_gbps (with scaleup_domain)" in line
-    assert rc.resolve_config({**BASE, "gpus": {"acme-x1": {**device, "scaleup_gbps": 100, "parallel": {"tp": 2}}}})
+def test_half_a_scale_up_link_is_refused_where_the_entry_is_read():
+    # a domain without its bandwidth had passed the dry run and failed in rule analyze with a traceback ("has no link
+    # for 2 devices"); then `parallel: auto` kept such a device to one device without a word, and a scaleup_gbps
+    # with no domain (of one device) linked nothing as silently
+    device = {"memory_gb": 96, "bandwidth_gbps": 4000, "peak_tflops": {"fp16": 1000, "bf16": 1000}}
+    assert _refusal({**BASE, "gpus": {"acme-x1": {**device, "scaleup_domain": 8}}}) == (
+        "gpus.acme-x1.scaleup_domain: 8 devices with no scaleup_gbps, so the domain links nothing; give scaleup_gbps "
+        "(the link per device and direction, decimal GB/s) or leave scaleup_domain out")
+    assert _refusal({**BASE, "gpus": {"acme-x1": {**device, "scaleup_gbps": 32}}}) == (
+        "gpus.acme-x1.scaleup_gbps: 32 with a scale-up domain of one device links nothing; give scaleup_domain (the "
+        "devices the link joins, e.g. 8)")
+    linked = {**device, "scaleup_domain": 8, "scaleup_gbps": 100, "parallel": {"tp": 2}}
+    assert rc.resolve_config({**BASE, "gpus": {"acme-x1": linked}}).gpus["acme-x1"].reach == 8
+    # a catalog device's own link stays; a domain of one on it is a plain single-device choice
+    assert rc.resolve_config({**BASE, "gpus": {"h100-sxm": {"scaleup_domain": 1}}}).gpus["h100-sxm"].scaleup_domain == 1
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"memory_gb": 24, "bandwidth_gbps": 300, "peak_tflops": {"bf16": 0.121}},  # L4's peak in PFLOP/s
+     "gpus.x: peak_tflops.bf16 0.121 over bandwidth_gbps 300 is a ridge of 0.403 FLOP/byte"),
+    ({"base": "h100-sxm", "bandwidth_gbps": 3.35},  # TB/s
+     "gpus.x: peak_tflops.fp8 1978.9 over bandwidth_gbps 3.35 is a ridge of 5.91e+05 FLOP/byte"),
+])
+def test_a_peak_or_bandwidth_in_a_unit_1000x_off_is_refused_by_its_ridge(entry, message):
+    # each figure alone lay in its plausible range, so the L4 at 0.4 FLOP/byte was "compute-bound" at decode
+    line = _refusal({**BASE, "gpus": {"x": entry}})
+    assert line.startswith(message) and line.endswith("real devices lie between 1 and 50,000 (H100 SXM bf16: 295): "
+                                                      "check the units (dense TFLOP/s, decimal GB/s)"), line
 
 
 @pytest.mark.parametrize("plan, message", [

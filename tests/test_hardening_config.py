@@ -230,10 +230,19 @@ def test_snakemake_reads_yaml_numbers_in_any_notation_and_types_config_values(wo
 
 
 def test_the_extreme_devices_the_figure_tests_draw_are_plausible():
-    # 0.001 GB/s = 1e6 byte/s and 1e9 TFLOP/s = 1e21 FLOP/s: the edges of the range, drawn by tests/test_figures.py
-    entry = {"name": "X", "memory_gb": 80, "bandwidth_gbps": 0.001, "peak_tflops": {"fp16": 1e9}}
-    assert rc.resolve_config(_config(entry)).gpus["h100-sxm"].peak_flops_per_s["fp16"] == 1e21
-    assert "bandwidth_gbps: 0.0009 is not plausible" in _one_line(_config({**entry, "bandwidth_gbps": 0.0009}))
+    # 0.001 GB/s = 1e6 byte/s at the edge of its range, 0.05 TFLOP/s over it the widest plausible ridge (5e4
+    # FLOP/byte), drawn by tests/test_figures.py; 1e9 TFLOP/s = 1e21 FLOP/s alone is at its edge too, but over
+    # 0.001 GB/s a ridge of 1e15 no device has
+    def config(entry):
+        return {"models": {"llama-2-7b": {}}, "gpus": {"x1": entry}}
+
+    entry = {"name": "X", "memory_gb": 80, "bandwidth_gbps": 0.001, "peak_tflops": {"fp16": 0.05}}
+    assert rc.resolve_config(config(entry)).gpus["x1"].peak_flops_per_s["fp16"] == 5e10
+    assert "bandwidth_gbps: 0.0009 is not plausible" in _one_line(config({**entry, "bandwidth_gbps": 0.0009}))
+    assert "is a ridge of 1e+15 FLOP/byte" in _one_line(config({**entry, "peak_tflops": {"fp16": 1e9}}))
+    wide = {**entry, "bandwidth_gbps": 1e7, "peak_tflops": {"fp16": 1e9}}  # 1e16 byte/s, 1e21 FLOP/s: ridge 1e5
+    assert "ridge of 1e+05" in _one_line(config(wide))
+    assert rc.resolve_config(config({**wide, "peak_tflops": {"fp16": 1e8}})).gpus["x1"].bandwidth_bytes_per_s == 1e16
 
 
 def test_yaml_aliases_are_checked_once_and_deep_nesting_is_one_line(tmp_path):

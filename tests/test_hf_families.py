@@ -5,6 +5,7 @@ modules on tiny shapes; here the full-size configs' parameter counts meet the pu
 (routing groups, shared experts, biases, norms) are exact on small integers, and each serves end to end."""
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from roofline.engine import models
 from roofline.engine.errors import RooflineInputError
 from roofline.engine.scenario import Scenario
 
+DATA = Path(__file__).parent / "data" / "hf_configs"
 #: the fields of each model's config.json on the Hugging Face Hub that the loader reads
 CONFIGS = {
     "DeepSeek-V2-Lite": dict(model_type="deepseek_v2", vocab_size=102400, hidden_size=2048,
@@ -317,6 +319,38 @@ def test_fields_a_file_may_leave_out_take_transformers_defaults():
     cohere2 = {k: v for k, v in CONFIGS["c4ai-command-r7b-12-2024"].items() if k != "sliding_window"}
     assert (models.model_from_hf_dict(cohere2, "c").sliding_window,
             models.model_from_hf_dict(cohere2, "c").sliding_layers) == (4096, 24)
+
+
+def test_gemma2_gpt_oss_and_llama4_fields_left_out_take_transformers_defaults():
+    # transformers' Gemma2Config: head_dim 256, sliding_window 4096 (alternating layers); GptOssConfig: 128;
+    # Llama4TextConfig: attention_chunk_size 8192. They had been 3584 / 16 = 224, no window, no chunks
+    gemma2 = dict(model_type="gemma2", vocab_size=256000, hidden_size=3584, intermediate_size=14336,
+                  num_hidden_layers=42, num_attention_heads=16, num_key_value_heads=8,
+                  hidden_activation="gelu_pytorch_tanh", max_position_embeddings=8192)
+    spec = models.model_from_hf_dict(gemma2, "g")
+    assert (spec.head_dim, spec.sliding_window, spec.sliding_layers) == (256, 4096, 21)
+    gpt_oss = json.loads((DATA / "gpt-oss-20b.json").read_text())
+    gpt_oss.pop("sliding_window")
+    assert (models.model_from_hf_dict(gpt_oss, "o").sliding_window,
+            models.model_from_hf_dict(gpt_oss, "o").sliding_layers) == (128, 12)
+    scout = json.loads((DATA / "llama-4-scout.json").read_text())
+    scout["text_config"].pop("attention_chunk_size")
+    assert models.model_from_hf_dict(scout, "s").attention_chunk == 8192
+
+
+@pytest.mark.parametrize("kinds, message", [
+    (["full_attention"] * 10, "field 'layer_types' lists 10 layers; expected one kind per layer "
+                              "(num_hidden_layers 24)"),
+    (["sliding_attention", "mamba"] * 12, "field 'layer_types' names 'mamba'; expected full_attention, "
+                                          "sliding_attention, chunked_attention, linear_attention"),
+])
+def test_a_layer_types_list_that_does_not_describe_every_layer_is_refused(kinds, message):
+    # a list of another length had been set aside for gpt-oss's alternating default, an unknown kind priced as
+    # full attention, both with exit 0
+    gpt_oss = dict(json.loads((DATA / "gpt-oss-20b.json").read_text()), layer_types=kinds)
+    with pytest.raises(RooflineInputError) as error:
+        models.model_from_hf_dict(gpt_oss, "o", "config.json")
+    assert str(error.value) == "config.json: " + message
 
 
 def test_flags_and_layer_kinds_are_type_checked():

@@ -309,7 +309,42 @@ def check_plausible(key: str, entry: dict | None, gpu: Accelerator) -> Accelerat
             raise RooflineInputError(f"gpus.{key}.{where}: {written if written is not None else number} is not "
                                      f"plausible ({number:.3g} {unit} once converted); expected {low:g} to "
                                      f"{high:g} {unit}")
+    if "peak_tflops" in entry or "bandwidth_gbps" in entry:
+        _check_ridges(key, gpu)
+    _check_links(key, entry, gpu)
     return gpu
+
+
+#: the ridge (peak / memory bandwidth, FLOP/byte) of any real device, from an SRAM wafer's ~3 to fp4 on HBM's
+#: ~2,000 (the catalog: 9.4 to 1,875): a peak or a bandwidth typed in a unit 1000x off lands outside
+PLAUSIBLE_RIDGE = (1.0, 50_000.0)
+
+
+def _check_ridges(key: str, gpu: Accelerator) -> None:
+    """One line where a peak over the memory bandwidth gives a ridge no device has (PLAUSIBLE_RIDGE): each figure
+    alone was plausible, the pair is a unit slip (a peak in PFLOP/s, a bandwidth in TB/s)."""
+    low, high = PLAUSIBLE_RIDGE
+    peaks = {dtype: peak for dtype, peak in gpu.peak_flops_per_s.items() if peak > 0}
+    for dtype in {min(peaks, key=peaks.get), max(peaks, key=peaks.get)} if peaks else ():  # narrowest, widest
+        peak = peaks[dtype]
+        ridge = peak / gpu.bandwidth_bytes_per_s
+        if not low <= ridge <= high:
+            raise RooflineInputError(
+                f"gpus.{key}: peak_tflops.{dtype} {peak / TERA:g} over bandwidth_gbps "
+                f"{gpu.bandwidth_bytes_per_s / GIGA:g} is a ridge of {ridge:.3g} FLOP/byte; real devices lie between "
+                f"{low:g} and {high:,.0f} (H100 SXM bf16: 295): check the units (dense TFLOP/s, decimal GB/s)")
+
+
+def _check_links(key: str, entry: dict, gpu: Accelerator) -> None:
+    """One line for half a scale-up link: a domain of several devices with no bandwidth, or a bandwidth with a
+    domain of one (either links nothing, and `parallel: auto` had kept the model on one device without a word)."""
+    if "scaleup_domain" in entry and gpu.scaleup_domain > 1 and not gpu.scaleup_bandwidth_bytes_per_s:
+        raise RooflineInputError(f"gpus.{key}.scaleup_domain: {gpu.scaleup_domain} devices with no scaleup_gbps, so "
+                                 "the domain links nothing; give scaleup_gbps (the link per device and direction, "
+                                 "decimal GB/s) or leave scaleup_domain out")
+    if "scaleup_gbps" in entry and gpu.scaleup_domain <= 1:
+        raise RooflineInputError(f"gpus.{key}.scaleup_gbps: {entry['scaleup_gbps']} with a scale-up domain of one "
+                                 "device links nothing; give scaleup_domain (the devices the link joins, e.g. 8)")
 
 
 def _entry_base(key: str, entry: dict, base_key) -> Accelerator:

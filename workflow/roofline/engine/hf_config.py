@@ -200,6 +200,7 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
     tied = cfg.get("tie_word_embeddings", reader.tied)
     if not isinstance(tied, bool):
         raise RooflineInputError(f"{where}: field 'tie_word_embeddings' is {tied!r}; expected true or false")
+    _check_layer_types(cfg.get("layer_types"), n_layers, where)
     window, sliding_layers = _windows(cfg, need, reader, n_layers)
     spec_kw = {
         "key": key, "name": cfg.get("_name_or_path") or key, "family": family, "n_layers": n_layers,
@@ -389,6 +390,24 @@ def _quantized(dtype: str, quantization: dict, where: str, scaling: str) -> dict
     if dtype == "fp8" and "native_weight_dtype" in found:  # the scales of the dense GEMMs' fp8 weights
         found["native_fp8_scaling"] = scaling
     return found
+
+
+#: the layer kinds a layer_types list may name (transformers' spellings); a family reads those it has
+LAYER_KINDS = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
+
+
+def _check_layer_types(kinds, n_layers: int, where: str) -> None:
+    """One line for a layer_types list that does not name one known kind per layer (a shorter or longer list had
+    been set aside for the family's default pattern, an unknown kind priced as full attention, both silently)."""
+    if not isinstance(kinds, list) or not kinds:
+        return
+    if len(kinds) != n_layers:
+        raise RooflineInputError(f"{where}: field 'layer_types' lists {len(kinds)} layers; expected one kind per "
+                                 f"layer (num_hidden_layers {n_layers})")
+    strange = next((kind for kind in kinds if kind not in LAYER_KINDS), None)
+    if strange is not None:
+        raise RooflineInputError(f"{where}: field 'layer_types' names {strange!r:.40}; expected "
+                                 f"{', '.join(LAYER_KINDS)}")
 
 
 def _windows(cfg: dict, need, reader: Family, n_layers: int) -> tuple[int | None, int]:
