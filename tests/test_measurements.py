@@ -4,6 +4,7 @@ each run, the report's section, and one line per bad input (naming the file, the
 The example files in tests/data/measurements/ hold made-up values in the real layouts (not measurements)."""
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
@@ -188,8 +189,13 @@ def test_bad_csv_is_one_line_naming_file_row_and_column(tmp_path, text, message)
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"gpu": None}, "measurements: bench.json result 1, column 'gpu': missing"),
-    ({"max_concurrency": None}, "measurements: bench.json result 1, column 'concurrency': missing"),
+    ({"gpu": None}, "measurements: bench.json result 1: key 'gpu' missing; vLLM records no server side: add it "
+                    "with --metadata gpu=KEY tp=N"),
+    ({"max_concurrency": None}, "measurements: bench.json result 1: key 'max_concurrency' (or --metadata "
+                                "concurrency=N) missing"),
+    ({"mean_tpot_ms": None}, "measurements: bench.json result 1: key 'mean_tpot_ms' missing"),
+    ({"framework": "tensorrt-llm"}, "measurements: bench.json result 1, column 'framework': 'tensorrt-llm' is not "
+                                    "one we model (did you mean 'trtllm'?); expected vllm, sglang, trtllm"),
     ({"tp": "four"}, "measurements: bench.json result 1, column 'tp': 'four' is not a number"),
     ({"mean_tpot_ms": "n/a"}, "measurements: bench.json result 1, column 'tpot_ms': 'n/a' is not a number"),
 ])
@@ -201,8 +207,30 @@ def test_bad_vllm_result_is_one_line(tmp_path, change, message):
     assert str(raised.value).startswith(message) and "\n" not in str(raised.value), str(raised.value)
 
 
+def test_sglang_results_excel_csv_and_a_framework_misspelt(tmp_path):
+    # SGLang's bench_serving: .jsonl, `backend` sglang, its measured mean in-flight count as `concurrency` beside
+    # the set max_concurrency (7.896 had been refused as a count); Excel's "CSV UTF-8" starts with a byte-order mark
+    # ("has no column 'model' (did you mean '\ufeffmodel'?)")
+    result = {**json.loads(VLLM.read_text()), "backend": "sglang", "max_concurrency": 8, "concurrency": 7.896}
+    (tmp_path / "sglang.jsonl").write_text(json.dumps(result) + "\n" + json.dumps(result) + "\n")
+    runs = read_runs(tmp_path / "sglang.jsonl", "sglang.jsonl")
+    assert [(run.concurrency, run.framework) for run in runs] == [(8, "sglang")] * 2
+    (tmp_path / "excel.csv").write_bytes(b"\xef\xbb\xbf" + CSV.read_bytes())
+    assert read_runs(tmp_path / "excel.csv", "excel.csv") == [replace(run, source=run.source.replace("runs", "excel"))
+                                                             for run in read_runs(CSV, "runs.csv")]
+    (tmp_path / "fw.csv").write_text(HEADER + ",framework\nllama-2-7b,h100-sxm,1,1024,256,8,30,11,700,tensorrt-llm\n")
+    with pytest.raises(RooflineInputError, match=r"^measurements: fw.csv line 2, column 'framework': 'tensorrt-llm' "
+                                                 r"is not one we model \(did you mean 'trtllm'\?\)"):
+        read_runs(tmp_path / "fw.csv", "fw.csv")
+
+
 @pytest.mark.parametrize("name, content, message", [
     ("missing.csv", None, "measurements: file 'missing.csv' does not exist"),
+    ("folder", "dir", "measurements: file 'folder' is a directory, not a measurements file (a CSV, or a vllm bench "
+                      "serve JSON)"),
+    ("genai.json", '{"experiments": [{"perf_metrics": {}}]}', "measurements: genai.json result 1 is not a vllm bench "
+                                                              "serve result (none of mean_ttft_ms, mean_tpot_ms, "
+                                                              "output_throughput)"),
     ("broken.json", "{not json", "measurements: broken.json is not JSON (line 1"),
     ("list.json", "[1, 2]", "measurements: list.json result 1 is not a JSON object"),
     ("latin1.csv", b"model,gpu\xe9\n", "measurements: file 'latin1.csv' cannot be read"),
@@ -210,6 +238,8 @@ def test_bad_vllm_result_is_one_line(tmp_path, change, message):
 def test_unreadable_file_is_one_line(tmp_path, name, content, message):
     if isinstance(content, bytes):
         (tmp_path / name).write_bytes(content)
+    elif content == "dir":
+        (tmp_path / name).mkdir()
     elif content is not None:
         (tmp_path / name).write_text(content)
     with pytest.raises(RooflineInputError) as raised:

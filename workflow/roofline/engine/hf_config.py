@@ -90,9 +90,9 @@ def _shown(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
-def not_a_file(path: Path) -> str | None:
-    """Why `path` cannot be read as a config.json ('does not exist', 'is a directory', 'is a FIFO, not a regular
-    file', ...), or None for a regular file."""
+def not_a_file(path: Path, what: str = "a config.json file") -> str | None:
+    """Why `path` cannot be read as `what` ('does not exist', 'is a directory, not a config.json file', ...), or
+    None for a regular file."""
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -106,7 +106,7 @@ def not_a_file(path: Path) -> str | None:
     kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
             else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
             else "not a regular file")
-    return f"is {kind}, not a config.json file"
+    return f"is {kind}, not {what}"
 
 
 def read_hf_json(path: str | Path, where: str) -> dict:

@@ -153,9 +153,8 @@ def read_text(path: str) -> str:
     allowed), gunzipped when its name ends in .gz; one line otherwise."""
     file = Path(path)
     shown = clip(path, 200)
-    problem = not_a_file(file)
+    problem = not_a_file(file, "a calibration table")
     if problem:
-        problem = problem.replace("not a config.json file", "not a calibration table")
         raise RooflineInputError(f"calibration: file '{shown}' {problem}; expected a CSV written by "
                                  "`roofline measure --out`")
     try:

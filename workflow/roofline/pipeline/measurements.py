@@ -7,14 +7,15 @@
   tokens_per_s the output tokens per second of the whole deployment; an empty measured cell = not measured) and the
   optional `pp`, `ep` (default 1), `framework`, `weight_dtype`, `kv_dtype` (default: the config scenario's).
   Other columns are ignored.
-* JSON (`.json`): the result file `vllm bench serve --save-result` writes (one object; a list of them; or one per
-  line, as --append-result writes). Read from it: `mean_ttft_ms`, `mean_tpot_ms`, `output_throughput`
-  (tokens_per_s), `max_concurrency` (concurrency), isl and osl as `total_input_tokens` and `total_output_tokens`
-  over `completed` (rounded), the model as `model_id` when it equals a config key or a model's name (the Hugging
-  Face repo id). vLLM does not record the server's side, so add it with `--metadata`, which vLLM writes into the
-  file as top-level keys: `--metadata gpu=h100-sxm tp=4` (required), and `model=<config key>` when `model_id` is
-  not one; optional pp, ep, framework (default vllm), weight_dtype, kv_dtype, and concurrency when the run had
-  no --max-concurrency.
+* JSON (`.json`, `.jsonl`): the result file `vllm bench serve --save-result` writes (one object; a list of them; or
+  one per line, as --append-result writes), or SGLang's bench_serving (the same keys; its `backend` names the
+  framework, its measured `concurrency` gives way to `max_concurrency`). Read from it: `mean_ttft_ms`,
+  `mean_tpot_ms`, `output_throughput` (tokens_per_s), `max_concurrency` (concurrency), isl and osl as
+  `total_input_tokens` and `total_output_tokens` over `completed` (rounded), the model as `model_id` when it equals
+  a config key or a model's name (the Hugging Face repo id). vLLM does not record the server's side, so add it with
+  `--metadata`, which vLLM writes into the file as top-level keys: `--metadata gpu=h100-sxm tp=4` (required), and
+  `model=<config key>` when `model_id` is not one; optional pp, ep, framework (default vllm), weight_dtype,
+  kv_dtype, and concurrency when the run had no --max-concurrency.
 
 Bad input (an unreadable file, a missing column, a cell that is not a number, a plan the model or the device
 cannot run) stops with one line naming the file, the row and the column. A run whose model or gpu the config does
@@ -33,7 +34,7 @@ from pathlib import Path
 from ..engine.analysis import check_device_dtypes
 from ..engine.dtypes import check_storage_dtype
 from ..engine.errors import RooflineInputError, clip, did_you_mean
-from ..engine.hardware import Accelerator
+from ..engine.hardware import FRAMEWORKS, Accelerator
 from ..engine.hf_config import not_a_file
 from ..engine.models import ModelSpec
 from ..engine.parallel import check_plan
@@ -50,19 +51,29 @@ MEASURED = {"ttft_ms": ("ttft_s", 1e3), "tpot_ms": ("tpot_s", 1e3), "tokens_per_
 VLLM_KEYS = {"mean_ttft_ms": "ttft_ms", "mean_tpot_ms": "tpot_ms", "output_throughput": "tokens_per_s",
              "max_concurrency": "concurrency"}
 MAX_COUNT = 1 << 24
+#: file name endings read as benchmark results (SGLang's bench_serving writes .jsonl, one result per line)
+JSON_SUFFIXES = (".json", ".jsonl")
+#: what a JSON result calls each of our columns, for messages (the rest are --metadata keys of our names)
+JSON_NAMES = {"ttft_ms": "key 'mean_ttft_ms'", "tpot_ms": "key 'mean_tpot_ms'", "tokens_per_s": "key "
+              "'output_throughput'", "concurrency": "key 'max_concurrency' (or --metadata concurrency=N)",
+              "isl": "keys 'total_input_tokens' and 'completed'", "osl": "keys 'total_output_tokens' and 'completed'",
+              "model": "key 'model_id' (or --metadata model=KEY)"}
+#: a result's `backend` (the benchmark client's: vLLM's and SGLang's bench scripts) -> the framework it served
+BACKENDS = {"vllm": "vllm", "sglang": "sglang", "sglang-oai": "sglang", "sglang-native": "sglang", "trt": "trtllm"}
 
 
 def read_runs(path: Path, shown: str) -> list[MeasuredRun]:
     """The runs of one file (`shown`: its name as the config wrote it, for messages)."""
-    problem = not_a_file(path)
+    problem = not_a_file(path, "a measurements file (a CSV, or a vllm bench serve JSON)")
     if problem:
         raise RooflineInputError(f"measurements: file '{clip(shown, 240)}' {problem}")
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # utf-8-sig: Excel's "CSV UTF-8" starts with a byte-order mark, which would glue onto the first column
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
         raise RooflineInputError(f"measurements: file '{clip(shown, 240)}' cannot be read: {error}") from None
-    if path.suffix.lower() == ".json":
-        runs = [_run(fields, f"{shown} result {i}") for i, fields in enumerate(_vllm_results(text, shown), start=1)]
+    if path.suffix.lower() in JSON_SUFFIXES:
+        runs = [_run(fields, f"{shown} result {i}", JSON_NAMES) for i, fields in
+                enumerate(_vllm_results(text, shown), start=1)]
     else:
         runs = _csv_runs(text, shown)
     if not runs:  # a header alone (or an empty result list): the report would show nothing and not say why
@@ -100,12 +111,18 @@ def _vllm_results(text: str, shown: str) -> list[dict]:
     for i, result in enumerate(results, start=1):
         if not isinstance(result, dict):
             raise RooflineInputError(f"measurements: {shown} result {i} is not a JSON object")
+        if not any(key in result for key in (*VLLM_KEYS, *MEASURED)):
+            raise RooflineInputError(f"measurements: {shown} result {i} is not a vllm bench serve result (none of "
+                                     f"{', '.join(list(VLLM_KEYS)[:3])}); other benchmarks' files: one CSV row per "
+                                     f"run with the columns {', '.join(REQUIRED)}")
         mapped = {ours: result[theirs] for theirs, ours in VLLM_KEYS.items() if result.get(theirs) is not None}
         for ours, theirs in (("isl", "total_input_tokens"), ("osl", "total_output_tokens")):
             if ours not in result and theirs in result:
                 mapped[ours] = _per_request(result[theirs], result.get("completed"))
-        keep = {key: result[key] for key in (*REQUIRED, *OPTIONAL) if key in result}
-        fields.append({"model": result.get("model_id", ""), "framework": "vllm", **mapped, **keep})
+        # SGLang writes its measured mean in-flight count as `concurrency` beside the set max_concurrency
+        keep = {key: result[key] for key in (*REQUIRED, *OPTIONAL) if key in result and key not in mapped}
+        framework = BACKENDS.get(str(result.get("backend", "")).lower(), "vllm")
+        fields.append({"model": result.get("model_id", ""), "framework": framework, **mapped, **keep})
     return fields
 
 
@@ -115,12 +132,22 @@ def _per_request(total, completed):
     return round(total / completed) if numbers and completed > 0 else total
 
 
-def _run(cells: dict, where: str) -> MeasuredRun:
-    """One run from its cells (strings from a CSV, numbers or strings from JSON), checked; `where` names it."""
+def _run(cells: dict, where: str, names: dict | None = None) -> MeasuredRun:
+    """One run from its cells (strings from a CSV, numbers or strings from JSON), checked; `where` names it,
+    `names` what its file calls our columns (a JSON result's keys; default: CSV columns of our names)."""
     for name in REQUIRED:
         if name not in cells or (name in ("model", "gpu", *COUNTS) and str(cells[name]).strip() == ""):
-            raise RooflineInputError(f"measurements: {where}, column '{name}': missing; needed: "
-                                     f"{', '.join(REQUIRED)}")
+            if names is None:
+                raise RooflineInputError(f"measurements: {where}, column '{name}': missing; needed: "
+                                         f"{', '.join(REQUIRED)}")
+            hint = ("; vLLM records no server side: add it with --metadata gpu=KEY tp=N" if name in ("gpu", "tp")
+                    else "")
+            raise RooflineInputError(f"measurements: {where}: {names.get(name, f'key {name!r}')} missing{hint}")
+    framework = str(cells.get("framework") or "").strip()
+    if framework and framework not in FRAMEWORKS:  # its runs would be predicted under another framework's kernels
+        raise RooflineInputError(f"measurements: {where}, column 'framework': '{clip(framework)}' is not one we "
+                                 f"model{did_you_mean(framework, FRAMEWORKS)}; expected {', '.join(FRAMEWORKS)} "
+                                 "(or an empty cell: the config's)")
     counts = {name: _count(cells.get(name, 1), where, name) for name in COUNTS}
     measured = {field: _measured(cells[name], where, name) / divisor for name, (field, divisor) in MEASURED.items()}
     if not any(math.isfinite(value) for value in measured.values()):
