@@ -153,6 +153,31 @@ def test_report_section_three_significant_digits_and_the_unpredicted_listed():
     assert environment().get_template("measured.html.j2").render().strip() == ""  # no measurements: no section
 
 
+def test_a_run_beyond_its_bound_is_flagged_in_the_table_the_report_and_the_log(tmp_path, capsys):
+    # seconds typed into the ms columns (0.0624, 0.0079): Llama-2-7B fp16 on one H100 cannot decode a token in
+    # 7.9 us (13.5 GB of weights / 3.35 TB/s = 4.0 ms): the run had built without a word, its "!" the only sign
+    from roofline.pipeline.io import write_measured_table
+
+    (tmp_path / "runs.csv").write_text(HEADER + "\nllama-2-7b,h100-sxm,1,1024,256,8,0.0624,0.0079,986\n"
+                                       "llama-2-7b,h100-sxm,1,1024,256,8,62.4,12.0,600\n")
+    runs = resolve("runs.csv", tmp_path)
+    rows = measurement_rows(LLAMA2, {"h100-sxm": H100}, Scenario(weight_dtype="fp16"), runs)
+    assert [row["beyond_bound"] for row in rows] == ["ttft, tpot", ""]
+    section = measured_section(pd.DataFrame(rows))
+    assert section["beyond"] == ["runs.csv line 2: TTFT, TPOT"]
+    assert [cell["measured"].endswith(" !") for cell in section["rows"][0]["cells"]] == [True, True, False]
+    html = environment().get_template("measured.html.j2").render(measured=section)
+    assert "Beyond the bound" in html and "runs.csv line 2: TTFT, TPOT" in html and "runs.csv line 3" in html
+    from dataclasses import asdict
+
+    write_measured_table(asdict(LLAMA2), {"h100-sxm": asdict(H100)}, asdict(Scenario(weight_dtype="fp16")),
+                         [asdict(run) for run in runs], str(tmp_path / "m.parquet"), log=str(tmp_path / "m.log"))
+    warning = ("warning: measurements: runs.csv line 2: ttft, tpot measured beyond the roofline bound (faster than "
+               "the hardware allows): check its units and deployment")
+    assert capsys.readouterr().err.strip() == warning and warning in (tmp_path / "m.log").read_text()
+    assert pd.read_parquet(tmp_path / "m.parquet")["beyond_bound"].tolist() == ["ttft, tpot", ""]
+
+
 @pytest.mark.parametrize("text, message", [
     (HEADER.replace("tpot_ms", "tpot") + "\nllama-2-7b,h100-sxm,1,1024,256,8,30,11,700\n",
      "measurements: bad.csv has no column 'tpot_ms' (did you mean 'tpot'?)"),

@@ -202,6 +202,8 @@ MEASUREMENT_COLUMNS = (
     "tokens_per_s_error",
     "fits",  # the engine's fit of the predicted deployment (False when not predicted)
     "status",  # predicted | why not (a model or gpu the config lacks)
+    "beyond_bound",  # the quantities measured beyond their bound ("ttft, tpot": faster than the hardware allows,
+    # a unit slip or another deployment than the row says); "" = none
 )
 
 #: Comparison across runs (roofline.pipeline.compare; `roofline compare`, results/compare.csv): one row per value

@@ -8,6 +8,7 @@ imports this module at parse time, and a dry run should not pay for pandas.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 
 from ..serving.plan_io import plan_arrow_table, read_plan_table  # noqa: F401 (read_plan_table: re-exported)
@@ -80,6 +81,12 @@ def write_measured_table(model: dict, gpus: dict, scenario: dict, runs: list[dic
             pq.write_table(pa.table({column: [row[column] for row in rows] for column in MEASUREMENT_COLUMNS}),
                            temps[str(path)])
         say(f"{path}: {len(rows)} runs")
+        for row in rows:  # said where the build prints, not only marked in the report
+            if row["beyond_bound"]:
+                line = (f"warning: measurements: {row['source']}: {row['beyond_bound']} measured beyond the roofline "
+                        "bound (faster than the hardware allows): check its units and deployment")
+                say(line)
+                print(line, file=sys.stderr)
 
 
 def write_measured_runs(runs: list[dict], path: str, log: str | None = None) -> None:

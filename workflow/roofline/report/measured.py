@@ -14,13 +14,14 @@ QUANTITIES = (("TTFT", "ttft_s", "ttft_expected_s", "ttft_measured_s", "ttft_err
               ("TPOT", "tpot_s", "tpot_expected_s", "tpot_measured_s", "tpot_error", units.seconds),
               ("Tokens/s", "tokens_per_s", "tokens_per_s_expected", "tokens_per_s_measured", "tokens_per_s_error",
                units.tokens_per_s))
-NOTE = ("Each run is predicted at its own deployment and workload: TTFT as the prefill of one request of its prompt "
-        "length (no queueing), TPOT as one decode step at batch = its concurrency with the cache at prompt + half the "
-        "output tokens, tokens/s = concurrency / TPOT (the deployment's output tokens). Bound: the roofline lower "
-        "bound on time (upper bound on tokens/s); expected: the bound with measured kernel efficiencies; error: "
-        "expected / measured − 1 (times: positive = we expect slower than you measured; tokens/s: positive = we "
-        "expect more). ! : the measurement lies beyond the bound, faster than the hardware allows: check the run's "
-        "deployment.")
+NOTE = ("Each run is predicted at its own deployment and workload with the serving model (what roofline serve "
+        "--overflow queue says at the run's plan, dtypes, prompt and output lengths, concurrency and framework): "
+        "continuous batching with chunked prefill, TTFT with the wait for prefill slots and the framework's host time "
+        "per request, TPOT with the prompt chunks mixed into the decode steps, users beyond what the KV cache holds "
+        "waiting for a slot. Bound: the roofline lower bound on time (upper bound on tokens/s); expected: the "
+        "serving model on measured kernel times; error: expected / measured − 1 (times: positive = we expect slower "
+        "than you measured; tokens/s: positive = we expect more). ! : the measurement lies beyond the bound, faster "
+        "than the hardware allows: check the run's units and deployment.")
 
 
 def error_text(value: float) -> str:
@@ -31,15 +32,14 @@ def error_text(value: float) -> str:
 def _row(run) -> dict:
     """One run: its deployment and workload, and per quantity bound, expected, measured and error."""
     cells = []
+    beyond = str(run["beyond_bound"]).split(", ")
     for title, bound, expected, measured, error, fmt in QUANTITIES:
-        value, limit = run[measured], run[bound]
-        beyond = not units.missing(value) and not units.missing(limit) and (
-            value > limit if bound == "tokens_per_s" else value < limit)
-        cells.append({"quantity": title, "bound": fmt(limit), "expected": fmt(run[expected]),
-                      "measured": fmt(value) + (" !" if beyond else ""), "error": error_text(run[error])})
+        mark = " !" if bound.removesuffix("_s") in beyond else ""
+        cells.append({"quantity": title, "bound": fmt(run[bound]), "expected": fmt(run[expected]),
+                      "measured": fmt(run[measured]) + mark, "error": error_text(run[error])})
     detail = [run["framework"], f"{run['weight_dtype']} weights, {run['kv_dtype']} KV cache",
               f"{units.integer(run['isl'])} + {units.integer(run['osl'])} tokens per request",
-              f"concurrency {units.integer(run['concurrency'])}"]
+              f"concurrency {units.integer(run['concurrency'])}", run["source"]]
     return {"deployment": run["deployment"], "detail": ", ".join(part for part in detail if part),
             "cells": cells, "fits": bool(run["fits"]), "source": run["source"]}
 
@@ -50,9 +50,17 @@ def measured_section(table: pd.DataFrame) -> dict:
     section = {"rows": [_row(run) for _, run in predicted.iterrows()],
                "not_predicted": [f"{run['source']}: {run['status']}" for _, run in
                                  table[table["status"] != PREDICTED].iterrows()],
-               "note": NOTE}
+               "beyond": beyond_lines(predicted), "note": NOTE}
     check_context(section, "measured", user=tuple(table["source"]) + tuple(table["deployment"]))
     return section
+
+
+def beyond_lines(table: pd.DataFrame) -> list[str]:
+    """One line per run measured beyond its bound: 'runs.csv line 4: TTFT, TPOT' (said above the table, not only
+    as a mark in it: a value in the wrong unit looks like a fast run)."""
+    names = {"ttft": "TTFT", "tpot": "TPOT", "tokens_per_s": "tokens/s"}
+    return [f"{run['source']}: {', '.join(names[q] for q in str(run['beyond_bound']).split(', '))}"
+            for _, run in table.iterrows() if run["beyond_bound"]]
 
 
 def unmatched_runs(runs: pd.DataFrame) -> list[str]:

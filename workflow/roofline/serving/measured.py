@@ -115,15 +115,26 @@ def measurement_rows(model: ModelSpec, gpus: Mapping[str, Accelerator], scenario
                "weight_dtype": guess.get("weight_dtype", run.weight_dtype),
                "kv_dtype": guess.get("kv_dtype", run.kv_dtype),
                "isl": run.isl, "osl": run.osl, "concurrency": run.concurrency}
+        beyond = []
         for stem, field in QUANTITIES:
             bound, expected, measured, relative = _names(stem)
             value = getattr(run, field)
             row.update({bound: guess.get(bound, NAN), expected: guess.get(expected, NAN), measured: value,
                         relative: error(guess.get(expected, NAN), value)})
-        row.update({"fits": guess.get("fits", False), "status": status})
+            if beyond_bound(stem, value, guess.get(bound, NAN)):
+                beyond.append(stem)
+        row.update({"fits": guess.get("fits", False), "status": status, "beyond_bound": ", ".join(beyond)})
         out.append(row)
     assert all(tuple(r) == MEASUREMENT_COLUMNS for r in out)
     return out
+
+
+def beyond_bound(stem: str, measured: float, bound: float) -> bool:
+    """Whether a measurement lies beyond its roofline bound: a time below it, a throughput above it (a small
+    relative margin for rounding in the file)."""
+    if not (math.isfinite(measured) and math.isfinite(bound)) or bound <= 0:
+        return False
+    return measured > bound * (1 + 1e-9) if stem == "tokens_per_s" else measured < bound * (1 - 1e-9)
 
 
 def _names(stem: str) -> tuple[str, str, str, str]:
