@@ -178,6 +178,36 @@ def test_a_run_beyond_its_bound_is_flagged_in_the_table_the_report_and_the_log(t
     assert pd.read_parquet(tmp_path / "m.parquet")["beyond_bound"].tolist() == ["ttft, tpot", ""]
 
 
+def test_the_pareto_figures_draw_the_runs_with_the_beyond_bound_one_edged_red(tmp_path):
+    # the interactive figure the HTML report shows had left your runs out (only the hidden static SVG drew them),
+    # and the static one drew a run beyond its bound as any other
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from roofline.figures.interactive import measured_traces
+    from roofline.figures.measured_runs import BEYOND_COLOR, LEGEND, draw_measured_runs
+
+    (tmp_path / "runs.csv").write_text(HEADER + "\nllama-2-7b,h100-sxm,1,1024,256,8,62.4,0.9,9000\n"
+                                       "llama-2-7b,h100-sxm,1,1024,256,8,62.4,12.0,600\n")
+    rows = pd.DataFrame(measurement_rows(LLAMA2, {"h100-sxm": H100}, Scenario(weight_dtype="fp16"),
+                                         resolve("runs.csv", tmp_path)))
+    measured, expected = measured_traces(rows, {})
+    assert measured["name"] == "your runs, measured" and measured["x"] == pytest.approx([1 / 0.0009, 1 / 0.012])
+    assert measured["marker"]["line"]["color"] == [BEYOND_COLOR, "black"] and expected["marker"]["symbol"] == \
+        "diamond-open"
+    assert "runs.csv line 2" in measured["text"][0] and "beyond the bound</b> (tpot, tokens_per_s)" in \
+        measured["text"][0] and "beyond" not in measured["text"][1]
+    fig, ax = plt.subplots()
+    ax.set_xscale("log"), ax.set_yscale("log")
+    draw_measured_runs(ax, rows, {})
+    filled = [line for line in ax.lines if line.get_marker() == "D" and line.get_markerfacecolor() != "white"]
+    assert [line.get_markeredgecolor() for line in filled] == [BEYOND_COLOR, "black"]
+    assert ax.get_legend_handles_labels()[1] == [LEGEND]
+    plt.close(fig)
+
+
 @pytest.mark.parametrize("text, message", [
     (HEADER.replace("tpot_ms", "tpot") + "\nllama-2-7b,h100-sxm,1,1024,256,8,30,11,700\n",
      "measurements: bad.csv has no column 'tpot_ms' (did you mean 'tpot'?)"),

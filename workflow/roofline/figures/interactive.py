@@ -17,6 +17,7 @@ import pandas as pd
 from .. import display
 from ..engine.hardware import Accelerator
 from .inputs import ModelFigures
+from .measured_runs import BEYOND_COLOR, OTHER_COLOR, runs_to_draw
 from .plan import plan_axes
 from .points import drawable, gemm_dtype, network_links, stage_shares
 from .roofline import limits
@@ -186,11 +187,42 @@ def _plan_hover(row) -> str:
             f"({display.sig(row.tokens_per_s_per_user)} bound)<br>{row.bound}-bound")
 
 
+def _run_hover(run) -> str:
+    """A measured run's hover text: its file and line, deployment and workload, then TPOT and tokens/s per device
+    measured, expected and bound."""
+    beyond = f"<br><b>beyond the bound</b> ({html.escape(run.beyond_bound)})" if run.beyond_bound else ""
+    framework = html.escape(str(run.framework)) or "the config's framework"
+    return (f"<b>your run</b>, {html.escape(str(run.source))}<br>{html.escape(str(run.deployment))}, {run.isl} + "
+            f"{run.osl} tokens, concurrency {run.concurrency}, {framework}"
+            f"<br>TPOT {display.seconds(run.tpot_measured_s)} measured, {display.seconds(run.tpot_expected_s)} "
+            f"expected, {display.seconds(run.tpot_s)} bound<br>{display.sig(run.per_device)} tokens/s per device "
+            f"measured, {display.sig(run.per_device_expected)} expected{beyond}")
+
+
+def measured_traces(runs: pd.DataFrame, styles: dict) -> list[dict]:
+    """Your runs as the static figure draws them (figures.measured_runs): filled diamonds measured, hollow ones
+    expected (one legend entry each), a red edge where a run beats its bound."""
+    points = runs_to_draw(runs)
+    if not len(points):
+        return []
+    colors = [styles[gpu].color if gpu in styles else OTHER_COLOR for gpu in points["gpu"]]
+    text = [_run_hover(SimpleNamespace(**r)) for r in points.to_dict("records")]
+    edge = [BEYOND_COLOR if flag else "black" for flag in points["beyond_bound"]]
+    return [{"type": "scatter", "mode": "markers", "name": "your runs, measured", "legendgroup": "measured",
+             "x": _finite(points["per_user"]), "y": _finite(points["per_device"]), "text": text,
+             "hovertemplate": "%{text}<extra></extra>",
+             "marker": {"symbol": "diamond", "size": 9, "color": colors, "line": {"color": edge, "width": 1.5}}},
+            {"type": "scatter", "mode": "markers", "name": "your runs, expected", "legendgroup": "measured",
+             "x": _finite(points["per_user_expected"]), "y": _finite(points["per_device_expected"]), "text": text,
+             "hovertemplate": "%{text}<extra></extra>",
+             "marker": {"symbol": "diamond-open", "size": 8, "color": colors}}]
+
+
 def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None, names: dict[str, str],
-              rank_on: str = "expected") -> dict:
+              rank_on: str = "expected", measured: pd.DataFrame | None = None) -> dict:
     """The deployment search's frontiers: tokens/s per device against tokens/s per user (on the side the search
     ranked on: plan.plan_axes), one curve per GPU (toggle in the legend), each GPU's recommended plan an open dot (as in
-    the static figure), the chosen one a star."""
+    the static figure), the chosen one a star; `measured` (results/measurements/{model}.parquet) adds your runs."""
     side, per_user, per_device = plan_axes(table, rank_on)
     styles = gpu_styles(dict.fromkeys(table["gpu"]))
     traces = []
@@ -211,6 +243,7 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
                            # pale band of another kind; the open dot's ring is its outline
                            "line": {"color": styles[key].color,
                                     "width": np.where(picked & ~chosen, 2, 0).tolist()}}})
+    traces += measured_traces(measured, styles) if measured is not None else []
     first = table.iloc[0] if len(table) else None
     subtitle = (f"{first.isl} prompt + {first.osl} output tokens per request; {side}; open dot: each "
                 "device's recommended plan, star: the chosen one" if first is not None else "no plan")

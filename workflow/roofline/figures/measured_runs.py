@@ -1,13 +1,16 @@
 """Your measured runs on the deployment search's Pareto figure (results/measurements/{model}.parquet): each run a
 filled diamond at its measured tokens/s per device and per user (1 / measured TPOT), in its GPU's colour (grey for
-a GPU without a curve), joined by a dotted line to the hollow diamond of what we expect for it."""
+a GPU without a curve), joined by a dotted line to the hollow diamond of what we expect for it at its own workload;
+a run measured beyond its bound (faster than the hardware allows) has a red edge."""
 from __future__ import annotations
 
 import math
 
 import pandas as pd
 
-MEASURED_MARKER, OTHER_COLOR = "D", "#7f7f7f"
+MEASURED_MARKER, OTHER_COLOR, BEYOND_COLOR = "D", "#7f7f7f", "#d62728"
+#: the legend entry of the runs (one for all of them)
+LEGEND = "your run, measured at its own workload\n(hollow: expected; red edge: beyond the bound)"
 
 
 def runs_to_draw(runs: pd.DataFrame) -> pd.DataFrame:
@@ -30,5 +33,7 @@ def draw_measured_runs(ax, runs: pd.DataFrame, styles: dict) -> None:
                     lw=0.7, color=color, zorder=4)
             ax.plot([run.per_user_expected], [run.per_device_expected], MEASURED_MARKER, ms=4, mfc="white",
                     color=color, zorder=4)
-        ax.plot([run.per_user], [run.per_device], MEASURED_MARKER, ms=5, color=color, mec="black", mew=0.5,
-                zorder=6, label="your run, measured\n(hollow: expected)" if i == 0 else None)
+        beyond = bool(run.beyond_bound)
+        ax.plot([run.per_user], [run.per_device], MEASURED_MARKER, ms=5, color=color,
+                mec=BEYOND_COLOR if beyond else "black", mew=1.2 if beyond else 0.5, zorder=6,
+                label=LEGEND if i == 0 else None)

@@ -57,7 +57,7 @@ FIGURES = _registry(
     ("pareto", Figure("deployment search", "model", "figures", plan.draw, plan.caption, applies=plan.applies,
                       interactive=lambda data, _item: interactive.plan_spec(
                           data.plan.table, data.name, data.plan.tpot_target_s, dict(data.plan.names),
-                          data.plan.rank_on))),
+                          data.plan.rank_on, data.plan.measured))),
     ("time_breakdown", Figure("time breakdown", "model", "figures", breakdown.draw, breakdown.caption)),
     ("cross_gpu", Figure("cross gpu", "stage", "figures", cross_gpu.draw, cross_gpu.caption, note=cross_gpu.note,
                          interactive=interactive.cross_gpu_spec)),
