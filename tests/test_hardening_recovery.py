@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from roofline.pipeline import config as rc
 from roofline.pipeline.housekeeping import locks, procs, stale, watchdog
 from workflow_copy import copy_workflow
 
@@ -190,6 +191,22 @@ def test_stale_outputs_are_the_per_key_paths_of_keys_no_longer_configured(tmp_pa
     assert stale.stale_outputs(tmp_path, ["llama"], ["h100"], ["prefill"], ["ops", "totals"]) == []
     assert (tmp_path / "reports/other.html").exists() and (tmp_path / "reports/llama.pdf").exists()
     assert (tmp_path / "results/plans/llama.parquet").exists() and (tmp_path / "reports/qwen.txt").exists()
+
+
+def test_measured_outputs_the_config_no_longer_asks_for_are_stale(tmp_path):
+    # `measurements: null`, or a file with no run of a model, had left results/measurements/{model}.parquet and
+    # rows.csv of the former runs in results/ beside a report that no longer showed them
+    files = ["results/measurements/llama.parquet", "results/measurements/qwen.parquet",
+             "results/measurements/rows.csv", "results/compare.csv"]
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x")
+    found = stale.stale_outputs(tmp_path, ["llama", "qwen"], ["h100"], ["prefill"], ["ops"], ["llama"],
+                                ["results/measurements/rows.csv", "results/nothing.csv"])
+    assert sorted(map(str, found)) == ["results/measurements/qwen.parquet", "results/measurements/rows.csv"]
+    assert stale.stale_outputs(tmp_path, ["llama", "qwen"], ["h100"], ["prefill"], ["ops"]) == []  # not asked
+    config = rc.resolve_config({"models": {"llama-2-7b": {}}, "gpus": {"h100-sxm": {}}})
+    assert config.unasked_outputs() == ["results/measurements/rows.csv", "results/compare.csv"]
 
 
 # ------------------------------------------------------------------------------------------------ end to end

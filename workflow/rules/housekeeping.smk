@@ -21,9 +21,20 @@ onstart:
     locks.record_run(Path.cwd())
     watchdog.start()
     if not procs.snakemake_runs_in(Path.cwd(), exclude=os.getpid()):
-        _aside = stale.move_aside(Path.cwd(), stale.stale_outputs(Path.cwd(), MODELS, GPUS, STAGES, TABLES))
+        _stale = stale.stale_outputs(
+            Path.cwd(),
+            MODELS,
+            GPUS,
+            STAGES,
+            TABLES,
+            RESOLVED.measured_models(),
+            RESOLVED.unasked_outputs(),
+        )
+        _aside = stale.move_aside(Path.cwd(), _stale)
         if _aside:
-            logger.warning(f"Moved the outputs of models, GPUs or stages no longer in the config to {_aside}")
+            logger.warning(
+                f"Moved the outputs of models, GPUs, stages or measurements no longer in the config to {_aside}"
+            )
 
 
 onsuccess:

@@ -64,6 +64,13 @@ class ResolvedConfig:
     measurements: tuple[MeasuredRun, ...] = ()  # your own runs (config section `measurements`), in file order
     compare_with: str = ""  # a previous results folder (config key `compare_with`), "" = none
 
+    def unasked_outputs(self) -> list[str]:
+        """Single result files a former config asked for and this one does not (moved aside at the start of a run:
+        housekeeping.stale)."""
+        wanted = {"results/measurements/rows.csv": bool(self.measurements), "results/compare.csv": bool(
+            self.compare_with)}
+        return [path for path, asked in wanted.items() if not asked]
+
     def measured_models(self) -> list[str]:
         """Models (config order) with at least one measured run: results/measurements/{model}.parquet."""
         return [key for key in self.models if any(run.model == key for run in self.measurements)]

@@ -39,10 +39,13 @@ MODEL_REPORTS = (".html", ".pdf")
 
 
 def stale_outputs(workdir: Path, models: Iterable[str], gpus: Iterable[str], stages: Iterable[str],
-                  tables: Iterable[str]) -> list[Path]:
+                  tables: Iterable[str], measured: Iterable[str] | None = None,
+                  unasked: Iterable[str] = ()) -> list[Path]:
     """Paths (relative to `workdir`) of per-key outputs whose model, GPU or stage the config no longer lists:
     results/{table}/{model}/[{gpu}/[{stage}.parquet]], results/models/{model}/, results/plans|serving/{model}.parquet,
-    reports/figures/{model}/ and reports/{model}.html|pdf."""
+    reports/figures/{model}/ and reports/{model}.html|pdf; with `measured` (the models that have measured runs), the
+    results/measurements/{model}.parquet of the others; and the files of `unasked` (outputs the config no longer asks
+    for: results/measurements/rows.csv without measurements, ...) that exist."""
     workdir, models, gpus, stages = Path(workdir), set(models), set(gpus), set(stages)
     stale: list[Path] = []
     former: set[str] = set()
@@ -67,6 +70,10 @@ def stale_outputs(workdir: Path, models: Iterable[str], gpus: Iterable[str], sta
             if table.stem not in models:
                 stale.append(table)
                 former.add(table.stem)
+    if measured is not None:  # a model whose runs left the measurements files (or all of them left the config)
+        stale += [table for table in sorted((workdir / "results" / "measurements").glob("*.parquet"))
+                  if table.stem not in set(measured)]
+    stale += [workdir / path for path in unasked if (workdir / path).is_file()]
     for model in sorted(former):
         stale += [p for p in (workdir / "reports" / f"{model}{suffix}" for suffix in MODEL_REPORTS) if p.is_file()]
     return [p.relative_to(workdir) for p in stale]
