@@ -154,6 +154,21 @@ def test_every_shipped_table_passes_every_check():
         table_checks.check_device(table, hardware.get_accelerator(key), str(shipped_path(key)))
 
 
+def test_every_shipped_table_runs_near_its_bound_and_one_in_milliseconds_is_refused(tmp_path, capsys):
+    # `measured_s` written in ms had been taken as seconds: expected TPOT 5.6-6.0 s beside a 4.86 ms bound
+    for path in sorted(shipped_path("h100-sxm").parent.glob("*.csv.gz")):
+        key = path.name.split(".")[0]
+        table_checks.check_units(table_checks.read_checked(str(path)), hardware.get_accelerator(key), str(path))
+    rows = table_checks.read_checked(str(shipped_path("h100-sxm"))).rows
+    milliseconds = _write(tmp_path / "ms.csv", [{**row, "measured_s": row["measured_s"] * 1e3} for row in rows])
+    assert cli.main([*TOTALS, "--calibration", milliseconds]) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith(f"roofline: error: --calibration: '{milliseconds}': its kernels of at least 10 us of "
+                           "bound on h100-sxm run a median 1,") and line.endswith(
+        "times their roofline bound (real tables: 1.4 to 2.4 times): measured_s is in seconds, not milliseconds; or "
+        "the table is of another device"), line
+
+
 def test_a_table_of_another_chip_is_refused_unless_any_device_is_allowed(capsys, tmp_path):  # H7
     a100 = str(shipped_path("a100-sxm-80gb"))
     argv = [*TOTALS[:4], "h200-sxm", *TOTALS[5:], "--calibration", a100]

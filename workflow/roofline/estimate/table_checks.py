@@ -20,6 +20,7 @@ import csv
 import gzip
 import io
 import math
+import statistics
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -193,3 +194,28 @@ def check_device(table: CheckedTable, gpu: Accelerator, path: str) -> None:
         ours = chip if chip == gpu.key else f"{chip} (the chip of {gpu.key})"
         raise RooflineInputError(f"calibration: '{clip(path, 200)}' was measured on {', '.join(devices)}, not on "
                                  f"{ours}; use a table measured on {chip}{allow}")
+
+
+#: Kernels whose roofline bound on the device is at least UNITS_FLOOR_S (launch overhead no longer dominates) run a
+#: median 1.4 to 2.4 times their bound in every shipped table; a median past UNITS_SLIP times it is a table in
+#: another unit (milliseconds in measured_s: ~1,000 times), or of another device than the one it is applied to
+UNITS_FLOOR_S, UNITS_SLIP = 1e-5, 100.0
+
+
+def check_units(table: CheckedTable, gpu: Accelerator, path: str) -> None:
+    """Refuse a table whose kernels above UNITS_FLOOR_S of bound on `gpu` run a median UNITS_SLIP times their bound
+    or more (collectives left out: their bound is the link's, not the memory's)."""
+    ratios = []
+    for row in table.rows:
+        if row["op_class"] == "communication":
+            continue
+        peak = gpu.peak_flops_per_s.get(row["dtype"], 0.0)
+        bound = max(row["flops"] / peak if peak else 0.0, row["bytes"] / gpu.bandwidth_bytes_per_s)
+        if bound >= UNITS_FLOOR_S:
+            ratios.append(row["measured_s"] / bound)
+    median = statistics.median(ratios) if ratios else 0.0
+    if median > UNITS_SLIP:
+        raise RooflineInputError(
+            f"calibration: '{clip(path, 200)}': its kernels of at least {UNITS_FLOOR_S * 1e6:g} us of bound on "
+            f"{gpu.key} run a median {median:,.0f} times their roofline bound (real tables: 1.4 to 2.4 times): "
+            "measured_s is in seconds, not milliseconds; or the table is of another device")
