@@ -82,6 +82,8 @@ class Accelerator:
     price_per_hour: float | None = None  # USD per device-hour (config or --price-per-hour; none shipped)
     chip: str = ""  # catalog key of the silicon (an alias with `base:` keeps its base's): whose measurements apply;
     # OTHER_CHIP where an entry moved a catalog device's speeds past SAME_CHIP_WITHIN (no catalog chip's tables)
+    tables_of: str = ""  # where an entry moved a catalog chip's speeds (chip OTHER_CHIP): that chip, whose shipped
+    # tables its expected times borrow (their efficiencies at this device's bounds, labelled default)
     calibration_any_device: bool = False  # apply `calibration` even if it was measured on another chip
     framework: str = ""  # serving framework (FRAMEWORKS) whose shipped tables it uses (roofline.estimate); "" = its
     # default
@@ -235,7 +237,10 @@ def accelerator_from_entry(key: str, entry: dict | None) -> Accelerator:
     if changes and (key in catalog() or base_key is not None):
         changes["source"] = changes.get("source", base.source + " (some figures changed by a gpus: entry)")
     if base.chip and _another_chip(base, changes):
-        changes["chip"] = OTHER_CHIP  # the base's tables time another chip's kernels: the pooled fallback prices it
+        # the base's tables time another chip's kernels: not this one's measurements (OTHER_CHIP), but the nearest
+        # evidence there is, their efficiencies at this device's bounds (labelled default; the pooled fallback's
+        # A100/H100 mix had priced a GH200's faster memory slower than the H100's)
+        changes["chip"], changes["tables_of"] = OTHER_CHIP, base.chip
     if "calibration" in entry:  # measured times, not a spec field: the source stays the catalog's
         changes["calibration"] = str(entry["calibration"])
     for name in ("power_w", "price_per_hour"):  # a measurement and a price, not spec fields: the same

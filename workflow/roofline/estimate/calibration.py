@@ -133,9 +133,15 @@ def shipped_path(key: str, framework: str = "") -> Path | None:
 def framework_for(gpu: Accelerator, scenario_framework: str = "") -> str:
     """The framework whose tables a device uses: the GPU's own choice (the CLI option or its config entry), else
     the scenario's, where its chip has a table of it; else the chip's default ("" without shipped tables)."""
-    frameworks = shipped_frameworks(gpu.measured_as)
+    frameworks = shipped_frameworks(tables_chip(gpu))
     wanted = [f for f in (gpu.framework, scenario_framework) if f in frameworks]
     return (wanted or frameworks or ("",))[0]
+
+
+def tables_chip(gpu: Accelerator) -> str:
+    """The catalog chip whose shipped tables a device uses: its own (measured_as), else the one an entry moved its
+    speeds from (Accelerator.tables_of: borrowed, labelled default)."""
+    return gpu.tables_of or gpu.measured_as
 
 
 def table_path(gpu: Accelerator, framework: str = "") -> str | None:
@@ -144,7 +150,7 @@ def table_path(gpu: Accelerator, framework: str = "") -> str | None:
     device's choice when "": framework_for)."""
     if gpu.calibration:
         return gpu.calibration
-    path = shipped_path(gpu.measured_as, framework or framework_for(gpu))
+    path = shipped_path(tables_chip(gpu), framework or framework_for(gpu))
     return str(path) if path is not None else None
 
 

@@ -27,6 +27,7 @@ from .calibration import (
     shipped_frameworks,
     shipped_path,
     table_path,
+    tables_chip,
 )
 from .curves import Fit
 
@@ -152,13 +153,16 @@ def calibration_for(gpu: Accelerator, framework: str = "") -> Calibration:
     if key not in _CACHE:
         framework = framework if gpu.calibration else framework or framework_for(gpu)
         path = table_path(gpu, framework)
-        own, facts = load_fit(path, gpu) if path else (None, {})
-        chip = gpu.measured_as
+        borrowed = bool(path and not gpu.calibration and gpu.tables_of)
+        # a borrowed table keeps its chip's fit: its efficiencies are read at this device's bounds
+        own, facts = load_fit(path, catalog()[gpu.tables_of] if borrowed else gpu) if path else (None, {})
+        chip = tables_chip(gpu)
         shipped = (str(shipped_path(chip, other)) for other in shipped_frameworks(chip))
         siblings = tuple(sibling for sibling in shipped if sibling != path)
-        _CACHE[key] = Calibration(own, None, bool(facts.get("measured")),
+        _CACHE[key] = Calibration(own, None, bool(facts.get("measured")) and not borrowed,
                                   LAUNCH_GAP_S if facts.get("kernel_durations") else 0.0, facts.get("framework", ""),
-                                  describe(path), gpu.scaleup_domain, siblings, gpu)
+                                  describe(path) + (f", {gpu.tables_of}'s at this device's bounds" if borrowed else
+                                                    ""), gpu.scaleup_domain, siblings, gpu)
     return _CACHE[key]
 
 
