@@ -13,14 +13,16 @@ from ..estimate.validation import sentence
 def _basis(rows: pd.DataFrame) -> str | None:
     """'framework version, estimate' of a GPU's expected times (its totals rows say which tables they used and how
     much of them they back), or None when they rest on no table of its own (the pooled fallback)."""
-    used = [(framework, table.split(" ", 1)[0]) for framework, table in dict.fromkeys(
+    used = [(framework, table.split(" ", 1)[0], table) for framework, table in dict.fromkeys(
         zip(rows["framework"], rows["calibration"])) if table != "none"]
     if not used:
         return None
     versions = {table["file"]: table.get("framework_version", "") for entry in manifest()["devices"].values()
                 for table in entry["tables"].values()}
-    names = [f"{framework} {versions[file]}" if file in versions else f"your table {file}"
-             for framework, file in used]
+    # a device whose entry moved its chip's speeds borrows that chip's tables (lookup.calibration_for says whose)
+    names = [(f"{framework} {versions[file]}" if file in versions else f"your table {file}")
+             + (f" ({text.rsplit(', ', 1)[1]})" if text.endswith("at this device's bounds") else "")
+             for framework, file, text in used]
     return f"{', '.join(names)}, estimate {'/'.join(dict.fromkeys(rows['estimate']))}"
 
 
