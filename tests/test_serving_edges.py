@@ -132,6 +132,22 @@ def test_the_default_kv_caches_are_the_ones_serving_frameworks_offer(capsys):
     assert code == 0 and rows and {r["kv_dtype"] for r in rows} <= {"fp16", "fp8"}
 
 
+def test_plan_says_how_to_price_a_checkpoint_of_mixed_weight_dtypes(capsys):
+    # gpt-oss ships MXFP4 experts beside 16-bit attention; the search's candidates have one weight dtype
+    # throughout, so none of its rows (fp16 = 41.8 GB of bf16 experts) was the checkpoint as it ships, unsaid
+    from roofline.cli import app
+
+    argv = ["plan", "--model", "gpt-oss-20b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256", "--top", "1"]
+    assert app.main(argv) == 0
+    assert ("note: gpt-oss-20b's checkpoint keeps its experts in mxfp4 and the rest in 16 bits; each candidate here "
+            "has one weight dtype throughout (fp16, fp8, int8, int4): --weight-dtypes mxfp4 --attention-weight-dtype "
+            "bf16 prices the checkpoint's own layout") in capsys.readouterr().err
+    assert app.main([*argv, "--weight-dtypes", "mxfp4", "--attention-weight-dtype", "bf16"]) == 0
+    assert "note:" not in capsys.readouterr().err
+    assert app.main(["plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                     "--top", "1"]) == 0 and "note:" not in capsys.readouterr().err
+
+
 def test_the_frontier_keeps_its_best_point_and_no_point_of_waiting_users():
     # an 8k-token disaggregated search, where the prefill pool saturates: no frontier point is one of waiting users,
     # and the best point on offer leads the front

@@ -171,7 +171,22 @@ def table(args) -> tuple[list[dict], dict]:
         rows = add_plan_cost(search_rows.rows(result, frontier[:args.top or None]), by_key)
         left_out = len(frontier) - len(rows)
     return rows, {"evaluated": len(result), "seconds": result.seconds, "left_out": left_out,
-                  **_why_not(result, rows, side, args)}
+                  "layout": _native_layout(model, weights, args), **_why_not(result, rows, side, args)}
+
+
+def _native_layout(model, weights: list[str], args) -> str:
+    """A line where the checkpoint mixes weight dtypes (gpt-oss's MXFP4 experts beside 16-bit attention, NVFP4
+    files with 16-bit attention) and the search, one weight dtype per candidate throughout, prices no candidate in
+    that layout: the options that do ("" otherwise)."""
+    quantized = model.native_expert_dtype or model.native_weight_dtype
+    sixteen = model.native_attention_dtype or "bf16"
+    mixed = (model.native_expert_dtype and not model.native_weight_dtype) or model.native_attention_dtype
+    if not mixed or (quantized in weights and args.attention_weight_dtype):
+        return ""
+    part = "experts" if model.native_expert_dtype else "weights other than the attention projections"
+    return (f"note: {model.key}'s checkpoint keeps its {part} in {quantized} and the rest in 16 bits; each candidate "
+            f"here has one weight dtype throughout ({', '.join(weights)}): --weight-dtypes {quantized} "
+            f"--attention-weight-dtype {sixteen} prices the checkpoint's own layout")
 
 
 def _why_not(result, rows: list[dict], side: str, args) -> dict:
@@ -300,6 +315,8 @@ def run(args) -> str:
         print(notes["reason"], file=sys.stderr)
     for line in notes.get("missing", ()):  # --mode all: a mode none of whose plans is shown
         print(line, file=sys.stderr)
+    if notes.get("layout"):
+        print(notes["layout"], file=sys.stderr)
     served = args.prefill is None
     if args.format == "csv":
         return csv_text(rows, COLUMNS if served else STEP_COLUMNS)
