@@ -338,19 +338,24 @@ def test_gemma2_gpt_oss_and_llama4_fields_left_out_take_transformers_defaults():
     assert models.model_from_hf_dict(scout, "s").attention_chunk == 8192
 
 
-@pytest.mark.parametrize("kinds, message", [
-    (["full_attention"] * 10, "field 'layer_types' lists 10 layers; expected one kind per layer "
-                              "(num_hidden_layers 24)"),
-    (["sliding_attention", "mamba"] * 12, "field 'layer_types' names 'mamba'; expected full_attention, "
-                                          "sliding_attention, chunked_attention, linear_attention"),
-])
-def test_a_layer_types_list_that_does_not_describe_every_layer_is_refused(kinds, message):
-    # a list of another length had been set aside for gpt-oss's alternating default, an unknown kind priced as
-    # full attention, both with exit 0
-    gpt_oss = dict(json.loads((DATA / "gpt-oss-20b.json").read_text()), layer_types=kinds)
+@pytest.mark.parametrize("length", [10, 30])
+def test_a_layer_types_list_that_does_not_describe_every_layer_is_refused(length):
+    # a list of another length had been set aside for gpt-oss's alternating default, with exit 0
+    gpt_oss = dict(json.loads((DATA / "gpt-oss-20b.json").read_text()), layer_types=["full_attention"] * length)
     with pytest.raises(RooflineInputError) as error:
         models.model_from_hf_dict(gpt_oss, "o", "config.json")
-    assert str(error.value) == "config.json: " + message
+    assert str(error.value) == (f"config.json: field 'layer_types' lists {length} layers; expected one kind per layer "
+                                "(num_hidden_layers 24)")
+
+
+def test_hidden_size_not_a_multiple_of_the_heads_needs_head_dim():
+    # Falcon-7B's 4544 typed as 4550 had been priced as 71 heads of 64 (q_proj 4550 -> 4544) with exit 0
+    falcon = dict(model_type="falcon", vocab_size=65024, hidden_size=4550, num_hidden_layers=32,
+                  num_attention_heads=71, multi_query=True, parallel_attn=True, new_decoder_architecture=False)
+    with pytest.raises(RooflineInputError, match=r"^f: the hidden size 4550 is not a multiple of the 71 attention "
+                                                 r"heads and the file gives no head_dim; give head_dim or fix the"):
+        models.model_from_hf_dict(falcon, "f", "f")
+    assert models.model_from_hf_dict(dict(falcon, hidden_size=4544), "f", "f").head_dim == 64
 
 
 def test_flags_and_layer_kinds_are_type_checked():
