@@ -196,11 +196,7 @@ def model_from_hf_dict(cfg: dict, key: str, where: str = "config.json", source: 
     for name, value in (("hidden size", hidden), ("layer count", n_layers), ("head count", n_heads)):
         if not 0 < value <= MAX_DIMENSION:  # checked before any loop over layers
             raise RooflineInputError(f"{where}: the {name} is {value}; expected an integer from 1 to {MAX_DIMENSION}")
-    if not cfg.get("head_dim") and hidden % n_heads:  # transformers' Falcon, Cohere, GPT-2, OPT refuse it; Llama's
-        # would floor the width and project hidden -> heads x floor (a typo, priced without a word)
-        raise RooflineInputError(f"{where}: the hidden size {hidden} is not a multiple of the {n_heads} attention "
-                                 "heads and the file gives no head_dim; give head_dim or fix the sizes")
-    head_dim = cfg.get("head_dim") or (hidden // n_heads)
+    head_dim = _head_dim(cfg, hidden, n_heads, where)
     tied = cfg.get("tie_word_embeddings", reader.tied)
     if not isinstance(tied, bool):
         raise RooflineInputError(f"{where}: field 'tie_word_embeddings' is {tied!r}; expected true or false")
@@ -394,6 +390,15 @@ def _quantized(dtype: str, quantization: dict, where: str, scaling: str) -> dict
     if dtype == "fp8" and "native_weight_dtype" in found:  # the scales of the dense GEMMs' fp8 weights
         found["native_fp8_scaling"] = scaling
     return found
+
+
+def _head_dim(cfg: dict, hidden: int, n_heads: int, where: str) -> int:
+    """The file's head_dim, else hidden / heads, which must divide (transformers' Falcon, Cohere, GPT-2 and OPT
+    refuse the rest; Llama's would floor the width and project hidden -> heads x floor: a typo priced silently)."""
+    if not cfg.get("head_dim") and hidden % n_heads:
+        raise RooflineInputError(f"{where}: the hidden size {hidden} is not a multiple of the {n_heads} attention "
+                                 "heads and the file gives no head_dim; give head_dim or fix the sizes")
+    return cfg.get("head_dim") or (hidden // n_heads)
 
 
 def _check_layer_types(kinds, n_layers: int, where: str) -> None:
