@@ -34,7 +34,7 @@ def _row(run) -> dict:
     cells = []
     beyond = str(run["beyond_bound"]).split(", ")
     for title, bound, expected, measured, error, fmt in QUANTITIES:
-        mark = " !" if bound.removesuffix("_s") in beyond else ""
+        mark = " !" if (bound if bound == "tokens_per_s" else bound.removesuffix("_s")) in beyond else ""
         cells.append({"quantity": title, "bound": fmt(run[bound]), "expected": fmt(run[expected]),
                       "measured": fmt(run[measured]) + mark, "error": error_text(run[error])})
     detail = [run["framework"], f"{run['weight_dtype']} weights, {run['kv_dtype']} KV cache",
