@@ -10,7 +10,7 @@ import pandas as pd
 
 MEASURED_MARKER, OTHER_COLOR, BEYOND_COLOR = "D", "#7f7f7f", "#d62728"
 #: the legend entry of the runs (one for all of them)
-LEGEND = "your run, measured at its own workload\n(hollow: expected; red edge: beyond the bound)"
+LEGEND = "your run, measured\nat its own workload\n(hollow: expected;\nred edge: beyond\nthe bound)"
 
 
 def runs_to_draw(runs: pd.DataFrame) -> pd.DataFrame:
