@@ -243,7 +243,8 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
                            # pale band of another kind; the open dot's ring is its outline
                            "line": {"color": styles[key].color,
                                     "width": np.where(picked & ~chosen, 2, 0).tolist()}}})
-    traces += measured_traces(measured, styles) if measured is not None else []
+    runs = measured_traces(measured, styles) if measured is not None else []
+    traces += runs
     first = table.iloc[0] if len(table) else None
     subtitle = (f"{first.isl} prompt + {first.osl} output tokens per request; {side}; open dot: each "
                 "device's recommended plan, star: the chosen one" if first is not None else "no plan")
@@ -251,8 +252,9 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
                      f"tokens/s per user ({side}, = 1 / TPOT)", f"tokens/s per device ({side})", legend="device")
     # a short range: labels at 1, 2 and 5 of each decade, not decades alone, each written out (plotly's "D2" writes
     # 20 and 50 as "2" and "5")
-    for axis, column in (("xaxis", per_user), ("yaxis", per_device)):
-        ticks = _log_ticks(table[column])
+    for axis, column, coordinate in (("xaxis", per_user, "x"), ("yaxis", per_device, "y")):
+        drawn = [value for run in runs for value in run[coordinate] if value is not None]  # your runs widen the axes
+        ticks = _log_ticks(list(table[column]) + drawn)
         if ticks:
             layout[axis].pop("dtick", None)
         layout[axis].update(ticks or {"dtick": "D2"})
