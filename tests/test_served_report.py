@@ -234,3 +234,16 @@ def test_a_deployment_breaks_between_its_parts_only():
                                               b={"name": "16 x RTX A6000, TP 8, PP 2", "misfit": ""})
     assert "4\u00a0x H200 SXM 141GB, TP\u00a04, EP\u00a04</td>" in html
     assert "16\u00a0x RTX A6000, TP\u00a08, PP\u00a02</th>" in html
+
+
+def test_the_weights_label_names_the_parts_a_checkpoint_keeps_in_another_dtype():
+    # gpt-oss-120b's served rows had read "fp16 / fp16": 117 B parameters in 16 bits on one H200
+    import pandas as pd
+
+    from roofline.report.served import NBSP, weights_label
+
+    row = pd.Series({"weight_dtype": "fp16", "expert_weight_dtype": "mxfp4", "attention_weight_dtype": "fp16"})
+    assert weights_label(row) == f"fp16, experts{NBSP}mxfp4"
+    nvfp4 = pd.Series({"weight_dtype": "nvfp4", "attention_weight_dtype": "bf16", "fp8_scaling": "tensor"})
+    assert weights_label(nvfp4) == f"nvfp4, attention{NBSP}bf16"
+    assert weights_label(pd.Series({"weight_dtype": "fp8", "fp8_scaling": "block"})) == f"fp8{NBSP}(block)"

@@ -73,8 +73,15 @@ def weights_label(row: pd.Series) -> str:
     """The weights' dtype, with its scales where it is fp8 ('fp8 (block)': 128 x 128 blocks, as DeepSeek's and
     Qwen3's own checkpoints; 'fp8 (tensor)': one scale per tensor, a re-quantization of such a checkpoint)."""
     scaling = str(row.get("fp8_scaling", "") or "")
-    return f"fp8 ({scaling})" if row["weight_dtype"] == "fp8" and scaling in ("tensor", "block") else \
-        str(row["weight_dtype"])
+    parts = [f"fp8 ({scaling})" if row["weight_dtype"] == "fp8" and scaling in ("tensor", "block") else
+             str(row["weight_dtype"])]
+    # the parts a checkpoint keeps in another dtype (gpt-oss's MXFP4 experts: "fp16" alone had read as a 117 B
+    # model served in 16 bits on one H200)
+    for part in ("expert", "attention"):
+        dtype = str(row.get(f"{part}_weight_dtype", "") or "")
+        if dtype and dtype != row["weight_dtype"]:
+            parts.append(f"{'experts' if part == 'expert' else part} {dtype}")
+    return ", ".join(part.replace(" ", NBSP) for part in parts)  # each part on one line, a break between them
 
 
 def at_capacity(row: pd.Series) -> bool:
@@ -99,7 +106,7 @@ def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
     waits = "" if bool(row["fits"]) else "the KV cache cannot hold every user: the others wait for a slot"
     return {
         "deployment": cell(str(row["deployment"]), css="name"),
-        "precision": cell(f"{weights_label(row).replace(' ', NBSP)} / {row['kv_dtype']}"),  # may break at the slash
+        "precision": cell(f"{weights_label(row)} / {row['kv_dtype']}"),  # may break at the slash
         "mode": cell(mode_words(row)),
         "concurrency": cell(_users(row), waits),
         "ttft": cell(expected_and_bound(row, "ttft_expected_s", "ttft_s", units.seconds)),

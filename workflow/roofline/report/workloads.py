@@ -101,7 +101,7 @@ def workload_cells(row: pd.Series) -> dict[str, dict]:
 
     return {
         "deployment": cell(str(row["deployment"]), css="name"),
-        "precision": cell(f"{weights_label(row).replace(' ', NBSP)} / {row['kv_dtype']}"),
+        "precision": cell(f"{weights_label(row)} / {row['kv_dtype']}"),
         "load": cell(_load(row)),
         "ttft": pair("ttft_expected_s", "ttft_s", _time),
         "tpot": pair("tpot_expected_s", "tpot_s", units.seconds),
