@@ -407,6 +407,21 @@ def test_the_interactive_cross_gpu_legend_marks_a_misfit_too(data):
     assert not any("does not fit" in n for n in prefill)  # the mark is the stage's
 
 
+def test_the_interactive_roofline_legend_names_the_stages_and_keys_the_classes(data):
+    # its entries had read "prefill · norm" and "decode · norm" (the stage's first class) though each toggles every
+    # class of its stage, and the other classes' markers had no key
+    from roofline.figures.inputs import ModelFigures
+    from roofline.figures.interactive import SYMBOLS, roofline_spec
+
+    tables, specs = data
+    figures = ModelFigures.read("llama-2-7b", tables["ops"], tables["sweeps"], specs)
+    traces = roofline_spec(figures, "h100-sxm")["data"]
+    shown = [t["name"] for t in traces if t.get("showlegend", True) and t.get("legendgroup") in ("prefill", "decode")]
+    assert shown == ["prefill", "decode"]
+    key = {t["name"]: t["marker"]["symbol"] for t in traces if t.get("legendgroup") == "classes"}
+    assert key and all(SYMBOLS[name] == symbol for name, symbol in key.items()) and "gemm" in key
+
+
 def test_many_gpus_every_legend_entry_is_shown_and_told_apart(many_gpus):
     tables, specs = many_gpus
     gpus, scenario = specs_objects(specs)

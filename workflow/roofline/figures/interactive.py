@@ -58,7 +58,7 @@ def _points(rows: pd.DataFrame, name: str, color: str, where: str, group: str, l
     traces = []
     for op_class, mine in rows.groupby("op_class", sort=False):
         traces.append({
-            "type": "scatter", "mode": "markers", "name": html.escape(f"{name} · {op_class}" if legend else name),
+            "type": "scatter", "mode": "markers", "name": html.escape(name),  # the entry toggles every class
             "legendgroup": group, "showlegend": legend,
             "x": _finite(mine["intensity"]), "y": _finite(mine["attainable_flops_per_s"] / 1e12),
             "text": [_hover(SimpleNamespace(**row), where) for row in mine[HOVER_COLUMNS].to_dict("records")],
@@ -67,6 +67,14 @@ def _points(rows: pd.DataFrame, name: str, color: str, where: str, group: str, l
                        "size": _finite(6 + 22 * np.sqrt(mine["share"].to_numpy()))}})
         legend = False  # one legend entry per group: it toggles every class of the group
     return traces
+
+
+def _class_key(classes) -> list[dict]:
+    """Legend entries naming each operator class's marker (grey, no points: the stage entries toggle the points;
+    a stage's first class had named its entry, 'prefill · norm', as if it toggled the norms alone)."""
+    return [{"type": "scatter", "mode": "markers", "name": html.escape(str(op_class)), "x": [None], "y": [None],
+             "legendgroup": "classes", "hoverinfo": "skip",
+             "marker": {"color": "#8a8a8a", "symbol": SYMBOLS.get(op_class, "x"), "size": 8}} for op_class in classes]
 
 
 def _roof(gpu: Accelerator, dtype: str, xlim, color: str, name: str, group: str, other_peaks: bool,
@@ -133,6 +141,7 @@ def roofline_spec(data: ModelFigures, gpu: str) -> dict:
     for stage in data.stages:
         traces += _points(points[points["stage"] == stage], stage, STAGE_COLORS[stage], f"{stage} on {where}",
                           stage, True)
+    traces += _class_key(points["op_class"].unique())
     return {"data": traces, "layout": _layout(f"{data.name} on {where}", "hover a point: operator, FLOPs, bytes, "
                                               "intensity, time, bound; click a legend entry to hide it",
                                               "arithmetic intensity [FLOP/byte]", "attainable [TFLOP/s] (bound)",
