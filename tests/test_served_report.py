@@ -247,3 +247,13 @@ def test_the_weights_label_names_the_parts_a_checkpoint_keeps_in_another_dtype()
     nvfp4 = pd.Series({"weight_dtype": "nvfp4", "attention_weight_dtype": "bf16", "fp8_scaling": "tensor"})
     assert weights_label(nvfp4) == f"nvfp4, attention{NBSP}bf16"
     assert weights_label(pd.Series({"weight_dtype": "fp8", "fp8_scaling": "block"})) == f"fp8{NBSP}(block)"
+
+
+def test_lists_of_deployments_are_told_apart_where_their_names_hold_commas():
+    # "on 2 x H100 SXM5 80GB, TP 2, 2 x A100 80GB SXM, TP 2, ..." could not be read back into deployments
+    from roofline.report.text.words import and_list, names_joined
+
+    plans = ["2 x H100 SXM5 80GB, TP 2", "2 x A100 80GB SXM, TP 2", "1 x L40S"]
+    assert names_joined(plans) == "2 x H100 SXM5 80GB, TP 2; 2 x A100 80GB SXM, TP 2; 1 x L40S"
+    assert and_list(plans) == "2 x H100 SXM5 80GB, TP 2; 2 x A100 80GB SXM, TP 2 and 1 x L40S"
+    assert names_joined(["H100", "H200"]) == "H100, H200" and and_list(["a", "b", "c"]) == "a, b and c"

@@ -10,7 +10,15 @@ from .. import units
 from .diagnosis import gemm_peak
 from .network import network_summary
 from .treatments import lever_sentence
-from .words import is_throughput, network_share, spread_clause, step_bound, value_range, where_it_applies
+from .words import (
+    is_throughput,
+    names_joined,
+    network_share,
+    spread_clause,
+    step_bound,
+    value_range,
+    where_it_applies,
+)
 
 
 def footprint_parts(row: pd.Series, everywhere: bool = False) -> str:
@@ -54,9 +62,9 @@ def fit_sentence(totals: pd.DataFrame, names: dict[str, str],
         elif not fits.any():
             verdict = "fits no configured GPU" if len(fits) > 1 else f"does not fit on {names[fits.index[0]]}"
         elif fits.sum() < (~fits).sum():  # name the shorter list
-            verdict = f"fits only on {', '.join(names[k] for k, ok in fits.items() if ok)}"
+            verdict = f"fits only on {names_joined(names[k] for k, ok in fits.items() if ok)}"
         else:
-            verdict = f"does not fit on {', '.join(names[k] for k, ok in fits.items() if not ok)}"
+            verdict = f"does not fit on {names_joined(names[k] for k, ok in fits.items() if not ok)}"
         parts.append(f"{stage} needs {footprint_parts(largest[stage])} and {verdict}")
     misfit = [gpus[k] for k in dict.fromkeys(totals.loc[~totals["fits"].astype(bool), "gpu"]) if k in (gpus or {})]
     spread = spread_clause(misfit) if misfit else "parallel: auto, or a plan with more devices, spreads it"
@@ -149,7 +157,7 @@ def _bound_clause(stage: str, rows: pd.DataFrame, names: dict[str, str]) -> str:
         where = "on every configured GPU" if len(rows) > 1 else f"on {names[rows.index[0]]}"
         said = share(phrase if "network" in phrase else "memory-bound", keys).replace(" in ", " of its time in ", 1)
         return f"{stage.capitalize()} is {phrase} {where} ({said})"
-    parts = [f"{phrase} on {', '.join(names[k] for k in keys)} ({share(phrase, keys)})"
+    parts = [f"{phrase} on {names_joined(names[k] for k in keys)} ({share(phrase, keys)})"
              for phrase, keys in groups.items()]
     return f"{stage.capitalize()} is " + "; ".join(parts)
 

@@ -6,7 +6,17 @@ import pandas as pd
 
 from ...engine.dtypes import DTYPE_BYTES
 from .. import units
-from .words import GAIN, SLOWER, and_list, bound_phrase, is_throughput, network_share, short, value_range
+from .words import (
+    GAIN,
+    SLOWER,
+    and_list,
+    bound_phrase,
+    is_throughput,
+    names_joined,
+    network_share,
+    short,
+    value_range,
+)
 
 #: what shortens each kind of operator (the words of the treatments table's Helps column, HELPS)
 SHORTENS = {"memory": "fewer bytes", "compute": "more FLOP/s or fewer FLOPs",
@@ -106,7 +116,7 @@ def lever_sentence(stage: str, latency: pd.DataFrame, names: dict[str, str]) -> 
             f"{value_range(good, units.times)} faster (bound)")
     if len(good) == len(names):
         return text + (" on every configured GPU." if len(names) > 1 else ".")
-    text += f" on {', '.join(names[k] for k in good)}"
+    text += f" on {names_joined(names[k] for k in good)}"
     absent = [names[k] for k in names if k not in speedups]
     flat = [names[k] for k, v in speedups.items() if v >= SLOWER and round(v, 2) < GAIN]
     slow = [f"{names[k]} ({units.times(v)})" for k, v in speedups.items() if v < SLOWER]
@@ -114,11 +124,11 @@ def lever_sentence(stage: str, latency: pd.DataFrame, names: dict[str, str]) -> 
         return text + f" (the only GPU{'s' if len(good) > 1 else ''} where it applies)."
     notes = []
     if absent:
-        notes.append(f"it does not apply on {', '.join(absent)}")
+        notes.append(f"it does not apply on {names_joined(absent)}")
     if flat:
-        notes.append(f"it gains less than 5% on {', '.join(flat)}")
+        notes.append(f"it gains less than 5% on {names_joined(flat)}")
     if slow:
-        notes.append(f"it is slower on {', '.join(slow)}")
+        notes.append(f"it is slower on {names_joined(slow)}")
     return text + "; " + "; ".join(notes) + "."
 
 

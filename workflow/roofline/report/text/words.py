@@ -68,8 +68,15 @@ SLOWER = 0.995
 
 
 def and_list(items: list[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+    """'a', 'a and b', 'a, b and c' ('a; b and c' where a name holds a comma: names_joined)."""
+    return items[0] if len(items) == 1 else names_joined(items[:-1]) + " and " + items[-1]
+
+
+def names_joined(items) -> str:
+    """Names separated by ', ', or by '; ' where one holds a comma itself (a deployment: '2 x H100 SXM5 80GB, TP 2'
+    in a list of them had read as one run-on list)."""
+    items = list(items)
+    return ("; " if any(", " in item for item in items) else ", ").join(items)
 
 
 def where_it_applies(applies: dict, names: dict[str, str]) -> str:
@@ -77,7 +84,7 @@ def where_it_applies(applies: dict, names: dict[str, str]) -> str:
     if len(applies) == len(names):
         return " on every configured GPU" if len(names) > 1 else ""
     plural = "s" if len(applies) > 1 else ""
-    return f" on {', '.join(names[k] for k in applies)} (the only GPU{plural} where it applies)"
+    return f" on {names_joined(names[k] for k in applies)} (the only GPU{plural} where it applies)"
 
 
 def value_range(values: dict[str, float], fmt) -> str:
