@@ -406,10 +406,16 @@ def test_the_caveat_says_a_fallback_devices_collectives_are_at_their_bound():
     gpus = {key: get_accelerator(key) for key in ("rtx-a6000", "l40s")}
     totals = pd.DataFrame({"gpu": ["rtx-a6000", "l40s"], "framework": ["", "vllm"],
                            "calibration": ["none", "l40s.vllm.csv.gz (aiconfigurator-core 0.12.0, vllm 0.24.0)"],
-                           "estimate": ["default", "calibrated"]})
+                           "estimate": ["default", "calibrated"], "devices": [4, 4]})
     text = caveat(gpus, totals)
     assert ("RTX A6000 (no table of their own): the pooled A100/H100 fallback, estimate default, with collectives at "
             "their bound (optimistic: no link of theirs is measured)") in text
+    # one device has no collective to price; GPUs that all have tables take no sentence about the fallback
+    single = caveat(gpus, totals.assign(devices=[1, 1]))
+    assert "RTX A6000 (no table of their own): the pooled A100/H100 fallback, estimate default)" in single
+    assert "collectives at their bound" not in single
+    tabled = caveat({"l40s": gpus["l40s"]}, totals[totals["gpu"] == "l40s"])
+    assert "pooled" not in tabled and "without a table" not in tabled
 
 
 def test_a_tensor_parallel_lever_past_the_scale_up_domain_says_so():

@@ -29,23 +29,25 @@ def _basis(rows: pd.DataFrame) -> str | None:
 def caveat(gpus: dict[str, Accelerator], totals: pd.DataFrame) -> str:
     """One paragraph: expected times against bounds, each GPU's framework and estimate (from its `totals` rows),
     the validation numbers."""
-    named, fallback = [], []
+    named, fallback, split = [], [], False
     for key, gpu in gpus.items():
-        basis = _basis(totals[totals["gpu"] == key])
+        rows = totals[totals["gpu"] == key]
+        basis = _basis(rows)
         if basis is None:
             fallback.append(gpu.name)
+            split = split or ("devices" in rows and bool((rows["devices"] > 1).any()))
         else:
             named.append(f"{gpu.name}: {basis}")
     package = f"{manifest().get('package', 'aiconfigurator-core')} {manifest().get('version', '')}".strip()
     # a fallback device's collectives have no measured link behind them: priced at the bound, which real ones
-    # miss by far (the L40S's own PCIe all-reduces take 6x theirs), so its multi-device times read optimistic
-    without = (f"{', '.join(fallback)} (no table of their own): the pooled A100/H100 fallback, estimate default, "
-               "with collectives at their bound (optimistic: no link of theirs is measured)"
-               if fallback else "GPUs without a table: the pooled A100/H100 fallback, estimate default, with "
-               "collectives at their bound")
+    # miss by far (the L40S's own PCIe all-reduces take 6x theirs), so its multi-device times read optimistic;
+    # said only where such a device is split (a single device has no collective)
+    collectives = ", with collectives at their bound (optimistic: no link of theirs is measured)" if split else ""
+    without = ([f"{', '.join(fallback)} (no table of their own): the pooled A100/H100 fallback, estimate "
+                f"default{collectives}"] if fallback else [])
     return ("Expected times scale each bound by what kernels measured on that GPU model under its serving framework "
             "achieve at the operator's size, intensity and shape (NVIDIA AIConfigurator's tables, "
-            f"{package}, {manifest().get('licence', 'Apache-2.0')}: " + "; ".join([*named, without])
+            f"{package}, {manifest().get('licence', 'Apache-2.0')}: " + "; ".join([*named, *without])
             + "), never below the bound; a step is priced as the framework runs it (fused QKV, gate-up and MoE "
             "kernels). " + sentence() + _limits(gpus, named, fallback))
 
