@@ -257,3 +257,17 @@ def test_lists_of_deployments_are_told_apart_where_their_names_hold_commas():
     assert names_joined(plans) == "2 x H100 SXM5 80GB, TP 2; 2 x A100 80GB SXM, TP 2; 1 x L40S"
     assert and_list(plans) == "2 x H100 SXM5 80GB, TP 2; 2 x A100 80GB SXM, TP 2 and 1 x L40S"
     assert names_joined(["H100", "H200"]) == "H100, H200" and and_list(["a", "b", "c"]) == "a, b and c"
+
+
+def test_devices_needed_says_when_the_device_links_to_no_other():
+    # a device without an interconnect had been told "Devices needed ≥ 2" for Mixtral, a plan it cannot run
+    import pandas as pd
+
+    from roofline.report.decision import devices_needed
+
+    misfit = pd.Series({"deployment": "1 x Globex", "devices": 1, "tokens_per_s_per_device": 1.0, "fits": False,
+                        "footprint_bytes": 94e9, "usable_memory_bytes": 92.8e9})
+    assert devices_needed(misfit) == "≥ 2"
+    assert devices_needed(misfit, 1.0) == "≥ 2, no link"
+    assert devices_needed(pd.Series({**misfit, "footprint_bytes": 400e9}), 4.0) == "≥ 5, links reach 4"
+    assert devices_needed(pd.Series({**misfit, "fits": True}), 1.0) == "1"

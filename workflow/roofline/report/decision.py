@@ -125,15 +125,19 @@ def decision_tables(totals: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[s
     return tables
 
 
-def devices_needed(total: pd.Series) -> str:
+def devices_needed(total: pd.Series, reach: float = math.inf) -> str:
     """The devices the setup runs on ('4'); for one that does not fit, the fewest devices whose usable memory could
     hold the busiest device's footprint times the devices ('≥ 3'), a lower bound that ignores how the model is
-    split (memory only)."""
+    split (memory only); more than the device's `reach` (Accelerator.reach: 1 for a device that links to none) is
+    said to be out of its reach ('≥ 2, no link': it had read as a plan the device could run)."""
     devices = deployment(total)["devices"]
     if bool(total["fits"]):
         return str(devices)
     held = devices * float(total["footprint_bytes"])
-    return f"≥ {max(devices + 1, math.ceil(held / capacity_bytes(total)))}"
+    needed = max(devices + 1, math.ceil(held / capacity_bytes(total)))
+    if needed > reach:
+        return f"≥ {needed}, no link" if reach <= 1 else f"≥ {needed}, links reach {int(reach)}"
+    return f"≥ {needed}"
 
 
 def target_check(row: pd.Series, targets: dict) -> dict:

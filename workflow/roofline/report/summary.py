@@ -2,6 +2,8 @@
 lever, devices needed, max throughput, footprint); a column that reads the same in every row is stated once."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from . import decision, text, units
@@ -53,7 +55,7 @@ DECISION_COLUMNS = (
 COST_COLUMN = "cost_per_million_tokens_expected"
 
 
-def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame) -> dict[str, dict]:
+def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame, reach: float = math.inf) -> dict[str, dict]:
     """The summary's cells of one (model, GPU) (totals and treatments indexed/filtered to it); a time of a stage
     that does not fit is marked."""
     def stage_cell(stage: str, make) -> dict:
@@ -81,7 +83,7 @@ def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame) -> dict[str, dic
                            if decode is not None else decision.cell(units.DASH)),
         "prefill_bound": bound("prefill"), "decode_bound": bound("decode"),
         "lever": lever("decode"), "prefill_lever": lever("prefill"),
-        "devices": decision.cell(decision.devices_needed(worst) + (f" ({', '.join(misfit)})" if misfit and
+        "devices": decision.cell(decision.devices_needed(worst, reach) + (f" ({', '.join(misfit)})" if misfit and
                                  len(misfit) < len(here) else ""), css="" if fit["fits"] else "misfit"),
         "footprint": decision.cell(fit["footprint"] + (f" ({fit['footprint_stage']})" if fit["footprint_stage"]
                                                        else "")),
@@ -168,7 +170,8 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict, plans: dict[st
             here = mine[mine["gpu"] == key].set_index("stage")
             if here.empty:
                 continue
-            cells = summary_cells(here, treatments[(treatments["model"] == model) & (treatments["gpu"] == key)])
+            cells = summary_cells(here, treatments[(treatments["model"] == model) & (treatments["gpu"] == key)],
+                                  gpus[key].reach)
             rows.append({"gpu": gpus[key].name, "gpu_key": key, "gpu_nowrap": len(gpus[key].name) <= NAME_NOWRAP_MAX,
                          "cells": cells})
         if rows:
