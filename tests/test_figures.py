@@ -789,3 +789,12 @@ def test_a_label_is_not_placed_across_another_labels_leader():
     moved = _best_place(ax, request, renderer, BoxArray(), lines, 6.5, leaders=[leader])
     assert not _segment_hits(*leader, moved[2])
     plt.close(fig)
+
+
+def test_the_interactive_legends_cut_long_device_names():
+    # 66-character custom names had widened the cross-GPU legend until the plot kept a third of a 1280 px window
+    from roofline.figures.interactive import LEGEND_NAME
+    from roofline.figures.layout import shorten
+
+    name = "1 x Globex Neural Processing Unit NPU-9000 Extreme Edition 96 GB LPDDR5X"
+    assert len(shorten(name, LEGEND_NAME)) <= LEGEND_NAME and shorten(name, LEGEND_NAME).endswith("…")

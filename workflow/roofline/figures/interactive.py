@@ -17,6 +17,7 @@ import pandas as pd
 from .. import display
 from ..engine.hardware import Accelerator
 from .inputs import ModelFigures
+from .layout import shorten
 from .measured_runs import BEYOND_COLOR, OTHER_COLOR, runs_to_draw
 from .plan import plan_axes
 from .points import drawable, gemm_dtype, network_links, stage_shares
@@ -28,6 +29,8 @@ from .style import LINK_COLOR, MISFIT_MARK, ROOF_COLOR, STAGE_COLORS, gpu_styles
 SYMBOLS = {"gemm": "circle", "attention": "square", "norm": "triangle-up", "elementwise": "diamond",
            "embedding": "triangle-down", "communication": "cross"}
 FONT = {"family": "DejaVu Sans, Arial, sans-serif", "size": 12}
+#: the longest deployment name a legend entry shows (characters; cut with an ellipsis)
+LEGEND_NAME = 40
 
 
 def _finite(values) -> list:
@@ -161,7 +164,10 @@ def cross_gpu_spec(data: ModelFigures, stage: str) -> dict:
     for key, gpu in data.gpus.items():
         where = data.deployments.get(key, gpu.name)
         color = styles[key].color
-        legend = where + (f" ({MISFIT_MARK} does not fit)" if (key, stage) in data.misfits else "")
+        # the legend holds the name cut to LEGEND_NAME characters (the hover has it whole): 66-character custom
+        # names had widened it until the plot kept a third of the window
+        legend = shorten(where, LEGEND_NAME) + (f" ({MISFIT_MARK} does not fit)" if (key, stage) in data.misfits
+                                                else "")
         traces += _roof(gpu, dtype, xlim, color, legend, key, False, network_links(ops[ops["gpu"] == key], gpu))
         traces += _points(points[points["gpu"] == key], where, color, f"{stage} on {where}", key, False)
     _name_links_once(traces)
@@ -239,7 +245,8 @@ def plan_spec(table: pd.DataFrame, model_name: str, tpot_target_s: float | None,
         rows = rows.sort_values(per_user)
         picked = rows["recommended"].astype(bool).to_numpy()
         chosen = rows["chosen"].astype(bool).to_numpy()
-        traces.append({"type": "scatter", "mode": "lines+markers", "name": html.escape(names.get(key, key)),
+        traces.append({"type": "scatter", "mode": "lines+markers",
+                       "name": html.escape(shorten(names.get(key, key), LEGEND_NAME)),
                        "legendgroup": key,
                        "x": _finite(rows[per_user]), "y": _finite(rows[per_device]),
                        "text": [_plan_hover(SimpleNamespace(**r)) for r in rows.to_dict("records")],
