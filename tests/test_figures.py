@@ -793,8 +793,16 @@ def test_a_label_is_not_placed_across_another_labels_leader():
 
 def test_the_interactive_legends_cut_long_device_names():
     # 66-character custom names had widened the cross-GPU legend until the plot kept a third of a 1280 px window
-    from roofline.figures.interactive import LEGEND_NAME
-    from roofline.figures.layout import shorten
+    from roofline.figures.inputs import ModelFigures
+    from roofline.figures.interactive import LEGEND_NAME, cross_gpu_spec
 
-    name = "1 x Globex Neural Processing Unit NPU-9000 Extreme Edition 96 GB LPDDR5X"
-    assert len(shorten(name, LEGEND_NAME)) <= LEGEND_NAME and shorten(name, LEGEND_NAME).endswith("…")
+    name = "Globex Neural Processing Unit NPU-9000 Extreme Edition 96 GB LPDDR5X"
+    tables, specs = grid({"models": {"gpt2": {}}, "gpus": {"x1": {"name": name, "memory_gb": 96,
+                                                                  "bandwidth_gbps": 900, "peak_tflops": {"fp16": 300}},
+                                                           "h100-sxm": {}}, "scenario": {"seq_len": 512}})
+    figures = ModelFigures.read("gpt2", tables["ops"], tables["sweeps"], specs)
+    traces = cross_gpu_spec(figures, "decode")["data"]
+    shown = [t["name"] for t in traces if t.get("showlegend")]
+    assert all(len(entry) <= LEGEND_NAME for entry in shown), shown
+    assert any(entry.startswith("1 x Globex") and entry.endswith("…") for entry in shown), shown
+    assert any(name in text for t in traces for text in t.get("text", []) or []), "the hover keeps the name whole"
