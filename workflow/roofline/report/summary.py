@@ -194,6 +194,7 @@ def summary_context(tables: dict[str, pd.DataFrame], specs: dict, plans: dict[st
         "decision": decision_table(totals, specs, gpus),
         "groups": groups, "columns": columns,
         "constant": ("The same in every row: " + "; ".join(constant) + ".") if constant else "",
+        "stages": tuple(specs["stages"]),  # the notes explain the stages the tables hold
         "caveats": [CAVEATS[0], CAVEATS[1]],
     }
     check_context(context, user=user_text(specs))
