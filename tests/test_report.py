@@ -150,9 +150,10 @@ def test_prefill_only_config_shows_dashes_not_nan():
     html = render_html(summary)
     assert "nan" not in html.lower()
     # the notes explain the stage the tables hold, not the other one (a decode-only summary had explained TTFT)
+    html = " ".join(html.split())
     assert "Time to first token: the prefill pass" in html and "Time per output token: one decode" not in html
-    decode = render_html(summary_context(*grid({"models": {MODEL: {}}, "gpus": {"rtx-a6000": {}},
-                                                "stages": ["decode"]})))
+    decode = " ".join(render_html(summary_context(*grid({"models": {MODEL: {}}, "gpus": {"rtx-a6000": {}},
+                                                          "stages": ["decode"]}))).split())
     assert "Time per output token: one decode" in decode and "Time to first token: the prefill" not in decode
     assert "the appendix names that stage" not in decode
 
