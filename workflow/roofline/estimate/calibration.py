@@ -201,7 +201,8 @@ def check_table(path: str, gpu: Accelerator | None = None) -> str:
     table = checked_table(str(path))
     if gpu is not None:
         table_checks.check_device(table, gpu, str(path))
-        table_checks.check_units(table, gpu, str(path))
+        if not gpu.calibration_any_device:  # another device's table runs at its own speed, far from this bound
+            table_checks.check_units(table, gpu, str(path))
     if table.report(str(path)):
         logging.getLogger("roofline").warning(table.report(str(path)))
     return str(path)
