@@ -631,3 +631,18 @@ def test_a_drafting_head_of_an_moe_model_serves_under_every_plan(method, attenti
                             FP8.with_(parallel=Parallel(tp=8, ep=8, attention_dp=attention_dp)), "vllm", spec=spec)
     row = serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=64))
     assert row["accepted_tokens_per_step"] > 1 and row["tokens_per_s"] >= row["tokens_per_s_expected"] > 0
+
+
+def test_the_throughput_bound_charges_every_output_tokens_logits():
+    # Llama-3.1-8B fp16 on one H200, 128/128, 512 users: the work bound had left the decode tokens' logits out and
+    # allowed 276.5 requests/s, 3.2% past the FLOP roof. Per request at least 2 x (8.030e9 - 2 x 0.525e9) x 255
+    # tokens of non-embedding FLOPs + 2 x 0.525e9 x 128 logit rows (127 decode tokens + the prompt's last) = 3.694e12
+    # FLOP; at 989.4 TFLOP/s that is at most 267.8 requests/s
+    from roofline.engine.models import parameter_counts
+
+    model, gpu = get_model("llama-3.1-8b"), get_accelerator("h200-sxm")
+    served = prepare_served(model, gpu, Scenario(weight_dtype="fp16", kv_dtype="fp16", parallel=Parallel()), "vllm")
+    row = serve_aggregated(served, Workload(isl=128, osl=128, concurrency=512), overflow="queue")
+    lm_head = model.vocab * model.hidden
+    flops = 2 * (parameter_counts(model)[0] - 2 * lm_head) * 255 + 2 * lm_head * 128
+    assert row["requests_per_s"] <= gpu.peak("fp16") / flops * 1.001, row["requests_per_s"]

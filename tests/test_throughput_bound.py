@@ -70,7 +70,8 @@ def test_the_work_bound_and_the_decode_bound_each_bind_where_they_should():
         share = (osl - 1) / 64
         decode = share * stepper.light(64.0, "bound") + max(
             isl * stepper.prompt["bound"] - share * stepper.decode_attention(64.0, "bound"), 0.0)
-        work = stepper.token_compute * (isl + osl - 1) + isl * stepper.prompt["bound"]
+        # every token at the token-wise compute roof, a logit row per output token (the prompt's last one too)
+        work = stepper.token_compute * (isl + osl - 1) + stepper.logit_compute * osl + isl * stepper.prompt["bound"]
         assert float(agg.throughput_bound(stepper, load, 64.0)) == pytest.approx(1 / max(decode, work), rel=1e-9)
         assert (work > decode) == (binds == "work")
     # a decode pool computes no prompts: its bound is the decode steps' alone

@@ -93,7 +93,8 @@ class StepTables:
 #: the fields of Parts that are tables ([K] per pair) and numbers (one per pair)
 ARRAYS = ("tokenwise_bound", "tokenwise_expected", "logits_bound", "logits_expected", "attention_bound",
           "attention_expected", "experts_bound", "experts_expected")
-SCALARS = ("prompt_bound", "prompt_expected", "queries", "computed", "replicas", "token_compute_bound", "stages")
+SCALARS = ("prompt_bound", "prompt_expected", "queries", "computed", "replicas", "token_compute_bound", "stages",
+           "logit_compute_bound")
 
 
 def tabulate(model: ModelSpec, gpus: list[Accelerator], scenario: Scenario, mix: Mix, tokens: float,
@@ -144,6 +145,7 @@ def tabulate_many(model: ModelSpec, jobs: dict[Scenario, list[Accelerator]], mix
                 else:
                     arrays[f"{part}_bound"][row], arrays[f"{part}_expected"][row] = bound, seconds
             scalars["token_compute_bound"][row] = sum(pieces.compute[(key, gpu.key)] for key in keys["tokenwise"])
+            scalars["logit_compute_bound"][row] = sum(pieces.compute[(key, gpu.key)] for key in keys["logits"])
             labels.append((step_label(core) if expected else DEFAULT,
                            calibration_for(gpu, framework).table if expected else "none"))
             row += 1
@@ -254,7 +256,7 @@ class _Pieces:
             gpus = list(devices.values())
             for gpu, bound in zip(gpus, _bounds(gpus, ops)):
                 out[(key, gpu.key)] = (bound, bound, set())
-            if key[0] in PARTS["tokenwise"]:
+            if key[0] in PARTS["tokenwise"] + PARTS["logits"]:  # FLOPs no batching saves (a throughput bound's)
                 for gpu, seconds in zip(gpus, self._compute_roof(key[0], scenario, gpus)):
                     self.compute[(key, gpu.key)] = seconds
             if not expected or not ops:

@@ -40,6 +40,7 @@ class Stepper:
         self._spread = None if spread.ndim == 0 or spread.all() else np.flatnonzero(spread)  # None: every point
         self.prompt = {side: at(self.tables[side]["rate"], group) for side in ("bound", "expected")}
         self.token_compute = at(self.target.token_compute_bound, group)  # the token-wise FLOPs' roof per token
+        self.logit_compute = at(self.target.logit_compute_bound, group)  # the logits' FLOPs' roof per row
         self.stages = at(self.target.stages, group)  # pipeline stages: concurrent under load (throughput_bound)
         self.lone_prompt = self._alone(self.computed, "bound")  # one prompt alone: the TTFT bound
 

@@ -179,6 +179,9 @@ class Parts:
     #: pipeline stages (pp): the tables price a step through every stage in turn; under load the stages compute
     #: different micro-batches at once, so a throughput bound divides its device time by them
     stages: float
+    #: the logits' compute roof per logit row (lm_head FLOPs at the device's peaks): every output token costs one
+    #: row, every prompt one (its last token's)
+    logit_compute_bound: float
     estimate: str  # calibrated | partial | default (roofline.estimate.step.step_label)
     calibration: str = "none"  # the table the expected times rest on (roofline.estimate.lookup.describe)
 
