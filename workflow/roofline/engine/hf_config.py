@@ -90,9 +90,9 @@ def _shown(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
-def not_a_file(path: Path, what: str = "a config.json file") -> str | None:
-    """Why `path` cannot be read as `what` ('does not exist', 'is a directory, not a config.json file', ...), or
-    None for a regular file."""
+def not_a_file(path: Path, what: str | None = "a config.json file") -> str | None:
+    """Why `path` cannot be read as `what` ('does not exist', 'is a directory, not a config.json file', ...; 'is a
+    directory' where `what` is None), or None for a regular file."""
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -106,7 +106,7 @@ def not_a_file(path: Path, what: str = "a config.json file") -> str | None:
     kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
             else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
             else "not a regular file")
-    return f"is {kind}, not {what}"
+    return f"is {kind}" + (f", not {what}" if what else "")
 
 
 def read_hf_json(path: str | Path, where: str) -> dict:
@@ -414,8 +414,8 @@ def _windows(cfg: dict, need, reader: Family, n_layers: int) -> tuple[int | None
     """The family's window rule, then layer_types where the file has it (transformers >= 4.53 writes it for
     Gemma-2, Qwen2, ...: authoritative)."""
     window, sliding_layers = reader.windows(cfg, need, n_layers)
-    layer_types = cfg.get("layer_types")
-    if window and isinstance(layer_types, list) and len(layer_types) == n_layers:
+    layer_types = cfg.get("layer_types")  # one kind per layer where given (_check_layer_types)
+    if window and layer_types:
         sliding_layers = sum(1 for kind in layer_types if kind == "sliding_attention")
         window = window if sliding_layers else None
     return window, sliding_layers

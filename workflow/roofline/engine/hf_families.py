@@ -26,10 +26,11 @@ WRAPPED_DEFAULTS = {"gemma3_text": {"vocab_size": 262208, "num_attention_heads":
                                     "max_position_embeddings": 131072, "sliding_window": 4096}}
 
 
-def _layer_count(cfg: dict, n_layers: int, kind: str, fallback: int) -> int:
-    """Layers of `kind` in layer_types (authoritative when it lists every layer), else `fallback`."""
+def _layer_count(cfg: dict, kind: str, fallback: int) -> int:
+    """Layers of `kind` in layer_types (authoritative: one kind per layer, hf_config._check_layer_types), else
+    `fallback`."""
     kinds = cfg.get("layer_types")
-    if isinstance(kinds, list) and len(kinds) == n_layers:
+    if kinds:
         return sum(1 for value in kinds if value == kind)
     return fallback
 
@@ -324,7 +325,7 @@ def _llama4(cfg: dict, need, kw: dict, where: str) -> dict:
     rope_layers = (_layer_list(cfg, "no_rope_layers", L, where, values=(0, 1))
                    or [int((i + 1) % interval != 0) for i in range(L)])
     chunk = cfg.get("attention_chunk_size")
-    chunked = _layer_count(cfg, L, "chunked_attention", sum(rope_layers)) if chunk else 0
+    chunked = _layer_count(cfg, "chunked_attention", sum(rope_layers)) if chunk else 0
     return dict(n_experts=need("num_local_experts", minimum=1), top_k=need("num_experts_per_tok", minimum=1),
                 moe_intermediate=need("intermediate_size"), n_shared_experts=1,
                 first_dense_layers=L - len(set(moe_layers)), nope_layers=L - sum(rope_layers),
@@ -346,7 +347,7 @@ def _qwen3_next(cfg: dict, need, kw: dict, where: str) -> dict:
     attention (the MoE and its shared expert are read by _shared_expert and _qwen3_moe)."""
     L = kw["n_layers"]
     interval = need("full_attention_interval", default=4, required=False, minimum=1)
-    linear = _layer_count(cfg, L, "linear_attention", sum(1 for i in range(L) if (i + 1) % interval))
+    linear = _layer_count(cfg, "linear_attention", sum(1 for i in range(L) if (i + 1) % interval))
     return dict(linear_layers=linear, linear_k_heads=need("linear_num_key_heads"),
                 linear_v_heads=need("linear_num_value_heads"), linear_k_dim=need("linear_key_head_dim"),
                 linear_v_dim=need("linear_value_head_dim"), linear_conv_kernel=need("linear_conv_kernel_dim"),

@@ -143,6 +143,9 @@ def expected_from(grid: curves.Grid, floor: float, t, coordinates: list) -> np.n
 
 
 _CACHE: dict[tuple, Calibration] = {}
+#: the end of a borrowed table's description ("h100-sxm.vllm.csv.gz (...), h100-sxm's at this device's bounds"),
+#: which the reports read back (report.calibration)
+BORROWED = "at this device's bounds"
 
 
 def calibration_for(gpu: Accelerator, framework: str = "") -> Calibration:
@@ -161,8 +164,8 @@ def calibration_for(gpu: Accelerator, framework: str = "") -> Calibration:
         siblings = tuple(sibling for sibling in shipped if sibling != path)
         _CACHE[key] = Calibration(own, None, bool(facts.get("measured")) and not borrowed,
                                   LAUNCH_GAP_S if facts.get("kernel_durations") else 0.0, facts.get("framework", ""),
-                                  describe(path) + (f", {gpu.tables_of}'s at this device's bounds" if borrowed else
-                                                    ""), gpu.scaleup_domain, siblings, gpu)
+                                  describe(path) + (f", {gpu.tables_of}'s {BORROWED}" if borrowed else ""),
+                                  gpu.scaleup_domain, siblings, gpu)
     return _CACHE[key]
 
 

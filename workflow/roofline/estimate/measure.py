@@ -412,11 +412,11 @@ def _writable(out: str) -> tuple[Path, Path]:
     folder = csv_path.parent
     if not folder.is_dir():
         raise RooflineInputError(f"'{clip(out, 200)}': folder '{clip(folder, 200)}' "
-                                 f"{not_a_file(folder) or 'is not a folder'}; create it first")
+                                 f"{not_a_file(folder, None) or 'is not a folder'}; create it first")
     paths = (csv_path, csv_path.with_suffix(".parquet"))
     for path in paths:
         if path.exists() and not path.is_file():
-            kind = (not_a_file(path) or "is not a regular file").replace(", not a config.json file", "")
+            kind = not_a_file(path, None) or "is not a regular file"
             raise RooflineInputError(f"'{clip(path, 200)}' {kind}; expected a file path ending in .csv")
     try:
         handle, probe = tempfile.mkstemp(dir=folder, prefix=".roofline-measure-", suffix=".tmp")

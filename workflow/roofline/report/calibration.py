@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..engine.hardware import Accelerator
 from ..estimate.calibration import manifest
+from ..estimate.lookup import BORROWED
 from ..estimate.validation import sentence
 
 
@@ -21,7 +22,7 @@ def _basis(rows: pd.DataFrame) -> str | None:
                 for table in entry["tables"].values()}
     # a device whose entry moved its chip's speeds borrows that chip's tables (lookup.calibration_for says whose)
     names = [(f"{framework} {versions[file]}" if file in versions else f"your table {file}")
-             + (f" ({text.rsplit(', ', 1)[1]})" if text.endswith("at this device's bounds") else "")
+             + (f" ({text.rsplit(', ', 1)[1]})" if text.endswith(BORROWED) else "")
              for framework, file, text in used]
     return f"{', '.join(names)}, estimate {'/'.join(dict.fromkeys(rows['estimate']))}"
 

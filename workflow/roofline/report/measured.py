@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..serving.measured import PREDICTED
+from ..serving.measured import PREDICTED, quantity_columns
 from . import units
 from .guard import check_context
 
-#: (title, bound, expected, measured, error column, formatter) per quantity of a served run
-QUANTITIES = (("TTFT", "ttft_s", "ttft_expected_s", "ttft_measured_s", "ttft_error", units.seconds),
-              ("TPOT", "tpot_s", "tpot_expected_s", "tpot_measured_s", "tpot_error", units.seconds),
-              ("Tokens/s", "tokens_per_s", "tokens_per_s_expected", "tokens_per_s_measured", "tokens_per_s_error",
-               units.tokens_per_s))
+#: (title, the quantity's stem in the table: serving.measured.quantity_columns, its name in a sentence, formatter)
+#: per quantity of a served run
+QUANTITIES = (("TTFT", "ttft", "TTFT", units.seconds), ("TPOT", "tpot", "TPOT", units.seconds),
+              ("Tokens/s", "tokens_per_s", "tokens/s", units.tokens_per_s))
 NOTE = ("Each run is predicted at its own deployment and workload with the serving model (what roofline serve "
         "--overflow queue says at the run's plan, dtypes, prompt and output lengths, concurrency and framework): "
         "continuous batching with chunked prefill, TTFT with the wait for prefill slots and the framework's host time "
@@ -33,8 +32,9 @@ def _row(run) -> dict:
     """One run: its deployment and workload, and per quantity bound, expected, measured and error."""
     cells = []
     beyond = str(run["beyond_bound"]).split(", ")
-    for title, bound, expected, measured, error, fmt in QUANTITIES:
-        mark = " !" if (bound if bound == "tokens_per_s" else bound.removesuffix("_s")) in beyond else ""
+    for title, stem, _, fmt in QUANTITIES:
+        bound, expected, measured, error = quantity_columns(stem)
+        mark = " !" if stem in beyond else ""
         cells.append({"quantity": title, "bound": fmt(run[bound]), "expected": fmt(run[expected]),
                       "measured": fmt(run[measured]) + mark, "error": error_text(run[error])})
     detail = [run["framework"], f"{run['weight_dtype']} weights, {run['kv_dtype']} KV cache",
@@ -58,7 +58,7 @@ def measured_section(table: pd.DataFrame) -> dict:
 def beyond_lines(table: pd.DataFrame) -> list[str]:
     """One line per run measured beyond its bound: 'runs.csv line 4: TTFT, TPOT' (said above the table, not only
     as a mark in it: a value in the wrong unit looks like a fast run)."""
-    names = {"ttft": "TTFT", "tpot": "TPOT", "tokens_per_s": "tokens/s"}
+    names = {stem: name for _, stem, name, _ in QUANTITIES}
     return [f"{run['source']}: {', '.join(names[q] for q in str(run['beyond_bound']).split(', '))}"
             for _, run in table.iterrows() if run["beyond_bound"]]
 

@@ -117,7 +117,7 @@ def measurement_rows(model: ModelSpec, gpus: Mapping[str, Accelerator], scenario
                "isl": run.isl, "osl": run.osl, "concurrency": run.concurrency}
         beyond = []
         for stem, field in QUANTITIES:
-            bound, expected, measured, relative = _names(stem)
+            bound, expected, measured, relative = quantity_columns(stem)
             value = getattr(run, field)
             row.update({bound: guess.get(bound, NAN), expected: guess.get(expected, NAN), measured: value,
                         relative: error(guess.get(expected, NAN), value)})
@@ -137,7 +137,7 @@ def beyond_bound(stem: str, measured: float, bound: float) -> bool:
     return measured > bound * (1 + 1e-9) if stem == "tokens_per_s" else measured < bound * (1 - 1e-9)
 
 
-def _names(stem: str) -> tuple[str, str, str, str]:
+def quantity_columns(stem: str) -> tuple[str, str, str, str]:
     """(bound, expected, measured, error) column names of one quantity: ttft_s, ttft_expected_s, ttft_measured_s,
     ttft_error; tokens_per_s, tokens_per_s_expected, tokens_per_s_measured, tokens_per_s_error."""
     if stem == "tokens_per_s":

@@ -71,8 +71,9 @@ def stale_outputs(workdir: Path, models: Iterable[str], gpus: Iterable[str], sta
                 stale.append(table)
                 former.add(table.stem)
     if measured is not None:  # a model whose runs left the measurements files (or all of them left the config)
+        measured = set(measured)
         stale += [table for table in sorted((workdir / "results" / "measurements").glob("*.parquet"))
-                  if table.stem not in set(measured)]
+                  if table.stem not in measured]
     stale += [workdir / path for path in unasked if (workdir / path).is_file()]
     for model in sorted(former):
         stale += [p for p in (workdir / "reports" / f"{model}{suffix}" for suffix in MODEL_REPORTS) if p.is_file()]
