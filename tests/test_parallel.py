@@ -333,7 +333,7 @@ def test_the_report_says_when_the_link_is_the_bottleneck():
     # PCIe cards in prefill: 2048 tokens x 8192 x 2 B = 33.6 MB per all-reduce, 1.5 x that on the link (50.3 MB),
     # at 32 GB/s: 1.57 ms + 10 us latency, 161 of them
     pcie = sentence("rtx-a6000", Parallel(tp=4), "prefill")
-    assert "161 all-reduces of 50.3 MB" in pcie and "PCIe Gen4 x16, 32.0 GB/s" in pcie
+    assert "161 all-reduces, each moving 50.3 MB" in pcie and "PCIe Gen4 x16, 32.0 GB/s" in pcie
     assert "set by the link's bandwidth" in pcie
     # NVLink at batch 1: 16.4 kB per all-reduce (8192 x 2 bytes, reduced in the switch) is 36 ns of link time;
     # the 2 us latency sets it
@@ -344,7 +344,7 @@ def test_the_report_says_when_the_link_is_the_bottleneck():
     # a pipeline: the step's all-reduces run through both stages, each device takes its own stage's (it read "on
     # each device's link" for the whole count)
     piped = sentence("rtx-a6000", Parallel(tp=4, pp=2), "prefill")
-    assert "all-reduces of 50.3 MB along the step's 2 pipeline stages, each on its devices' links" in piped
+    assert "all-reduces, each moving 50.3 MB along the step's 2 pipeline stages, each on its devices' links" in piped
     # a device entry with a scale-up bandwidth and no link name: the sentence names "the scale-up link" (it read
     # "(, 32.0 GB/s per direction)")
     from roofline.pipeline.config import resolve_gpu

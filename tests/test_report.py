@@ -700,8 +700,13 @@ def test_decision_reads_deployment_and_expected_columns_of_the_totals(data):
     for r in plain["rows"]:
         real = tables["totals"].set_index(["gpu", "stage"]).loc[(r["gpu_key"], "decode")]
         assert (r["devices"], r["deployment"]) == (str(real["devices"]), real["deployment"])
-        assert r["expected"]["text"] == units.seconds(real["tpot_expected_s"])
+        assert r["expected"]["text"] == units.seconds(real["tpot_expected_s"]) + decision.estimate_mark(real)
     assert {r["deployment"] for r in plain["rows"]} == {f"1 x {g.name}" for g in gpus.values()}
+    # each mark is explained under the table; the column names the framework whose kernels the times use
+    marks = {decision.estimate_mark(real) for _, real in tables["totals"].iterrows()} - {""}
+    assert all(mark in plain["marks"] for mark in marks)
+    frameworks = set(tables["totals"]["framework"]) - {"none", ""}
+    assert plain["expected_label"] == (f"Expected ({frameworks.pop()})" if len(frameworks) == 1 else "Expected")
 
 
 def test_model_report_states_the_recommended_deployment_per_gpu(data, tmp_path):

@@ -301,7 +301,7 @@ def test_a_lead_on_a_default_estimate_names_the_best_on_measured_kernels_beside_
         {"deployment": "1 x H200 SXM 141GB", "estimate": "calibrated", "tokens_per_s_per_device_expected": 11900.0,
          "tokens_per_s_per_device": 32800.0}])
     assert _calibrated_best(ordered.iloc[0], ordered) == (
-        "; the best on its own measured kernels is 1 x H200 SXM 141GB, 11,900 tokens/s per GPU expected (bound "
+        "; the best GPU on its own measured kernels is 1 x H200 SXM 141GB, 11,900 tokens/s per GPU expected (bound "
         "32,800)")
     assert _calibrated_best(ordered.iloc[1], ordered) == ""  # a calibrated lead needs nothing beside it
 

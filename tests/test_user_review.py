@@ -435,7 +435,7 @@ def test_a_tensor_parallel_lever_past_the_scale_up_domain_says_so():
     label = rows.set_index("treatment").loc["more_devices", "label"]
     assert label.endswith("; its tensor-parallel group spans 2 scale-up domains of 8")
     top = rows.assign(speedup=rows["treatment"].eq("more_devices") * 9.0 + 1.0)
-    assert best_lever(top)["text"] == "TP ×2 across domains 10.0×"
+    assert best_lever(top)["text"] == "double TP (16 devices, across domains) 10.0×"
     inside = pd.DataFrame(treatment_table(models.get_model("llama-3.1-8b"), hardware.get_accelerator("h200-sxm"),
                                            "prefill", Scenario()))
     assert "scale-up" not in inside.set_index("treatment").loc["more_devices", "label"]  # TP 2 of 8: inside

@@ -71,14 +71,12 @@ def sentence() -> str:
     served = numbers["served"]
     if served:
         text = (f"expected TPOT against {served['runs']} measured served runs (decode-dominated, from "
-                f"{numbers['package']}'s silicon data): {served['mape']:.1%} mean absolute error")
-        if served["mape_main"] is not None:
-            text += f" (an earlier release's estimator: {served['mape_main']:.1%})"
+                f"{numbers['package']}'s silicon data): {served['mape']:.1%} mean absolute percentage error")
         parts.append(text + ", and no bound above a measurement")
     for key, (n, median, below) in numbers["devices"].items():
         name = catalog()[key].name if key in catalog() else key
-        text = (f"{n} kernels timed on a real {name} outside those tables (PyTorch's): median {median:.0%} "
-                "against its default table")
+        text = (f"{n} kernels timed on a real {name} outside those tables (PyTorch's): median absolute error "
+                f"{median:.0%} against the expected times of its shipped table")
         parts.append(text + (", and no bound above a measurement" if below == 0 else
                              f", {below} faster than their bound" if below else ""))
     return ("Validation: " + "; ".join(parts) + ".") if parts else ""

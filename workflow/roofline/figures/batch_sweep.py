@@ -23,9 +23,12 @@ def decode_batch_rows(sweeps: pd.DataFrame) -> pd.DataFrame:
 
 
 @styled
-def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str, deployment: str | None = None):
+def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str, deployment: str | None = None,
+                       usable_bytes: float | None = None):
     """Figure 4: decode time per token and tokens/s versus batch; critical batch and memory limit marked.
-    `deployment` ("2 x H100 SXM5 80GB, TP 2") names the setup in the title; the GPU's name by default."""
+    `deployment` ("2 x H100 SXM5 80GB, TP 2") names the setup in the title; the GPU's name by default;
+    `usable_bytes` (memory_utilization x one device's memory) lets the memory note name the largest batch that fits,
+    which lies between two swept batches."""
     rows = decode_batch_rows(sweeps)
     fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(7.0, 4.2))
     fig.subplots_adjust(left=0.1, right=0.97, bottom=0.1, top=0.92, hspace=0.12)
@@ -44,7 +47,7 @@ def batch_sweep_figure(sweeps: pd.DataFrame, gpu: Accelerator, model_name: str, 
     _critical_batch(top, bottom, crit, b)
     misfit = rows[~rows["fits"].astype(bool)]
     if len(misfit):
-        _memory_limit(top, bottom, rows, misfit, gpu, crit)
+        _memory_limit(top, bottom, rows, misfit, gpu, crit, largest_fitting(rows, usable_bytes))
     put_suptitle(fig, lambda limit: f"{plain(shorten(model_name, limit))} on "
                                     f"{plain(shorten(deployment or gpu.name, limit))}: "
                                     "decode batch sweep", top.get_position().x0)
@@ -86,8 +89,26 @@ def _critical_batch(top, bottom, crit: float, b) -> None:
                  ha="left", va="top", fontsize=6.5, color=CRITICAL_COLOR)
 
 
-def _memory_limit(top, bottom, rows: pd.DataFrame, misfit: pd.DataFrame, gpu: Accelerator, crit: float) -> None:
-    """Shade the batches that do not fit (from halfway, on the log axis, after the last that fits) and say why."""
+def largest_fitting(rows: pd.DataFrame, usable_bytes: float | None) -> int | None:
+    """The largest decode batch whose footprint fits `usable_bytes`, between the last swept batch that fits and the
+    first that does not: the footprint is affine in the batch (weights, then KV cache and activations per sequence),
+    read off the two swept batches around the limit; None where it cannot be placed there."""
+    fit, misfit = rows[rows["fits"].astype(bool)], rows[~rows["fits"].astype(bool)]
+    if usable_bytes is None or fit.empty or misfit.empty:
+        return None
+    low, high = fit.loc[fit["batch"].idxmax()], misfit.loc[misfit["batch"].idxmin()]
+    per_sequence = (float(high["footprint_bytes"]) - float(low["footprint_bytes"])) / (
+        float(high["batch"]) - float(low["batch"]))
+    if not per_sequence > 0:
+        return None
+    largest = int(low["batch"] + (usable_bytes - float(low["footprint_bytes"])) // per_sequence)
+    return largest if low["batch"] <= largest < high["batch"] else None
+
+
+def _memory_limit(top, bottom, rows: pd.DataFrame, misfit: pd.DataFrame, gpu: Accelerator, crit: float,
+                  largest: int | None = None) -> None:
+    """Shade the batches that do not fit (from halfway, on the log axis, after the last that fits) and say why:
+    beyond the `largest` batch that fits where it is known, else from the first swept batch that does not."""
     x_low, x_high = top.get_xlim()
     first = float(misfit["batch"].min())
     fitting = rows[rows["batch"] < first]
@@ -95,8 +116,9 @@ def _memory_limit(top, bottom, rows: pd.DataFrame, misfit: pd.DataFrame, gpu: Ac
     for ax in (top, bottom):
         ax.axvspan(edge, x_high, color="#f3dede", lw=0, zorder=0)
     memory = f"{gpu.memory_bytes / 2**30:.0f} GiB"
-    _misfit_note(bottom, (f"from batch {first:g}, weights + KV cache\nexceed the usable part of {memory}",
-                          f"from batch {first:g}:\nweights + KV cache\nexceed the usable\npart of {memory}"),
+    where = f"beyond batch {largest:,}" if largest is not None else f"from batch {first:g}"
+    _misfit_note(bottom, (f"{where}, weights + KV cache\nexceed the usable part of {memory}",
+                          f"{where}:\nweights + KV cache\nexceed the usable\npart of {memory}"),
                  edge, crit)
 
 
@@ -137,8 +159,10 @@ def applies(data: ModelFigures, gpu: str) -> bool:
 
 
 def draw(data: ModelFigures, gpu: str):
+    utilization = data.scenario.get("memory_utilization")
     return batch_sweep_figure(data.sweeps[data.sweeps["gpu"] == gpu], data.gpus[gpu], data.name,
-                              data.deployments.get(gpu) if gpu in data.multi_device else None)
+                              data.deployments.get(gpu) if gpu in data.multi_device else None,
+                              utilization * data.gpus[gpu].memory_bytes if utilization else None)
 
 
 def sweep_caption(sweeps: pd.DataFrame, gpu: Accelerator) -> str:

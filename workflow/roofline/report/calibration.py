@@ -64,11 +64,12 @@ def _limits(gpus: dict[str, Accelerator], named: list, fallback: list) -> str:
     """What to read with care: devices with and without tables side by side; large-L2 tables."""
     notes = []
     if named and fallback:
-        notes.append("a GPU on the pooled fallback and one on its own tables can rank in expected time against their "
-                     "bandwidths: compare bounds across the two kinds")
+        notes.append("a GPU on the pooled fallback and one on its own tables may rank in expected time in the "
+                     "opposite order to their bandwidths: compare bounds across the two kinds (the served "
+                     "recommendation ranks GPUs with tables of their own first)")
     large = [f"{gpus[k].name} ({size})" for k, size in L2_RESIDENT.items() if k in gpus]
     if large:
         notes.append(f"the tables of {', '.join(large)} timed small decode GEMMs from the L2 (kernels replayed "
                      "without flushing it): expected decode times there are optimistic (dense models' decode "
-                     "steps only 1.03-1.12x above the bound)")
+                     "steps only 1.03-1.12x above the bound; MoE and MLA steps less so)")
     return (" Read with care: " + "; ".join(notes) + ".") if notes else ""

@@ -7,6 +7,7 @@ read in exactly one place each (`deployment`, `expected_time`).
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 
@@ -30,6 +31,33 @@ def expected_time(total: pd.Series, stage: str) -> float | None:
     """The expected (calibrated or default-calibrated) time of the stage; None where the engine gave none."""
     value = total[EXPECTED_COLUMNS[stage]]
     return None if units.missing(value) else float(value)
+
+
+#: the mark an expected time carries where the GPU's own measured kernels do not back all of it (the totals'
+#: `estimate`), explained under each table that shows one (estimate_note)
+ESTIMATE_MARKS = {"default": "†", "partial": "‡"}
+ESTIMATE_WORDS = {"default": "† default estimate: no measured kernels of that GPU's own (the documented fallback, "
+                             "which can rank against measured ones in expected time: compare the bounds)",
+                  "partial": "‡ partial estimate: some of its kernels measured on that GPU, the rest from the "
+                             "fallback"}
+
+
+def estimate_mark(total: pd.Series) -> str:
+    """'†' (default estimate) or '‡' (partial) after an expected time, '' where the GPU's tables back all of it."""
+    return ESTIMATE_MARKS.get(str(total.get("estimate", "")), "")
+
+
+def estimate_note(labels) -> str:
+    """The sentence under a table whose expected times carry marks of `labels` (estimates), '' for none."""
+    return "; ".join(ESTIMATE_WORDS[label] for label in ESTIMATE_MARKS if label in set(labels)) + (
+        "." if set(labels) & set(ESTIMATE_MARKS) else "")
+
+
+def expected_header(frameworks) -> str:
+    """'Expected (trtllm)': the column of expected times names the framework whose kernels they use (the served
+    table beside it may use another's); 'Expected' where the rows' frameworks differ (each cell then names its)."""
+    named = sorted({str(f) for f in frameworks if f and str(f) != "none"})
+    return f"Expected ({named[0]})" if len(named) == 1 else "Expected"
 
 
 def capacity_bytes(total: pd.Series) -> float:
@@ -63,12 +91,19 @@ def best_lever(rows: pd.DataFrame) -> dict:
     if latency.empty or round(float(latency["speedup"].max()), 2) < text.GAIN:
         return {"text": "none ≥ 5%", "name": "", "speedup": math.nan}
     best = latency.loc[latency["speedup"].idxmax()]
-    # a tensor-parallel group past the scale-up domain (TP 16 of 8-GPU nodes) is said: its collectives cross the
-    # scale-out network (in place of "on 2× devices", which TP ×2 implies: the cell stays on one line)
-    name = ("TP ×2 across domains" if ACROSS_DOMAINS in str(best.get("label", ""))
-            else text.short(best["treatment"]))
+    name = more_devices_name(str(best.get("label", ""))) if best["treatment"] == "more_devices" else \
+        text.short(best["treatment"])
     return {"text": f"{name} {units.times(best['speedup'])}", "name": best["treatment"],
             "speedup": float(best["speedup"])}
+
+
+def more_devices_name(label: str) -> str:
+    """'double TP (4 devices)' from the more_devices treatment's label (roofline.engine.treatments: 'twice the
+    tensor parallelism: 4 devices (...)'): 'TP ×2 on 2× devices' had read as 'on 2 devices'. A tensor-parallel
+    group past the scale-up domain (TP 16 of 8-GPU nodes) says so: its collectives cross the scale-out network."""
+    found = re.search(r"(\d+) devices", label)
+    devices = f"{found.group(1)} devices" if found else "2× the devices"
+    return f"double TP ({devices}, across domains)" if ACROSS_DOMAINS in label else f"double TP ({devices})"
 
 
 def max_throughput(rows: pd.DataFrame, total: pd.Series, short: bool = False) -> dict:
@@ -94,7 +129,9 @@ def decision_row(stage: str, total: pd.Series, treatments: pd.DataFrame, gpu: Ac
         "gpu_key": gpu.key, "deployment": place["text"], "devices": str(place["devices"]),
         "fits": not misfit, "fit_text": misfit or "yes",
         "time": cell(units.seconds(total[time_column]), misfit),
-        "expected": cell(units.seconds(expected), misfit) if expected is not None else None,
+        "expected": cell(units.seconds(expected) + estimate_mark(total), misfit) if expected is not None else None,
+        "framework": str(total.get("framework", "")) if expected is not None else "",
+        "estimate": str(total.get("estimate", "")) if expected is not None else "",
         "tokens_per_s": cell(units.sig(total["tokens_per_s"]), misfit),
         "tokens_per_s_per_device": cell(units.sig(place["tokens_per_s_per_device"]), misfit),
         "memory_bound_share": units.percent(share), "bound": text.step_bound(total),
@@ -119,9 +156,15 @@ def decision_tables(totals: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[s
             rows.append(decision_row(stage, mine.iloc[0], treatments[(treatments["gpu"] == key)
                                                                      & (treatments["stage"] == stage)], gpu))
         rows.sort(key=lambda row: row.pop("sort"))
+        label = expected_header(row["framework"] for row in rows)
+        for row in rows:
+            framework = row.pop("framework")
+            if label == "Expected" and row["expected"] is not None and framework not in ("", "none"):
+                row["expected"] = {**row["expected"], "text": f"{row['expected']['text']} {framework}"}
         tables.append({"stage": stage, "title": stage.capitalize(),
                        "time_label": "TTFT (bound)" if stage == "prefill" else "TPOT (bound)",
-                       "has_expected": any(row["expected"] is not None for row in rows), "rows": rows})
+                       "has_expected": any(row["expected"] is not None for row in rows), "expected_label": label,
+                       "marks": estimate_note(row["estimate"] for row in rows), "rows": rows})
     return tables
 
 

@@ -85,14 +85,14 @@ def stage_section(stage: str, total: pd.Series, ops: pd.DataFrame, treatments: p
     """One stage on one GPU: its headline numbers, the diagnosis, every operator and treatment, the other GPUs."""
     if stage == "decode":
         diagnosis = text.diagnose_decode(total, ops, gpu, scenario, sweeps)
-        headline = [("time per output token", units.seconds(total["tpot_s"])),
+        headline = [("time per output token, bound", units.seconds(total["tpot_s"])),
                     (f"expected ({total['estimate']})", units.seconds(total["tpot_expected_s"])),
-                    ("throughput", units.tokens_per_s(total["tokens_per_s"]))]
+                    ("throughput, bound", units.tokens_per_s(total["tokens_per_s"]))]
     else:
         diagnosis = text.diagnose_prefill(total, ops, gpu, scenario)
-        headline = [("time to first token", units.seconds(total["ttft_s"])),
+        headline = [("time to first token, bound", units.seconds(total["ttft_s"])),
                     (f"expected ({total['estimate']})", units.seconds(total["ttft_expected_s"])),
-                    ("throughput", units.tokens_per_s(total["tokens_per_s"]))]
+                    ("throughput, bound", units.tokens_per_s(total["tokens_per_s"]))]
     diagnosis.append(text.class_sentence(ops))
     if network := text.network_sentence(stage, total, ops, gpu):
         diagnosis.append(network)

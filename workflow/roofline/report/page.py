@@ -11,9 +11,10 @@ from ..engine.hardware import Accelerator
 #: the caveats of the model reports (the summary shows the first two)
 CAVEATS = (
     "A roofline bound is a lower bound on time: real kernels reach 60-90% of peak bandwidth and less of peak FLOP/s, "
-    "and each kernel pays a launch; the model reports' expected times add both back.",
+    "and each kernel pays a launch; the expected times of these reports add both back.",
     "Operators do not overlap: each operator's time is the slower of its compute and its memory time, and the "
-    "stage time is their sum.",
+    "stage time is their sum; collectives too, so the bound holds for a server that runs them after the "
+    "computation, and one that overlaps them (the overlap treatment) can beat it by up to their share.",
     "Bytes are compulsory DRAM traffic of unfused kernels (inputs read once, outputs written once); caches, tiling "
     "re-reads and fusion inside a framework change them.",
     "Peaks are dense datasheet values; rows flagged as estimates in the hardware table were derived rather than "

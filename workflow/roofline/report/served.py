@@ -122,11 +122,13 @@ def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
 
 
 def _ordered(plans: pd.DataFrame, targets: dict) -> pd.DataFrame:
-    """Each GPU's recommended row: those that meet the targets in expectation first, then the most expected
-    tokens/s per GPU first."""
+    """Each GPU's recommended row: those that meet the targets in expectation first, then the search's chosen one,
+    then those on measured kernels before those on the pooled fallback (a `default` estimate: see
+    roofline.serving.marks), then the most expected tokens/s per GPU first."""
     picked = plans[plans["recommended"].astype(bool)]
-    keys = [(not target_check(row, targets)["meets"], -float(row["tokens_per_s_per_device_expected"]))
-            for _, row in picked.iterrows()]
+    chosen = picked["chosen"].astype(bool) if "chosen" in picked else pd.Series(False, index=picked.index)
+    keys = [(not target_check(row, targets)["meets"], not chosen[label], str(row.get("estimate", "")) == "default",
+             -float(row["tokens_per_s_per_device_expected"])) for label, row in picked.iterrows()]
     return picked.iloc[sorted(range(len(picked)), key=keys.__getitem__)]
 
 
@@ -243,12 +245,14 @@ def served_sentence(plans: pd.DataFrame | None) -> str:
     best = ordered.iloc[0]
     check = target_check(best, targets)
     verdict = "meets the targets in expectation" if check["meets"] else check["text"].replace("no: ", "misses: ")
+    full = ", all it holds (its KV cache or the framework's cap on running sequences)" if at_capacity(best) else ""
     return (f"Served under load ({workload_text(plans)}): {best['deployment']} at concurrency "
-            f"{units.integer(best['batch'])} ({best['mode']}) is expected to deliver "
+            f"{units.integer(best['batch'])} ({best['mode']}{full}) is expected to deliver "
             f"{units.sig(best['tokens_per_s_per_device_expected'])} tokens/s per GPU "
             f"(bound {units.sig(best['tokens_per_s_per_device'])}), TTFT {units.seconds(best['ttft_expected_s'])} "
             f"and TPOT {units.seconds(best['tpot_expected_s'])} expected (bounds {units.seconds(best['ttft_s'])}, "
-            f"{units.seconds(best['tpot_s'])}); it {verdict}{_estimate_note(best)}{_calibrated_best(best, ordered)}.")
+            f"{units.seconds(best['tpot_s'])}); it {verdict}{_estimate_note(best)}{_calibrated_best(best, ordered)}"
+            f"{_fallback_beside(best, ordered)}.")
 
 
 def _calibrated_best(best: pd.Series, ordered: pd.DataFrame) -> str:
@@ -261,9 +265,26 @@ def _calibrated_best(best: pd.Series, ordered: pd.DataFrame) -> str:
     if measured.empty:
         return ""
     row = measured.iloc[0]
-    return (f"; the best on its own measured kernels is {row['deployment']}, "
+    return (f"; the best GPU on its own measured kernels is {row['deployment']}, "
             f"{units.sig(row['tokens_per_s_per_device_expected'])} tokens/s per GPU expected (bound "
             f"{units.sig(row['tokens_per_s_per_device'])})")
+
+
+def _fallback_beside(best: pd.Series, ordered: pd.DataFrame) -> str:
+    """Where a GPU without measured kernels of its own (a default estimate, ranked after those with them) expects
+    more tokens/s per GPU than the lead, that one beside it with both bounds: the reader sees what the ranking set
+    aside and on what grounds."""
+    if str(best.get("estimate", "")) == "default":
+        return ""
+    fallback = ordered[(ordered["estimate"].astype(str) == "default") & (
+        ordered["tokens_per_s_per_device_expected"] > best["tokens_per_s_per_device_expected"])]
+    if fallback.empty:
+        return ""
+    row = fallback.iloc[0]
+    return (f"; {row['deployment']} expects more, {units.sig(row['tokens_per_s_per_device_expected'])} tokens/s per "
+            f"GPU, but on a default estimate (no measured kernels of its own), so it ranks after the GPUs with "
+            f"them: compare the bounds, {units.sig(row['tokens_per_s_per_device'])} against "
+            f"{units.sig(best['tokens_per_s_per_device'])}")
 
 
 def _estimate_note(row: pd.Series) -> str:

@@ -34,7 +34,7 @@ SUMMARY_COLUMNS = (
     ("ttft", "Time to first token (bound)", True, False), ("tpot", "Time per output token (bound)", True, False),
     # the deployment's tokens/s, all its devices (page 1's decision table gives them per GPU)
     ("tokens_per_s", "Decode tokens/s, all devices (bound)", True, False),
-    ("max_throughput", "Max decode tokens/s, all devices (batch)", True, True),
+    ("max_throughput", "Max decode tokens/s, all devices, bound (batch)", True, True),
     ("prefill_bound", "Prefill bound", False, True), ("decode_bound", "Decode bound", False, True),
     ("prefill_lever", "Best prefill lever", False, True), ("lever", "Best decode lever", False, True),
     ("devices", "Devices needed", True, True), ("footprint", "Footprint per device", True, True),
@@ -94,7 +94,7 @@ def expected_and_bound(row: pd.Series, expected: str, bound: str, fmt) -> str:
     """'5.51 ms (3.87 ms)': the expected value with the bound beside it (the bound alone when none is expected)."""
     if units.missing(row.get(expected)):
         return f"{fmt(row[bound])} (bound)"
-    return f"{fmt(row[expected])} ({fmt(row[bound])})"
+    return f"{fmt(row[expected])}{decision.estimate_mark(row)} ({fmt(row[bound])})"
 
 
 def decision_cells(here: pd.DataFrame) -> dict[str, dict]:
@@ -118,8 +118,10 @@ def decision_cells(here: pd.DataFrame) -> dict[str, dict]:
         value = row.get(COST_COLUMN)
         return units.DASH if units.missing(value) else f"${units.sig(float(value))}"
 
-    # the roof each stage spends most of its time under (the totals' `bound`: memory, compute or network)
-    bounds = [str(here.loc[s, "bound"]) if s in here.index else units.DASH for s in ("prefill", "decode")]
+    # the roof each stage spends most of its time under, in the words of the appendix and the model reports
+    # ('partly memory' where the share is under half: the totals' `bound` alone had said 'memory')
+    bounds = [text.step_bound(here.loc[s]).removesuffix("-bound") if s in here.index else units.DASH
+              for s in ("prefill", "decode")]
     fit = largest_footprint(here)
     return {
         "deployment": decision.cell(str(first["deployment"]), css="deployment" if len(str(first["deployment"]))
@@ -151,7 +153,26 @@ def decision_table(totals: pd.DataFrame, specs: dict, gpus: dict) -> dict:
     shown = [{"key": key, "header": units.unbroken_units(header), "numeric": numeric}
              for key, header, numeric in DECISION_COLUMNS
              if any(row["cells"][key]["text"] != units.DASH for row in rows)]
-    return {"rows": rows, "columns": shown}
+    mine = totals[totals["model"].isin(specs["models"]) & totals["gpu"].isin(list(gpus))]
+    return {"rows": rows, "columns": shown, "marks": decision.estimate_note(mine.get("estimate", [])),
+            "frameworks": frameworks_note(mine, gpus)}
+
+
+def frameworks_note(totals: pd.DataFrame, gpus: dict) -> str:
+    """'Expected times on each GPU's default framework's kernels: trtllm (H100 SXM5 80GB, H200 SXM 141GB), vllm
+    (Instinct MI300X).': which framework's measured kernels the single-step expected times use (a served table
+    beside them uses its search's)."""
+    if "framework" not in totals:
+        return ""
+    by_framework: dict[str, list[str]] = {}
+    for key, gpu in gpus.items():
+        names = {str(f) for f in totals.loc[totals["gpu"] == key, "framework"] if f and str(f) != "none"}
+        for name in sorted(names):
+            by_framework.setdefault(name, []).append(gpu.name)
+    if not by_framework:
+        return ""
+    return ("Expected times on each GPU's default framework's kernels: "
+            + "; ".join(f"{name} ({', '.join(devices)})" for name, devices in by_framework.items()) + ".")
 
 
 def summary_context(tables: dict[str, pd.DataFrame], specs: dict, plans: dict[str, pd.DataFrame] | None = None) -> dict:

@@ -24,8 +24,9 @@ _MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
 
 def escape(text: str) -> str:
     """Plain text for Markdown: HTML-escaped (no tag of a name reaches the page), Markdown-escaped (a name cannot
-    start a link, emphasis or a table column) and no bare URL that a wiki would turn into a link."""
-    text = _MARKDOWN.sub(r"\\\1", html.escape(str(text), quote=False))
+    start a link, emphasis or a table column), on one line (a line break in a name had started a heading of its
+    own) and no bare URL that a wiki would turn into a link."""
+    text = _MARKDOWN.sub(r"\\\1", html.escape(" ".join(str(text).split()), quote=False))
     return text.replace("://", ":&#47;&#47;").replace("www.", "www&#46;")
 
 
@@ -104,8 +105,8 @@ def model_page(context: dict, figures: list[dict]) -> str:
         lines += served_lines(context["served"])
     for decision in context["decision"]:
         decode, expected = decision["stage"] == "decode", decision["has_expected"]
-        header = ["Deployment", "Fits", decision["time_label"], *(["Expected"] if expected else []), "Tokens/s",
-                  "Tokens/s per device", "Memory-bound share", "Bound", "Best lever",
+        header = ["Deployment", "Fits", decision["time_label"], *([decision["expected_label"]] if expected else []),
+                  "Tokens/s", "Tokens/s per device", "Memory-bound share", "Bound", "Best lever",
                   *(["Max tokens/s (batch)"] if decode else [])]
         numeric = [False, False, True, *([True] if expected else []), True, True, True, False, False,
                    *([True] if decode else [])]
@@ -119,6 +120,8 @@ def model_page(context: dict, figures: list[dict]) -> str:
                          *([cell(row["max_throughput"], said)] if decode else [])])
         lines += ["", f"### {decision['title']}", ""]
         lines += table(header, rows, numeric)
+        if decision["marks"]:
+            lines += ["", escape(decision["marks"])]
     lines += ["", "## Figures", ""]
     for figure in figures:
         lines += [f"![{escape(figure['caption'])}]({figure['png']})", "", f"*{escape(figure['caption'])}*", ""]

@@ -51,6 +51,7 @@ from ..engine.scenario import MAX_BATCH, MAX_SEQ_LEN, Scenario
 from .candidates import DEFAULT_DTYPES, MIN_KV_BYTES, Group, candidate_groups
 from .evaluate import RANK_ON, bounds, expected, expected_pass
 from .hugepages import without_hugepage_advice
+from .marks import mark_frontier
 
 #: batch sizes searched (concurrent requests of the whole deployment): every batch from 1 to 256, every 16th to
 #: 4096, every 64th to 16384 (fine where latency targets bind; wide for data-parallel attention over many devices)
@@ -437,10 +438,4 @@ def plan_table(model: ModelSpec, settings: PlanSettings) -> tuple[list[dict], st
     if overall.size == 0:
         return [], no_plan_reason(result)
     per_gpu = frontier(result, per_gpu=True)
-    on_frontier = set(overall.tolist())
-    out, seen = [], set()
-    for i, row in zip(per_gpu, rows(result, per_gpu)):
-        out.append({**row, "on_frontier": int(i) in on_frontier, "recommended": row["gpu"] not in seen,
-                    "chosen": int(i) == int(overall[0])})
-        seen.add(row["gpu"])
-    return out, ""
+    return mark_frontier(rows(result, per_gpu), per_gpu, overall, settings.rank_on), ""

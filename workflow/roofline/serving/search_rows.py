@@ -13,6 +13,7 @@ from .aggregated import step_yield
 from .candidates import served_kv_dtypes
 from .capacity import per_device_bytes
 from .framework import balance_label, batch_wait_label, framework_for, held_batch_wait
+from .marks import mark_frontier
 from .planner import PlanSettings, ms, nearest_miss, plan_table
 from .refusals import link_note
 from .search import ServedSearch, ServedWorkload, frontier, search
@@ -151,9 +152,4 @@ def plan_table_for(model, settings: PlanSettings) -> tuple[list[dict], str]:
     if overall.size == 0:
         return [], no_plan_reason(result, settings.rank_on)
     per_gpu = frontier(result, per_gpu=True, side=settings.rank_on)
-    on_frontier, seen, out = set(overall.tolist()), set(), []
-    for i, row in zip(per_gpu, rows(result, per_gpu)):
-        out.append({**row, "on_frontier": int(i) in on_frontier, "recommended": row["gpu"] not in seen,
-                    "chosen": int(i) == int(overall[0])})
-        seen.add(row["gpu"])
-    return out, ""
+    return mark_frontier(rows(result, per_gpu), per_gpu, overall, settings.rank_on), ""

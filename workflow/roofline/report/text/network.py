@@ -54,7 +54,7 @@ def network_sentence(stage: str, total: pd.Series, ops: pd.DataFrame, gpu: Accel
     where = ("on each device's link" if stages == 1
              else f"along the step's {stages} pipeline stages, each on its devices' links")
     text = (f"On {total['deployment']} the collectives take {units.percent(share)} of the {stage} step: "
-            f"{count} {name}s of {units.nbytes(top['bytes_network'])} {where} ({link}, "
+            f"{count} {name}s, each moving {units.nbytes(top['bytes_network'])} {where} ({link}, "
             f"{units.bandwidth(link_bw)} per direction"
             f"{'; the switch adds them in flight, so each tensor crosses once each way' if reduced else ''}) "
             f"at {units.seconds(top['t_s'])} apiece")

@@ -17,7 +17,7 @@ HELPS = {"memory": "memory-bound", "compute": "compute-bound", "both": "both", "
 SHORT = {"fusion": "fusion", "flash_attention": "FlashAttention", "weight_int8": "int8 weights",
          "weight_int4": "int4 weights", "kv_int8": "int8 KV cache", "kv_fp8": "fp8 KV cache",
          "fp8_compute": "fp8 compute", "batching": "batching", "batching_kv_fp8": "batching with an fp8 KV cache",
-         "more_devices": "TP ×2 on 2× devices",
+         "more_devices": "double TP",
          "overlap_communication": "comm. overlap"}
 
 
