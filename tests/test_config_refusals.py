@@ -172,3 +172,61 @@ def test_a_measurements_file_without_runs_is_refused(tmp_path):
             rc.resolve_config({**BASE, "measurements": name}, tmp_path)
     (tmp_path / "runs.csv").write_text(header + "llama-3.1-8b,h100-sxm,1,1024,256,8,50,10,700\n")
     assert len(rc.resolve_config({**BASE, "measurements": "runs.csv"}, tmp_path).measurements) == 1
+
+
+@pytest.mark.parametrize("hit, words", [(1, "< 1"), (1.5, "< 1"), (-0.1, ">= 0")])
+def test_a_workload_prefix_hit_outside_zero_to_below_one_is_refused_by_the_schema(hit, words):
+    # a prompt wholly in the cache computes nothing: the share is below 1, as --prefix-hit's
+    workload = {"isl": 1024, "osl": 128, "concurrency": [4], "prefix_hit": hit}
+    line = _schema_line({**BASE, "serving": {"workloads": [workload]}})
+    assert line.startswith(f"serving.workloads[0].prefix_hit: {hit!r} is not allowed; must be {words}")
+
+
+def test_names_and_links_are_on_one_line_and_config_paths_hold_no_braces(tmp_path):
+    # a line break in a display name started a heading of its own in the wiki's pages; braces in a path reached
+    # Snakemake as a wildcard after the config had been accepted
+    assert _schema_line({**BASE, "models": {"llama-3.1-8b": {"name": "L8\n# injected"}}}) == (
+        "models.llama-3.1-8b.name: 'L8\\n# injected' is not allowed; write it on one line, without line breaks, tabs "
+        "or other control characters")
+    assert _schema_line({**BASE, "gpus": {"h100-sxm": {"scaleup_link": "NV\tlink"}}}).startswith(
+        "gpus.h100-sxm.scaleup_link: 'NV\\tlink' is not allowed; write it on one line")
+    braced = {**BASE, "gpus": {"h100-sxm": {"calibration": str(tmp_path / "cal{gpu}.csv")}}}
+    assert _refusal(braced).startswith(f"gpus.h100-sxm.calibration: '{tmp_path}/cal{{gpu}}.csv' holds '{{' or '}}', "
+                                       "which Snakemake reads as a wildcard")
+
+
+def test_a_compare_with_table_this_tool_did_not_write_is_refused_before_any_job(tmp_path):
+    # the check had looked for the file alone: the compare job then failed after the whole grid had run
+    import pandas as pd
+
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "totals.parquet").write_text("junk")
+    assert "cannot be read as parquet" in _refusal({**BASE, "compare_with": str(tmp_path / "junk")})
+    (tmp_path / "foreign").mkdir()
+    pd.DataFrame({"a": [1]}).to_parquet(tmp_path / "foreign" / "totals.parquet")
+    assert "is not a table this tool wrote (no column 'model')" in _refusal(
+        {**BASE, "compare_with": str(tmp_path / "foreign")})
+
+
+def test_a_workload_listed_twice_is_refused_as_a_concurrency_listed_twice_is():
+    # the two had doubled every row of results/serving/{model}.parquet
+    workload = {"isl": 1024, "osl": 256, "concurrency": [1, 16]}
+    line = _schema_line({**BASE, "serving": {"workloads": [workload, dict(workload)]}})
+    assert line.startswith("serving.workloads: ") and line.endswith("lists a value more than once; give each once")
+
+
+def test_a_plan_section_that_searches_devices_gpus_does_not_list_says_so():
+    config = {**BASE, "plan": {"isl": 1024, "osl": 256, "gpus": ["h100-sxm", "h200-sxm"]}}
+    assert rc.resolve_config(config).plan_beyond_gpus().startswith(
+        "plan.gpus searches h200-sxm, which gpus: does not list")
+    assert rc.resolve_config({**config, "plan": {"isl": 1024, "osl": 256}}).plan_beyond_gpus() == ""
+
+
+def test_the_serving_sections_framework_follows_the_scenarios_as_the_plan_sections_does():
+    serving = {"workloads": [{"isl": 1024, "osl": 256, "concurrency": [4]}]}
+    resolved = rc.resolve_config({**BASE, "scenario": {"framework": "sglang"}, "serving": serving})
+    assert resolved.serving.framework == "sglang" and resolved.serving.workloads[0].framework == "sglang"
+    resolved = rc.resolve_config({**BASE, "scenario": {"framework": "sglang"},
+                                  "serving": {**serving, "framework": "trtllm"}})
+    assert resolved.serving.workloads[0].framework == "trtllm"
+    assert rc.resolve_config({**BASE, "serving": serving}).serving.framework == "vllm"

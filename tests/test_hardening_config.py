@@ -127,8 +127,8 @@ def test_a_yes_entry_says_what_an_entry_is():
 @pytest.mark.parametrize("argv, expected", [
     (["opss"], "roofline: error: command: unknown value 'opss' (did you mean 'ops'?); allowed: calibrate, compare, "
                "list, measure, ops, plan, ridge, serve, totals"),
-    (["ridge", "--gpu", "h100-sxm", "--format", "csv"], "option '--format' is not accepted here; it belongs to: ops, "
-                                                         "totals"),
+    (["ridge", "--gpu", "h100-sxm", "--batch", "4"], "option '--batch' is not accepted here; it belongs to: ops, "
+                                                      "totals"),
     ([], "missing command; allowed: ops, totals, ridge, plan, serve, compare, measure, calibrate, list (or --version)"),
     (["totals", "--model", "gpt2", "--gpu", "h100-sxm", "--stage", "prefill", "--seq-len", "5000"],
      "use --seq-len <= 1024 or give --model a config.json whose max_position_embeddings covers it"),

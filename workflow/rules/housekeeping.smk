@@ -30,11 +30,20 @@ onstart:
             RESOLVED.measured_models(),
             RESOLVED.unasked_outputs(),
         )
-        _aside = stale.move_aside(Path.cwd(), _stale)
-        if _aside:
-            logger.warning(
-                f"Moved the outputs of models, GPUs, stages or measurements no longer in the config to {_aside}"
-            )
+        if workflow.config_settings.config:
+            # a one-off run (--config overrides) narrows the grid for itself: the outputs of the config file's own
+            # grid stay where they are (moved aside by a run without overrides that no longer lists them)
+            if _stale:
+                logger.warning(
+                    f"Left in place {len(_stale)} outputs of models, GPUs, stages or measurements that this run's "
+                    "--config overrides leave out"
+                )
+        else:
+            _aside = stale.move_aside(Path.cwd(), _stale)
+            if _aside:
+                logger.warning(
+                    f"Moved the outputs of models, GPUs, stages or measurements no longer in the config to {_aside}"
+                )
 
 
 onsuccess:

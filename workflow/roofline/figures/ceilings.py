@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .labels import BoxArray, hits_paths, overlaps_any
+from .layout import plain
 from .roofs import Roof, bandwidth_label, fmt_value, peak_label
 from .style import LINK_COLOR, REGION_COLORS, under_width
 
@@ -156,7 +157,7 @@ def draw_links(plot: Ceilings, roofs: list[Roof]) -> None:
         bandwidths = sorted(set().union(*group["names"].values()))
         value = _span_label(bandwidths[0], bandwidths[-1])
         names = list(group["names"]) if len(group["names"]) == 1 else [_short_link(n) for n in group["names"]]
-        plot.link_lines.append((group["roof"], f"{' / '.join(names)} {value}", group["bandwidth"], line))
+        plot.link_lines.append((group["roof"], f"{plain(' / '.join(names))} {value}", group["bandwidth"], line))
         plot.weak.append(line)
 
 

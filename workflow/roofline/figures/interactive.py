@@ -99,6 +99,7 @@ def _roof(gpu: Accelerator, dtype: str, xlim, color: str, name: str, group: str,
                        "hovertemplate": f"{label} peak {display.tera_rate(value, label.split('/')[0])}<extra></extra>"})
     for link, bandwidth in roof.links:
         end = min(high, roof.main_peak / bandwidth)
+        link = html.escape(link)  # a gpus: entry's scaleup_link is the user's text: plotly draws its <a>, <span>
         traces.append({"type": "scatter", "mode": "lines", "name": f"{link} {display.bandwidth(bandwidth)}",
                        # a named link toggles alone (in the device's group, a click hid its roofs too)
                        "legendgroup": f"link {link}" if label_links else group, "showlegend": label_links,

@@ -10,6 +10,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import LogLocator, NullFormatter
 
 from .. import display
+from .layout import plain
 from .measured_runs import draw_measured_runs
 from .roofs import LogTicks
 from .style import gpu_styles, styled
@@ -65,7 +66,7 @@ def plan_figure(table: pd.DataFrame, model_name: str, reason: str = "", tpot_tar
     fig.subplots_adjust(left=0.11, right=0.70, bottom=0.13, top=0.88)
     first = table.iloc[0] if len(table) else None
     subtitle = f"{first.isl} prompt + {first.osl} output tokens per request" if first is not None else ""
-    fig.suptitle(f"{model_name}: deployments on the Pareto frontier ({side})", x=0.11, ha="left", fontsize=9)
+    fig.suptitle(f"{plain(model_name)}: deployments on the Pareto frontier ({side})", x=0.11, ha="left", fontsize=9)
     fig.text(0.11, 0.91, subtitle, fontsize=7, color="#555555")
     ax.set_xlabel(f"tokens/s per user, {side} [token/s] (= 1 / TPOT)")
     ax.set_ylabel(f"tokens/s per device, {side} [token/s]")
@@ -104,7 +105,7 @@ def _frontiers(ax, table: pd.DataFrame, per_user: str, per_device: str, styles: 
         rows = rows.sort_values(per_user)
         style = styles[key]
         ax.plot(rows[per_user], rows[per_device], color=style.color, ls=style.linestyle, lw=1.2,
-                label=names.get(key, key))
+                label=plain(names.get(key, key)))
         best = rows[rows["recommended"]]
         ax.plot(best[per_user], best[per_device], "o", color=style.color, ms=4, mfc="white")
         if "mode" in rows:

@@ -44,18 +44,40 @@ def results_folder(path: str | Path, what: str) -> Path:
                              "expected a results folder written by snakemake")
 
 
+def checked_results_folder(path: str | Path, what: str) -> Path:
+    """results_folder, with its totals.parquet's columns read from the file's footer (cheap): a damaged or foreign
+    table is refused in one line when the config is read, not in the compare job after the grid has run."""
+    import pyarrow.parquet as pq
+
+    folder = results_folder(path, what)
+    table = folder / "totals.parquet"
+    try:
+        columns = pq.read_schema(table).names
+    except Exception as error:  # pyarrow raises several types for a damaged or foreign file
+        raise _unreadable(table, what, error) from None
+    _check_columns(table, columns, TOTAL_KEYS, what)
+    return folder
+
+
+def _unreadable(path: Path, what: str, error: Exception) -> RooflineInputError:
+    return RooflineInputError(f"{what}: '{clip(path, 240)}' cannot be read as parquet: {clip(str(error), 160)}")
+
+
+def _check_columns(path: Path, columns, keys: tuple[str, ...], what: str) -> None:
+    missing = [key for key in keys if key not in columns]
+    if missing:
+        raise RooflineInputError(f"{what}: '{clip(path, 240)}' is not a table this tool wrote (no column "
+                                 f"'{missing[0]}'); the folders are incompatible")
+
+
 def _read(path: Path, keys: tuple[str, ...], what: str):
     import pandas as pd
 
     try:
         frame = pd.read_parquet(path)
     except Exception as error:  # pyarrow raises several types for a damaged or foreign file
-        raise RooflineInputError(f"{what}: '{clip(path, 240)}' cannot be read as parquet: "
-                                 f"{clip(str(error), 160)}") from None
-    missing = [key for key in keys if key not in frame.columns]
-    if missing:
-        raise RooflineInputError(f"{what}: '{clip(path, 240)}' is not a table this tool wrote (no column "
-                                 f"'{missing[0]}'); the folders are incompatible")
+        raise _unreadable(path, what, error) from None
+    _check_columns(path, frame.columns, keys, what)
     return frame.drop_duplicates(list(keys))
 
 

@@ -33,7 +33,7 @@ from ..serving.planner import DEFAULT_DTYPES, PlanSettings, Workload, check_work
 from ..serving.search import counts_by_mode as served_counts
 from ..serving.search_budget import MAX_CANDIDATES, check_budget, check_max_devices, count_candidates, search_seconds
 from ..serving.table import ServingSettings
-from .compare import results_folder
+from .compare import checked_results_folder
 from .measurements import resolve_measurements
 from .serving_section import resolve_serving_section
 
@@ -91,6 +91,15 @@ class ResolvedConfig:
         if self.serving is not None:
             return self.serving.framework
         return self.plan_search.framework if self.plan_search is not None else DEFAULT_FRAMEWORK
+
+    def plan_beyond_gpus(self) -> str:
+        """A warning where the plan section searches devices gpus: does not list (its own list, e.g. the shipped
+        config's, after gpus: was trimmed): page 1's served table recommends among them; '' otherwise."""
+        beyond = [gpu.key for gpu in (self.plan_search.gpus if self.plan_search else ()) if gpu.key not in self.gpus]
+        if not beyond:
+            return ""
+        return (f"plan.gpus searches {', '.join(beyond)}, which gpus: does not list: page 1 of each report "
+                "recommends among them too (edit plan.gpus, or drop it to search the gpus: devices)")
 
     def plan_search_params(self) -> dict:
         """JSON-able plan settings (PlanSettings.from_params rebuilds them): the plan jobs' `params`."""
@@ -204,6 +213,7 @@ def resolve_gpu(key: str, entry: dict | None, base_dir: Path = Path(".")) -> Acc
             entry["calibration"] = str(full.resolve())
         except (OSError, ValueError, RuntimeError):  # a NUL byte, a symlink loop: the table check names it
             entry["calibration"] = str(full)
+        no_braces(entry["calibration"], f"gpus.{key}.calibration")
     gpu = accelerator_from_entry(key, entry)  # figures checked there (hardware.check_plausible)
     if gpu.calibration:
         try:
@@ -216,6 +226,8 @@ def resolve_gpu(key: str, entry: dict | None, base_dir: Path = Path(".")) -> Acc
 #: a git branch name (`git check-ref-format --branch`), narrowed to plain characters: no leading '-', '/' or '.',
 #: no '..', '//', '/.' or '@{', not ending in '/', '.' or '.lock'
 BRANCH = re.compile(r"(?![-/.])(?!.*(\.\.|//|/\.|@\{|\.lock(/|$)))[A-Za-z0-9._/-]+(?<![/.])")
+#: a control character (a line break, a tab, NUL): no URL or display name holds one
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: a git remote that names a transport helper (`ext::sh -c ...` runs a command of the URL's choosing)
 HELPER_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
 
@@ -227,14 +239,17 @@ def check_publish(section) -> None:
     if not isinstance(section, dict):
         return
     branch = section.get("branch")
-    if branch is not None and not BRANCH.fullmatch(str(branch)):
+    # 'HEAD' passes check-ref-format yet no branch may be called so; 'refs/...' would publish to refs/heads/refs/...
+    if branch is not None and (not BRANCH.fullmatch(str(branch)) or str(branch) == "HEAD"
+                               or str(branch).startswith("refs/")):
         raise RooflineInputError(f"publish.branch: {branch!r} is not allowed; expected a git branch name of letters, "
                                  "digits, '.', '_', '-' and '/' (not starting with '-', '/' or '.', no '..' or '//', "
-                                 "not ending in '/', '.' or '.lock'), e.g. master")
+                                 "not ending in '/', '.' or '.lock', not HEAD or refs/...), e.g. master")
     git = section.get("git")
-    if git is not None and (str(git).startswith("-") or HELPER_URL.match(str(git))):
+    if git is not None and (str(git).startswith("-") or HELPER_URL.match(str(git)) or CONTROL.search(str(git))):
         raise RooflineInputError(f"publish.git: {git!r} is not allowed; expected the wiki repository's URL (https://, "
-                                 "ssh://, git@host:path) or a local path, not an option or a transport helper (ext::)")
+                                 "ssh://, git@host:path) or a local path on one line, not an option or a transport "
+                                 "helper (ext::)")
 
 
 def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
@@ -282,7 +297,7 @@ def resolve_config(config: dict, base_dir: str | Path = ".") -> ResolvedConfig:
                                                             base_dir),
                           compare_with=_compare_with(config.get("compare_with"), base_dir),
                           serving=resolve_serving_section(config.get("serving"), gpus, models,
-                                                          scenario.kv_dtype, base_dir))
+                                                          scenario.kv_dtype, base_dir, scenario.framework))
 
 
 def _compare_with(path, base_dir: Path) -> str:
@@ -290,7 +305,16 @@ def _compare_with(path, base_dir: Path) -> str:
     if not path:
         return ""
     full = Path(str(path)) if Path(str(path)).is_absolute() else base_dir / str(path)
-    return str(results_folder(full, "compare_with").resolve())
+    return no_braces(str(checked_results_folder(full, "compare_with").resolve()), "compare_with")
+
+
+def no_braces(path: str, key: str) -> str:
+    """`path`, refused in one line where it holds '{' or '}': a job input, Snakemake would read them as a wildcard
+    and stop (or read another file) after the config had been accepted."""
+    if "{" in path or "}" in path:
+        raise RooflineInputError(f"{key}: '{clip(path, 240)}' holds '{{' or '}}', which Snakemake reads as a wildcard "
+                                 "in a job's input; rename the file or its folder")
+    return path
 
 
 def _gpu_plan(key: str, entry: dict | None) -> Parallel | str | None:

@@ -100,13 +100,16 @@ def _csv_runs(text: str, shown: str) -> list[MeasuredRun]:
 def _vllm_results(text: str, shown: str) -> list[dict]:
     """The result objects of a vllm bench serve file, as our column names (the --metadata keys kept)."""
     try:
-        data = json.loads(text)
-        results = data if isinstance(data, list) else [data]
-    except json.JSONDecodeError:
-        try:  # --append-result: one object per line
+        try:
+            data = json.loads(text)
+            results = data if isinstance(data, list) else [data]
+        except json.JSONDecodeError:  # --append-result: one object per line
             results = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as error:
-            raise RooflineInputError(f"measurements: {shown} is not JSON (line {error.lineno}: {error.msg})") from None
+    except json.JSONDecodeError as error:
+        raise RooflineInputError(f"measurements: {shown} is not JSON (line {error.lineno}: {error.msg})") from None
+    except RecursionError:  # '[' x 100,000: Python's decoder recurses once per level
+        raise RooflineInputError(f"measurements: {shown} nests JSON too deeply to be a vllm bench serve result") \
+            from None
     fields = []
     for i, result in enumerate(results, start=1):
         if not isinstance(result, dict):

@@ -5,6 +5,9 @@ from ..engine.errors import RooflineInputError, clip, unknown
 from .config import check_key
 
 _BOUNDS = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}
+#: the schema's pattern of text on one line (names, vendors, sources, link names: a line break in a display name
+#: had started a heading of its own in the wiki's Markdown)
+ONE_LINE = r"^[^\x00-\x1f\x7f]*$"
 
 
 def check_schema(config: dict, schema: dict) -> None:
@@ -61,6 +64,9 @@ def describe_schema_error(error) -> str:
         return f"{where}: {error.message}"
     if kind == "pattern" and error.parent is None and "propertyNames" in error.schema_path:
         return _key_message(where, value)
+    if kind == "pattern" and expected == ONE_LINE:
+        return f"{where}: {clip(repr(value))} is not allowed; write it on one line, without line breaks, tabs or " \
+               "other control characters"
     if kind == "minItems" and isinstance(value, list) and value and expected > 1:
         return f"{where}: {clip(repr(value))} is not allowed; expected {expected} items"
     if kind in ("minProperties", "minItems"):

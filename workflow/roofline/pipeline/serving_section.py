@@ -20,9 +20,10 @@ WORKLOAD_KEYS = tuple(ServingWorkload.__dataclass_fields__)
 
 def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
                             models: dict[str, ModelSpec], kv_dtype: str = "",
-                            base_dir: Path = Path(".")) -> ServingSettings | None:
+                            base_dir: Path = Path("."), framework: str = "") -> ServingSettings | None:
     """ServingSettings (None when the section is absent); every workload checked against every model, and the
-    scenario's `kv_dtype` (the cache the workloads are served with) against what frameworks serve."""
+    scenario's `kv_dtype` (the cache the workloads are served with) against what frameworks serve. The section's
+    framework defaults to `framework` (scenario.framework, as the plan section's does), else DEFAULT_FRAMEWORK."""
     if section is None:
         return None
     if kv_dtype:
@@ -35,6 +36,7 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
                                          f"devices ({', '.join(gpus)}): add it to gpus: or drop it here")
             raise unknown("serving.gpus", key, gpus)
     defaults = {name: section[name] for name in ("framework", "mode") if name in section}
+    defaults["framework"] = defaults.get("framework") or framework or DEFAULT_FRAMEWORK
     workloads = []
     for i, entry in enumerate(section.get("workloads") or []):
         for name in entry:
@@ -54,7 +56,8 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
                 raise RooflineInputError(f"serving.workloads[{i}].{_as_key(str(error))} (models.{model.key})") from None
         _check_prefill_plan(f"serving.workloads[{i}].prefill_plan", workload, models, [gpus[key] for key in keys])
         _check_pools(f"serving.workloads[{i}]", workload, {key: gpus[key] for key in keys})
-        framework_key = f"serving.workloads[{i}].framework" if "framework" in entry else "serving.framework"
+        framework_key = (f"serving.workloads[{i}].framework" if "framework" in entry else
+                         "serving.framework" if "framework" in section else "scenario.framework")
         for key in keys:  # TensorRT-LLM on NVIDIA GPUs only: before any job runs
             try:
                 check_runs_on(values.get("framework") or "", gpus[key], framework_key)
@@ -64,8 +67,7 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
     if not workloads:
         raise RooflineInputError("serving.workloads: empty; give at least one, e.g. {isl: 1024, osl: 1024, "
                                  "concurrency: [1, 16, 64]}")
-    return ServingSettings(workloads=tuple(workloads), gpus=keys,
-                           framework=section.get("framework", DEFAULT_FRAMEWORK))
+    return ServingSettings(workloads=tuple(workloads), gpus=keys, framework=defaults["framework"])
 
 
 def _as_key(message: str) -> str:
