@@ -128,6 +128,13 @@ def test_mla_decode_modes_exact():
     assert absorbed["q_absorb"].cost.flops == 32 and absorbed["out_absorb"].cost.flops == 48
     # attention over the latent: QK 2*B*H*Skv*(C+R) = 2*1*2*4*6 = 96; PV 2*B*H*Skv*C = 2*1*2*4*4 = 64
     assert absorbed["qk_matmul"].cost.flops == 96 and absorbed["sv_matmul"].cost.flops == 64
+    # their weights, fp16: W_UK per head [dn, C] = 2 heads * 2 * 4 * 2 B = 32; W_UV per head [C, dv] = 2*4*3*2 = 48
+    # (read once per head, not once for all heads)
+    assert absorbed["q_absorb"].cost.weight == 32 and absorbed["out_absorb"].cost.weight == 48
+    # QK reads the latent cache once for all heads: Skv * (C + R) * 2 B = 4 * 6 * 2 = 48
+    assert absorbed["qk_matmul"].cost.kv_read == 48
+    # RoPE on the H query heads and the one shared rope key: 3 FLOPs * T * (H + 1) * R = 3 * 1 * 3 * 2 = 18
+    assert absorbed["rope"].cost.flops == 18
     assert "kv_b_proj" not in absorbed
     naive = _ops(m, "decode", batch=B, seq_len=S, mla_mode="naive", attention="eager")
     # re-expands all 4 cached latents: 2 * 4 rows * C * H*(dn+dv) = 2*4*4*10 = 320
@@ -258,3 +265,13 @@ def test_opt_word_embedding_projection_is_refused_by_name():
     with pytest.raises(RooflineInputError, match="word_embed_proj_dim 8 != hidden_size 16"):
         models.model_from_hf_dict(opt, "opt-350m-like")
     assert models.model_from_hf_dict(dict(opt, word_embed_proj_dim=16), "o").hidden == 16
+
+
+def test_fused_attention_with_value_heads_narrower_than_key_heads():
+    # B=1, H=2, Hkv=1, S=3 queries, 6 (query, key) pairs, Skv=3, d=4 (QK), dv=2 (PV), fp16 a=c=2:
+    # FLOPs = B*H*pairs*(2d + 2dv + 5 softmax) = 2*6*(8+4+5) = 204; O written at dv: 1*2*3*2*2 = 24 B;
+    # Q read at d: 1*2*3*4*2 = 48 B; the cache rows K and V: 1*1*3*(4+2)*2 = 36 B
+    from roofline.engine import formulas as f
+
+    cost = f.fused_attention(1, 2, 1, 3, 6, 3, 4, 2, 2, 2)
+    assert (cost.flops, cost.act_write, cost.act_read, cost.kv_read) == (204, 24, 48, 36)

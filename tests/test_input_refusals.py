@@ -51,9 +51,13 @@ def test_serve_refuses_a_kv_cache_no_framework_serves_as_plan_does(capsys, kv):
     err = _error(capsys, *SERVE, "--kv-dtype", kv)
     assert err.startswith(f"--kv-dtype: {kv} is not served: no serving framework caches keys and values in fewer "
                           "than 8 bits")
-    assert "--kv-dtypes: no dtype of 8 bits or more" in _error(
+    assert f"--kv-dtypes: {kv} is not served: no serving framework caches keys and values in fewer than 8 bits" \
+        in _error(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                  "--kv-dtypes", kv)
+    # beside a dtype that is served it is refused too (the search had dropped it without a word)
+    assert f"--kv-dtypes: {kv} is not served" in _error(
         capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
-        "--kv-dtypes", kv)
+        "--kv-dtypes", kv, "fp8")
 
 
 def test_8_bit_and_wider_caches_are_still_served(capsys):
@@ -154,3 +158,17 @@ def test_words_after_a_double_dash_stay_positional():
     # '-1,2' after --a is its value; after '--' a '--a -3' is two positional words, whatever was joined before
     assert parser._negative_values(["--a", "-1,2", "x", "--", "--a", "-3"]) == ["--a=-1,2", "x", "--", "--a", "-3"]
     assert vars(parser.parse_args(["--a", "-1,2", "--", "-5"])) == {"a": "-1,2", "rest": ["-5"]}
+
+
+@pytest.mark.parametrize("options, expected", [
+    (("--spec-method", "eagle", "--spec-acceptance", "-0.1"), "--spec-acceptance"),
+    (("--spec-method", "eagle", "--spec-tokens", "3", "--spec-accepted-length", "4.5"), "--spec-accepted-length"),
+    (("--prefix-hit", "1"), "--prefix-hit: 1 is not allowed"),
+    (("--spec-method", "eagle", "--osl", "1"), "--spec-method: a request of --osl 1 has no decode step"),
+    (("--request-rate", "4", "--overflow", "queue"), "--overflow: queue decides what closed-loop users"),
+])
+def test_serve_refuses_what_the_issue_bounds_in_one_line(capsys, options, expected):
+    # an acceptance outside [0, 1), an accepted length past K + 1, a prompt wholly cached, options that change nothing
+    argv = [word for word in SERVE if word not in ("--concurrency", "16")] if "--request-rate" in options else SERVE
+    argv = [*argv[:argv.index("--osl")], *argv[argv.index("--osl") + 2:]] if "--osl" in options else argv
+    assert _error(capsys, *argv, *options).startswith(expected)

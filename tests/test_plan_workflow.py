@@ -48,7 +48,7 @@ def test_plan_section_resolves_with_defaults_and_configured_gpus():
     ({"gpus": ["h100-sxn"]}, "plan.gpus: unknown value 'h100-sxn' (did you mean 'h100-sxm'?)"),
     ({"isl": 4000, "osl": 200}, "plan.isl + osl: 4000 + 200 = 4200 tokens do not fit the context of llama-2-7b (4096"),
     ({"prefill": "chunked"}, "plan.prefill: unknown value 'chunked'"),
-    ({"kv_dtypes": ["int4"]}, "plan.kv_dtypes: no dtype of 8 bits or more for the KV cache"),
+    ({"kv_dtypes": ["int4"]}, "plan.kv_dtypes: int4 is not served: no serving framework caches keys and values"),
     ({"attention_weight_dtype": "bf17"}, "plan.attention_weight_dtype: unknown value 'bf17' (did you mean 'bf16'?)"),
     ({"attention_weight_dtype": "bf16", "prefill": "separate"}, "plan.prefill: not with plan.mode"),
     ({"fp8_scaling": "blok"}, "plan.fp8_scaling: unknown value 'blok' (did you mean 'block'?)"),

@@ -139,7 +139,11 @@ def test_interleaved_prefill_adds_its_share_to_every_token():
 # behaviour; the serving model's `plan` is tested in tests/test_serving.py.
 
 
-def test_cli_csv_columns_and_frontier(capsys):
+def test_cli_csv_columns_and_frontier(capsys, monkeypatch):
+    # a loaded machine takes past 3 s here, and a progress line ("plan: x% of ...") then joins stderr
+    from roofline.serving import search_budget
+
+    monkeypatch.setattr(search_budget, "PROGRESS_AFTER_S", float("inf"))
     code, out, err = run(capsys, "plan", "--prefill", "separate",
                          "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--gpu", "h200-sxm",
                          "--isl", "1024", "--osl", "1024", "--tpot-ms", "50", "--format", "csv")

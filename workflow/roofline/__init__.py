@@ -87,7 +87,8 @@ def serve(model: str, gpu: str, *, isl: int, osl: int, **options) -> pandas.Data
     attention_weight_dtype, fp8_scaling, weight_group_size, attention, expert_routing, mla_mode, parallel, tp, pp, ep,
     attention_dp, memory_utilization, spec_method, spec_tokens, spec_acceptance, spec_accepted_length,
     spec_draft_model, mode, prefill_workers, decode_workers, prefill_tp, prefill_pp, prefill_ep, prefill_attention_dp,
-    max_devices, calibration, calibration_any_device.
+    max_devices, calibration, calibration_any_device. `attrs["reason"]` says why a request_rate run does not keep
+    up (its queue grows without end; "" where it does), as the command's stderr note.
     """
     return _frame("serve", model=model, gpu=gpu, isl=isl, osl=osl, **options)
 

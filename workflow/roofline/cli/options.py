@@ -60,8 +60,9 @@ class Parser(argparse.ArgumentParser):
                 continue
             if action.dest in seen:
                 also = "" if seen[action.dest] == name else f" (as {seen[action.dest]})"
-                raise RooflineInputError(f"{name}: given more than once{also}; it takes one value"
-                                         + (" (one command serves one device)" if name == "--gpu" else ""))
+                takes = (f"give every value after one {name}" if action.nargs in ("+", "*")
+                         else "it takes one value" + (" (one command serves one device)" if name == "--gpu" else ""))
+                raise RooflineInputError(f"{name}: given more than once{also}; {takes}")
             seen[action.dest] = name
 
     def error(self, message):  # one line, not usage + error
@@ -184,12 +185,13 @@ def choice(option, allowed):
 
 
 def choices(option, allowed):
-    """A list option's type: each word checked as choice() does; a word may hold several, comma-separated
-    ('fp8,nvfp4'), the form users type for lists (ListOption flattens them)."""
+    """A list option's type: each word checked as choice() does; a word may hold several, comma- or space-separated
+    ('fp8,nvfp4'; 'fp8 nvfp4' as the Python API's keyword value), the forms users type for lists (ListOption
+    flattens them)."""
     check = choice(option, allowed)
 
     def parse(text):
-        return [check(part) for part in text.split(",") if part] or [check(text)]
+        return [check(part) for part in re.split(r"[,\s]+", text) if part] or [check(text)]
     return parse
 
 

@@ -35,7 +35,7 @@ _HUMAN = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dt
           ("tokens_per_s", "token/s"), ("tokens_per_s_per_device", "token/s"),
           ("tokens_per_s_per_device_expected", "token/s"), ("tokens_per_s_per_user", "token/s"), ("bound", None),
           ("estimate", None), ("framework", None))
-_HUMAN_SERVED = (("deployment", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
+_HUMAN_SERVED = (("deployment", None), ("devices", None), ("batch", None), ("weight_dtype", None), ("kv_dtype", None),
                  ("attention", None), ("ttft_expected_s", "s"), ("ttft_s", "s"), ("tpot_expected_s", "s"),
                  ("tpot_s", "s"), ("tokens_per_s_per_device_expected", "token/s"),
                  ("tokens_per_s_per_user_expected", "token/s"), ("tokens_per_s_per_device", "token/s"),
@@ -89,7 +89,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--memory-utilization", type=fraction("--memory-utilization"),
                         help="usable fraction of each device's memory (default: the framework's rule; "
                              f"{Scenario.memory_utilization} with --prefill)")
-    spec_options.add_arguments(parser)
+    spec_options.add_arguments(parser, step_model=True)
     parser.add_argument("--top", type=non_negative_int("--top"), default=DEFAULT_TOP,
                         help=f"print only the best N frontier rows (default {DEFAULT_TOP}; 0 = every row; with "
                              "--mode all the best N of each mode); stderr says how many were left out")
@@ -324,4 +324,6 @@ def run(args) -> str:
         return json.dumps([json_safe(r) for r in rows], indent=1)
     priced_rows = any(row["cost_per_million_tokens"] == row["cost_per_million_tokens"] for row in rows)  # not NaN
     human = (_HUMAN_SERVED if served else _HUMAN) + (_COST if priced_rows else ())
+    if served and len({row["mode"] for row in rows}) > 1:  # --mode all: say which each row is
+        human = (("mode", None), *human)
     return format_table(rows, human) if rows else notes["reason"]

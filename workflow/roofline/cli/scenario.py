@@ -77,7 +77,8 @@ def add_dtypes(parser, defaults: Scenario, act_help: str | None = None) -> None:
     """--weight-dtype, --act-dtype, --kv-dtype and the weights' finer options; `act_help` where the activations'
     default is not the device's 16-bit float."""
     parser.add_argument("--weight-dtype", type=choice("--weight-dtype", WEIGHT_DTYPES),
-                        default=defaults.weight_dtype, help="a storage dtype or native (the checkpoint's own)")
+                        default=defaults.weight_dtype,
+                        help=f"a storage dtype or native (the checkpoint's own; default {defaults.weight_dtype})")
     sixteen = "(bf16 on a device that publishes no fp16 peak: TPUs, Gaudi)"
     for name in ("act", "kv"):  # None: the device's 16-bit float (sixteen_bit), resolved once the device is known
         default = f"default {getattr(defaults, f'{name}_dtype')} {sixteen}"

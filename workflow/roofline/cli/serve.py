@@ -34,13 +34,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--gpu", required=True, help=GPU_HELP)
     parser.add_argument("--isl", required=True, type=positive_int("--isl"), help="prompt tokens per request")
     parser.add_argument("--osl", required=True, type=positive_int("--osl"), help="output tokens per request")
-    parser.add_argument("--concurrency", type=positive_int("--concurrency"), help="closed-loop users")
-    parser.add_argument("--request-rate", type=positive_float("--request-rate"), help="open loop: requests/s")
+    parser.add_argument("--concurrency", type=positive_int("--concurrency"),
+                        help="closed-loop users (give this or --request-rate)")
+    parser.add_argument("--request-rate", type=positive_float("--request-rate"),
+                        help="open loop: requests/s (give this or --concurrency)")
     parser.add_argument("--max-batched-tokens", type=positive_int("--max-batched-tokens"),
                         help="tokens one step may compute, per attention replica under --attention-dp for trtllm "
                              "and vllm (default: the framework's)")
-    parser.add_argument("--overflow", type=choice("--overflow", OVERFLOWS), default="refuse",
-                        help="refuse: a concurrency the KV cache cannot hold is an error; queue: the rest wait")
+    parser.add_argument("--overflow", type=choice("--overflow", OVERFLOWS),
+                        help="refuse (default): a concurrency the KV cache cannot hold is an error; queue: the rest "
+                             "wait")
     parser.add_argument("--benchmark-waves", type=positive_float("--benchmark-waves"),
                         help="TTFT of a closed-loop benchmark of this many waves of --concurrency requests, its first "
                              "wave sent at once (default: the steady state)")
@@ -50,7 +53,9 @@ def add_arguments(parser) -> None:
     scenario.add_kernels(parser, defaults)
     scenario.add_parallel(parser)
     parser.add_argument("--memory-utilization", type=fraction("--memory-utilization"),
-                        help="the framework's memory fraction for the KV cache (default: the framework's)")
+                        help="fraction of each device's memory the framework sizes its KV cache from (default: the "
+                             "framework's rule: vLLM 0.9 of the device, TensorRT-LLM 0.9 of what weights and "
+                             "activations leave, SGLang's by the engine)")
     spec_options.add_arguments(parser)
     _add_pools(parser)
     options.add_format(parser)
@@ -60,7 +65,7 @@ def add_arguments(parser) -> None:
 
 def _add_pools(parser) -> None:
     parser.add_argument("--mode", type=choice("--mode", MODES), default="aggregated",
-                        help="aggregated | disaggregated (prefill and decode pools)")
+                        help="aggregated (default) | disaggregated (prefill and decode pools)")
     parser.add_argument("--prefill-workers", type=positive_int("--prefill-workers"),
                         help="--mode disaggregated: engines computing prompts (default 1)")
     parser.add_argument("--decode-workers", type=positive_int("--decode-workers"),
@@ -68,14 +73,16 @@ def _add_pools(parser) -> None:
     for name in ("tp", "pp", "ep"):
         parser.add_argument(f"--prefill-{name}", type=positive_int(f"--prefill-{name}"),
                             help=f"the prefill workers' {name} (default: the decode plan's)")
-    parser.add_argument("--prefill-attention-dp", action="store_true", help="data-parallel attention in prefill")
+    parser.add_argument("--prefill-attention-dp", action="store_true",
+                        help="data-parallel attention in the prefill pool (default off: not taken from "
+                             "--attention-dp, unlike --prefill-tp/-pp/-ep)")
     parser.add_argument("--max-devices", type=positive_int("--max-devices", MAX_DEVICES),
                         help=f"--mode disaggregated: refuse pools that need more devices than this (pools are at "
                              f"most {MAX_DEVICES} devices in any case)")
 
 
 def table(args) -> tuple[list[dict], dict]:
-    """(the one served row, no notes)."""
+    """(the one served row, {"reason": why it does not keep up with --request-rate, "" where it does})."""
     model = options.model(args.model)
     device = options.gpu(args.gpu)
     scenario.check_framework(args.framework, device)
@@ -94,14 +101,21 @@ def table(args) -> tuple[list[dict], dict]:
                             args.max_batched_tokens, args.memory_utilization, dp_balance=args.attention_dp_balance,
                             request_tokens=args.isl + args.osl, batch_wait=args.batch_wait)
     _check_batch_wait(args, served.plan)
+    if args.overflow is not None and args.request_rate is not None:  # rather than shown while it changes nothing
+        raise RooflineInputError(f"--overflow: {args.overflow} decides what closed-loop users (--concurrency) the KV "
+                                 "cache cannot hold do; with --request-rate drop it (arrivals past what the "
+                                 "deployment sustains queue, and the row says whether it keeps up)")
+    args.overflow = args.overflow or "refuse"
     if args.mode == "aggregated":
         _refuse_pool_options(args)
         _check_balance(args, [served.plan])
-        return [serve_aggregated(served, workload, args.overflow, args.benchmark_waves or 0.0)], {}
-    prefill = _prefill_plan(args, served)
-    _check_balance(args, [prefill])  # the decode pool computes no prompts: nothing of its own to balance
-    pools = Disaggregation(args.prefill_workers or 1, args.decode_workers or 1, prefill, args.max_devices)
-    return [serve_disaggregated(served, workload, pools, args.overflow, args.benchmark_waves or 0.0)], {}
+        row = serve_aggregated(served, workload, args.overflow, args.benchmark_waves or 0.0)
+    else:
+        prefill = _prefill_plan(args, served)
+        _check_balance(args, [prefill])  # the decode pool computes no prompts: nothing of its own to balance
+        pools = Disaggregation(args.prefill_workers or 1, args.decode_workers or 1, prefill, args.max_devices)
+        row = serve_disaggregated(served, workload, pools, args.overflow, args.benchmark_waves or 0.0)
+    return [row], {"reason": open_loop_note(row)}
 
 
 def _check_balance(args, plans: list[Parallel]) -> None:
@@ -164,10 +178,18 @@ RUNS_OUT = {"prefill": " (computing the prompts is what limits it)",
 
 def run(args) -> str:
     """The served row in --format; on stderr, one line when the deployment cannot keep up with --request-rate."""
-    (row,), _ = table(args)
-    if not row["keeps_up"]:
-        short = RUNS_OUT.get(row["limited_by"], "")
-        print(f"note: {row['deployment']} completes at most {row['requests_per_s_expected']:.3g} requests/s, below "
-              f"--request-rate {row['request_rate']:g}{short}: the queue grows without end, so ttft_expected_s and "
-              "e2e_latency_expected_s are infinite (lower the rate or add devices)", file=sys.stderr)
+    (row,), notes = table(args)
+    if notes.get("reason"):
+        print(f"note: {notes['reason']}", file=sys.stderr)
     return one_row_text(row, COLUMNS, args.format, 34)
+
+
+def open_loop_note(row: dict) -> str:
+    """Why a run does not keep up with --request-rate ('' where it does): the result's `reason` (the Python API's
+    attrs) and the command's stderr note."""
+    if row["keeps_up"]:
+        return ""
+    short = RUNS_OUT.get(row["limited_by"], "")
+    return (f"{row['deployment']} completes at most {row['requests_per_s_expected']:.3g} requests/s, below "
+            f"--request-rate {row['request_rate']:g}{short}: the queue grows without end, so ttft_expected_s and "
+            "e2e_latency_expected_s are infinite (lower the rate or add devices)")

@@ -7,7 +7,7 @@ import argparse
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import FRAMEWORKS
 from ..serving.framework import BALANCING, BATCH_WAITING, MAX_WAIT_STEPS, WAIT_NEEDS_DECODING, batch_wait_setting
-from ..serving.speculative import DEFAULT_SPEC_TOKENS, SPEC_METHODS, Speculation
+from ..serving.speculative import DEFAULT_SPEC_TOKENS, MAX_SPEC_TOKENS, SPEC_METHODS, Speculation
 from . import options
 from .options import choice, positive_int
 
@@ -69,11 +69,14 @@ def check_batch_wait(args, framework_named: bool = False) -> None:
         raise RooflineInputError(f"--batch-wait: {WAIT_NEEDS_DECODING}")
 
 
-def add_arguments(parser) -> None:
-    """--framework, --attention-dp-balance, --batch-wait, --prefix-hit, --length-spread and the --spec-* options."""
+def add_arguments(parser, step_model: bool = False) -> None:
+    """--framework, --attention-dp-balance, --batch-wait, --prefix-hit, --length-spread and the --spec-* options;
+    `step_model`: the command also takes plan's --prefill (the previous release's step model), whose default
+    framework differs."""
     parser.add_argument("--framework", type=choice("--framework", FRAMEWORKS),
                         help="serving framework: its scheduler defaults, host time and measured kernel tables "
-                             "(default vllm; plan --prefill: each device's default tables)")
+                             "(default vllm" + ("; with --prefill: each device's default tables)" if step_model
+                                                else ")"))
     timeout, wait = BALANCING["trtllm"]
     parser.add_argument("--attention-dp-balance", nargs="?", const=f"{timeout},{wait}", type=balance,
                         metavar="TIMEOUT,WAIT",
@@ -87,7 +90,7 @@ def add_arguments(parser) -> None:
                              "step's tokens reach RATIO of max_num_tokens or STEPS steps have passed, e.g. 20,0.9; "
                              "off (as without the option, TensorRT-LLM's default)")
     parser.add_argument("--prefix-hit", type=share("--prefix-hit"), default=0.0,
-                        help="share of prompt tokens found in the prefix cache")
+                        help="share of prompt tokens found in the prefix cache, 0 <= F < 1 (default 0)")
     parser.add_argument("--length-spread", type=share("--length-spread"), default=0.0, metavar="S",
                         help="requests' lengths uniform over isl and osl x (1 +- S), as vllm bench serve's "
                              "--random-range-ratio S; default 0: every request exactly isl and osl, as a "
@@ -96,7 +99,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--spec-method", type=choice("--spec-method", SPEC_METHODS),
                         help="speculative decoding: mtp | eagle | draft | ngram")
     parser.add_argument("--spec-tokens", type=positive_int("--spec-tokens"),
-                        help=f"drafted tokens K per verify step (default {DEFAULT_SPEC_TOKENS}, with --spec-method)")
+                        help=f"drafted tokens K per verify step, 1 to {MAX_SPEC_TOKENS} (default "
+                             f"{DEFAULT_SPEC_TOKENS}, with --spec-method)")
     parser.add_argument("--spec-acceptance", type=number("--spec-acceptance"),
                         help="per-token acceptance probability, 0 <= A < 1")
     parser.add_argument("--spec-accepted-length", type=number("--spec-accepted-length"),
@@ -112,6 +116,9 @@ def speculation(args, target) -> Speculation:
         if given:
             raise RooflineInputError(f"--spec-{given[0].replace('_', '-')}: only with --spec-method")
         return Speculation()
+    if getattr(args, "osl", 2) < 2:  # the first token comes from the prefill: nothing is left to draft
+        raise RooflineInputError(f"--spec-method: a request of --osl {args.osl} has no decode step to speculate on; "
+                                 "drop it or raise --osl")
     draft = _draft_model(args.spec_draft_model) if args.spec_draft_model else None
     tokens = DEFAULT_SPEC_TOKENS if args.spec_tokens is None else args.spec_tokens
     return Speculation(args.spec_method, tokens, args.spec_acceptance, args.spec_accepted_length,

@@ -188,7 +188,11 @@ def recipes(weight_dtypes: Sequence[str], kv_dtypes: Sequence[str], attention_we
         check_storage_dtype("--attention-weight-dtype", attention_weight_dtype)
     weights = tuple(dict.fromkeys(check_storage_dtype("--weight-dtypes", d) for d in weight_dtypes))
     kvs = tuple(dict.fromkeys(check_storage_dtype("--kv-dtypes", d) for d in kv_dtypes))
-    kvs = tuple(kv for kv in kvs if DTYPE_BYTES[kv] >= MIN_KV_BYTES)
+    narrow = [kv for kv in kvs if DTYPE_BYTES[kv] < MIN_KV_BYTES]  # named in the list: refused, not dropped unsaid
+    if narrow:
+        raise RooflineInputError(f"--kv-dtypes: {narrow[0]} is not served: no serving framework caches keys and values "
+                                 "in fewer than 8 bits (vLLM, SGLang and TensorRT-LLM: 16-bit or fp8); drop it, or use "
+                                 "fp8, fp16 or bf16")
     if not weights or not kvs:
         raise RooflineInputError("--kv-dtypes: no dtype of 8 bits or more for the KV cache; add one (e.g. fp8)")
     return [Scenario(weight_dtype=w, act_dtype=activation_dtype(w), kv_dtype=kv, attention=attention,

@@ -56,7 +56,7 @@ def check_capacity(served, workload, cap, overflow: str, workers: int = 1) -> No
                 f"{-cap.kv_budget_bytes / 1e9:.3g} GB per device")
         check_reserve(served.gpu, served.framework, served.plan, "--tp/--pp")
         remedies = _remedies(served, kv_helps and cap.kv_budget_bytes > 0)  # no room left: no cache dtype helps
-        option, settings = _memory_settings(served, option)
+        option, settings = memory_settings(served, option)
         raise RooflineInputError(
             f"{option}: not one request of {workload.isl} + {workload.osl} tokens fits the KV cache of "
             f"{deployment_label(served.gpu, served.plan)} ({left}); {remedies}{settings}")
@@ -88,7 +88,7 @@ def check_reserve(gpu, fw: Framework, plan: Parallel, option: str) -> None:
         f"the engine beside its activations and graphs); use {fewer}wider devices, or --memory-utilization")
 
 
-def _memory_settings(served, option: str) -> tuple[str, str]:
+def memory_settings(served, option: str) -> tuple[str, str]:
     """(the option to name, what else would make room) where the user's own settings shrank the cache: a memory
     share below the framework's default (--memory-utilization, then the option named), SGLang's chunked-prefill size
     set above its default (its reserve grows with it)."""

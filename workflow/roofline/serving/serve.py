@@ -23,7 +23,7 @@ from . import aggregated as agg
 from . import disaggregated as dis
 from .capacity import capacity, footprint_share, room_lacking
 from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, batch_wait_label, framework_for, held_batch_wait
-from .refusals import check_capacity, check_kv_served, check_reserve
+from .refusals import check_capacity, check_kv_served, check_reserve, memory_settings
 from .speculative import Speculation, draft_model, draft_weight_bytes
 from .step_tables import tabulate
 from .steps import Mix, Parts
@@ -325,10 +325,11 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     prefill_rule = served.framework.for_engine(served.gpu, pools.prefill_plan)  # SGLang: the worker's own fraction
     if _capacity(served, prefill_scenario, workload.isl, 1, workload.prefix_hit, None, prefill_rule).running < 1:
         check_reserve(served.gpu, prefill_rule, pools.prefill_plan, "--prefill-tp/--prefill-pp/--prefill-ep")
+        option, settings = memory_settings(served, "--prefill-tp/--prefill-pp/--prefill-ep")  # what shrank it
         raise RooflineInputError(
-            f"--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of "
+            f"{option}: a prefill worker of "
             f"{deployment_label(served.gpu, pools.prefill_plan)} cannot hold {served.model.key}'s weights and one "
-            f"prompt of {workload.isl} tokens; use a wider prefill plan")
+            f"prompt of {workload.isl} tokens; use a wider prefill plan{settings}")
     check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow,
                     shape.decode_workers)
     fw = served.framework
