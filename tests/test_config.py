@@ -281,7 +281,7 @@ SCHEMA_BAD = {
     "batch text": (small(scenario={"batch": "x"}), "scenario.batch: 'x' is not allowed; expected integer"),
     "hostile key": (small(models={"../evil": {}}), "models: key '../evil' is not allowed"),
     "peak dtype": (small(gpus={"x": {"peak_tflops": {"fp9": 1}}}), "gpus.x.peak_tflops: unknown value 'fp9'"),
-    "missing gpus": ({"models": {"llama-2-7b": {}}}, "config: 'gpus' is a required property"),
+    "missing gpus": ({"models": {"llama-2-7b": {}}}, "config: needs the key 'gpus'"),
     # a 250-character key once passed the schema and failed at run time with OSError: File name too long
     "long model key": (small(models={"m" * 250: {}}), "models: key 'mmmmmmmmmmmmmmmmmmmmmmmm...' (250 characters) "
                                                        "is too long; keys have at most 64 characters"),

@@ -230,3 +230,11 @@ def test_the_serving_sections_framework_follows_the_scenarios_as_the_plan_sectio
                                   "serving": {**serving, "framework": "trtllm"}})
     assert resolved.serving.workloads[0].framework == "trtllm"
     assert rc.resolve_config({**BASE, "serving": serving}).serving.framework == "vllm"
+
+
+def test_a_list_where_a_mapping_is_wanted_shows_the_mapping():
+    # "gpus: ['h100-sxm', 'l40s'] is not allowed; expected object" is the first mistake many make
+    assert _schema_line({**BASE, "gpus": ["h100-sxm", "l40s"]}) == (
+        "gpus: ['h100-sxm', 'l40s'] is a list; expected a mapping of keys to entries, e.g. {h100-sxm: {}, l40s: {}} "
+        "(one per line: '  h100-sxm: {}')")
+    assert _schema_line({**BASE, "serving": {}}) == "serving: needs the key 'workloads'"

@@ -414,18 +414,19 @@ def test_footprint_names_each_stage_in_model_report_and_summary(long_context):
         ("prefill", units.nbytes(prefill["footprint_bytes"]), False),
         ("decode", units.nbytes(decode["footprint_bytes"]), True)]
     assert not a6000["fits"]
-    assert a6000["footprint_note"].startswith("Prefill does not fit in 46.4 GB usable of 48 GiB; its times assume it "
-                                              "did")
+    assert a6000["footprint_note"].startswith("Prefill does not fit in 46.4 GB usable of 48 GiB (51.5 GB); its times "
+                                              "assume it did")
     assert "Prefill's activations (" in a6000["footprint_note"]
     assert "are the inputs and outputs of its largest operator, softmax" in a6000["footprint_note"]
     assert "With FlashAttention (no score matrix in DRAM) prefill needs" in a6000["footprint_note"]
     deepseek = next(g for g in contexts["deepseek-v3"]["gpus"] if g["key"] == "rtx-a6000")
-    assert deepseek["footprint_note"].startswith("Prefill and decode do not fit in 46.4 GB usable of 48 GiB; their "
-                                                 "times assume they did")
+    assert deepseek["footprint_note"].startswith("Prefill and decode do not fit in 46.4 GB usable of 48 GiB (51.5 GB); "
+                                                 "their times assume they did")
     summary_text = " ".join(contexts["llama-3.1-8b"]["summary"])
     usable = units.nbytes(totals.loc[("llama-3.1-8b", "h100-sxm", "prefill")]["usable_memory_bytes"])  # the one named
-    assert (f"prefill needs {units.nbytes(prefill['footprint_bytes'])} of {usable} usable on 1 x H100 SXM5 80GB "
-            f"(weights {units.nbytes(prefill['weight_bytes'])}") in summary_text
+    # the share beside it in decimal GB: 77.3 GB is 90% of the 80 GiB = 85.9 GB the hardware table prints as 80 GiB
+    assert (f"prefill needs {units.nbytes(prefill['footprint_bytes'])} of {usable} usable (90% of 85.9 GB) on 1 x "
+            f"H100 SXM5 80GB (weights {units.nbytes(prefill['weight_bytes'])}") in summary_text
     assert f"decode needs {units.nbytes(decode['footprint_bytes'])}" in summary_text
     html = render_html(contexts["llama-3.1-8b"])
     assert "<th>Fits in 48 GiB</th>" in html
@@ -438,7 +439,7 @@ def test_footprint_names_each_stage_in_model_report_and_summary(long_context):
         f"{units.nbytes(prefill['footprint_bytes'])} (prefill)", f"≥ {needed} (prefill)")
     # the prefill time is marked, the decode time (it fits) is not
     assert row["ttft"]["misfit"] == (f"does not fit: needs {units.nbytes(prefill['footprint_bytes'])}, has "
-                                     "46.4 GB usable of 48 GiB") and row["tpot"]["misfit"] == ""
+                                     "46.4 GB usable of 48 GiB (51.5 GB)") and row["tpot"]["misfit"] == ""
     html = render_html(summary)
     assert f"≥ {needed} (prefill)" in re.sub(r"<[^>]+>", "", html)  # the parts may wrap apart (macros.td)
     assert f'title="{row["ttft"]["misfit"]}"><span class="cross">✗</span> {row["ttft"]["text"]}</td>' in html
@@ -694,7 +695,7 @@ def test_decision_reads_deployment_and_expected_columns_of_the_totals(data):
     assert row["expected"]["text"] == units.seconds(total["tpot_s"] * 1.25)
     # the usable share beside the capacity as the hardware table prints it (a reader checks 1 GB against 80 GiB)
     assert row["fit_text"] == (f"does not fit: needs {units.nbytes(total['footprint_bytes'])}, has 1.00 GB usable "
-                               "of 80 GiB")
+                               "of 80 GiB (85.9 GB)")
     # the pipeline's own totals: the engine's deployment and expected times, as they are
     plain = decision.decision_tables(tables["totals"], tables["treatments"], gpus, ["decode"])[0]
     for r in plain["rows"]:

@@ -113,6 +113,7 @@ def _memory_limit(top, bottom, rows: pd.DataFrame, misfit: pd.DataFrame, gpu: Ac
     first = float(misfit["batch"].min())
     fitting = rows[rows["batch"] < first]
     edge = math.sqrt(first * float(fitting["batch"].max())) if len(fitting) else x_low
+    edge = largest + 0.5 if largest is not None else edge  # between the largest batch that fits and the next
     for ax in (top, bottom):
         ax.axvspan(edge, x_high, color="#f3dede", lw=0, zorder=0)
     memory = f"{gpu.memory_bytes / 2**30:.0f} GiB"

@@ -54,6 +54,11 @@ def describe_schema_error(error) -> str:
         said = " (YAML reads yes/no/on/off as true/false)" if isinstance(value, bool) else ""
         return (f"{where}: {clip(repr(value))} is not an entry{said}; write '{key}: {{}}' for the catalog entry, or a "
                 "mapping of fields such as {name: ...}")
+    if kind == "type" and isinstance(value, list) and expected == "object" and len(error.absolute_path) == 1:
+        names = [item for item in value[:3] if isinstance(item, str)] or ["key"]
+        keys = ", ".join(f"{name}: {{}}" for name in names)
+        return (f"{where}: {clip(repr(value))} is a list; expected a mapping of keys to entries, e.g. "
+                f"{{{keys}}} (one per line: '  {names[0]}: {{}}')")
     if kind == "type" and value is None:  # `scenario:` with nothing under it
         return f"{where}: empty (YAML reads a key with nothing under it as null); give its keys or delete the line"
     if kind == "type":
@@ -61,7 +66,8 @@ def describe_schema_error(error) -> str:
         said = " (YAML reads yes/no/on/off as true/false: quote the word)" if isinstance(value, bool) else ""
         return f"{where}: {clip(_yaml(value))} is not allowed; expected {wanted}{said}"
     if kind == "required":
-        return f"{where}: {error.message}"
+        missing = next((name for name in expected if isinstance(value, dict) and name not in value), None)
+        return f"{where}: needs the key '{missing}'" if missing else f"{where}: {error.message}"
     if kind == "pattern" and error.parent is None and "propertyNames" in error.schema_path:
         return _key_message(where, value)
     if kind == "pattern" and expected == ONE_LINE:

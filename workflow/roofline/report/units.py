@@ -50,8 +50,9 @@ def capacity(value: float) -> str:
 
 
 def usable(usable_bytes: float, memory_bytes: float) -> str:
-    """The part of a device's memory a deployment may fill: '46.4 GB usable of 48 GiB'."""
-    return f"{nbytes(usable_bytes)} usable of {capacity(memory_bytes)}"
+    """The part of a device's memory a deployment may fill: '46.4 GB usable of 48 GiB (51.5 GB)': the capacity as
+    the vendor sizes it, in decimal GB too, so that the share (memory_utilization) can be checked."""
+    return f"{nbytes(usable_bytes)} usable of {capacity(memory_bytes)} ({nbytes(memory_bytes)})"
 
 
 def rate(value: float, dtype: str | None = None) -> str:

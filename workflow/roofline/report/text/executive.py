@@ -32,7 +32,10 @@ def footprint_parts(row: pd.Series, everywhere: bool = False) -> str:
     usable = row.get("usable_memory_bytes")
     # what it is held against, in the same decimal units (the hardware table prints capacities in GiB, as vendors
     # do, and 170 GB beside "192 GiB" could not be checked without the memory_utilization share)
-    held = "" if everywhere or units.missing(usable) else f" of {units.nbytes(usable)} usable"
+    memory = row.get("memory_bytes")
+    share = "" if units.missing(usable) or units.missing(memory) else \
+        f" ({float(usable) / float(memory):.0%} of {units.nbytes(memory)})"
+    held = "" if everywhere or units.missing(usable) else f" of {units.nbytes(usable)} usable{share}"
     return (f"{units.nbytes(row['footprint_bytes'])}{held}{where} (weights "
             f"{units.nbytes(row['weight_bytes_per_device'])}, KV cache "
             f"{units.nbytes(row['kv_cache_bytes_per_device'])}, activations {units.nbytes(row['activation_bytes'])})")
