@@ -38,8 +38,9 @@ CLASS_COLORS = {"gemm": "#56B4E9", "attention": "#E69F00", "norm": "#009E73", "e
                 "embedding": "#999999", "communication": "#8C510A"}
 #: the mark of a setup that does not fit, in figures as in tables
 MISFIT_MARK = "✗"
-#: colour = GPU in cross-GPU figures, assigned in config order
-GPU_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#882255",
+#: colour = GPU in cross-GPU figures, assigned in config order (Okabe-Ito, then Tol; wine sixth, sky blue eighth: the
+#: first and sixth of the default config's six GPUs had been blue and sky blue, hard to tell apart)
+GPU_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#882255", "#000000", "#56B4E9",
                "#44AA99", "#999933", "#AA4499", "#332288")
 #: light shading of the memory-bound and compute-bound regions
 REGION_COLORS = {"memory": "#eef3f8", "compute": "#fbf4ea"}
