@@ -238,3 +238,15 @@ def test_a_list_where_a_mapping_is_wanted_shows_the_mapping():
         "gpus: ['h100-sxm', 'l40s'] is a list; expected a mapping of keys to entries, e.g. {h100-sxm: {}, l40s: {}} "
         "(one per line: '  h100-sxm: {}')")
     assert _schema_line({**BASE, "serving": {}}) == "serving: needs the key 'workloads'"
+
+
+def test_a_workload_refusal_names_a_model_only_where_the_model_is_the_reason():
+    two = {**BASE, "models": {"llama-3.1-8b": {}, "qwen2.5-7b": {}}}
+    alike = {"isl": 1024, "osl": 256, "concurrency": [4], "mode": "disaggregated", "framework": "trtllm",
+             "batch_wait": [20, 0.9]}
+    line = _refusal({**two, "serving": {"workloads": [alike]}})
+    assert line.startswith("serving.workloads[0].batch_wait") and "(models." not in line
+    # a prompt past one model's context (Llama-2-7B's 4,096 positions; Llama-3.1-8B's 131,072)
+    long = {"isl": 8000, "osl": 256, "concurrency": [1]}
+    mixed = {**BASE, "models": {"llama-3.1-8b": {}, "llama-2-7b": {}}, "serving": {"workloads": [long]}}
+    assert _refusal(mixed).endswith("(models.llama-2-7b)")

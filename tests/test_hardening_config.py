@@ -196,6 +196,7 @@ def test_a_yaml_syntax_error_in_config_yaml_names_its_line(workflow_copy):
     run, lines = _dry_run_with_config_yaml(workflow_copy, "models:\n  llama-2-7b: {\ngpus: {h100-sxm: {}}\n")
     assert run.returncode == 2 and len(lines) == 1, run.stderr[-2000:]
     assert lines[0].startswith("Invalid configuration: config.yaml: not valid YAML") and "line 2, column 15" in lines[0]
+    assert "unicode string" not in lines[0] and 'in "config.yaml", line' in lines[0]
 
 
 EMPTY = "empty (or only comments)"

@@ -49,11 +49,7 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
         if (draft.endswith(".json") or "/" in draft) and not Path(draft).is_absolute():  # as hf_config: beside the
             values["spec_draft_model"] = str(base_dir / draft)  # config, and absolute for the jobs that read it
         workload = ServingWorkload(**values)
-        for model in models.values():
-            try:
-                workload.validate(model)
-            except RooflineInputError as error:
-                raise RooflineInputError(f"serving.workloads[{i}].{_as_key(str(error))} (models.{model.key})") from None
+        _validate_for(workload, models, f"serving.workloads[{i}]")
         _check_prefill_plan(f"serving.workloads[{i}].prefill_plan", workload, models, [gpus[key] for key in keys])
         _check_pools(f"serving.workloads[{i}]", workload, {key: gpus[key] for key in keys})
         framework_key = (f"serving.workloads[{i}].framework" if "framework" in entry else
@@ -68,6 +64,21 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
         raise RooflineInputError("serving.workloads: empty; give at least one, e.g. {isl: 1024, osl: 1024, "
                                  "concurrency: [1, 16, 64]}")
     return ServingSettings(workloads=tuple(workloads), gpus=keys, framework=defaults["framework"])
+
+
+def _validate_for(workload: ServingWorkload, models: dict[str, ModelSpec], where: str) -> None:
+    """The workload checked against every model: one line, naming the first model it fails for, or none where it
+    fails alike for every one of several (a batch_wait with a disaggregated mode is wrong whatever the model)."""
+    errors = {}
+    for model in models.values():
+        try:
+            workload.validate(model)
+        except RooflineInputError as error:
+            errors[model.key] = str(error)
+    if errors:
+        key, message = next(iter(errors.items()))
+        every = len(models) > 1 and len(errors) == len(models) and len(set(errors.values())) == 1
+        raise RooflineInputError(f"{where}.{_as_key(message)}" + ("" if every else f" (models.{key})"))
 
 
 def _as_key(message: str) -> str:

@@ -26,7 +26,8 @@ def load_config_file(path: str | Path) -> dict:
         _refuse_duplicate_keys(yaml.compose(text, Loader=ConfigLoader), str(path), seen_nodes=set())
         loaded = yaml.load(text, Loader=ConfigLoader)
     except yaml.YAMLError as error:
-        raise RooflineInputError(f"{path}: not valid YAML ({' '.join(str(error).split())[:200]})") from None
+        said = str(error).replace('"<unicode string>"', f'"{path}"')  # PyYAML names the text it was given
+        raise RooflineInputError(f"{path}: not valid YAML ({' '.join(said.split())[:200]})") from None
     except RecursionError:
         raise RooflineInputError(f"{path}: nested too deeply to be a config file") from None
     return loaded if isinstance(loaded, dict) else {}
