@@ -70,9 +70,10 @@ def draw(data: ModelFigures, stage: str):
 
 
 def caption(data: ModelFigures, stage: str) -> str:
+    links = (" The collectives of multi-device deployments sit at FLOPs per byte on the link (not per DRAM byte, as "
+             "in the tables)." if data.multi_device else "")
     return (f"{stage.capitalize()} operators on every configured GPU (colour = GPU): which operators cross the ridge "
-            "on which device." + (" The collectives of multi-device deployments sit at FLOPs per byte on the link "
-                                  "(not per DRAM byte, as in the tables)." if data.multi_device else ""))
+            f"on which device; a label's '+N': N more operators there.{links}")
 
 
 def note(data: ModelFigures, _stage: str) -> str:

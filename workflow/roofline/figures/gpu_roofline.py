@@ -57,7 +57,8 @@ def caption(data: ModelFigures, gpu: str) -> str:
     where = data.deployments[gpu] if gpu in data.multi_device else data.gpus[gpu].name
     return (f"Roofline of {data.name} on {where}: each operator of {' and '.join(data.stages)} at its "
             "arithmetic intensity and attainable performance; solid lines: memory bandwidth and the "
-            f"{gemm_dtype(data.scenario)} peak, dashed: other dtypes' peaks, dotted: the ridge."
+            f"{gemm_dtype(data.scenario)} peak, dashed: other dtypes' peaks, dotted: the ridge; a label's '+N': N "
+            "more operators there."
             + (" The collectives sit at FLOPs per byte on the link (not per DRAM byte, as in the tables), under the "
                "link's roof." if gpu in data.multi_device else ""))
 
