@@ -49,22 +49,8 @@ def describe_schema_error(error) -> str:
             return unknown(where, extra[0], allowed).args[0].replace("unknown value", "unknown key")
     if kind in _BOUNDS:
         return f"{where}: {value!r} is not allowed; must be {_BOUNDS[kind]} {expected}"
-    if kind == "type" and len(error.absolute_path) == 2 and error.absolute_path[0] in ("models", "gpus"):
-        key = error.absolute_path[1]
-        said = " (YAML reads yes/no/on/off as true/false)" if isinstance(value, bool) else ""
-        return (f"{where}: {clip(repr(value))} is not an entry{said}; write '{key}: {{}}' for the catalog entry, or a "
-                "mapping of fields such as {name: ...}")
-    if kind == "type" and isinstance(value, list) and expected == "object" and len(error.absolute_path) == 1:
-        names = [item for item in value[:3] if isinstance(item, str)] or ["key"]
-        keys = ", ".join(f"{name}: {{}}" for name in names)
-        return (f"{where}: {clip(repr(value))} is a list; expected a mapping of keys to entries, e.g. "
-                f"{{{keys}}} (one per line: '  {names[0]}: {{}}')")
-    if kind == "type" and value is None:  # `scenario:` with nothing under it
-        return f"{where}: empty (YAML reads a key with nothing under it as null); give its keys or delete the line"
     if kind == "type":
-        wanted = expected if isinstance(expected, str) else " or ".join(expected)
-        said = " (YAML reads yes/no/on/off as true/false: quote the word)" if isinstance(value, bool) else ""
-        return f"{where}: {clip(_yaml(value))} is not allowed; expected {wanted}{said}"
+        return _type_message(error, where)
     if kind == "required":
         missing = next((name for name in expected if isinstance(value, dict) and name not in value), None)
         return f"{where}: needs the key '{missing}'" if missing else f"{where}: {error.message}"
@@ -86,6 +72,27 @@ def describe_schema_error(error) -> str:
             return _key_message(where, value)
         return f"{where}: '{value[:24]}...' ({len(value)} characters) is too long; at most {expected} characters"
     return f"{where}: {error.message}"
+
+
+def _type_message(error, where: str) -> str:
+    """A value of the wrong type: an entry that is no mapping, a list where a mapping of entries is wanted, a key
+    with nothing under it, or the type expected (with YAML's yes/no reading said)."""
+    value, expected = error.instance, error.validator_value
+    if len(error.absolute_path) == 2 and error.absolute_path[0] in ("models", "gpus"):
+        key = error.absolute_path[1]
+        said = " (YAML reads yes/no/on/off as true/false)" if isinstance(value, bool) else ""
+        return (f"{where}: {clip(repr(value))} is not an entry{said}; write '{key}: {{}}' for the catalog entry, or a "
+                "mapping of fields such as {name: ...}")
+    if isinstance(value, list) and expected == "object" and len(error.absolute_path) == 1:
+        names = [item for item in value[:3] if isinstance(item, str)] or ["key"]
+        keys = ", ".join(f"{name}: {{}}" for name in names)
+        return (f"{where}: {clip(repr(value))} is a list; expected a mapping of keys to entries, e.g. "
+                f"{{{keys}}} (one per line: '  {names[0]}: {{}}')")
+    if value is None:  # `scenario:` with nothing under it
+        return f"{where}: empty (YAML reads a key with nothing under it as null); give its keys or delete the line"
+    wanted = expected if isinstance(expected, str) else " or ".join(expected)
+    said = " (YAML reads yes/no/on/off as true/false: quote the word)" if isinstance(value, bool) else ""
+    return f"{where}: {clip(_yaml(value))} is not allowed; expected {wanted}{said}"
 
 
 def _alternatives(error) -> str:
