@@ -154,7 +154,8 @@ PLAN_COLUMNS = (
 PLAN_TABLE_EXTRA_COLUMNS = (
     "on_frontier",  # also on the frontier across every device
     "recommended",  # the best plan of its device: most tokens/s per device meeting the targets
-    "chosen",  # the best plan over every device
+    "chosen",  # the best recommended plan over every device (on expected times: among devices with measured kernels
+    # of their own where some have them; roofline.serving.marks)
 )
 
 #: Calibrated estimates (roofline.estimate), after OP_COLUMNS in every per-operator table.
