@@ -250,3 +250,12 @@ def test_a_workload_refusal_names_a_model_only_where_the_model_is_the_reason():
     long = {"isl": 8000, "osl": 256, "concurrency": [1]}
     mixed = {**BASE, "models": {"llama-3.1-8b": {}, "llama-2-7b": {}}, "serving": {"workloads": [long]}}
     assert _refusal(mixed).endswith("(models.llama-2-7b)")
+
+
+def test_where_serving_and_plan_both_give_a_workload_the_served_numbers_take_servings():
+    plan = {"isl": 4096, "osl": 512, "framework": "trtllm"}
+    serving = {"framework": "sglang", "workloads": [{"isl": 1024, "osl": 256, "concurrency": [4]}]}
+    resolved = rc.resolve_config({**BASE, "plan": plan, "serving": serving})
+    assert (resolved.serving.workloads[0].isl, resolved.plan_search.workload.isl) == (1024, 4096)
+    assert resolved.served_framework() == "sglang"  # a measured run that names none is served as the section says
+    assert rc.resolve_config({**BASE, "plan": plan}).served_framework() == "trtllm"

@@ -118,3 +118,35 @@ def test_speculation_outside_its_bounds_is_refused(spec, words):
 def test_a_prefix_hit_outside_zero_to_below_one_is_refused(hit):
     with pytest.raises(RooflineInputError, match="prefix"):
         Workload(isl=1024, osl=128, concurrency=4, prefix_hit=hit).validate()
+
+
+def test_speculation_turns_into_a_loss_once_the_verify_step_leaves_the_memory_roof():
+    # the issue: the gain "can turn into a loss" and the numbers must show where. Llama-3.1-70B fp8 on one H200,
+    # EAGLE K=3 at a low acceptance (0.3: 1.42 tokens per verify step of 4 queries): a gain alone, a loss at 128 users,
+    # on the expected side and on the bound's
+    model = get_model("llama-3.1-70b")
+    workload = {1: Workload(isl=1024, osl=1024, concurrency=1), 128: Workload(isl=1024, osl=1024, concurrency=128)}
+
+    def row(users, spec):
+        from roofline.serving.serve import serve_aggregated
+
+        return serve_aggregated(prepare_served(model, H200, FP8, "vllm", spec), workload[users])
+
+    eagle = Speculation("eagle", 3, acceptance=0.3)
+    for users, gains in ((1, True), (128, False)):
+        fast, plain = row(users, eagle), row(users, Speculation())
+        per_user = fast["tokens_per_s_per_user_expected"] / plain["tokens_per_s_per_user_expected"]
+        bound = fast["tokens_per_s"] / plain["tokens_per_s"]
+        assert (per_user > 1.0, bound > 1.0) == (gains, gains), (users, per_user, bound)
+
+
+def test_dtypes_sets_the_weights_and_the_kv_cache_together():
+    # the issue: --dtypes stays and sets both --weight-dtypes and --kv-dtypes
+    import roofline
+
+    common = dict(model="llama-3.1-8b", gpu="h100-sxm", isl=1024, osl=256, max_devices=1, top=5)
+    both = roofline.plan(dtypes=["fp8"], **common)
+    apart = roofline.plan(weight_dtypes=["fp8"], kv_dtypes=["fp8"], **common)
+    assert len(both) == 5 and set(both["weight_dtype"]) == set(both["kv_dtype"]) == {"fp8"}
+    columns = ["deployment", "batch", "weight_dtype", "kv_dtype", "tokens_per_s_per_device_expected", "tpot_s"]
+    assert both[columns].equals(apart[columns])
