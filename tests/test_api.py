@@ -126,3 +126,18 @@ def test_import_roofline_loads_nothing_heavy():
             "('roofline', 'pandas', 'numpy', 'yaml', 'typing', 'argparse'))))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert loaded == ["roofline"]
+
+
+def test_serve_says_why_an_open_loop_does_not_keep_up_and_lists_take_spaces():
+    import roofline
+
+    # 500 requests/s of 1024 + 256 tokens on one H100: far past what it completes; the command's stderr note rides
+    # in attrs (it had been lost to the Python API)
+    flooded = roofline.serve(model="llama-3.1-8b", gpu="h100-sxm", isl=1024, osl=256, request_rate=500)
+    assert flooded.attrs["reason"].startswith("1 x H100 SXM5 80GB completes at most ")
+    assert "the queue grows without end" in flooded.attrs["reason"]
+    assert roofline.serve(model="llama-3.1-8b", gpu="h100-sxm", isl=1024, osl=256, concurrency=4).attrs["reason"] == ""
+    # "fp8 fp16" as the README writes a list (it had been one unknown value)
+    spaced = roofline.plan(model="llama-3.1-8b", gpu="h100-sxm", isl=1024, osl=256, max_devices=1, top=0,
+                           weight_dtypes="fp8 fp16", kv_dtypes="fp8")
+    assert set(spaced["weight_dtype"]) <= {"fp8", "fp16"} and len(spaced) > 0

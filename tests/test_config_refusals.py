@@ -230,6 +230,9 @@ def test_the_serving_sections_framework_follows_the_scenarios_as_the_plan_sectio
                                   "serving": {**serving, "framework": "trtllm"}})
     assert resolved.serving.workloads[0].framework == "trtllm"
     assert rc.resolve_config({**BASE, "serving": serving}).serving.framework == "vllm"
+    # a scenario's trtllm beside an AMD device: the single steps use it where tables exist; serving stays valid
+    mixed = {**BASE, "gpus": {"h100-sxm": {}, "mi300x": {}}, "scenario": {"framework": "trtllm"}, "serving": serving}
+    assert rc.resolve_config(mixed).serving.framework == "vllm"
 
 
 def test_a_list_where_a_mapping_is_wanted_shows_the_mapping():
@@ -259,3 +262,9 @@ def test_where_serving_and_plan_both_give_a_workload_the_served_numbers_take_ser
     assert (resolved.serving.workloads[0].isl, resolved.plan_search.workload.isl) == (1024, 4096)
     assert resolved.served_framework() == "sglang"  # a measured run that names none is served as the section says
     assert rc.resolve_config({**BASE, "plan": plan}).served_framework() == "trtllm"
+
+
+def test_speculation_on_a_one_token_output_is_refused_in_the_config_as_on_the_command_line():
+    workload = {"isl": 1024, "osl": 1, "concurrency": [4], "spec_method": "ngram", "spec_acceptance": 0.5}
+    assert _refusal({**BASE, "serving": {"workloads": [workload]}}).startswith(
+        "serving.workloads[0].spec_method: a request of osl 1 has no decode step to speculate on")

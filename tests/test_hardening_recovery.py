@@ -286,3 +286,11 @@ def test_outputs_of_a_model_dropped_from_the_config_are_moved_aside(work):
     assert all((aside / name).exists() for name in gone)
     assert "qwen2.5-7b" not in (work / "reports" / "index.html").read_text()
     assert (work / "reports" / "llama-2-7b.pdf").is_file()
+
+
+def test_only_overrides_of_the_grid_leave_stale_outputs_in_place():
+    # `--config 'stages=[decode]'` is a one-off: config.yaml's prefill outputs stay; a profile's local_rules (or a
+    # scenario override, which keeps every key) is no narrowing and moves aside what the config file dropped
+    assert stale.narrowed_for_one_run({"stages": ["decode"]}) and stale.narrowed_for_one_run({"models": {}})
+    assert not stale.narrowed_for_one_run({"local_rules": ["figures"]})
+    assert not stale.narrowed_for_one_run({"scenario": {"batch": 8}}) and not stale.narrowed_for_one_run(None)

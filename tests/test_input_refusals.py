@@ -172,3 +172,27 @@ def test_serve_refuses_what_the_issue_bounds_in_one_line(capsys, options, expect
     argv = [word for word in SERVE if word not in ("--concurrency", "16")] if "--request-rate" in options else SERVE
     argv = [*argv[:argv.index("--osl")], *argv[argv.index("--osl") + 2:]] if "--osl" in options else argv
     assert _error(capsys, *argv, *options).startswith(expected)
+
+
+def test_a_list_option_given_twice_says_to_give_every_value_after_one(capsys):
+    assert _error(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                  "--weight-dtypes", "fp8", "--weight-dtypes", "fp16") == (
+        "--weight-dtypes: given more than once; give every value after one --weight-dtypes")
+
+
+def test_a_prefill_worker_the_memory_share_starves_names_the_share(capsys):
+    # Llama-3.1-70B fp8 (70.6 GB of weights) on a TP-2 prefill worker of H200s holds them at the default 0.9 of
+    # 141 GiB each, not at 0.1: the refusal had blamed --prefill-tp
+    err = _error(capsys, "serve", "--model", "llama-3.1-70b", "--gpu", "h200-sxm", "--tp", "2", "--weight-dtype",
+                 "fp8", "--kv-dtype", "fp8", "--isl", "1024", "--osl", "1024", "--mode", "disaggregated",
+                 "--concurrency", "64", "--memory-utilization", "0.1")
+    assert err.startswith("--memory-utilization: a prefill worker of 2 x H200 SXM 141GB, TP 2 cannot hold")
+    assert err.endswith("or a larger --memory-utilization (0.1 given; vllm's default 0.9)")
+
+
+def test_plans_table_shows_devices_and_under_mode_all_the_mode(capsys):
+    code, out, _ = _cli(capsys, "plan", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024", "--osl",
+                        "256", "--mode", "all", "--max-devices", "2", "--top", "2")
+    header = out.splitlines()[0].split()
+    assert code == 0 and header[:3] == ["mode", "deployment", "devices"]
+    assert {line.split()[0] for line in out.splitlines()[1:] if line.strip()} == {"aggregated", "disaggregated"}

@@ -150,3 +150,16 @@ def test_dtypes_sets_the_weights_and_the_kv_cache_together():
     assert len(both) == 5 and set(both["weight_dtype"]) == set(both["kv_dtype"]) == {"fp8"}
     columns = ["deployment", "batch", "weight_dtype", "kv_dtype", "tokens_per_s_per_device_expected", "tpot_s"]
     assert both[columns].equals(apart[columns])
+
+
+@pytest.mark.parametrize("typed, suggested", [
+    ("h200", "'h200-sxm'"), ("gb200", "'gb200-gpu'"), ("a100", "'a100-sxm-80gb' or 'a100-pcie-40gb'"),
+    ("L4", "'l4'"), ("A10", "'a10'"), ("H20", "'h20'"),  # a key typed in capitals is that key, not a longer one
+    ("h20x", "'h20'"),
+])
+def test_did_you_mean_names_the_device_that_was_meant(typed, suggested):
+    # edit distance alone had answered 'h200' with 'h20' and 'gb200' with 'b200': other devices
+    from roofline.engine.errors import did_you_mean
+    from roofline.engine.hardware import catalog
+
+    assert did_you_mean(typed, catalog()) == f" (did you mean {suggested}?)"

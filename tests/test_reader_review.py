@@ -55,7 +55,8 @@ def test_expected_times_carry_their_estimate_and_the_column_its_framework():
     note = decision.estimate_note(["calibrated", "partial", "default"])
     assert note.startswith("† default estimate") and "; ‡ partial estimate" in note and note.endswith(".")
     assert decision.estimate_note(["calibrated"]) == ""
-    assert decision.expected_header(["trtllm", "trtllm", "none"]) == "Expected (trtllm)"
+    assert decision.expected_header(["trtllm", "trtllm", ""]) == "Expected (trtllm)"  # "": no expected time
+    assert decision.expected_header(["trtllm", "none"]) == "Expected"  # a row on the fallback is not trtllm's
     assert decision.expected_header(["trtllm", "vllm"]) == "Expected"  # each cell names its own then
 
 
@@ -94,3 +95,45 @@ def test_ridge_writes_csv_and_json_in_si_units(capsys):
     assert main(["ridge", "--gpu", "h100-sxm", "--dtype", "fp8", "--model", "llama-3.1-8b", "--format", "json"]) == 0
     (row,) = json.loads(capsys.readouterr().out)
     assert row["model"] == "llama-3.1-8b" and isinstance(row["model_critical_batch"], int)
+
+
+def test_ranked_on_the_bounds_the_served_rows_follow_the_searchs_choice():
+    # the notes had said "measured kernels first" whatever the ranking; on the bounds a default-estimate GPU leads
+    from roofline.report.served import ORDERS
+
+    records = [_row("mi300x", "default", 9000.0, 40000.0), _row("h200-sxm", "calibrated", 12000.0, 33000.0),
+               _row("h100-sxm", "calibrated", 10000.0, 30000.0)]
+    marked = pd.DataFrame(mark_frontier(records, np.array([0, 1, 2]), np.array([0]), "bound"))
+    marked.attrs["search"] = {"rank_on": "bound"}
+    assert list(_ordered(marked, {})["gpu"]) == ["mi300x", "h200-sxm", "h100-sxm"]
+    marked.attrs["search"] = {"rank_on": "expected"}
+    assert list(_ordered(marked.assign(chosen=[False, True, False]), {})["gpu"]) == ["h200-sxm", "h100-sxm", "mi300x"]
+    assert ORDERS["bound"].startswith("Rows: those that meet the targets in expectation first, then the search's")
+    assert "measured kernels" in ORDERS["expected"] and "measured kernels" not in ORDERS["bound"]
+
+
+def test_the_pareto_caption_says_why_the_star_can_sit_below_a_fallback_device():
+    from types import SimpleNamespace
+
+    from roofline.figures.plan import caption
+
+    table = pd.DataFrame([_row("mi300x", "default", 21100.0, recommended=True, chosen=False),
+                          _row("h200-sxm", "calibrated", 11900.0, recommended=True, chosen=True)])
+
+    def said(rank_on, frame=table):
+        return caption(SimpleNamespace(plan=SimpleNamespace(table=frame, rank_on=rank_on, reason="")))
+
+    assert "star: the chosen one (the best among the devices with measured kernels of their own" in said("expected")
+    assert "star: the chosen one, dotted line" in said("bound")  # the bounds rank devices as they are
+    assert "star: the chosen one, dotted line" in said("expected", table.assign(estimate="calibrated"))
+
+
+def test_the_summary_says_whose_kernels_its_expected_times_use():
+    from roofline.engine.hardware import get_accelerator
+    from roofline.report.summary import frameworks_note
+
+    gpus = {key: get_accelerator(key) for key in ("h100-sxm", "h200-sxm", "mi300x")}
+    totals = pd.DataFrame({"gpu": ["h100-sxm", "h200-sxm", "mi300x"], "framework": ["trtllm", "trtllm", "none"]})
+    assert frameworks_note(totals, gpus) == ("The expected times use the measured kernels of trtllm (H100 SXM5 80GB, "
+                                             "H200 SXM 141GB).")
+    assert frameworks_note(totals.assign(framework="none"), gpus) == ""

@@ -80,6 +80,9 @@ def test_the_caption_says_what_the_plans_were_ranked_on(searched):
     on_bounds.attrs = {**searched.attrs, "search": {**searched.attrs["search"], "rank_on": "bound"}}
     assert served.served_section(on_bounds)["ranking"].startswith("ranks first on the roofline bounds among those "
                                                                   "that fit and whose bounds meet the targets")
+    # and the order of the rows is said as it is: measured kernels first only where the search ranked on expected
+    assert served.served_section(searched)["order"] == served.ORDERS["expected"]
+    assert served.served_section(on_bounds)["order"] == served.ORDERS["bound"]
 
 
 def test_the_first_sentence_names_the_best_deployment_under_load(searched):

@@ -30,7 +30,7 @@ onstart:
             RESOLVED.measured_models(),
             RESOLVED.unasked_outputs(),
         )
-        if workflow.config_settings.config:
+        if stale.narrowed_for_one_run(workflow.config_settings.config):
             # a one-off run (--config overrides) narrows the grid for itself: the outputs of the config file's own
             # grid stay where they are (moved aside by a run without overrides that no longer lists them)
             if _stale:

@@ -7,7 +7,7 @@ import argparse
 from ..engine.errors import RooflineInputError
 from ..engine.hardware import FRAMEWORKS
 from ..serving.framework import BALANCING, BATCH_WAITING, MAX_WAIT_STEPS, WAIT_NEEDS_DECODING, batch_wait_setting
-from ..serving.speculative import DEFAULT_SPEC_TOKENS, MAX_SPEC_TOKENS, SPEC_METHODS, Speculation
+from ..serving.speculative import DEFAULT_SPEC_TOKENS, MAX_SPEC_TOKENS, SPEC_METHODS, Speculation, check_has_decode
 from . import options
 from .options import choice, positive_int
 
@@ -116,9 +116,7 @@ def speculation(args, target) -> Speculation:
         if given:
             raise RooflineInputError(f"--spec-{given[0].replace('_', '-')}: only with --spec-method")
         return Speculation()
-    if getattr(args, "osl", 2) < 2:  # the first token comes from the prefill: nothing is left to draft
-        raise RooflineInputError(f"--spec-method: a request of --osl {args.osl} has no decode step to speculate on; "
-                                 "drop it or raise --osl")
+    check_has_decode(args.spec_method, getattr(args, "osl", 2))
     draft = _draft_model(args.spec_draft_model) if args.spec_draft_model else None
     tokens = DEFAULT_SPEC_TOKENS if args.spec_tokens is None else args.spec_tokens
     return Speculation(args.spec_method, tokens, args.spec_acceptance, args.spec_accepted_length,

@@ -137,8 +137,15 @@ def caption(data, _item=None) -> str:
     if not len(data.plan.table):
         return f"Deployment search: no plan qualifies. {data.plan.reason}"
     side = SIDES.get(data.plan.rank_on, SIDES["expected"])[0]
+    table = data.plan.table
+    picked = table[table["recommended"].astype(bool)] if "recommended" in table else table.iloc[:0]
+    estimates = set(picked["estimate"].astype(str)) if "estimate" in picked else set()
+    # the star can sit below a device on the pooled fallback (roofline.serving.marks): say why
+    set_aside = (" (the best among the devices with measured kernels of their own; a default estimate can rank "
+                 "against them in expected time)" if side == "expected" and "default" in estimates
+                 and estimates - {"default"} else "")
     return ("Deployment search: per device, the plans on the Pareto frontier of tokens/s per device against tokens/s "
             f"per user ({side}: what the search ranks on) that fit and meet the targets; open dot: each device's "
-            "recommended plan, star: the chosen one, dotted line: the TPOT target"
+            f"recommended plan, star: the chosen one{set_aside}, dotted line: the TPOT target"
             + ("; ×: a disaggregated plan (prefill and decode pools)" if "mode" in data.plan.table
                and (data.plan.table["mode"] == "disaggregated").any() else "") + ".")

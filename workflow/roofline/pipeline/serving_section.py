@@ -10,7 +10,7 @@ from ..engine.hardware import Accelerator
 from ..engine.hardware import catalog as gpu_catalog
 from ..engine.models import ModelSpec
 from ..engine.parallel import MAX_DEVICES, Parallel, check_plan
-from ..serving.framework import DEFAULT_FRAMEWORK, check_runs_on
+from ..serving.framework import DEFAULT_FRAMEWORK, check_runs_on, runs_on
 from ..serving.refusals import check_kv_served
 from ..serving.table import ServingSettings, ServingWorkload
 
@@ -23,7 +23,8 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
                             base_dir: Path = Path("."), framework: str = "") -> ServingSettings | None:
     """ServingSettings (None when the section is absent); every workload checked against every model, and the
     scenario's `kv_dtype` (the cache the workloads are served with) against what frameworks serve. The section's
-    framework defaults to `framework` (scenario.framework, as the plan section's does), else DEFAULT_FRAMEWORK."""
+    framework defaults to `framework` (scenario.framework, as the plan section's does) where it runs on every
+    serving gpu, else DEFAULT_FRAMEWORK."""
     if section is None:
         return None
     if kv_dtype:
@@ -36,7 +37,10 @@ def resolve_serving_section(section: dict | None, gpus: dict[str, Accelerator],
                                          f"devices ({', '.join(gpus)}): add it to gpus: or drop it here")
             raise unknown("serving.gpus", key, gpus)
     defaults = {name: section[name] for name in ("framework", "mode") if name in section}
-    defaults["framework"] = defaults.get("framework") or framework or DEFAULT_FRAMEWORK
+    # the scenario's framework where it runs on every serving gpu (its trtllm beside an AMD device stays the
+    # single steps' preference where tables exist, as it is there), else the default
+    inherited = framework if framework and all(runs_on(framework, gpus[key]) for key in keys) else ""
+    defaults["framework"] = defaults.get("framework") or inherited or DEFAULT_FRAMEWORK
     workloads = []
     for i, entry in enumerate(section.get("workloads") or []):
         for name in entry:

@@ -33,6 +33,14 @@ RANKINGS = {
              "(plan.rank_on: bound; Targets met checks the expected times, which may miss them)",
     "cost": "ranks first on the expected cost per million tokens among those that fit and meet the targets",
 }
+#: the order of the served rows, by plan.rank_on (_ordered; said under the served tables)
+ORDERS = {
+    "expected": "Rows: those that meet the targets in expectation first, then the GPUs on measured kernels of their "
+                "own before those on the default estimate (which can rank against them in expected time), then the "
+                "most expected tokens/s per GPU.",
+    "bound": "Rows: those that meet the targets in expectation first, then the search's choice (the most tokens/s "
+             "per GPU at the bound), then the most expected tokens/s per GPU.",
+}
 #: the mark of a concurrency the search could not raise (at_capacity) and what it means, said under the table
 CAPPED = "(full)"
 CAPPED_NOTE = (f"Users {CAPPED}: all the deployment holds (its KV cache, or the framework's cap on running "
@@ -121,13 +129,20 @@ def served_cells(row: pd.Series, targets: dict) -> dict[str, dict]:
     }
 
 
+def _rank_on(plans: pd.DataFrame) -> str:
+    """What the search ranked on (plan.rank_on): ORDERS' key."""
+    return "bound" if (plans.attrs.get("search") or {}).get("rank_on") == "bound" else "expected"
+
+
 def _ordered(plans: pd.DataFrame, targets: dict) -> pd.DataFrame:
-    """Each GPU's recommended row: those that meet the targets in expectation first, then the search's chosen one,
-    then those on measured kernels before those on the pooled fallback (a `default` estimate: see
-    roofline.serving.marks), then the most expected tokens/s per GPU first."""
+    """Each GPU's recommended row (ORDERS): those that meet the targets in expectation first, then the search's
+    chosen one; ranked on expected times, then those on measured kernels before those on the pooled fallback (a
+    `default` estimate: see roofline.serving.marks); then the most expected tokens/s per GPU first."""
     picked = plans[plans["recommended"].astype(bool)]
     chosen = picked["chosen"].astype(bool) if "chosen" in picked else pd.Series(False, index=picked.index)
-    keys = [(not target_check(row, targets)["meets"], not chosen[label], str(row.get("estimate", "")) == "default",
+    on_expected = _rank_on(plans) == "expected"
+    keys = [(not target_check(row, targets)["meets"], not chosen[label],
+             on_expected and str(row.get("estimate", "")) == "default",
              -float(row["tokens_per_s_per_device_expected"])) for label, row in picked.iterrows()]
     return picked.iloc[sorted(range(len(picked)), key=keys.__getitem__)]
 
@@ -157,7 +172,7 @@ def served_section(plans: pd.DataFrame | None, configured: dict[str, str] | None
     columns, constant = shown_columns(rows)
     ranked_on = (plans.attrs.get("search") or {}).get("rank_on", "expected")
     return {"workload": workload_text(plans), "columns": columns, "rows": rows, "constant": _notes(constant, rows),
-            "ranking": RANKINGS.get(ranked_on, RANKINGS["expected"]),
+            "ranking": RANKINGS.get(ranked_on, RANKINGS["expected"]), "order": ORDERS[_rank_on(plans)],
             "reason": plans.attrs.get("reason", "") if not rows else "",
             "coverage": coverage_note([plans], configured or {}),
             "basis": basis_note([plans[plans["recommended"].astype(bool)]] if rows else [], configured)}
@@ -319,5 +334,6 @@ def summary_served(plans: dict[str, pd.DataFrame], specs: dict,
     searched = [table for table in plans.values() if is_served(table)]
     return {"workload": workload, "columns": columns, "rows": rows,
             "constant": _notes(constant, [row["cells"] for row in rows]) if rows else "",
+            "order": ORDERS[_rank_on(searched[0])] if searched else "",  # one plan section for every model
             "coverage": coverage_note(searched, configured or {}), "unmet": unmet,
             "basis": basis_note([t[t["recommended"].astype(bool)] for t in searched], configured)}

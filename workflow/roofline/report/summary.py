@@ -159,9 +159,9 @@ def decision_table(totals: pd.DataFrame, specs: dict, gpus: dict) -> dict:
 
 
 def frameworks_note(totals: pd.DataFrame, gpus: dict) -> str:
-    """'Expected times on each GPU's default framework's kernels: trtllm (H100 SXM5 80GB, H200 SXM 141GB), vllm
-    (Instinct MI300X).': which framework's measured kernels the single-step expected times use (a served table
-    beside them uses its search's)."""
+    """'The expected times use the measured kernels of trtllm (H100 SXM5 80GB, H200 SXM 141GB); vllm (...).': which
+    framework's measured kernels the single-step expected times use, each GPU's default or the configured one (a
+    served table beside them uses its search's)."""
     if "framework" not in totals:
         return ""
     by_framework: dict[str, list[str]] = {}
@@ -171,7 +171,7 @@ def frameworks_note(totals: pd.DataFrame, gpus: dict) -> str:
             by_framework.setdefault(name, []).append(gpu.name)
     if not by_framework:
         return ""
-    return ("Expected times on each GPU's default framework's kernels: "
+    return ("The expected times use the measured kernels of "
             + "; ".join(f"{name} ({', '.join(devices)})" for name, devices in by_framework.items()) + ".")
 
 

@@ -20,13 +20,16 @@ NOT_PUBLISHED = frozenset({".snakemake_timestamp"})
 #: characters with a meaning inside a line of (GitHub-flavoured) Markdown, escaped with a backslash (every text
 #: the bundle writes follows a fixed prefix such as '- ' or '| ', so line-start markers like '#' cannot occur)
 _MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
+#: line breaks, tabs and other control characters, which a name may not carry into a line of Markdown (the
+#: non-breaking spaces that keep a cell's "2 x H100, TP 2" together stay)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 def escape(text: str) -> str:
     """Plain text for Markdown: HTML-escaped (no tag of a name reaches the page), Markdown-escaped (a name cannot
     start a link, emphasis or a table column), on one line (a line break in a name had started a heading of its
     own) and no bare URL that a wiki would turn into a link."""
-    text = _MARKDOWN.sub(r"\\\1", html.escape(" ".join(str(text).split()), quote=False))
+    text = _MARKDOWN.sub(r"\\\1", html.escape(_CONTROL.sub(" ", str(text)), quote=False))
     return text.replace("://", ":&#47;&#47;").replace("www.", "www&#46;")
 
 

@@ -26,6 +26,6 @@ def mark_frontier(records: Sequence[dict], per_gpu: np.ndarray, overall: np.ndar
     if tops:
         trusted = rank_on == "bound" or all(str(row.get("estimate", "")) == "default" for row in tops)
         best = min(tops, key=lambda row: (not trusted and str(row.get("estimate", "")) == "default",
-                                          -float(row[column])))
+                                          -np.nan_to_num(float(row[column]), nan=-np.inf)))  # a NaN never leads
         best["chosen"] = True
     return out

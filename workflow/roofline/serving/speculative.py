@@ -132,3 +132,11 @@ def draft_model(spec: Speculation, target: ModelSpec) -> ModelSpec | None:
                        first_dense_layers=1 if dense else 0 if target.is_moe else target.first_dense_layers,
                        sliding_layers=0, chunked_layers=0, linear_layers=0, nope_layers=0)
     return spec.draft_model if spec.method == "draft" else None
+
+
+def check_has_decode(method: str | None, osl: int) -> None:
+    """Refuse speculation (one line) for requests that decode nothing: the first token comes from the prefill, so a
+    request of one output token has no step to draft for (the row had shown a verify step's TPOT for it)."""
+    if method and osl < 2:
+        raise RooflineInputError(f"--spec-method: a request of --osl {osl} has no decode step to speculate on; drop "
+                                 "it or raise --osl")

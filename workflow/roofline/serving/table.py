@@ -11,7 +11,7 @@ from ..engine.parallel import Parallel
 from ..engine.scenario import Scenario
 from .framework import BALANCING, DEFAULT_FRAMEWORK, WAIT_NEEDS_DECODING, batch_wait_setting, check_batch_waiting
 from .serve import Disaggregation, Workload, check_context, prepare_served, serve_aggregated, serve_disaggregated
-from .speculative import DEFAULT_SPEC_TOKENS, Speculation
+from .speculative import DEFAULT_SPEC_TOKENS, Speculation, check_has_decode
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ class ServingWorkload:
             raise RooflineInputError(f"framework: '{self.framework}' is not one of {', '.join(FRAMEWORKS)}")
         for load in self.loads():
             check_context(model, load.validate())
+        check_has_decode(self.spec_method, self.osl)
         self.speculation(model)
         self.dp_balance()
         self.waits()

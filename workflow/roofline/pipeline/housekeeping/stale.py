@@ -15,6 +15,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ASIDE = Path(".snakemake") / "stale-outputs"
+#: config keys whose --config override narrows the grid for one run: their outputs stay in place then (a profile's
+#: or a one-off `local_rules`, `publish` or `scenario` override moves nothing either way)
+GRID_KEYS = ("models", "gpus", "stages", "measurements", "plan", "serving", "compare_with")
+
+
+def narrowed_for_one_run(overrides) -> bool:
+    """Whether --config `overrides` (Snakemake's config_settings.config) narrow the grid for this run alone."""
+    return bool(set(overrides or ()) & set(GRID_KEYS))
 
 
 #: the temporary sibling an atomic writer makes of a folder NAME (figures.render.atomic_directory): .NAME.xxxxxxxx.part
