@@ -119,6 +119,12 @@ def test_the_manifest_lists_the_registrys_figures(rendered):
     roofline = next(e for e in manifest if e["kind"] == "roofline" and e["gpu"] == "h100-sxm")
     assert f"on {get_accelerator('h100-sxm').name}:" in roofline["caption"]
     assert next(e for e in manifest if e["stage"] == "decode" and e["gpu"] is None)["caption"].startswith("Decode")
+    # the index's link text names the GPU as the reports do (its key had been shown: "batch sweep · h100-sxm ·
+    # decode"), and the stage only where the figure's title does not fix it
+    sweep = next(e for e in manifest if e["kind"] == "batch_sweep" and e["gpu"] == "h100-sxm")
+    assert sweep["label"] == f"Decode batch sweep · {get_accelerator('h100-sxm').name}"
+    assert next(e for e in manifest if e["kind"] == "cross_gpu" and e["stage"] == "prefill")["label"] == (
+        "Roofline on every GPU · prefill")
 
 
 def test_roofline_axes_contain_every_point_and_ceiling(data):

@@ -55,8 +55,8 @@ def test_expected_times_carry_their_estimate_and_the_column_its_framework():
     note = decision.estimate_note(["calibrated", "partial", "default"])
     assert note.startswith("† default estimate") and "; ‡ partial estimate" in note and note.endswith(".")
     assert decision.estimate_note(["calibrated"]) == ""
-    assert decision.expected_header(["trtllm", "trtllm", ""]) == "Expected (trtllm)"  # "": no expected time
-    assert decision.expected_header(["trtllm", "none"]) == "Expected"  # a row on the fallback is not trtllm's
+    # "": no expected time; "none": the pooled fallback, whose row carries the † of a default estimate
+    assert decision.expected_header(["trtllm", "none", ""]) == "Expected (trtllm)"
     assert decision.expected_header(["trtllm", "vllm"]) == "Expected"  # each cell names its own then
 
 

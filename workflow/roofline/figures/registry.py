@@ -54,17 +54,17 @@ def _registry(*entries: tuple[str, Figure]) -> MappingProxyType:
 
 
 FIGURES = _registry(
-    ("pareto", Figure("deployment search", "model", "figures", plan.draw, plan.caption, applies=plan.applies,
-                      interactive=lambda data, _item: interactive.plan_spec(
+    ("pareto", Figure("Deployment search (Pareto frontier)", "model", "figures", plan.draw, plan.caption,
+                      applies=plan.applies, interactive=lambda data, _item: interactive.plan_spec(
                           data.plan.table, data.name, data.plan.tpot_target_s, dict(data.plan.names),
                           data.plan.rank_on, data.plan.measured))),
-    ("time_breakdown", Figure("time breakdown", "model", "figures", breakdown.draw, breakdown.caption)),
-    ("cross_gpu", Figure("cross gpu", "stage", "figures", cross_gpu.draw, cross_gpu.caption, note=cross_gpu.note,
-                         interactive=interactive.cross_gpu_spec)),
-    ("seq_sweep", Figure("seq sweep", "model", "figures", seq_sweep.draw, seq_sweep.caption,
+    ("time_breakdown", Figure("Where the time goes", "model", "figures", breakdown.draw, breakdown.caption)),
+    ("cross_gpu", Figure("Roofline on every GPU", "stage", "figures", cross_gpu.draw, cross_gpu.caption,
+                         note=cross_gpu.note, interactive=interactive.cross_gpu_spec)),
+    ("seq_sweep", Figure("Sequence-length sweep", "model", "figures", seq_sweep.draw, seq_sweep.caption,
                          applies=seq_sweep.applies)),
-    ("roofline", Figure("roofline", "gpu", "gpu_head", gpu_roofline.draw, gpu_roofline.caption,
+    ("roofline", Figure("Roofline", "gpu", "gpu_head", gpu_roofline.draw, gpu_roofline.caption,
                         note=gpu_roofline.note, interactive=interactive.roofline_spec)),
-    ("batch_sweep", Figure("batch sweep", "gpu", "gpu_foot", batch_sweep.draw, batch_sweep.caption,
+    ("batch_sweep", Figure("Decode batch sweep", "gpu", "gpu_foot", batch_sweep.draw, batch_sweep.caption,
                            applies=batch_sweep.applies, stage="decode")),
 )

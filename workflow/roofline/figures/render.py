@@ -116,6 +116,8 @@ def _draw(kind: str, rank: int, figure: Figure, data: ModelFigures, item: str | 
     if figure.interactive is not None:
         files.update(save_spec(figure.interactive(data, item), directory, stem))
     return {"kind": kind, "gpu": gpu, "stage": stage,
-            "label": figure.title + "".join(f" · {value}" for value in (gpu, stage) if value),
+            # the index's link text: the GPU's display name, the stage where the title does not fix it
+            "label": figure.title + "".join(f" · {value}" for value in (
+                data.gpus[gpu].name if gpu else None, stage if figure.stage is None else None) if value),
             "place": figure.place, "rank": rank, "caption": figure.caption(data, item),
             "note": figure.note(data, item) if figure.note else "", **files}

@@ -56,10 +56,9 @@ def estimate_note(labels) -> str:
 def expected_header(frameworks) -> str:
     """'Expected (trtllm)': the column of expected times names the framework whose kernels they use (the served
     table beside it may use another's); 'Expected' where the rows' frameworks differ (each cell then names its)."""
-    given = {str(f) for f in frameworks if f}
-    named = sorted(given - {"none"})
-    # a row on no framework's tables (the pooled fallback) under "Expected (trtllm)" would read as trtllm's
-    return f"Expected ({named[0]})" if len(named) == 1 and "none" not in given else "Expected"
+    named = sorted({str(f) for f in frameworks if f and str(f) != "none"})
+    # a row on no framework's tables (the pooled fallback) carries the † of a default estimate, explained below
+    return f"Expected ({named[0]})" if len(named) == 1 else "Expected"
 
 
 def capacity_bytes(total: pd.Series) -> float:
