@@ -188,6 +188,12 @@ def test_a_prefill_worker_the_memory_share_starves_names_the_share(capsys):
                  "--concurrency", "64", "--memory-utilization", "0.1")
     assert err.startswith("--memory-utilization: a prefill worker of 2 x H200 SXM 141GB, TP 2 cannot hold")
     assert err.endswith("or a larger --memory-utilization (0.1 given; vllm's default 0.9)")
+    # where no share could help (141 GB of 16-bit weights on one 80 GB H100) the prefill plan is what to change
+    err = _error(capsys, "serve", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--prefill-tp", "1",
+                 "--isl", "8192", "--osl", "256", "--mode", "disaggregated", "--concurrency", "4",
+                 "--memory-utilization", "0.5")
+    assert err.startswith("--prefill-tp/--prefill-pp/--prefill-ep: a prefill worker of 1 x H100 SXM5 80GB cannot")
+    assert "--memory-utilization" not in err
 
 
 def test_plans_table_shows_devices_and_under_mode_all_the_mode(capsys):

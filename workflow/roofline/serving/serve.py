@@ -311,6 +311,24 @@ class Disaggregation:
                 f"({deployment_label(served.gpu, served.plan)})")
 
 
+def _check_prefill_worker(served: Served, workload: Workload, plan: Parallel, scenario: Scenario,
+                          rule: Framework) -> None:
+    """Refuse (one line) a prefill worker of `plan` that cannot hold the weights and one prompt, naming what to
+    change: the user's memory share where the framework's own would hold them, else the prefill plan (70B weights
+    on one 80 GB card fit at no share)."""
+    if _capacity(served, scenario, workload.isl, 1, workload.prefix_hit, None, rule).running >= 1:
+        return
+    plan_option = "--prefill-tp/--prefill-pp/--prefill-ep"
+    check_reserve(served.gpu, rule, plan, plan_option)
+    default = framework_for(rule.key, served.gpu, plan.tp, gpus=plan.devices)
+    at_default = replace(rule, memory_fraction=default.memory_fraction)
+    held_by_default = _capacity(served, scenario, workload.isl, 1, workload.prefix_hit, None, at_default).running >= 1
+    option, settings = memory_settings(served, plan_option) if held_by_default else (plan_option, "")
+    raise RooflineInputError(f"{option}: a prefill worker of {deployment_label(served.gpu, plan)} cannot hold "
+                             f"{served.model.key}'s weights and one prompt of {workload.isl} tokens; use a wider "
+                             f"prefill plan{settings}")
+
+
 def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregation, overflow: str = "refuse",
                         waves: float = 0.0) -> dict:
     """The served row of one disaggregated deployment (SERVE_COLUMNS)."""
@@ -323,13 +341,7 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     shape = pools.pools(served)
     prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
     prefill_rule = served.framework.for_engine(served.gpu, pools.prefill_plan)  # SGLang: the worker's own fraction
-    if _capacity(served, prefill_scenario, workload.isl, 1, workload.prefix_hit, None, prefill_rule).running < 1:
-        check_reserve(served.gpu, prefill_rule, pools.prefill_plan, "--prefill-tp/--prefill-pp/--prefill-ep")
-        option, settings = memory_settings(served, "--prefill-tp/--prefill-pp/--prefill-ep")  # what shrank it
-        raise RooflineInputError(
-            f"{option}: a prefill worker of "
-            f"{deployment_label(served.gpu, pools.prefill_plan)} cannot hold {served.model.key}'s weights and one "
-            f"prompt of {workload.isl} tokens; use a wider prefill plan{settings}")
+    _check_prefill_worker(served, workload, pools.prefill_plan, prefill_scenario, prefill_rule)
     check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow,
                     shape.decode_workers)
     fw = served.framework
