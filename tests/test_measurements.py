@@ -80,6 +80,13 @@ def test_runs_the_config_lacks_are_listed_not_dropped():
     assert len(runs) == 6  # every row of both files
     assert [run.status for run in runs if run.status != PREDICTED] == [
         "model 'mistral-7b' is not in the config", "gpu 'b200' is not in the config"]
+    # a name with an invisible character says so (a NUL had printed as "model 'llama-2-7b' is not in the config")
+    from dataclasses import replace
+
+    from roofline.pipeline.measurements import _matched
+
+    hidden = _matched(replace(runs[0], model="llama-2-7b\x00"), {"llama-2-7b": LLAMA2}, {}, Scenario())
+    assert hidden.status == "model 'llama-2-7b\\x00' is not in the config"
     assert unmatched_lines(runs) == [
         "measurements: tests/data/measurements/example_runs.csv line 5 is not predicted: model 'mistral-7b' is not "
         "in the config",

@@ -232,10 +232,10 @@ def _matched(run: MeasuredRun, models: dict[str, ModelSpec], gpus: dict[str, Acc
              scenario: Scenario) -> MeasuredRun:
     key = match_model(run.model, models)
     if key is None:
-        return replace(run, status=f"model '{run.model}' is not in the config")
+        return replace(run, status=f"model {run.model!r} is not in the config")  # !r: a NUL or tab shows
     run = replace(run, model=key)
     if run.gpu not in gpus:
-        return replace(run, status=f"gpu '{run.gpu}' is not in the config")
+        return replace(run, status=f"gpu {run.gpu!r} is not in the config")
     model, gpu = models[key], gpus[run.gpu]
     _checked(lambda: check_plan(model, gpu, run.plan.validate()), run.source, "tp")
     _checked(lambda: check_workload_context(model, Workload(isl=run.isl, osl=run.osl)), run.source, "isl")
