@@ -75,8 +75,8 @@ def sentence() -> str:
         parts.append(text + ", and no bound above a measurement")
     for key, (n, median, below) in numbers["devices"].items():
         name = catalog()[key].name if key in catalog() else key
-        text = (f"{n} kernels timed on a real {name} outside those tables (PyTorch's): median absolute error "
-                f"{median:.0%} against the expected times of its shipped table")
+        text = (f"{n} kernels timed on a real {name} outside those tables (PyTorch's): median error {median:.0%} "
+                "against its shipped table's expected times")
         parts.append(text + (", and no bound above a measurement" if below == 0 else
                              f", {below} faster than their bound" if below else ""))
     return ("Validation: " + "; ".join(parts) + ".") if parts else ""

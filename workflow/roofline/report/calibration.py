@@ -65,11 +65,10 @@ def _limits(gpus: dict[str, Accelerator], named: list, fallback: list) -> str:
     notes = []
     if named and fallback:
         notes.append("a GPU on the pooled fallback and one on its own tables may rank in expected time in the "
-                     "opposite order to their bandwidths: compare bounds across the two kinds (ranked on expected "
-                     "times, the served recommendation takes GPUs with tables of their own first)")
+                     "opposite order to their bandwidths: compare bounds across the two kinds")
     large = [f"{gpus[k].name} ({size})" for k, size in L2_RESIDENT.items() if k in gpus]
     if large:
         notes.append(f"the tables of {', '.join(large)} timed small decode GEMMs from the L2 (kernels replayed "
                      "without flushing it): expected decode times there are optimistic (dense models' decode "
-                     "steps only 1.03-1.12x above the bound; MoE and MLA steps less so)")
+                     "steps only 1.03-1.12x above the bound)")
     return (" Read with care: " + "; ".join(notes) + ".") if notes else ""

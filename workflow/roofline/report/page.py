@@ -13,8 +13,7 @@ CAVEATS = (
     "A roofline bound is a lower bound on time: real kernels reach 60-90% of peak bandwidth and less of peak FLOP/s, "
     "and each kernel pays a launch; the expected times of these reports add both back.",
     "Operators do not overlap: each operator's time is the slower of its compute and its memory time, and the "
-    "stage time is their sum; collectives too, so the bound holds for a server that runs them after the "
-    "computation, and one that overlaps them (the overlap treatment) can beat it by up to their share.",
+    "stage time is their sum (collectives too: a server that overlaps them can beat the bound by their share).",
     "Bytes are compulsory DRAM traffic of unfused kernels (inputs read once, outputs written once); caches, tiling "
     "re-reads and fusion inside a framework change them.",
     "Peaks are dense datasheet values; rows flagged as estimates in the hardware table were derived rather than "
