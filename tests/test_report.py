@@ -486,7 +486,9 @@ def test_other_gpus_say_faster_or_slower_and_no_empty_appendix(long_context):
 def test_other_models_link_to_the_table1_comparison_when_it_exists():
     tables, specs = grid({"models": {MODEL: {}, "qwen2.5-7b": {}}, "gpus": {"rtx-a6000": {}}})
     html = render_html(model_context("qwen2.5-7b", tables, specs, [], "figures"))
-    assert ('is in the appendix of the <a href="llama-2-7b.html#appendix">llama-2-7b report</a> '
+    # named as the reports name them (their config keys had been written out in the prose)
+    assert ("Table 1 (meta-llama/Llama-2-7b-hf on an RTX A6000) is in the appendix of "
+            'the <a href="llama-2-7b.html#appendix">meta-llama/Llama-2-7b-hf report</a> '
             '(<a href="llama-2-7b.pdf">PDF</a>).') in html
     assert 'id="appendix"' not in html
     assert 'id="appendix"' in render_html(model_context(MODEL, tables, specs, [], "figures"))

@@ -130,11 +130,11 @@ def appendix(model: str, specs: dict) -> dict:
     base = {"model": MODEL, "gpu": GPU, "sections": [], "note": "", "link": None}
     if model != MODEL:
         if MODEL in specs["models"]:
+            name = specs["models"][MODEL].get("name") or MODEL  # as the reports name it, not its config key
             return {**base, "available": False,
-                    "message": f"The comparison with the paper's Table 1 ({MODEL} on {GPU}) is in the "
-                               "appendix of the",
-                    "link": {"href": f"{MODEL}.html#appendix", "pdf": f"{MODEL}.pdf",
-                             "text": f"{MODEL} report"}}
+                    "message": f"The comparison with the paper's Table 1 ({name} on an "
+                               f"{get_accelerator(GPU).name}) is in the appendix of the",
+                    "link": {"href": f"{MODEL}.html#appendix", "pdf": f"{MODEL}.pdf", "text": f"{name} report"}}
         return {**base, "available": False,
                 "message": f"The paper's Table 1 describes {MODEL} on {GPU}; add `{MODEL}: {{}}` "
                            "under models in config.yaml to see the comparison in its report."}
