@@ -8,8 +8,9 @@ from snakemake.logging import logger
 #: the search's own code (the engine and estimate layers it uses come in through rules.engine)
 SERVING_CODE = sorted(str(p) for p in (Path(workflow.basedir) / "workflow/roofline/serving").rglob("*.py"))
 
-if workflow.is_main_process and RESOLVED.plan_beyond_gpus():  # said, not left for page 1 to surprise
-    logger.warning(RESOLVED.plan_beyond_gpus())
+_beyond = RESOLVED.plan_beyond_gpus() if workflow.is_main_process else ""
+if _beyond:  # said, not left for page 1 to surprise
+    logger.warning(_beyond)
 
 
 rule plan:

@@ -90,6 +90,11 @@ def table(args) -> tuple[list[dict], dict]:
     framework = args.framework or device.framework or DEFAULT_FRAMEWORK
     gpu = scenario.calibrated(device, args, framework)
     args.kv_dtype = args.kv_dtype or gpu.sixteen_bit
+    if args.overflow is not None and args.request_rate is not None:  # rather than shown while it changes nothing
+        raise RooflineInputError(f"--overflow: {args.overflow} decides what closed-loop users (--concurrency) the KV "
+                                 "cache cannot hold do; with --request-rate drop it (arrivals past what the "
+                                 "deployment sustains queue, and the row says whether it keeps up)")
+    overflow = args.overflow or "refuse"
     native = Scenario(weight_dtype=args.weight_dtype, act_dtype=gpu.sixteen_bit).for_model(model)
     act = args.act_dtype or activation_dtype(native.weight_dtype, gpu)  # weight-only: the device's 16-bit float
     chosen = Scenario(act_dtype=act, **scenario.deployment_fields(args)).validate()
@@ -101,20 +106,15 @@ def table(args) -> tuple[list[dict], dict]:
                             args.max_batched_tokens, args.memory_utilization, dp_balance=args.attention_dp_balance,
                             request_tokens=args.isl + args.osl, batch_wait=args.batch_wait)
     _check_batch_wait(args, served.plan)
-    if args.overflow is not None and args.request_rate is not None:  # rather than shown while it changes nothing
-        raise RooflineInputError(f"--overflow: {args.overflow} decides what closed-loop users (--concurrency) the KV "
-                                 "cache cannot hold do; with --request-rate drop it (arrivals past what the "
-                                 "deployment sustains queue, and the row says whether it keeps up)")
-    args.overflow = args.overflow or "refuse"
     if args.mode == "aggregated":
         _refuse_pool_options(args)
         _check_balance(args, [served.plan])
-        row = serve_aggregated(served, workload, args.overflow, args.benchmark_waves or 0.0)
+        row = serve_aggregated(served, workload, overflow, args.benchmark_waves or 0.0)
     else:
         prefill = _prefill_plan(args, served)
         _check_balance(args, [prefill])  # the decode pool computes no prompts: nothing of its own to balance
         pools = Disaggregation(args.prefill_workers or 1, args.decode_workers or 1, prefill, args.max_devices)
-        row = serve_disaggregated(served, workload, pools, args.overflow, args.benchmark_waves or 0.0)
+        row = serve_disaggregated(served, workload, pools, overflow, args.benchmark_waves or 0.0)
     return [row], {"reason": open_loop_note(row)}
 
 

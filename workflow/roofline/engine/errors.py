@@ -15,14 +15,15 @@ class RooflineInputError(ValueError):
 
 def did_you_mean(value: object, allowed: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest allowed name, or '' when nothing is close. Names that begin with the
-    value come first ('h200' -> 'h200-sxm', up to three: 'a100' -> 'a100-pcie-40gb' or 'a100-sxm-80gb'): the
+    value come first ('h200' -> 'h200-sxm', up to three, shortest first: 'a100' -> 'a100-sxm-80gb' or
+    'a100-pcie-40gb'): the
     closest by edit distance is often another device ('h200' -> 'h20', 'gb200' -> 'b200')."""
     typed, names = str(value).lower(), [str(a) for a in allowed]
     same = [name for name in names if name.lower() == typed]  # 'L4' is 'l4' (keys are case-sensitive)
     if same:
         return f" (did you mean '{same[0]}'?)"
-    longer = sorted((name for name in names if len(typed) >= 2 and name.lower().startswith(typed)
-                     and name.lower() != typed), key=lambda name: (len(name), name))
+    longer = sorted((name for name in names if len(typed) >= 2 and name.lower().startswith(typed)),
+                    key=lambda name: (len(name), name))
     if longer:
         return " (did you mean " + " or ".join(f"'{name}'" for name in longer[:3]) + "?)"
     close = difflib.get_close_matches(typed, names, n=1, cutoff=0.6)

@@ -63,9 +63,8 @@ def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame, reach: float = m
             return decision.cell(units.DASH)
         return decision.cell(make(here.loc[stage]), decision.misfit_text(here.loc[stage]))
 
-    def bound(stage: str) -> dict:  # the words of step_bound without the '-bound' the header already says
-        return decision.cell(text.step_bound(here.loc[stage]).removesuffix("-bound")
-                             if stage in here.index else units.DASH)
+    def bound(stage: str) -> dict:
+        return decision.cell(bound_words(here, stage))
 
     def lever(stage: str) -> dict:
         return decision.cell(decision.best_lever(treatments[treatments["stage"] == stage])["text"]
@@ -88,6 +87,12 @@ def summary_cells(here: pd.DataFrame, treatments: pd.DataFrame, reach: float = m
         "footprint": decision.cell(fit["footprint"] + (f" ({fit['footprint_stage']})" if fit["footprint_stage"]
                                                        else "")),
     }
+
+
+def bound_words(here: pd.DataFrame, stage: str) -> str:
+    """The words of step_bound for one stage of a (model, GPU)'s totals (indexed by stage) without the '-bound' a
+    column header already says ('partly memory'); a dash where the stage is not configured."""
+    return text.step_bound(here.loc[stage]).removesuffix("-bound") if stage in here.index else units.DASH
 
 
 def expected_and_bound(row: pd.Series, expected: str, bound: str, fmt) -> str:
@@ -120,8 +125,7 @@ def decision_cells(here: pd.DataFrame) -> dict[str, dict]:
 
     # the roof each stage spends most of its time under, in the words of the appendix and the model reports
     # ('partly memory' where the share is under half: the totals' `bound` alone had said 'memory')
-    bounds = [text.step_bound(here.loc[s]).removesuffix("-bound") if s in here.index else units.DASH
-              for s in ("prefill", "decode")]
+    bounds = [bound_words(here, stage) for stage in ("prefill", "decode")]
     fit = largest_footprint(here)
     return {
         "deployment": decision.cell(str(first["deployment"]), css="deployment" if len(str(first["deployment"]))
