@@ -4,9 +4,10 @@
 
 1. From the installed `aiconfigurator-core` (roofline.estimate.aic_import, what `roofline calibrate --from
    aiconfigurator` runs): every catalog device it covers under every framework it measured. The device's default
-   framework is the one whose table covers the most curve keys (op class x dtype x operand dtype x phase, and
-   collectives x GPU count); another framework's table is shipped too when the expected time of a reference step
-   (REFERENCE) differs from the default's by more than MATERIAL.
+   framework is the one whose tables cover the most curve keys (op class x dtype x operand dtype x phase, and
+   collectives x GPU count; a GEMM dtype left out as timed at a fallback tactic, aic_gemm.UNTUNED, counts: it was
+   measured, and lookups answer it from another framework's table); another framework's table is shipped too when
+   the expected time of a reference step (REFERENCE) differs from the default's by more than MATERIAL.
 2. vidur's A100 and H100 norms, element-wise kernels and embeddings (`{gpu}.vidur.csv`: what the package does not
    measure), rebuilt from --data when it holds vidur's files, else kept as committed; the H200's measured ceilings
    (h200_ceilings.csv) appended to its default table.
@@ -34,7 +35,7 @@ from roofline.engine.scenario import Scenario  # noqa: E402
 from roofline.estimate import aic_source as src  # noqa: E402
 from roofline.estimate import calibration as cal  # noqa: E402
 from roofline.estimate import lookup  # noqa: E402
-from roofline.estimate.aic_import import import_tables, write_table  # noqa: E402
+from roofline.estimate.aic_import import import_tables, untuned_left_out, write_table  # noqa: E402
 from roofline.estimate.curves import Fit  # noqa: E402
 from roofline.estimate.step import Kernels  # noqa: E402
 
@@ -92,9 +93,11 @@ def build_device(key: str, data: Path | None) -> dict:
         rows, text = import_tables(key, framework)
         print(text)
         if rows:
-            built[framework] = (rows, cal.fit_rows(rows, catalog()[key]), src.pick_version(name, framework, None))
-    default = max(built, key=lambda fw: (coverage(built[fw][1]), fw == "trtllm"))
-    steps = {fw: reference_steps(key, fit, fw) for fw, (_, fit, _) in built.items()}
+            version = src.pick_version(name, framework, None)
+            untuned = untuned_left_out(src.table_dir(name, "gemm", framework, version), framework)
+            built[framework] = (rows, cal.fit_rows(rows, catalog()[key]), version, untuned)
+    default = max(built, key=lambda fw: (coverage(built[fw][1]) + built[fw][3], fw == "trtllm"))
+    steps = {fw: reference_steps(key, fit, fw) for fw, (_, fit, _, _) in built.items()}
     shipped = [default] + [fw for fw in built if fw != default]
     for fw in shipped[1:]:
         gaps = [abs(a / b - 1) for a, b in zip(steps[fw], steps[default]) if a == a and b == b]
@@ -103,7 +106,7 @@ def build_device(key: str, data: Path | None) -> dict:
           + f"); shipped {', '.join(shipped)}")
     entry = {"default": default, "tables": {}}
     for framework in shipped:
-        rows, fit, version = built[framework]
+        rows, fit, version, _ = built[framework]
         if key == "h200-sxm" and framework == default:
             rows = rows + h200_ceilings(data)
         path = OUT / f"{key}.{framework}.csv.gz"

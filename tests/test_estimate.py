@@ -297,6 +297,57 @@ def test_a_gemm_row_of_host_time_among_kernels_is_left_out(tmp_path, monkeypatch
     assert max(r["measured_s"] for r in rows if r["weight_dtype"] == "fp8" and 1 < r["m"] < 4096) < 12e-6
 
 
+def test_gemms_a_collector_timed_at_the_fallback_tactic_are_left_out(tmp_path, monkeypatch):
+    # The package's TensorRT-LLM collector times Linear.forward outside TensorRT-LLM's autotuner, so its NVFP4 GEMMs
+    # ran the cache-miss fallback (aic_gemm.UNTUNED); the same table's bf16 rows stay, and the same NVFP4 rows under
+    # a framework whose collector is not listed stay too.
+    import pandas as pd
+
+    from roofline.estimate import aic_import, aic_rows
+    from roofline.estimate import aic_source as src
+
+    monkeypatch.setattr(src, "package_version", lambda: "0.0")
+    gpu = hardware.get_accelerator("b200")
+    ms = [1, 64, 4096]
+    frame = pd.DataFrame({"device": "NVIDIA B200", "kernel_source": "kernel",
+                          "gemm_dtype": ["nvfp4"] * 3 + ["bfloat16"] * 3, "m": ms * 2, "n": 8192, "k": 8192,
+                          "latency": [0.012, 0.013, 0.25, 0.015, 0.017, 0.7]})
+    for framework, kept in (("trtllm", {"bf16"}), ("sglang", {"bf16", "nvfp4"})):
+        folder = tmp_path / "b200_sxm" / "gemm" / framework / "0.0"
+        _package_table(folder, "gemm_perf", frame)
+        assert {r["weight_dtype"] for r in aic_rows.gemm_rows(gpu, folder, framework)} == kept
+        assert aic_import.untuned_left_out(folder, framework) == (framework == "trtllm")
+    assert aic_import.untuned_left_out(None, "trtllm") == 0
+
+
+def test_tensorrt_llm_nvfp4_gemms_are_priced_on_another_frameworks_kernels():
+    """No shipped TensorRT-LLM table holds NVFP4 GEMMs (timed untuned, aic_gemm.UNTUNED); a lookup takes the same
+    device's SGLang kernel (the first sibling that measured it) and says `default`; the device's default framework
+    stays TensorRT-LLM (the left-out key counts for the choice)."""
+    for key, framework, path, _ in shipped():
+        if framework == "trtllm":
+            assert not [r for r in cal.read_table(str(path)) if r["op_class"] == "gemm" and r["dtype"] == "fp4"], key
+    gpu = hardware.get_accelerator("b200")
+    assert cal.manifest()["devices"]["b200"]["default"] == "trtllm"
+    t = np.array([5e-6, 2e-4])  # a decode-sized and a prefill-sized NVFP4 GEMM's bound [s]
+    coordinates = [np.log10(t), np.log10([16.0, 2000.0]), np.log10([1.25, 1.25])]
+    trtllm, label = calibration_for(gpu, "trtllm").kernels("gemm", "fp4", "nvfp4", "", t, coordinates, False)
+    sglang, own = calibration_for(gpu, "sglang").kernels("gemm", "fp4", "nvfp4", "", t, coordinates, False)
+    assert (label, own) == (cal.DEFAULT, cal.CALIBRATED)
+    assert trtllm == pytest.approx(sglang) and (trtllm > t).all()
+
+
+def test_tensorrt_llm_nvfp4_decode_is_not_priced_above_vllms():
+    """Served TensorRT-LLM decodes NVFP4 Llama-3.1-70B on one B200 faster than vLLM (InferenceX, 4 users, 1k/1k:
+    TPOT 12.1 against 13.1 ms); on the untuned NVFP4 GEMMs its expected TPOT had been 1.27x vLLM's."""
+    from roofline import serve
+
+    rows = {fw: serve(model="llama-3.1-70b", gpu="b200", weight_dtype="nvfp4", kv_dtype="fp8", framework=fw,
+                      concurrency=4, isl=1024, osl=1024).iloc[0] for fw in ("trtllm", "vllm")}
+    assert rows["trtllm"]["tpot_expected_s"] < 1.05 * rows["vllm"]["tpot_expected_s"]
+    assert rows["trtllm"]["estimate"] == "partial" and rows["vllm"]["estimate"] == "calibrated"
+
+
 def test_the_shipped_b200_vllm_fp8_gemms_hold_no_host_time_among_kernels():
     """The b200 vLLM table had kept the package's fp8 1024 x 8192 GEMM at m = 16 (30 us between 9 and 11 us at
     m = 8 and 32; a Llama-3.1-70B decode step at TP 8 and 16 users priced above 32 users'): no more."""

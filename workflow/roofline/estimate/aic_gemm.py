@@ -1,7 +1,7 @@
 """What the package's GEMM timings hold beside the kernel a served step runs, and how it is left out before the
 rows are written (roofline.estimate.aic_rows.gemm_rows): kernel sources and single rows that timed the collector's
-host (HOST_FLOOR_S, SPIKE_RATIO), the dynamic scale computation of per-tensor fp8 GEMMs (static_fp8: checkpoints
-serve static scales)."""
+host (HOST_FLOOR_S, SPIKE_RATIO), kernels timed at a tactic no served engine runs (UNTUNED), the dynamic scale
+computation of per-tensor fp8 GEMMs (static_fp8: checkpoints serve static scales)."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,6 +21,15 @@ HOST_FLOOR_S = 20e-6
 #: GEMMs there take 2-3x their m = 2 time on most Blackwell curves alike, a path of its own, not a hiccup.
 #: Left out before thinning, which would keep them as bends (gemm_rows)
 SPIKE_RATIO = 1.5
+#: GEMM dtypes a framework's collector times outside the framework's autotuner, i.e. at the fallback tactic, which a
+#: served engine never runs (it tunes every GEMM shape at warm-up): the package's TensorRT-LLM collector
+#: (collector/trtllm/collect_gemm.py) times `Linear.forward` without `autotune()`, so `trtllm::nvfp4_gemm` runs its
+#: cache-miss fallback, CUTLASS's default config. Those NVFP4 rows take 1.7-1.9x the same device's SGLang NVFP4 GEMM
+#: at decode sizes (median over shapes, m = 1-64, on every Blackwell system the package measured) and 1.2-1.4x at
+#: m = 4096, while served TensorRT-LLM decodes NVFP4 Llama-3.1-70B faster than vLLM on the same B200 (TPOT 12.1
+#: against 13.1 ms at TP 1 and 4 users). Left out (without_untuned), a lookup takes the same device's kernel measured
+#: under another framework instead (roofline.estimate.lookup: a `default` estimate, so the step is `partial`)
+UNTUNED = {"trtllm": ("nvfp4",)}
 
 
 def without_host_floor(frame):
@@ -40,6 +49,17 @@ def without_spikes(frame, keys: list[str], size: str, ratio: float = SPIKE_RATIO
     neighbours = np.maximum(before.to_numpy(dtype=float), after.to_numpy(dtype=float))  # NaN at either end
     spike = frame["seconds"].to_numpy(dtype=float) > ratio * neighbours
     return frame[~spike]
+
+
+def without_untuned(frame, framework: str):
+    """`frame` less the GEMM dtypes `framework`'s collector timed at its fallback tactic (UNTUNED)."""
+    return frame[~frame["gemm_dtype"].isin(list(UNTUNED.get(framework, ())))]
+
+
+def untuned_keys(frame, framework: str) -> int:
+    """How many GEMM dtypes (curve keys) of `frame`, a package gemm table, without_untuned leaves out under
+    `framework`."""
+    return 0 if frame is None else len(set(frame["gemm_dtype"]) & set(UNTUNED.get(framework, ())))
 
 
 def static_fp8(frame, quantize):

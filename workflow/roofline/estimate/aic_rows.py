@@ -6,7 +6,8 @@ What is kept (only shapes the engine can ask for, thinned where the curve is smo
 - GEMMs per dtype (bf16, fp8 per-tensor, nvfp4, int8/int4 weight-only, int8 SmoothQuant), m in GEMM_M; fp8
   block-scaled GEMMs as rows of group_size FP8_BLOCK, a curve of their own (Scenario.fp8_scaling "block"; expert
   blocks, which some frameworks measure only block-scaled, take both kinds as one); rows of host time left out
-  (aic_gemm: a whole kernel source, a lone row).
+  (aic_gemm: a whole kernel source, a lone row), and kernels timed at a tactic no served engine runs (aic_gemm.UNTUNED:
+  TensorRT-LLM's NVFP4 GEMMs).
 - Attention: prefill (`context_attention`) and decode (`generation_attention`) per KV dtype, 16-bit attention and,
   over an 8-bit cache, 8-bit attention (the faster per shape),
   every head count (GQA) and head size; MLA prefill and absorbed decode (`mla`: TensorRT-LLM and SGLang only, vLLM
@@ -33,7 +34,7 @@ from ..engine.hardware import Accelerator
 from ..engine.models import ACTIVATION_FLOPS
 from ..engine.roofline import roof_times
 from . import aic_source as src
-from .aic_gemm import static_fp8, without_host_floor, without_spikes
+from .aic_gemm import static_fp8, without_host_floor, without_spikes, without_untuned
 from .calibration import COLLECTIVE_COSTS
 
 #: the package's GEMM dtypes -> (weight dtype, activation dtype) in ours
@@ -206,11 +207,11 @@ def gemm_rows(gpu: Accelerator, folder, framework: str, quantize=None) -> list[d
     computation of the same m and k (`computescale_perf`) is taken off (without that table, nothing is). Its
     block-scaled fp8 GEMMs (FP8_BLOCK) quantize their activations per token group as they run: kept whole. A
     kernel source that measured host time (HOST_FLOOR_S) is left out, and so is a row of host time among kernels
-    (SPIKE_RATIO, judged on every measured m)."""
+    (SPIKE_RATIO, judged on every measured m) and a dtype the collector timed at its fallback tactic (UNTUNED)."""
     frame = src.read_table(folder, "gemm_perf") if folder else None
     if frame is None:
         return []
-    frame = without_host_floor(frame[frame["gemm_dtype"].isin(list(GEMM_DTYPES))])
+    frame = without_host_floor(without_untuned(frame[frame["gemm_dtype"].isin(list(GEMM_DTYPES))], framework))
     frame = without_spikes(fastest(frame, ["gemm_dtype", "m", "n", "k"]), ["gemm_dtype", "n", "k"], "m")
     frame = static_fp8(frame[frame["m"].isin(list(GEMM_M))], quantize)
     frame = thin(frame, ["gemm_dtype", "n", "k"], "m")
