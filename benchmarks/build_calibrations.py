@@ -94,7 +94,7 @@ def build_device(key: str, data: Path | None) -> dict:
         print(text)
         if rows:
             version = src.pick_version(name, framework, None)
-            untuned = untuned_left_out(src.table_dir(name, "gemm", framework, version), framework)
+            untuned = untuned_left_out(src.table_dir(name, "gemm", framework, version), framework, key)
             built[framework] = (rows, cal.fit_rows(rows, catalog()[key]), version, untuned)
     default = max(built, key=lambda fw: (coverage(built[fw][1]) + built[fw][3], fw == "trtllm"))
     steps = {fw: reference_steps(key, fit, fw) for fw, (_, fit, _, _) in built.items()}

@@ -22,14 +22,17 @@ HOST_FLOOR_S = 20e-6
 #: Left out before thinning, which would keep them as bends (gemm_rows)
 SPIKE_RATIO = 1.5
 #: GEMM dtypes a framework's collector times outside the framework's autotuner, i.e. at the fallback tactic, which a
-#: served engine never runs (it tunes every GEMM shape at warm-up): the package's TensorRT-LLM collector
-#: (collector/trtllm/collect_gemm.py) times `Linear.forward` without `autotune()`, so `trtllm::nvfp4_gemm` runs its
-#: cache-miss fallback, CUTLASS's default config. Those NVFP4 rows take 1.7-1.9x the same device's SGLang NVFP4 GEMM
-#: at decode sizes (median over shapes, m = 1-64, on every Blackwell system the package measured) and 1.2-1.4x at
-#: m = 4096, while served TensorRT-LLM decodes NVFP4 Llama-3.1-70B faster than vLLM on the same B200 (TPOT 12.1
-#: against 13.1 ms at TP 1 and 4 users). Left out (without_untuned), a lookup takes the same device's kernel measured
-#: under another framework instead (roofline.estimate.lookup: a `default` estimate, so the step is `partial`)
-UNTUNED = {"trtllm": ("nvfp4",)}
+#: served engine never runs (it tunes every GEMM shape at warm-up), on the devices (catalog keys) where that tactic is
+#: measurably not what the engine serves: the package's TensorRT-LLM collector (collector/trtllm/collect_gemm.py)
+#: times `Linear.forward` without `autotune()`, so `trtllm::nvfp4_gemm` runs its cache-miss fallback, CUTLASS's
+#: default config. On the B200, B300, GB200 and GB300 those NVFP4 rows take 1.7-1.9x the same device's SGLang NVFP4
+#: GEMM at decode sizes (median over shapes, m = 1-64; 1.2-1.4x at m = 4096), flat in n at a fixed k (8 x 8192 @
+#: 8192 x n on a B200: 21-22 us for n = 128 to 10,240), while served TensorRT-LLM decodes NVFP4 Llama-3.1-70B
+#: faster than vLLM on the same B200 (TPOT 12.1 against 13.1 ms at TP 1 and 4 users). On the RTX PRO 6000 (SM120)
+#: the fallback is within 1.08x SGLang's and faster than vLLM's: kept. Left out (without_untuned), a lookup takes
+#: the same device's kernel measured under another framework (roofline.estimate.lookup: a `default` estimate, so
+#: the step is `partial`)
+UNTUNED = {"trtllm": {"nvfp4": ("b200", "b300", "gb200-gpu", "gb300-gpu")}}
 
 
 def without_host_floor(frame):
@@ -51,15 +54,20 @@ def without_spikes(frame, keys: list[str], size: str, ratio: float = SPIKE_RATIO
     return frame[~spike]
 
 
-def without_untuned(frame, framework: str):
-    """`frame` less the GEMM dtypes `framework`'s collector timed at its fallback tactic (UNTUNED)."""
-    return frame[~frame["gemm_dtype"].isin(list(UNTUNED.get(framework, ())))]
+def untuned_dtypes(framework: str, device: str) -> list[str]:
+    """The GEMM dtypes `framework`'s collector timed at its fallback tactic on catalog device `device` (UNTUNED)."""
+    return [dtype for dtype, devices in UNTUNED.get(framework, {}).items() if device in devices]
 
 
-def untuned_keys(frame, framework: str) -> int:
-    """How many GEMM dtypes (curve keys) of `frame`, a package gemm table, without_untuned leaves out under
-    `framework`."""
-    return 0 if frame is None else len(set(frame["gemm_dtype"]) & set(UNTUNED.get(framework, ())))
+def without_untuned(frame, framework: str, device: str):
+    """`frame` (a package gemm table of catalog device `device`) less its UNTUNED GEMM dtypes under `framework`."""
+    return frame[~frame["gemm_dtype"].isin(untuned_dtypes(framework, device))]
+
+
+def untuned_keys(frame, framework: str, device: str) -> int:
+    """How many GEMM dtypes (curve keys) of `frame`, a package gemm table of `device`, without_untuned leaves out
+    under `framework`."""
+    return 0 if frame is None else len(set(frame["gemm_dtype"]) & set(untuned_dtypes(framework, device)))
 
 
 def static_fp8(frame, quantize):

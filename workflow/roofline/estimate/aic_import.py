@@ -12,7 +12,7 @@ from ..engine.errors import RooflineInputError
 from ..engine.hardware import catalog
 from . import aic_rows as rows_of
 from . import aic_source as src
-from .aic_gemm import UNTUNED, untuned_keys
+from .aic_gemm import untuned_dtypes, untuned_keys
 from .calibration import NUMBERS, manifest
 from .table_checks import check_rows
 
@@ -47,21 +47,21 @@ def import_tables(system: str, framework: str | None = None, version: str | None
     rows = list(checked.rows)
     missing = [family for family in ("gemm", "attention", "moe", "mla", "comm", "quantize") if folder(family) is None]
     note = f"\n  no {', '.join(missing)} table at or before {framework} {version}" if missing else ""
-    if untuned_left_out(folder("gemm"), framework):
-        note += (f"\n  left out its {', '.join(UNTUNED[framework])} GEMMs, timed at the fallback tactic a served "
-                 "engine does not run (roofline.estimate.aic_gemm.UNTUNED): lookups take another framework's on this "
-                 "device")
+    if untuned_left_out(folder("gemm"), framework, key):
+        note += (f"\n  left out its {', '.join(untuned_dtypes(framework, key))} GEMMs, timed at the fallback tactic "
+                 "a served engine does not run (roofline.estimate.aic_gemm.UNTUNED): lookups take another "
+                 "framework's on this device")
     if checked.rejected:
         note += f"\n  left out {checked.rejected} kernels that fail the table checks; first: {checked.example}"
     return rows, summary(rows, key, framework, version) + note
 
 
-def untuned_left_out(gemm_folder, framework: str) -> int:
-    """How many GEMM curve keys the package measured under `framework` in `gemm_folder` and the import leaves out
-    as timed at a fallback tactic (aic_gemm.UNTUNED)."""
-    if gemm_folder is None or framework not in UNTUNED:
+def untuned_left_out(gemm_folder, framework: str, device: str) -> int:
+    """How many GEMM curve keys the package measured under `framework` in `gemm_folder` (of catalog device `device`)
+    and the import leaves out as timed at a fallback tactic (aic_gemm.UNTUNED)."""
+    if gemm_folder is None or not untuned_dtypes(framework, device):
         return 0
-    return untuned_keys(src.read_table(gemm_folder, "gemm_perf"), framework)
+    return untuned_keys(src.read_table(gemm_folder, "gemm_perf"), framework, device)
 
 
 def summary(rows: list[dict], key: str, framework: str, version: str) -> str:

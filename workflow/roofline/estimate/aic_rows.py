@@ -7,7 +7,7 @@ What is kept (only shapes the engine can ask for, thinned where the curve is smo
   block-scaled GEMMs as rows of group_size FP8_BLOCK, a curve of their own (Scenario.fp8_scaling "block"; expert
   blocks, which some frameworks measure only block-scaled, take both kinds as one); rows of host time left out
   (aic_gemm: a whole kernel source, a lone row), and kernels timed at a tactic no served engine runs (aic_gemm.UNTUNED:
-  TensorRT-LLM's NVFP4 GEMMs).
+  TensorRT-LLM's NVFP4 GEMMs on the datacenter Blackwell GPUs).
 - Attention: prefill (`context_attention`) and decode (`generation_attention`) per KV dtype, 16-bit attention and,
   over an 8-bit cache, 8-bit attention (the faster per shape),
   every head count (GQA) and head size; MLA prefill and absorbed decode (`mla`: TensorRT-LLM and SGLang only, vLLM
@@ -211,7 +211,7 @@ def gemm_rows(gpu: Accelerator, folder, framework: str, quantize=None) -> list[d
     frame = src.read_table(folder, "gemm_perf") if folder else None
     if frame is None:
         return []
-    frame = without_host_floor(without_untuned(frame[frame["gemm_dtype"].isin(list(GEMM_DTYPES))], framework))
+    frame = without_host_floor(without_untuned(frame[frame["gemm_dtype"].isin(list(GEMM_DTYPES))], framework, gpu.key))
     frame = without_spikes(fastest(frame, ["gemm_dtype", "m", "n", "k"]), ["gemm_dtype", "n", "k"], "m")
     frame = static_fp8(frame[frame["m"].isin(list(GEMM_M))], quantize)
     frame = thin(frame, ["gemm_dtype", "n", "k"], "m")
