@@ -822,3 +822,16 @@ def test_the_served_table_says_which_configured_gpus_it_leaves_out_and_why():
     assert coverage_note([table], {"h100-sxm": "H100"}) == ""
     table.attrs["search"] = {}
     assert coverage_note([table], configured) == ""  # a table without its search: nothing is claimed
+
+
+def test_a_lever_across_scale_up_domains_wraps_inside_the_margin(tmp_path):
+    """DeepSeek-V3 prefill on 8 H200s at TP 8: its best lever, 'double TP (16 devices, across domains) 1.26×', ran
+    off the page on one line (the lever column does not wrap); a lever of two clauses may wrap, the others stay on
+    a line."""
+    tables, specs = grid({"models": {"deepseek-v3": {}}, "gpus": {"h200-sxm": {}}, "stages": ["prefill"],
+                          "scenario": {"seq_len": 2048, "parallel": {"tp": 8, "ep": 8}}})
+    context = model_context("deepseek-v3", tables, specs, [], "figures")
+    html = render_html(context)
+    assert '<td class="lever wraps">double TP (16 devices, across domains)' in html
+    write_report(context, tmp_path / "deepseek.html", tmp_path / "deepseek.pdf")
+    assert not words_past_the_margin(tmp_path / "deepseek.pdf")

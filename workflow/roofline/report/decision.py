@@ -126,6 +126,7 @@ def decision_row(stage: str, total: pd.Series, treatments: pd.DataFrame, gpu: Ac
     time_column = "ttft_s" if stage == "prefill" else "tpot_s"
     expected = expected_time(total, stage)
     share = float(total["memory_bound_share"])
+    lever = best_lever(treatments)["text"]
     return {
         "gpu_key": gpu.key, "deployment": place["text"], "devices": str(place["devices"]),
         "fits": not misfit, "fit_text": misfit or "yes",
@@ -136,7 +137,9 @@ def decision_row(stage: str, total: pd.Series, treatments: pd.DataFrame, gpu: Ac
         "tokens_per_s": cell(units.sig(total["tokens_per_s"]), misfit),
         "tokens_per_s_per_device": cell(units.sig(place["tokens_per_s_per_device"]), misfit),
         "memory_bound_share": units.percent(share), "bound": text.step_bound(total),
-        "lever": best_lever(treatments)["text"],
+        # a lever of two clauses ('double TP (16 devices, across domains) 1.26×') may wrap: on one line it had run
+        # off the page; the others stay on a line (report.css)
+        "lever": lever, "lever_wraps": ", " in lever,
         "max_throughput": max_throughput(treatments, total, short=True) if stage == "decode" else None,
         # the expected time ranks, as on page 1 and in the search; the bound where there is none
         "sort": (bool(misfit), expected if expected is not None else float(total[time_column])),
