@@ -229,9 +229,12 @@ def work(tmp_path_factory):
 
 
 def test_after_sighup_of_the_terminals_process_group_the_lock_is_cleared(work):
-    # a closed terminal sends SIGHUP to its foreground process group: Snakemake and its jobs
+    # a closed terminal sends SIGHUP to its foreground process group: Snakemake and its jobs. The run gets SIGHUP's
+    # default action, as a terminal's processes have, whatever this process inherited (under nohup it is ignored, and
+    # the run had finished instead of dying, leaving the next test nothing to run)
     hung = subprocess.Popen(_snakemake_command(work, "config.yaml"), cwd=work, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     try:
         assert _wait(lambda: list((work / locks.LOCKS).glob("*.lock")), timeout=300, step=0.05)
     finally:
