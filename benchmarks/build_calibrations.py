@@ -35,7 +35,8 @@ from roofline.engine.scenario import Scenario  # noqa: E402
 from roofline.estimate import aic_source as src  # noqa: E402
 from roofline.estimate import calibration as cal  # noqa: E402
 from roofline.estimate import lookup  # noqa: E402
-from roofline.estimate.aic_import import import_tables, untuned_left_out, write_table  # noqa: E402
+from roofline.estimate.aic_gemm import untuned_left_out  # noqa: E402
+from roofline.estimate.aic_import import import_tables, write_table  # noqa: E402
 from roofline.estimate.curves import Fit  # noqa: E402
 from roofline.estimate.step import Kernels  # noqa: E402
 

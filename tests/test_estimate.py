@@ -304,7 +304,7 @@ def test_gemms_a_collector_timed_at_the_fallback_tactic_are_left_out(tmp_path, m
     # whose fallback is within 1.08x SGLang's kernel.
     import pandas as pd
 
-    from roofline.estimate import aic_import, aic_rows
+    from roofline.estimate import aic_rows
     from roofline.estimate import aic_source as src
 
     monkeypatch.setattr(src, "package_version", lambda: "0.0")
@@ -318,8 +318,8 @@ def test_gemms_a_collector_timed_at_the_fallback_tactic_are_left_out(tmp_path, m
         _package_table(folder, "gemm_perf", frame)
         rows = aic_rows.gemm_rows(hardware.get_accelerator(key), folder, framework)
         assert {r["weight_dtype"] for r in rows} == kept, (key, framework)
-        assert aic_import.untuned_left_out(folder, framework, key) == (len(kept) == 1)
-    assert aic_import.untuned_left_out(None, "trtllm", "b200") == 0
+        assert aic_gemm.untuned_left_out(folder, framework, key) == (len(kept) == 1)
+    assert aic_gemm.untuned_left_out(None, "trtllm", "b200") == 0
 
 
 def test_tensorrt_llm_nvfp4_gemms_are_priced_on_another_frameworks_kernels():

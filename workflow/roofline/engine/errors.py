@@ -8,6 +8,11 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+#: the control characters (line breaks, tabs, NUL, DEL) no name, link name or URL of one line may hold, as the body of
+#: a regex character class: the config's checks (pipeline.config.CONTROL), the schema's one-line pattern
+#: (pipeline.schema_messages.ONE_LINE) and the wiki's escape (report.wiki) share it
+CONTROL_CHARACTERS = r"\x00-\x1f\x7f"
+
 
 class RooflineInputError(ValueError):
     """Bad user input: unknown key, impossible value, missing file. The message is one self-contained line."""

@@ -64,10 +64,12 @@ def without_untuned(frame, framework: str, device: str):
     return frame[~frame["gemm_dtype"].isin(untuned_dtypes(framework, device))]
 
 
-def untuned_keys(frame, framework: str, device: str) -> int:
-    """How many GEMM dtypes (curve keys) of `frame`, a package gemm table of `device`, without_untuned leaves out
-    under `framework`."""
-    return 0 if frame is None else len(set(frame["gemm_dtype"]) & set(untuned_dtypes(framework, device)))
+def untuned_left_out(gemm_folder, framework: str, device: str) -> int:
+    """How many GEMM dtypes (curve keys) the package measured under `framework` in `gemm_folder` (a gemm table of
+    catalog device `device`) that without_untuned leaves out."""
+    dtypes = untuned_dtypes(framework, device)
+    frame = src.read_table(gemm_folder, "gemm_perf") if gemm_folder is not None and dtypes else None
+    return 0 if frame is None else len(set(frame["gemm_dtype"]) & set(dtypes))
 
 
 def static_fp8(frame, quantize):

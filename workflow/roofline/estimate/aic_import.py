@@ -12,7 +12,7 @@ from ..engine.errors import RooflineInputError
 from ..engine.hardware import catalog
 from . import aic_rows as rows_of
 from . import aic_source as src
-from .aic_gemm import untuned_dtypes, untuned_keys
+from .aic_gemm import untuned_dtypes, untuned_left_out
 from .calibration import NUMBERS, manifest
 from .table_checks import check_rows
 
@@ -54,14 +54,6 @@ def import_tables(system: str, framework: str | None = None, version: str | None
     if checked.rejected:
         note += f"\n  left out {checked.rejected} kernels that fail the table checks; first: {checked.example}"
     return rows, summary(rows, key, framework, version) + note
-
-
-def untuned_left_out(gemm_folder, framework: str, device: str) -> int:
-    """How many GEMM curve keys the package measured under `framework` in `gemm_folder` (of catalog device `device`)
-    and the import leaves out as timed at a fallback tactic (aic_gemm.UNTUNED)."""
-    if gemm_folder is None or not untuned_dtypes(framework, device):
-        return 0
-    return untuned_keys(src.read_table(gemm_folder, "gemm_perf"), framework, device)
 
 
 def summary(rows: list[dict], key: str, framework: str, version: str) -> str:

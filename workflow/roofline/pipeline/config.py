@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ..engine.analysis import check_device_dtypes, check_indexer_device, resolve_plan
 from ..engine.dtypes import check_storage_dtype
-from ..engine.errors import RooflineInputError, clip, unknown
+from ..engine.errors import CONTROL_CHARACTERS, RooflineInputError, clip, unknown
 from ..engine.hardware import Accelerator, accelerator_from_entry, check_plausible  # noqa: F401 (re-export)
 from ..engine.hardware import catalog as gpu_catalog
 from ..engine.hf_config import not_a_file
@@ -227,7 +227,7 @@ def resolve_gpu(key: str, entry: dict | None, base_dir: Path = Path(".")) -> Acc
 #: no '..', '//', '/.' or '@{', not ending in '/', '.' or '.lock'
 BRANCH = re.compile(r"(?![-/.])(?!.*(\.\.|//|/\.|@\{|\.lock(/|$)))[A-Za-z0-9._/-]+(?<![/.])")
 #: a control character (a line break, a tab, NUL): no URL or display name holds one
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]")
 #: a git remote that names a transport helper (`ext::sh -c ...` runs a command of the URL's choosing)
 HELPER_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*::")
 

@@ -1,13 +1,13 @@
 """One line for each JSON-schema error in a config, in the words of the config's own keys."""
 from __future__ import annotations
 
-from ..engine.errors import RooflineInputError, clip, unknown
+from ..engine.errors import CONTROL_CHARACTERS, RooflineInputError, clip, unknown
 from .config import check_key
 
 _BOUNDS = {"exclusiveMinimum": ">", "minimum": ">=", "maximum": "<=", "exclusiveMaximum": "<"}
 #: the schema's pattern of text on one line (names, vendors, sources, link names: a line break in a display name
 #: had started a heading of its own in the wiki's Markdown)
-ONE_LINE = r"^[^\x00-\x1f\x7f]*$"
+ONE_LINE = f"^[^{CONTROL_CHARACTERS}]*$"
 
 
 def check_schema(config: dict, schema: dict) -> None:

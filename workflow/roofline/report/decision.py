@@ -53,10 +53,16 @@ def estimate_note(labels) -> str:
         "." if set(labels) & set(ESTIMATE_MARKS) else "")
 
 
+def framework_name(value) -> str:
+    """The framework whose kernel tables an expected time uses (the totals' `framework`), '' for none: 'none' (the
+    pooled fallback, no framework's tables) or missing."""
+    return "" if units.missing(value) or str(value) in ("", "none") else str(value)
+
+
 def expected_header(frameworks) -> str:
     """'Expected (trtllm)': the column of expected times names the framework whose kernels they use (the served
     table beside it may use another's); 'Expected' where the rows' frameworks differ (each cell then names its)."""
-    named = sorted({str(f) for f in frameworks if f and str(f) != "none"})
+    named = sorted({framework_name(f) for f in frameworks} - {""})
     # a row on no framework's tables (the pooled fallback) carries the † of a default estimate, explained below
     return f"Expected ({named[0]})" if len(named) == 1 else "Expected"
 
@@ -132,7 +138,7 @@ def decision_row(stage: str, total: pd.Series, treatments: pd.DataFrame, gpu: Ac
         "fits": not misfit, "fit_text": misfit or "yes",
         "time": cell(units.seconds(total[time_column]), misfit),
         "expected": cell(units.seconds(expected) + estimate_mark(total), misfit) if expected is not None else None,
-        "framework": str(total.get("framework", "")) if expected is not None else "",
+        "framework": framework_name(total.get("framework")) if expected is not None else "",
         "estimate": str(total.get("estimate", "")) if expected is not None else "",
         "tokens_per_s": cell(units.sig(total["tokens_per_s"]), misfit),
         "tokens_per_s_per_device": cell(units.sig(place["tokens_per_s_per_device"]), misfit),
@@ -163,7 +169,7 @@ def decision_tables(totals: pd.DataFrame, treatments: pd.DataFrame, gpus: dict[s
         label = expected_header(row["framework"] for row in rows)
         for row in rows:
             framework = row.pop("framework")
-            if label == "Expected" and row["expected"] is not None and framework not in ("", "none"):
+            if label == "Expected" and row["expected"] is not None and framework:
                 row["expected"] = {**row["expected"], "text": f"{row['expected']['text']} {framework}"}
         tables.append({"stage": stage, "title": stage.capitalize(),
                        "time_label": "TTFT (bound)" if stage == "prefill" else "TPOT (bound)",

@@ -170,7 +170,7 @@ def frameworks_note(totals: pd.DataFrame, gpus: dict) -> str:
         return ""
     by_framework: dict[str, list[str]] = {}
     for key, gpu in gpus.items():
-        names = {str(f) for f in totals.loc[totals["gpu"] == key, "framework"] if f and str(f) != "none"}
+        names = {decision.framework_name(f) for f in totals.loc[totals["gpu"] == key, "framework"]} - {""}
         for name in sorted(names):
             by_framework.setdefault(name, []).append(gpu.name)
     if not by_framework:

@@ -13,6 +13,8 @@ import re
 import shutil
 from pathlib import Path
 
+from ..engine.errors import CONTROL_CHARACTERS
+
 #: the folder of the bundle's attachments (PDFs, PNGs), beside the pages
 FILES = "files"
 #: files in the bundle's folder that are not part of it: Snakemake's marker of a directory() output
@@ -22,7 +24,7 @@ NOT_PUBLISHED = frozenset({".snakemake_timestamp"})
 _MARKDOWN = re.compile(r"([\\`*_\[\]|~])")
 #: line breaks, tabs and other control characters, which a name may not carry into a line of Markdown (the
 #: non-breaking spaces that keep a cell's "2 x H100, TP 2" together stay)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+_CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]+")
 
 
 def escape(text: str) -> str:
