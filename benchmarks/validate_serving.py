@@ -5,7 +5,8 @@ Run: python benchmarks/validate_serving.py [--fit] [--rows N]   (needs `pip inst
 test; `--what-if-isl F --source TEXT` instead serves one harness's rows at F x their isl). Prints MAPE of TTFT and
 TPOT per (model, system, mode) and overall, for the serving model and for today's
 step model (TTFT = one request's prefill; TPOT = one decode step at batch = concurrency and the mean KV length),
-the acceptance subsets, and every measurement that beats its bound.
+the acceptance subsets (the dense one also per harness and framework, with each group's share of its TTFT
+MAPE), and every measurement that beats its bound.
 
 Each row is served at its own plan (tp, ep, data-parallel attention; disaggregated: both pools and their worker
 counts), precision (fp8 runs: fp8 weights, activations and KV cache; fp4: NVFP4 weights and activations, fp8 KV,
@@ -302,6 +303,25 @@ def dataset(frame: pd.DataFrame) -> pd.Series:
     return frame.silicon_data_source.str.replace(r";\s*silicon_concurrency=\d+", "", regex=True)
 
 
+def harness(frame: pd.DataFrame) -> pd.Series:
+    """Who measured each row, in short: the gap-analysis harness's runs by their folder (system/framework/version:
+    fixed isl and osl, one framework release each), SemiAnalysis' InferenceX runs by their dump (a dated
+    source_file or db-dump/DATE: lengths spread, recipes per run), any other source by its file."""
+    source = dataset(frame).fillna("")
+    folder = source.str.extract(r"/data/([^/]+/[^/]+/[^/]+)/", expand=False)
+    name = source.str.extract(r"^(?:source_file=)?([^;]+)", expand=False).fillna(source)
+    dated = name.str.fullmatch(r"\d{4}-\d{2}-\d{2}\.csv|db-dump/\d{4}-\d{2}-\d{2}")
+    return ("gap-analysis " + folder).fillna(("InferenceX " + name).where(dated, name))
+
+
+def by_harness(frame: pd.DataFrame) -> pd.DataFrame:
+    """`table` per harness and framework, with each group's share of the rows' TTFT MAPE (its summed absolute error
+    over all the rows: the shares add up to the MAPE, before rounding), largest first: where the misses come from."""
+    by = [harness(frame).rename("harness"), frame.backend]
+    shares = (frame.ttft_error.abs().groupby(by).sum() / len(frame) * 100).rename("TTFT MAPE share")
+    return table(frame, by).join(shares.round(1)).sort_values("TTFT MAPE share", ascending=False)
+
+
 def at_the_roof(frame: pd.DataFrame) -> pd.Series:
     """Rows of the datasets with a run at AT_ROOF of its bound tokens/s or more. A diagnostic, not a filter on the
     acceptance: the bound computes every prompt token at the device's compute roof, so a run near it had either
@@ -403,6 +423,7 @@ def main() -> None:
     deepseek = frame[(frame.model == "deepseek-v3") & (frame["mode"] == "disagg")]
     print("acceptance: disaggregated DeepSeek:\n" + table(deepseek.assign(all="deepseek disagg"), ["all"]).to_string())
     print(calibration_limit(dense).to_string())
+    print("\ndense agg per harness and framework:\n" + by_harness(dense).to_string())
     for name, rows in (("dense agg", dense), ("deepseek disagg", deepseek)):
         for quantity in ("ttft", "tpot"):
             print(f"\nlargest {quantity.upper()} misses, {name}:\n" + largest_misses(rows, quantity).to_string())

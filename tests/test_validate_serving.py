@@ -105,3 +105,25 @@ def test_largest_misses_lists_the_rows_of_the_largest_absolute_error_first():
     assert worst["isl/osl"].tolist() == ["128/8192", "4096/512"]
     assert worst[["measured ms", "expected ms", "bound ms"]].values.tolist() == [[50.0, 150.0, 10.0],
                                                                                 [1000.0, 100.0, 50.0]]
+
+
+def test_rows_are_told_apart_by_harness_and_their_shares_add_up_to_the_mape():
+    # the gap-analysis harness by its system/framework/version folder, InferenceX by its dump (a dated source_file or
+    # db-dump/DATE), any other source by its file; the run's concurrency never splits a harness
+    runs = pd.DataFrame({
+        "silicon_data_source": [
+            "source_file=/Users/x/data/h100_sxm/trtllm/1.0.0rc3/Qwen_Qwen3-32B.csv; silicon_concurrency=8",
+            "source_file=/Users/x/data/h100_sxm/trtllm/1.0.0rc3/meta-llama_Llama-3.1-8B-Instruct.csv",
+            "source_file=2026-04-06.csv; model=Llama-3.1-70B; measured=2025-10-29T00:00:00.000Z; wip=False",
+            "db-dump/2026-04-27; config_id=202; measured=2026-03-25T00:00:00.000Z; workflow_run_id=337",
+            "source_file=kimi-k2.5-gap-analysis.csv; aic_database_mode=SILICON"],
+        "backend": ["trtllm", "trtllm", "trtllm", "sglang", "vllm"],
+        "ttft_error": [-0.5, -0.3, 0.2, 0.1, -0.4], "tpot_error": [0.1, 0.0, -0.1, 0.2, 0.05]})
+    assert validate_serving.harness(runs).tolist() == [
+        "gap-analysis h100_sxm/trtllm/1.0.0rc3", "gap-analysis h100_sxm/trtllm/1.0.0rc3",
+        "InferenceX 2026-04-06.csv", "InferenceX db-dump/2026-04-27", "kimi-k2.5-gap-analysis.csv"]
+    table = validate_serving.by_harness(runs)
+    # TTFT MAPE (50 + 30 + 20 + 10 + 40) / 5 = 30%: the harness of two rows holds (50 + 30) / 5 = 16 points of it
+    assert table["TTFT MAPE share"].tolist() == [16.0, 8.0, 4.0, 2.0]
+    assert table["TTFT MAPE share"].sum() == pytest.approx(validate_serving.mape(runs.ttft_error))
+    assert table.loc[("gap-analysis h100_sxm/trtllm/1.0.0rc3", "trtllm"), "rows"] == 2
