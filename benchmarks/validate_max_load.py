@@ -168,7 +168,18 @@ def main() -> int:
           f"{np.median(absolute):.1%}, mean {np.mean(absolute):.1%}, signed median {np.median(errors):+.1%}; at most "
           f"the run's requests in flight: median {np.nanmedian(np.abs(capped)):.1%}, "
           f"signed {np.nanmedian(capped):+.1%}")
+    for family, (count, median, signed) in by_family([point[0] for point in points], errors).items():
+        print(f"  {family} models, {count} points: expected error median {median:.1%}, signed {signed:+.1%}")
     return 1 if below else 0
+
+
+def by_family(keys: list[str], errors: list[float]) -> dict[str, tuple[int, float, float]]:
+    """{"dense" | "MoE": (points, median |error|, signed median)} of the expected side's errors, per model family (the
+    MoE points are where the search's expected throughput runs high: see the README's validation)."""
+    moe = np.array([models.get_model(key).is_moe for key in keys])
+    errors = np.asarray(errors, dtype=float)
+    return {family: (int(chosen.sum()), float(np.median(np.abs(errors[chosen]))), float(np.median(errors[chosen])))
+            for family, chosen in (("dense", ~moe), ("MoE", moe)) if chosen.any()}
 
 
 if __name__ == "__main__":

@@ -28,3 +28,13 @@ def test_no_published_maximum_load_beats_its_bound():
         # the best at most the run's requests in flight: one of the search's points, so never above the best
         assert 0 < within <= expected
     assert not below, below
+
+
+def test_the_expected_errors_are_summarised_per_model_family():
+    # dense: +10% and -20% -> median |error| 15%, signed median -5%; MoE (Qwen3-30B-A3B): -30% alone
+    families = published.by_family(["llama-3.1-8b", "qwen3-30b-a3b", "llama-3.1-70b"], [0.1, -0.3, -0.2])
+    assert list(families) == ["dense", "MoE"]
+    count, median, signed = families["dense"]
+    assert count == 2 and abs(median - 0.15) < 1e-12 and abs(signed + 0.05) < 1e-12
+    assert families["MoE"] == (1, 0.3, -0.3)
+    assert list(published.by_family(["llama-3.1-8b"], [0.1])) == ["dense"]  # a family without points is left out
