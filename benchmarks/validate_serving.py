@@ -2,7 +2,8 @@
 `systems/silicon_sample.csv` (aiconfigurator-core, Apache-2.0) whose model and device we support.
 
 Run: python benchmarks/validate_serving.py [--fit] [--rows N]   (needs `pip install aiconfigurator-core`; not a
-test; `--what-if-isl F --source TEXT` instead serves one harness's rows at F x their isl). Prints MAPE of TTFT and
+test; `--what-if-isl F --source TEXT` instead serves one harness's rows at F x their isl, `--what-if-slots N
+--source TEXT` with N fewer requests in flight than their recorded batch). Prints MAPE of TTFT and
 TPOT per (model, system, mode) and overall, for the serving model and for today's
 step model (TTFT = one request's prefill; TPOT = one decode step at batch = concurrency and the mean KV length),
 the acceptance subsets (the dense one also per harness and framework, with each group's share of its TTFT
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,7 +35,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
 from served_recipes import BALANCE, recipe  # noqa: E402  (beside this script)
-from serving_misses import largest_misses  # noqa: E402
+from serving_misses import by_harness, dataset, largest_misses, mape, table  # noqa: E402
 
 from roofline.engine import hardware, models  # noqa: E402
 from roofline.engine.errors import RooflineInputError  # noqa: E402
@@ -189,6 +191,9 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     served = prepare_served(model, gpu, scenario, framework=row.backend, fitted=(fitted or {}).get(row.backend),
                             dp_balance=BALANCE.get(row.model) if row.backend in fw.BALANCING else None,
                             batch_wait=batch_wait)
+    cap = row.get("running_cap", np.nan)
+    if cap == cap:  # a what-if's cap on the requests in flight (what_if_slots)
+        served = replace(served, framework=replace(served.framework, max_running=float(cap)))
     workload = Workload(isl=int(row.isl), osl=int(row.osl), concurrency=int(row.concurrency), length_spread=spread)
     if row["mode"] != "disagg":
         return serve_aggregated(served, workload, overflow="queue", waves=waves)
@@ -253,21 +258,6 @@ def errors(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def mape(values: pd.Series) -> float:
-    return float(values.abs().mean() * 100)
-
-
-def table(frame: pd.DataFrame, by) -> pd.DataFrame:
-    groups = frame.groupby(by)
-    columns = {"rows": groups.size(), "TTFT MAPE %": groups.ttft_error.apply(mape),
-               "TPOT MAPE %": groups.tpot_error.apply(mape)}
-    if "ttft_today_error" in frame:
-        columns.update({"TTFT today %": groups.ttft_today_error.apply(mape),
-                        "TPOT today %": groups.tpot_today_error.apply(mape)})
-    columns.update({"TTFT bias %": groups.ttft_error.median() * 100, "TPOT bias %": groups.tpot_error.median() * 100})
-    return pd.DataFrame(columns).round(1)
-
-
 def violations(frame: pd.DataFrame) -> pd.DataFrame:
     """Measurements beyond their bound: TTFT or TPOT below it, tokens/s above it."""
     low_ttft = frame.silicon_ttft_ms / 1e3 < frame.ttft_s
@@ -298,30 +288,6 @@ def calibration_limit(frame: pd.DataFrame) -> pd.DataFrame:
 AT_ROOF = 0.9
 
 
-def dataset(frame: pd.DataFrame) -> pd.Series:
-    """The measured dataset of each row: its source file and job, without the run's concurrency."""
-    return frame.silicon_data_source.str.replace(r";\s*silicon_concurrency=\d+", "", regex=True)
-
-
-def harness(frame: pd.DataFrame) -> pd.Series:
-    """Who measured each row, in short: the gap-analysis harness's runs by their folder (system/framework/version:
-    fixed isl and osl, one framework release each), SemiAnalysis' InferenceX runs by their dump (a dated
-    source_file or db-dump/DATE: lengths spread, recipes per run), any other source by its file."""
-    source = dataset(frame).fillna("")
-    folder = source.str.extract(r"/data/([^/]+/[^/]+/[^/]+)/", expand=False)
-    name = source.str.extract(r"^(?:source_file=)?([^;]+)", expand=False).fillna(source)
-    dated = name.str.fullmatch(r"\d{4}-\d{2}-\d{2}\.csv|db-dump/\d{4}-\d{2}-\d{2}")
-    return ("gap-analysis " + folder).fillna(("InferenceX " + name).where(dated, name))
-
-
-def by_harness(frame: pd.DataFrame) -> pd.DataFrame:
-    """`table` per harness and framework, with each group's share of the rows' TTFT MAPE (its summed absolute error
-    over all the rows: the shares add up to the MAPE, before rounding), largest first: where the misses come from."""
-    by = [harness(frame).rename("harness"), frame.backend]
-    shares = (frame.ttft_error.abs().groupby(by).sum() / len(frame) * 100).rename("TTFT MAPE share")
-    return table(frame, by).join(shares.round(1)).sort_values("TTFT MAPE share", ascending=False)
-
-
 def at_the_roof(frame: pd.DataFrame) -> pd.Series:
     """Rows of the datasets with a run at AT_ROOF of its bound tokens/s or more. A diagnostic, not a filter on the
     acceptance: the bound computes every prompt token at the device's compute roof, so a run near it had either
@@ -336,17 +302,34 @@ def at_the_roof(frame: pd.DataFrame) -> pd.Series:
     return source.map(flagged).fillna(False).astype(bool)
 
 
-def what_if_isl(data: pd.DataFrame, factor: float, source: str, fitted: dict | None, waves: float) -> pd.DataFrame:
-    """MAPE and bias of the rows whose source names `source`, as recorded and served at `factor` x their isl (a
-    diagnostic of a harness whose prompts may hold more tokens than it records: random token ids decoded to text and
-    tokenized again by the server come back longer with some tokenizers)."""
+def what_if(data: pd.DataFrame, source: str, change, label: str, fitted: dict | None, waves: float) -> pd.DataFrame:
+    """MAPE and bias of the rows whose source names `source`, as recorded and served after `change` (rows -> rows),
+    side by side under `label`."""
     rows = data[data.silicon_data_source.fillna("").str.contains(source, regex=False)]
     if rows.empty:
         raise SystemExit(f"--source: no run's silicon_data_source holds {source!r}")
     by = ["backend", "model", "gpu", "mode"]
     recorded = table(errors(predict(rows, fitted, waves, today=False)), by)
-    longer = table(errors(predict(rows.assign(isl=(rows.isl * factor).round()), fitted, waves, today=False)), by)
-    return pd.concat({"as recorded": recorded, f"at {factor:g} x isl": longer}, axis=1)
+    changed = table(errors(predict(change(rows), fitted, waves, today=False)), by)
+    return pd.concat({"as recorded": recorded, label: changed}, axis=1)
+
+
+def what_if_isl(data: pd.DataFrame, factor: float, source: str, fitted: dict | None, waves: float) -> pd.DataFrame:
+    """what_if at `factor` x the rows' isl (a diagnostic of a harness whose prompts may hold more tokens than it
+    records: random token ids decoded to text and tokenized again by the server come back longer with some
+    tokenizers)."""
+    return what_if(data, source, lambda rows: rows.assign(isl=(rows.isl * factor).round()), f"at {factor:g} x isl",
+                   fitted, waves)
+
+
+def what_if_slots(data: pd.DataFrame, short: float, source: str, fitted: dict | None, waves: float) -> pd.DataFrame:
+    """what_if with `short` fewer requests in flight than each run's recorded batch (its server's cap: serve_row's
+    `running_cap`; a fraction is a slot held part of the time). A diagnostic of a server whose cap is its client's
+    concurrency and which holds one of its slots (TensorRT-LLM's CUDA-graph padding request took a sequence slot
+    until its releases of late 2025): every request then waits for the next one to end, about 1 / X, which grows with
+    the output length at a fixed concurrency."""
+    return what_if(data, source, lambda rows: rows.assign(running_cap=np.maximum(rows.batch_size - short, 1.0)),
+                   f"{short:g} slots short", fitted, waves)
 
 
 def fit(data: pd.DataFrame, frameworks: tuple[str, ...] = ()) -> tuple[dict, float]:
@@ -390,19 +373,28 @@ def main() -> None:
     parser.add_argument("--rows", type=int, help="only the first N supported rows (a quick look)")
     parser.add_argument("--what-if-isl", type=float, metavar="FACTOR",
                         help="instead of the report: the rows of --source as recorded and served at FACTOR x isl")
-    parser.add_argument("--source", default="", help="with --what-if-isl: rows whose silicon_data_source holds it")
+    parser.add_argument("--what-if-slots", type=float, metavar="N",
+                        help="instead of the report: the rows of --source as recorded and served with N fewer requests "
+                             "in flight than their recorded batch (a fraction: a slot held part of the time)")
+    parser.add_argument("--source", default="", help="with a --what-if: rows whose silicon_data_source holds it")
     args = parser.parse_args()
+    what_ifs = [name for name in ("what_if_isl", "what_if_slots") if getattr(args, name) is not None]
     if args.what_if_isl is not None and not args.what_if_isl > 0:
         parser.error(f"--what-if-isl: {args.what_if_isl} is not allowed; expected a factor above 0")
-    if args.what_if_isl is not None and args.fit:
-        parser.error("--what-if-isl: serves with the fitted constants as shipped; drop --fit")
-    if args.source and args.what_if_isl is None:
-        parser.error("--source: selects the rows of --what-if-isl; give it too")
+    if args.what_if_slots is not None and not args.what_if_slots > 0:
+        parser.error(f"--what-if-slots: {args.what_if_slots} is not allowed; expected a number of slots above 0")
+    if len(what_ifs) > 1:
+        parser.error("--what-if-isl, --what-if-slots: one what-if at a time")
+    if what_ifs and args.fit:
+        parser.error(f"--{what_ifs[0].replace('_', '-')}: serves with the fitted constants as shipped; drop --fit")
+    if args.source and not what_ifs:
+        parser.error("--source: selects the rows of --what-if-isl or --what-if-slots; give one")
     data = silicon()
     data = data.iloc[:args.rows] if args.rows else data
-    if args.what_if_isl is not None:
+    if what_ifs:
         pd.set_option("display.width", 250)
-        print(what_if_isl(data, args.what_if_isl, args.source, None, WAVES).to_string())
+        run = {"what_if_isl": what_if_isl, "what_if_slots": what_if_slots}[what_ifs[0]]
+        print(run(data, getattr(args, what_ifs[0]), args.source, None, WAVES).to_string())
         return
     fitted, waves = (fit(data) if args.fit else (None, WAVES))
     if args.fit:

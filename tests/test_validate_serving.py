@@ -83,6 +83,14 @@ def test_what_if_isl_serves_the_rows_of_one_source_at_longer_prompts():
     # a source no run holds says so (it had raised an AttributeError from an empty frame)
     with pytest.raises(SystemExit, match="no run's silicon_data_source holds 'nowhere'"):
         validate_serving.what_if_isl(runs, 1.3, "nowhere", None, 0.0)
+    # --what-if-slots N: the same rows with N fewer requests in flight than their recorded batch (8 users, batch 8):
+    # a user waits for a slot, so every TTFT grows and the TPOT stays put (7 or 7.5 decode at once instead of 8)
+    short = validate_serving.what_if_slots(runs, 1.0, "harness/h100", None, 0.0)
+    assert (short[("1 slots short", "TTFT bias %")] > short[("as recorded", "TTFT bias %")] + 10).all()
+    assert (short[("1 slots short", "TPOT bias %")] <= short[("as recorded", "TPOT bias %")]).all()
+    half = validate_serving.what_if_slots(runs, 0.5, "harness/h100", None, 0.0)
+    assert (half[("0.5 slots short", "TTFT bias %")] > short[("as recorded", "TTFT bias %")]).all()
+    assert (half[("0.5 slots short", "TTFT bias %")] < short[("1 slots short", "TTFT bias %")]).all()
 
 
 def test_largest_misses_lists_the_rows_of_the_largest_absolute_error_first():
@@ -119,11 +127,11 @@ def test_rows_are_told_apart_by_harness_and_their_shares_add_up_to_the_mape():
             "source_file=kimi-k2.5-gap-analysis.csv; aic_database_mode=SILICON"],
         "backend": ["trtllm", "trtllm", "trtllm", "sglang", "vllm"],
         "ttft_error": [-0.5, -0.3, 0.2, 0.1, -0.4], "tpot_error": [0.1, 0.0, -0.1, 0.2, 0.05]})
-    assert validate_serving.harness(runs).tolist() == [
+    assert serving_misses.harness(runs).tolist() == [
         "gap-analysis h100_sxm/trtllm/1.0.0rc3", "gap-analysis h100_sxm/trtllm/1.0.0rc3",
         "InferenceX 2026-04-06.csv", "InferenceX db-dump/2026-04-27", "kimi-k2.5-gap-analysis.csv"]
-    table = validate_serving.by_harness(runs)
+    table = serving_misses.by_harness(runs)
     # TTFT MAPE (50 + 30 + 20 + 10 + 40) / 5 = 30%: the harness of two rows holds (50 + 30) / 5 = 16 points of it
     assert table["TTFT MAPE share"].tolist() == [16.0, 8.0, 4.0, 2.0]
-    assert table["TTFT MAPE share"].sum() == pytest.approx(validate_serving.mape(runs.ttft_error))
+    assert table["TTFT MAPE share"].sum() == pytest.approx(serving_misses.mape(runs.ttft_error))
     assert table.loc[("gap-analysis h100_sxm/trtllm/1.0.0rc3", "trtllm"), "rows"] == 2
