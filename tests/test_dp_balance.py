@@ -73,7 +73,9 @@ def test_balancing_trades_ttft_for_an_even_step():
     # took TTFT 3.0 s, TPOT 37 ms): unbalanced, each decode step that carries a prompt waits for the rank computing
     # it; balanced, the prompts are dealt evenly (a faster step) and TTFT carries the wait for every rank's prompt
     model, gpu = get_model("deepseek-v3"), get_accelerator("h200-sxm")
-    load = Workload(isl=1024, osl=1024, concurrency=256)
+    # (random lengths, +-10%: the users send their prompts one by one; a fixed-length benchmark's lockstep groups are
+    # dealt over the ranks without balancing too, groups.lockstep_mix)
+    load = Workload(isl=1024, osl=1024, concurrency=256, length_spread=0.1)
     off = serve_aggregated(prepare_served(model, gpu, DEP8, "trtllm"), load)
     on = serve_aggregated(prepare_served(model, gpu, DEP8, "trtllm", dp_balance=(60, 0)), load)
     assert (off["attention_dp_balance"], on["attention_dp_balance"]) == ("off", "60,0")
@@ -154,3 +156,22 @@ def test_off_is_the_rows_word_and_the_options(capsys):
         off = _cli(capsys, "serve", *DEP_OPTIONS, "--tp", "8", "--ep", "8", "--attention-dp", "--concurrency", "8",
                    "--framework", "trtllm", "--attention-dp-balance", word, "--format", "json")
         assert off[0] == plain[0] == 0 and off[1] == plain[1] and '"attention_dp_balance": "off"' in off[1]
+
+
+def test_lone_prompts_and_lockstep_groups_are_priced_apart():
+    # Fixed lengths, so users keep a lockstep share s of their arrivals in groups (groups.lockstep): without balancing,
+    # a lone prompt's step waits for the rank computing it, a group's prompts are dealt over the ranks. Each kind is
+    # priced at its own chunk (groups.lockstep_mix), so the TPOT moves from the lone prompts' (s = 0) towards the
+    # groups' (s = 1) without a jump at a small share, and a share of 0.375 keeps most of the lone prompts' wait (the
+    # mean cluster had dealt every prompt: 0.25 had priced the unbalanced step as the balanced one)
+    model, gpu = get_model("deepseek-v3"), get_accelerator("h200-sxm")
+    load = Workload(isl=1024, osl=1024, concurrency=256)
+
+    def tpot(share, balance=None):
+        served = prepare_served(model, gpu, DEP8, "trtllm", fitted=(0.0, 0.08, share, 0.0, 7e-6), dp_balance=balance)
+        return serve_aggregated(served, load)["tpot_expected_s"]
+
+    alone, tiny, some, grouped = tpot(0.0), tpot(1e-6), tpot(0.375), tpot(1.0)
+    assert tiny == pytest.approx(alone, rel=1e-3)
+    assert alone > some > grouped
+    assert some > tpot(0.375, (60, 0)) * 1.1  # balancing still buys a faster step at the fitted share

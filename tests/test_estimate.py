@@ -470,6 +470,34 @@ def test_expert_blocks_are_priced_at_power_law_routing_not_balanced(tmp_path, mo
     assert rows[2]["measured_s"] == pytest.approx(0.60e-3) and rows[2]["provenance"].endswith("routing balanced")
 
 
+def test_the_min_latency_expert_kernel_is_read_up_to_128_tokens_only(tmp_path, monkeypatch):
+    # TensorRT-LLM's min-latency MoE kernel (the package's moe_torch_flow_min_latency) times faster than its CUTLASS
+    # kernel at every token count, but the engine runs it for small batches only (AIConfigurator's own selection: at
+    # most aic_rows.MIN_LATENCY_TOKENS = 128 tokens): at 64 tokens the faster one is kept (0.07 ms), at 512 the CUTLASS
+    # one the engine runs (0.17 ms, not the 0.09 ms min-latency time); a shape timed by the min-latency kernel alone
+    # above 128 tokens has no row there
+    import pandas as pd
+
+    from roofline.estimate import aic_rows
+    from roofline.estimate import aic_source as src
+
+    monkeypatch.setattr(src, "package_version", lambda: "0.0")
+    gpu = hardware.get_accelerator("b200")
+    timed = [(64, "moe_torch_flow_cutlass", 0.15), (64, "moe_torch_flow_min_latency", 0.07),
+             (512, "moe_torch_flow_cutlass", 0.17), (512, "moe_torch_flow_min_latency", 0.09),
+             (2048, "moe_torch_flow_min_latency", 0.17)]
+    folder = tmp_path / "b200_sxm" / "moe" / "trtllm" / "1.3.0"
+    _package_table(folder, "moe_perf", pd.DataFrame({
+        "device": "NVIDIA B200", "kernel_source": [t[1] for t in timed], "moe_dtype": "nvfp4",
+        "num_tokens": [t[0] for t in timed], "hidden_size": 4096, "inter_size": 1536, "topk": 8, "num_experts": 128,
+        "moe_tp_size": 1, "moe_ep_size": 4, "distribution": aic_rows.MOE_ROUTINGS[0],
+        "latency": [t[2] for t in timed]}))
+    rows = {r["m"]: r for r in aic_rows.moe_rows(gpu, folder, "trtllm")}
+    assert aic_rows.MIN_LATENCY_TOKENS == 128 and set(rows) == {64, 512}
+    assert rows[64]["measured_s"] == pytest.approx(0.07e-3) and "min_latency" in rows[64]["provenance"]
+    assert rows[512]["measured_s"] == pytest.approx(0.17e-3) and "cutlass" in rows[512]["provenance"]
+
+
 def test_calibration_cells_write_shapes_exactly_and_times_to_six_digits():
     # a collective's element count (m) of 2^20 is written whole, not as 1.04858e+06; times keep 6 digits
     from roofline.estimate.aic_import import _cell

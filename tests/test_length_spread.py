@@ -13,6 +13,7 @@ from roofline.engine.hardware import get_accelerator
 from roofline.engine.models import get_model
 from roofline.engine.scenario import Scenario
 from roofline.serving import aggregated as agg
+from roofline.serving import groups
 from roofline.serving.serve import Workload, prepare_served, serve_aggregated
 from roofline.serving.table import ServingWorkload
 from test_cli import run as _cli  # the command line's (code, stdout, stderr)
@@ -21,11 +22,11 @@ from test_cli import run as _cli  # the command line's (code, stdout, stderr)
 def test_lockstep_share_arithmetic():
     # 1024 output tokens: a spread of 0.0005 ranges over 2 x 0.512 = 1.02 tokens (>= 1: requests end in different
     # steps), one of 0.0004 over 0.82 of a token (every request still ends in the same step)
-    assert agg.lockstep(0.375, agg.Load(isl=1024, osl=1024)) == 0.375
-    assert agg.lockstep(0.375, agg.Load(isl=1024, osl=1024, spread=0.0005)) == 0.0
-    assert agg.lockstep(0.375, agg.Load(isl=1024, osl=1024, spread=0.0004)) == 0.375
+    assert groups.lockstep(0.375, agg.Load(isl=1024, osl=1024)) == 0.375
+    assert groups.lockstep(0.375, agg.Load(isl=1024, osl=1024, spread=0.0005)) == 0.0
+    assert groups.lockstep(0.375, agg.Load(isl=1024, osl=1024, spread=0.0004)) == 0.375
     # a prefill-first scheduler keeps its share whatever the lengths
-    assert agg.lockstep(0.25, agg.Load(isl=1024, osl=1024, spread=0.2), mixed=False) == 0.25
+    assert groups.lockstep(0.25, agg.Load(isl=1024, osl=1024, spread=0.2), mixed=False) == 0.25
 
 
 def _served(framework, spread, concurrency=8):

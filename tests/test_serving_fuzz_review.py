@@ -13,7 +13,7 @@ from roofline.engine.parallel import Parallel
 from roofline.engine.scenario import Scenario
 from roofline.serving import disaggregated as dis
 from roofline.serving import search as served_search
-from roofline.serving.aggregated import step_yield
+from roofline.serving.groups import step_yield
 from roofline.serving.search import ServedWorkload
 from roofline.serving.serve import Disaggregation, Workload, prepare_served, serve_disaggregated
 from roofline.serving.step_tables import tabulate_many

@@ -18,7 +18,8 @@ What is kept (only shapes the engine can ask for, thinned where the curve is smo
   (NCCL) by message size and GPU count. The package has no point-to-point table.
 - Element-wise: the fp8 quantize kernel (`scale_matrix`: read 16-bit, write fp8), the only element-wise kernel the
   package measures, where it runs in one pass (quantize_rows); norms, RoPE and embeddings it does not measure.
-Where several kernel sources time the same shape, the fastest is kept (what a framework's backend selection picks).
+Where several kernel sources time the same shape, the fastest is kept (what a framework's backend selection picks;
+TensorRT-LLM's min-latency MoE kernel only up to MIN_LATENCY_TOKENS, where its engine runs it).
 """
 from __future__ import annotations
 
@@ -69,6 +70,14 @@ MOE_MAX_DEVICES = 16
 #: routing of MOE_ROUTINGS the package measured is kept (a few shapes lack the 1.2 rows); each row names its own.
 #: Per-operator expected times (GEMM curves) are not affected
 MOE_ROUTINGS = ("power_law_1.2", "power_law_1.01", "balanced")
+#: the most tokens TensorRT-LLM's min-latency MoE kernel (the package's `moe_torch_flow_min_latency`, timed with
+#: cutlass_min_latency_mode, NVFP4 only) is read at: AIConfigurator's own selection takes it for gated NVFP4 experts of
+#: at most 128 tokens after attention-DP gathering and the standard kernel above, as the engine runs it. Above that
+#: its rows are left out: kept as the fastest kernel they had priced every larger NVFP4 expert block at 0.56-0.60x
+#: the CUTLASS kernel a served engine runs there (B200, Qwen3-235B-A22B's shape at EP 4: 0.75 against 1.32 ms at
+#: 16,384 tokens)
+MIN_LATENCY_TOKENS = 128
+MIN_LATENCY_SOURCE = "moe_torch_flow_min_latency"
 #: quantization group of the package's int4 weight-only GEMMs (weights per fp16 scale)
 INT4_GROUP = 128
 #: MLA (DeepSeek-V3 geometry, the package's): latent rank, rope head size, decompressed q/k and v head sizes
@@ -323,12 +332,14 @@ def moe_cost(tokens, hidden, inter, experts, top_k, tp, ep, weight: str, act: st
 
 
 def moe_rows(gpu: Accelerator, folder, framework: str) -> list[dict]:
-    """Expert blocks (MoE dtypes, gated kernels, routing by MOE_ROUTINGS) of tp x ep <= MOE_MAX_DEVICES devices."""
+    """Expert blocks (MoE dtypes, gated kernels, routing by MOE_ROUTINGS) of tp x ep <= MOE_MAX_DEVICES devices; the
+    min-latency kernel at MIN_LATENCY_TOKENS tokens at most."""
     frame = src.read_table(folder, "moe_perf") if folder else None
     if frame is None:
         return []
     keep = (frame["moe_dtype"].isin(list(MOE_DTYPES)) & frame["distribution"].isin(MOE_ROUTINGS)
             & ~frame["kernel_source"].str.contains("nongated")
+            & ~((frame["kernel_source"] == MIN_LATENCY_SOURCE) & (frame["num_tokens"] > MIN_LATENCY_TOKENS))
             & (frame["moe_tp_size"] * frame["moe_ep_size"] <= MOE_MAX_DEVICES))
     frame = frame[keep].copy()
     frame["ours"] = frame["moe_dtype"].map(lambda name: "/".join(MOE_DTYPES[name]))  # several kernels per dtype

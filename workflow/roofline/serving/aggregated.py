@@ -52,10 +52,11 @@ steps') at the compute roof, weights read never (prompts batched as one likes), 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
+from .groups import Load, Scheduler, cluster_size, cluster_steps, lockstep_mix, mixed_tokens, prompt_room
 from .holds import balance_wait, batch_wait
 from .stepper import Stepper
 
@@ -71,125 +72,31 @@ TOLERANCE = 1e-7
 MAX_UTILIZATION = 0.995
 
 
-@dataclass(frozen=True)
-class Load:
-    """The requests: lengths, prefix-cache hit share, speculative setting (queries Q, tokens per step a)."""
-
-    isl: int
-    osl: int
-    prefix_hit: float = 0.0
-    queries: int = 1
-    tokens_per_step: float = 1.0
-    spread: float = 0.0  # lengths spread uniformly over +-spread around isl and osl (0: every request exactly them)
-
-    def __post_init__(self):
-        object.__setattr__(self, "tokens_per_step", step_yield(self.tokens_per_step, self.osl))
-
-    @property
-    def computed(self) -> float:
-        """Prompt tokens a prefill computes (the rest is in the prefix cache); at least one."""
-        return max(float(np.ceil((1 - self.prefix_hit) * self.isl)), 1.0)
-
-    @property
-    def decode_steps(self) -> float:
-        """Steps one request spends decoding after its first token."""
-        return max(self.osl - 1, 0) / self.tokens_per_step
-
-    @property
-    def mean_kv(self) -> float:
-        """Cached tokens of a decoding sequence, on average over its decode steps."""
-        return self.isl + self.osl / 2
-
-
-def step_yield(accepted: float, osl: int) -> float:
-    """Tokens a decode step yields on average: the speculative gain `accepted` (accepted drafts + 1), at most the
-    osl - 1 tokens a request has left after its first (a verify step never emits past the request's end: with
-    one token left it yields one, however many the drafts would have given). A user's measured accepted length
-    comes back as given: it already averages the requests' last, shorter steps (a short output's last step is
-    still priced at the mean: 6 tokens left at 5 a step take 1.2 steps here, 2 in a run)."""
-    return float(min(accepted, max(osl - 1, 1)))
-
-
-def lockstep(sync: float, load: Load, mixed: bool = True) -> float:
-    """The framework's lockstep share `sync` for requests of `load`. Where prompt chunks ride in decode steps
-    (`mixed`), groups form only of requests that end in the same step: 0 where their output lengths range over a
-    token or more (2 x spread x osl >= 1: requests that start together end apart, and their users send the next ones
-    apart, as in a benchmark of random lengths or real traffic), `sync` where every request has the same lengths (a
-    fixed-length benchmark's users stay in the groups they start in). A prefill-first scheduler gathers the prompts
-    that arrive during a decode step into its next prefill step whatever their lengths: `sync` (fitted on runs of
-    both kinds: its random-length runs fit 0.25 better than 0, loss 56.5 against 58.5)."""
-    return 0.0 if mixed and 2 * load.spread * load.osl >= 1 else sync
-
-
-@dataclass(frozen=True)
-class Scheduler:
-    """How steps are formed (token budget, mixed or separate prefill) and the framework's fitted constants."""
-
-    budget: float
-    mixed: bool
-    chunk: float = np.inf  # prompt tokens of one request a step may take (one attention replica's budget)
-    step_overhead_s: float = 0.0  # host time per step
-    request_overhead_s: float = 0.0  # per request, outside the steps
-    sync: float = 0.0  # 0: prompts arrive one by one; 1: whole groups arrive together (see cluster_size)
-    waves: float = 0.0  # closed-loop benchmark length in waves of N requests (0: the steady state alone)
-    dp_balance: tuple | None = None  # (timeout, batching wait) steps of attention-DP balancing (balance_wait)
-    batch_wait: tuple | None = None  # (timeout steps, token share) of TensorRT-LLM's batch waiting (batch_wait)
-
-
-def _room(scheduler: Scheduler, load: Load, D):
-    """Prompt tokens a step may still take: the budget less the decode tokens (mixed), at least one."""
-    return np.maximum(scheduler.budget - D * load.queries, 1.0) if scheduler.mixed else scheduler.budget + 0 * D
-
-
-def cluster_size(load: Load, scheduler: Scheduler, active, D):
-    """Prompts that arrive together (and are prefilled together): closed-loop users whose requests ended in the
-    same step send the next ones together, so a fixed-length benchmark keeps them in groups. A mixed scheduler
-    (decode first, prompt chunks beside the decode tokens) spreads a group over the steps it fits in: groups of up
-    to g = min(active, room / c), the prompts one step admits. A prefill-first scheduler (SGLang) computes every
-    waiting prompt before it decodes again, so a group's members start and end decoding together: the group is up
-    to every request in flight, g = active. 1 + sync x (g - 1): sync = 0 is arrival one by one, 1 lockstep groups
-    (a framework constant fitted on measured runs)."""
-    if scheduler.sync == 0:  # one by one (as 1 + 0 x (g - 1), without the arrays)
-        return 1.0
-    largest = np.maximum(active, 1.0)
-    if scheduler.mixed:
-        group = np.clip(np.floor(_room(scheduler, load, D) / load.computed), 1.0, largest)
-    else:
-        group = largest
-    return 1.0 + scheduler.sync * (group - 1.0)
-
-
-def _cluster_steps(load: Load, scheduler: Scheduler, active, D, room):
-    """Heavy steps one cluster's prompts take (at least c / chunk): ceil(prompts x c / room) expected over the arrivals
-    cluster_size averages (alone w.p. 1 - sync, with the whole group w.p. sync); the ceiling of the mean cluster
-    jumped a step where the mean crossed an integer (10 closed-loop users then served fewer requests/s than 8)."""
-    def steps(prompts):
-        return np.maximum(np.ceil(prompts * load.computed / room), load.computed / scheduler.chunk)
-    group = cluster_size(load, replace(scheduler, sync=1.0), active, D) if scheduler.sync else 1.0
-    return (1 - scheduler.sync) * steps(1.0) + scheduler.sync * steps(group)
-
-
 def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str, closed: bool = True,
              rate=None, busy=1.0) -> dict:
     """Times at decode occupancy D with `active` requests in flight: TPOT, TTFT, prompt-room use (`closed`: users
     who send a request as their last one ends; False: independent arrivals at `rate` per second, which find the
     engine running a step with probability `busy`)."""
-    room, steps = _room(scheduler, load, D), max(load.decode_steps, 1e-9)
+    room, steps = prompt_room(scheduler, load, D), max(load.decode_steps, 1e-9)
     if side == "bound":  # prompts fused evenly into the steps: no mix of steps is faster
         due = load.computed * D / steps
         tpot = stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step
         return {"tpot": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room, "most": np.inf + 0.0 * D}
     cluster = cluster_size(load, scheduler, active, D)
-    per_cluster = _cluster_steps(load, scheduler, active, D, room)
+    per_cluster = cluster_steps(load, scheduler, active, D, room)
     # others' prompt tokens per decode step: each other user's next prompt lands in a request's decode steps as
     # often as the cycle decodes, D / active (Little); none where requests are prompts alone (osl 1)
     decoding_share = np.minimum(D / np.maximum(active, 1e-9), 1.0) if load.decode_steps else 0.0
     others = load.computed * np.maximum(active - cluster, 0.0) * decoding_share / steps
-    # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
-    # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
-    chunk = np.minimum(room, np.maximum(cluster * np.minimum(load.computed, scheduler.chunk), others))
-    light, (heavy, full) = stepper.light_and_heavy(D, (chunk, room), side, scheduler.chunk)  # full: the prompts' limit
-    extra = others / chunk  # heavy steps per decode step of a request
+    if scheduler.mixed and scheduler.sync:  # lone prompts and whole groups, each chunk priced at its own size
+        light, heavy, own, full, extra, (per_token, square) = lockstep_mix(stepper, load, scheduler, D, active,
+                                                                             side, room, others)
+    else:
+        # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
+        # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
+        chunk = np.minimum(room, np.maximum(cluster * np.minimum(load.computed, scheduler.chunk), others))
+        light, (heavy, full) = stepper.light_and_heavy(D, (chunk, room), side, scheduler.chunk)  # full: the prompts'
+        extra, own = others / chunk, heavy  # heavy steps per decode step of a request; its own prompt's step
     # a group's n heavy steps yield its first tokens after (n + 1) / 2 of them on average where a step holds whole
     # prompts; where a prompt spans steps the k-th of g ends k c / room steps in, (g + 1) c / 2 room on average
     # (a last, partial chunk counted at its share of a step)
@@ -198,15 +105,16 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # a request lives on one attention replica: its prompt takes at least c / chunk steps, however large the room
     # of all replicas together
     first = np.maximum(first, load.computed / scheduler.chunk)
-    if scheduler.mixed:
-        share = np.minimum(extra, 1.0)
-        per_token = (1 - share) * light + share * heavy
-        mean, square = per_token, (1 - share) * light ** 2 + share * heavy ** 2
+    if scheduler.mixed and scheduler.sync:
+        mean = per_token
+    elif scheduler.mixed:
+        per_token, square = mixed_tokens(light, heavy, heavy ** 2, extra)
+        mean = per_token
     else:  # each decode step is followed by `extra` prefill steps; after its first token a request also waits out
         # the rest of its own group's prefill steps (n - first of them), in no decode step (osl 1: none)
         per_token = light + extra * heavy + ((per_cluster - first) * heavy / steps if load.decode_steps else 0.0)
         mean, square = (light + extra * heavy) / (1 + extra), (light ** 2 + extra * heavy ** 2) / (1 + extra)
-    prompt = first * heavy
+    prompt = first * own
     # closed loop: a group arrives as the last step of its members' previous requests ends, so it waits for a running
     # step and for queued prompts only as far as other groups are in flight (none when one group holds them all)
     apart = np.maximum(active - cluster, 0.0) / np.maximum(active - 1.0, 1.0) if closed else busy

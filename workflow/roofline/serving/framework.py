@@ -85,7 +85,7 @@ class Framework:
     reserve_full_length: bool  # a request is admitted only when the cache holds it at isl + osl tokens
     step_overhead_s: float  # host time per step [s] (fitted)
     request_overhead_s: float  # time per request outside the steps [s] (fitted)
-    sync: float  # how far closed-loop users stay in lockstep groups, 0..1 (fitted; aggregated.cluster_size)
+    sync: float  # how far closed-loop users stay in lockstep groups, 0..1 (fitted; groups.cluster_size)
     handoff_s: float = 0.0  # disaggregated: time per request to route it and hand its cache over (fitted)
     #: host time per step per running sequence of an attention replica [s] (fitted): scheduling, sampling and
     #: bookkeeping that grow with the batch, each replica's scheduler handling its own under data-parallel attention
@@ -140,11 +140,11 @@ class Framework:
 #: Refit on 2026-12-02 (evening) after the disaggregated prefill queue took its utilization from full-budget steps,
 #: the MoE all-to-all one copy per rank, the budget per DP-attention replica and collectives across scale-up
 #: domains went hierarchical: SGLang per request 0.15 -> 0.3 s, lockstep share 0 -> 0.25 (a quarter of a
-#: prefill-first scheduler's whole-wave groups: roofline.serving.aggregated.cluster_size), hand-over 0.1 -> 0 s;
+#: prefill-first scheduler's whole-wave groups: roofline.serving.groups.cluster_size), hand-over 0.1 -> 0 s;
 #: vLLM and TensorRT-LLM unchanged. Held-out TTFT MAPE 47.3%, TPOT 22.1% (before: 51.5%, 21.5%).
 #: SGLang refit on 2026-12-03 after its KV pool stopped reserving full lengths (capacity.py) and GLM-5 joined the
 #: runs: per request 0.3 -> 0.15 s, hand-over 0 -> 0.1 s, lockstep share 0.25 kept; all rows' held-out TTFT 41.8% ->
-#: 39.3% (SGLang's 979 rows 50.1% -> 39.6%; 39.2% and 39.5% with aggregated._cluster_steps), TPOT unchanged.
+#: 39.3% (SGLang's 979 rows 50.1% -> 39.6%; 39.2% and 39.5% with groups.cluster_steps), TPOT unchanged.
 #: vLLM's hand-over refit on 2026-12-03 (its disaggregated Kimi-K2.5 runs had joined since its last fit): 0 -> 0.2 s
 #: (TTFT + TPOT MAPE of its 7 disaggregated fit rows 59.4 -> 19.2; TTFT of all 14: 52% -> 14%, the 7 held out:
 #: 20%). The fit's per request 0.02 -> 0.04 s (loss 47.95 -> 47.81, within noise) is not taken: it moves the dense
@@ -160,8 +160,15 @@ class Framework:
 #: served runs fit 0.375 (55.55 -> 52.99), but its published maximum-load throughputs (held back from the fit:
 #: benchmarks/validate_max_load.py) then move from a 13.1% to a 16.9% median error (15.9% at 0.125), past the 15%
 #: they are held to: kept at 0. SGLang keeps 0.25 for both kinds of run (its random-length runs at 0: 56.47 -> 58.48).
+#: TensorRT-LLM refit on 2026-12-05 (night), once its NVFP4 expert blocks above 128 tokens were priced on the CUTLASS
+#: kernel its engine runs by default (aic_rows.MIN_LATENCY_TOKENS; the maximum-load median 14.0% -> 10.1%) and a
+#: mixed scheduler's lone prompts and lockstep groups were priced apart (groups.lockstep_mix; the mean cluster
+#: had dealt every prompt over the attention-DP replicas): lockstep share 0 -> 0.375 (even rows' loss 54.75 -> 52.55;
+#: 0.25: 52.85, 0.5: 52.55, 0.625: 52.93) and hand-over 0.1 -> 0 s (on its disaggregated rows 73.75 -> 69.69); per
+#: step, per request and per sequence stay. vLLM's 0.125 stays the best (44.54; 0.25: 44.69). Held back, the
+#: maximum-load medians stay within their 15% (10.7% v1.0, 8.9% 03e27c7).
 FITTED = {"vllm": (0.0, 0.02, 0.125, 0.2, 0.0), "sglang": (0.0, 0.15, 0.25, 0.1, 24e-6),
-          "trtllm": (0.0, 0.08, 0.0, 0.1, 7e-6)}
+          "trtllm": (0.0, 0.08, 0.375, 0.0, 7e-6)}
 
 
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,

@@ -9,10 +9,10 @@ from ..engine.analysis import aggregate
 from ..engine.columns import PLAN_COLUMNS, PLAN_SERVING_COLUMNS
 from ..engine.graph import build_operators
 from ..engine.roofline import dominant_bound
-from .aggregated import step_yield
 from .candidates import served_kv_dtypes
 from .capacity import per_device_bytes
 from .framework import balance_label, batch_wait_label, framework_for, held_batch_wait
+from .groups import step_yield
 from .marks import mark_frontier
 from .planner import PlanSettings, ms, nearest_miss, plan_table
 from .refusals import link_note

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import aggregated as agg
 from . import disaggregated as dis
+from . import groups
 from .step_tables import StepTables
 
 #: points the solvers take at a time: enough to amortize each array operation, few enough to keep them in cache
@@ -89,7 +90,7 @@ def stepper(tables: dict[bool, StepTables], fw, drafted, spec) -> agg.Stepper:
 def aggregated(selected, points: Points, tables, load, fw, model, drafted, spec) -> dict:
     stacked, rows = stepper(tables, fw, drafted, spec), table_rows(selected, tables[False])
     scheduler = agg.Scheduler(budget=0.0, mixed=fw.mixed, step_overhead_s=fw.step_overhead_s,
-                              request_overhead_s=fw.request_overhead_s, sync=agg.lockstep(fw.sync, load, fw.mixed),
+                              request_overhead_s=fw.request_overhead_s, sync=groups.lockstep(fw.sync, load, fw.mixed),
                               dp_balance=fw.dp_balance,
                               batch_wait=fw.batch_wait)
 

@@ -21,6 +21,7 @@ from ..engine.scenario import MAX_BATCH, MAX_SEQ_LEN, Scenario
 from ..estimate.step import combine
 from . import aggregated as agg
 from . import disaggregated as dis
+from . import groups
 from .capacity import capacity, footprint_share, room_lacking
 from .framework import DEFAULT_FRAMEWORK, Framework, balance_label, batch_wait_label, framework_for, held_batch_wait
 from .refusals import check_capacity, check_kv_served, check_reserve, memory_settings
@@ -262,7 +263,7 @@ def _offered_bound(requests_per_s, workload: Workload):
 def scheduler_for(framework: Framework, plan: Parallel, load: agg.Load, waves: float = 0.0) -> agg.Scheduler:
     """The aggregated scheduler of a framework on an engine of `plan` (its budget, mixing and fitted constants; the
     lockstep share as the requests of `load` keep it: aggregated.lockstep)."""
-    sync = agg.lockstep(framework.sync, load, framework.mixed)
+    sync = groups.lockstep(framework.sync, load, framework.mixed)
     return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed, chunk=framework.request_chunk(plan),
                          step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
                          sync=sync, waves=waves, dp_balance=framework.dp_balance, batch_wait=framework.batch_wait)
@@ -406,7 +407,7 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         "fits": bool(workload.concurrency <= cap.running if workload.concurrency is not None
                      else expected["running"] <= cap.running),
         "keeps_up": bool(expected["keeps_up"]), "spec_method": served.spec.method or "none",
-        "accepted_tokens_per_step": agg.step_yield(served.spec.tokens_per_step, workload.osl), "prefill_workers": 0,
+        "accepted_tokens_per_step": groups.step_yield(served.spec.tokens_per_step, workload.osl), "prefill_workers": 0,
         "decode_workers": 0,
         "kv_transfer_s": 0.0, "limited_by": expected.get("limited_by", "none"),
         "estimate": combine(*(p.estimate for p in parts)),
