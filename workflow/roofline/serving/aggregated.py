@@ -10,8 +10,9 @@ The model (the README states it with its assumptions):
   one, 1 lockstep). A mixed scheduler spreads a group over the steps: g = min(requests in flight, room / c), what one
   step's token budget admits beside its decode tokens. A prefill-first scheduler (SGLang) computes every waiting
   prompt before it decodes again, so a group's members start and end decoding together: g = every request in
-  flight, and after its first token a request waits out the rest of its group's prefill steps. Open-loop (Poisson)
-  arrivals come one by one.
+  flight, and after its first token a request waits out the rest of its group's prefill steps. A mixed scheduler's
+  lone prompts and whole groups are priced apart, each heavy step at its own chunk (groups.lockstep_mix).
+  Open-loop (Poisson) arrivals come one by one.
 * Steps. A step computes at most `budget` tokens (max_batched_tokens, per attention replica where the framework
   schedules each: Framework.step_budget): its decode tokens D Q (Q = 1, or K + 1 when verifying) and prompt chunks,
   one request's at most `chunk` (a request lives on one replica). A group's prompts take ceil(group x c / room)

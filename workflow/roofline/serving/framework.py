@@ -155,7 +155,7 @@ class Framework:
 #: TensorRT-LLM's published maximum-load throughputs (benchmarks/validate_max_load.py: batches of thousands) move
 #: from a +17.4% / +15.7% signed median over-prediction to the figures the README gives.
 #: Lockstep shares refit on 2026-12-05 (late) on the fixed-length runs alone, once the InferenceX runs were served at
-#: their random lengths (--length-spread, which dissolves the groups of a mixed scheduler: aggregated.lockstep), each
+#: their random lengths (--length-spread, which dissolves the groups of a mixed scheduler: groups.lockstep), each
 #: framework's even rows, loss TTFT + TPOT MAPE: vLLM 0 -> 0.125 (45.55 -> 44.69; 0.25: 44.80). TensorRT-LLM's
 #: served runs fit 0.375 (55.55 -> 52.99), but its published maximum-load throughputs (held back from the fit:
 #: benchmarks/validate_max_load.py) then move from a 13.1% to a 16.9% median error (15.9% at 0.125), past the 15%

@@ -59,7 +59,7 @@ class ServedWorkload:
     spec: Speculation = field(default_factory=Speculation)
     framework: str = ""  # "" = DEFAULT_FRAMEWORK: the scheduler, host time and kernel tables of every candidate
     dp_balance: tuple[int, int] | None = None  # TensorRT-LLM's attention-DP balancing (framework.Framework)
-    length_spread: float = 0.0  # lengths uniform over +-length_spread around isl and osl (aggregated.lockstep)
+    length_spread: float = 0.0  # lengths uniform over +-length_spread around isl and osl (groups.lockstep)
     batch_wait: tuple[int, float] | None = None  # its batch waiting (framework.held_batch_wait: where it holds)
 
 

@@ -44,7 +44,7 @@ class Workload:
     concurrency: int | None = None
     request_rate: float | None = None
     prefix_hit: float = 0.0
-    length_spread: float = 0.0  # lengths uniform over +-length_spread around isl and osl (aggregated.lockstep)
+    length_spread: float = 0.0  # lengths uniform over +-length_spread around isl and osl (groups.lockstep)
 
     def validate(self, waves: float = 0.0) -> "Workload":
         """Refuse (one line) what no served run has; `waves` (--benchmark-waves) is a closed-loop benchmark's."""
@@ -262,7 +262,7 @@ def _offered_bound(requests_per_s, workload: Workload):
 
 def scheduler_for(framework: Framework, plan: Parallel, load: agg.Load, waves: float = 0.0) -> agg.Scheduler:
     """The aggregated scheduler of a framework on an engine of `plan` (its budget, mixing and fitted constants; the
-    lockstep share as the requests of `load` keep it: aggregated.lockstep)."""
+    lockstep share as the requests of `load` keep it: groups.lockstep)."""
     sync = groups.lockstep(framework.sync, load, framework.mixed)
     return agg.Scheduler(budget=framework.step_budget(plan), mixed=framework.mixed, chunk=framework.request_chunk(plan),
                          step_overhead_s=framework.step_overhead_s, request_overhead_s=framework.request_overhead_s,
