@@ -96,8 +96,11 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group
         # brings, all that are due (the scheduler packs every waiting prompt into the step), at most the room
         chunk = np.minimum(room, np.maximum(cluster * np.minimum(load.computed, scheduler.chunk), others))
-        light, (heavy, full) = stepper.light_and_heavy(D, (chunk, room), side, scheduler.chunk)  # full: the prompts'
+        # (full: the prompts' limit, a step whose room is all prompt tokens)
+        light, (heavy, full) = stepper.light_and_heavy(D, (chunk, room), side, scheduler.chunk)
         extra, own = others / chunk, heavy  # heavy steps per decode step of a request; its own prompt's step
+        if scheduler.mixed:
+            per_token, square = mixed_tokens(light, heavy, heavy ** 2, extra)
     # a group's n heavy steps yield its first tokens after (n + 1) / 2 of them on average where a step holds whole
     # prompts; where a prompt spans steps the k-th of g ends k c / room steps in, (g + 1) c / 2 room on average
     # (a last, partial chunk counted at its share of a step)
@@ -106,10 +109,7 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     # a request lives on one attention replica: its prompt takes at least c / chunk steps, however large the room
     # of all replicas together
     first = np.maximum(first, load.computed / scheduler.chunk)
-    if scheduler.mixed and scheduler.sync:
-        mean = per_token
-    elif scheduler.mixed:
-        per_token, square = mixed_tokens(light, heavy, heavy ** 2, extra)
+    if scheduler.mixed:
         mean = per_token
     else:  # each decode step is followed by `extra` prefill steps; after its first token a request also waits out
         # the rest of its own group's prefill steps (n - first of them), in no decode step (osl 1: none)
