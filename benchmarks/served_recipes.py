@@ -15,7 +15,7 @@ BALANCE = {"deepseek-v3": (60, 0)}
 #: not record. Their client (bench_serving's benchmark_serving.py, --random-range-ratio 0.8 from the workflow
 #: template) draws each request's input and output lengths uniformly from [0.8 L, L]: the requests average 0.9 L
 #: (INFERENCEX_LENGTHS), served at that mean with lengths spread +-1/9 around it (INFERENCEX_SPREAD: no lockstep
-#: groups, roofline.serving.aggregated.lockstep). Their TensorRT-LLM Llama-3.x-70B recipes (70b_fp8_h200_trt_slurm.sh,
+#: groups, roofline.serving.groups.lockstep). Their TensorRT-LLM Llama-3.x-70B recipes (70b_fp8_h200_trt_slurm.sh,
 #: 70b_fp4_b200_trt_slurm.sh) turn batch waiting on for 1k/1k below TP 8 alone: batch_wait_timeout_iters 20,
 #: batch_wait_max_tokens_ratio 0.9 ("will improve the performance"): those runs' TTFT is ~19 decode steps above
 #: the 1k/8k runs' at the same plan and load, which the hold explains (roofline.serving.holds.batch_wait)

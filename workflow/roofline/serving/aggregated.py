@@ -125,7 +125,9 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
     most = MAX_UTILIZATION * room / (load.computed * full)
     tpot = per_token / load.tokens_per_step
     if closed:
-        k = load.computed * heavy / room  # the prompt room's use per prompt: its share of a heavy step's room
+        # the prompt room's use per prompt: its share of the room of the heavy step it rides in (`own`: a lone
+        # prompt's or a group's, by prompt; the single chunk's heavy step without lockstep groups)
+        k = load.computed * own / room
         behind = np.maximum(active - cluster, 0.0)  # the requests in flight beside the arriving group
         rest = ttft + load.decode_steps * load.tokens_per_step * tpot
         queue, rho = _closed_queue(active, rest, apart * prompt / 2, k, apart * behind * k,

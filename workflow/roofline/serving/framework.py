@@ -166,7 +166,7 @@ class Framework:
 #: had dealt every prompt over the attention-DP replicas): lockstep share 0 -> 0.375 (even rows' loss 54.75 -> 52.55;
 #: 0.25: 52.85, 0.5: 52.55, 0.625: 52.93) and hand-over 0.1 -> 0 s (on its disaggregated rows 73.75 -> 69.69); per
 #: step, per request and per sequence stay. vLLM's 0.125 stays the best (44.54; 0.25: 44.69). Held back, the
-#: maximum-load medians stay within their 15% (10.7% v1.0, 8.9% 03e27c7).
+#: maximum-load medians stay within their 15% (10.6% v1.0, 8.9% 03e27c7).
 FITTED = {"vllm": (0.0, 0.02, 0.125, 0.2, 0.0), "sglang": (0.0, 0.15, 0.25, 0.1, 24e-6),
           "trtllm": (0.0, 0.08, 0.375, 0.0, 7e-6)}
 
