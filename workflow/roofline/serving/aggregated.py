@@ -57,7 +57,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .groups import Load, Scheduler, cluster_size, cluster_steps, lockstep_mix, mixed_tokens, prompt_room
+from .groups import Load, Scheduler, cluster_size, cluster_steps, lockstep_mix, mixed_tokens, prompt_room, whole_group
 from .holds import balance_wait, batch_wait
 from .stepper import Stepper
 
@@ -83,14 +83,14 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         due = load.computed * D / steps
         tpot = stepper.spread(D, np.minimum(due, room)) / load.tokens_per_step
         return {"tpot": tpot, "ttft": stepper.lone_prompt + 0.0 * D, "rho": due / room, "most": np.inf + 0.0 * D}
-    cluster = cluster_size(load, scheduler, active, D)
-    per_cluster = cluster_steps(load, scheduler, active, D, room)
+    group = whole_group(load, scheduler, active, room) if scheduler.sync else 1.0  # one, where prompts come singly
+    cluster, per_cluster = cluster_size(scheduler, group), cluster_steps(load, scheduler, group, room)
     # others' prompt tokens per decode step: each other user's next prompt lands in a request's decode steps as
     # often as the cycle decodes, D / active (Little); none where requests are prompts alone (osl 1)
     decoding_share = np.minimum(D / np.maximum(active, 1e-9), 1.0) if load.decode_steps else 0.0
     others = load.computed * np.maximum(active - cluster, 0.0) * decoding_share / steps
     if scheduler.mixed and scheduler.sync:  # lone prompts and whole groups, each chunk priced at its own size
-        light, heavy, own, full, extra, (per_token, square) = lockstep_mix(stepper, load, scheduler, D, active,
+        light, heavy, own, full, extra, (per_token, square) = lockstep_mix(stepper, load, scheduler, D, group,
                                                                              side, room, others)
     else:
         # a heavy step carries one group's prompt chunk, or where more prompt tokens are due per step than one group

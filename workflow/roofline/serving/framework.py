@@ -140,7 +140,7 @@ class Framework:
 #: Refit on 2026-12-02 (evening) after the disaggregated prefill queue took its utilization from full-budget steps,
 #: the MoE all-to-all one copy per rank, the budget per DP-attention replica and collectives across scale-up
 #: domains went hierarchical: SGLang per request 0.15 -> 0.3 s, lockstep share 0 -> 0.25 (a quarter of a
-#: prefill-first scheduler's whole-wave groups: roofline.serving.groups.cluster_size), hand-over 0.1 -> 0 s;
+#: prefill-first scheduler's whole-wave groups: roofline.serving.groups.whole_group), hand-over 0.1 -> 0 s;
 #: vLLM and TensorRT-LLM unchanged. Held-out TTFT MAPE 47.3%, TPOT 22.1% (before: 51.5%, 21.5%).
 #: SGLang refit on 2026-12-03 after its KV pool stopped reserving full lengths (capacity.py) and GLM-5 joined the
 #: runs: per request 0.3 -> 0.15 s, hand-over 0 -> 0.1 s, lockstep share 0.25 kept; all rows' held-out TTFT 41.8% ->

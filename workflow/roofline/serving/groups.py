@@ -1,10 +1,10 @@
 """Closed-loop lockstep groups and the requests and scheduler they are priced for (roofline.serving.aggregated's
 model states them): the requests (Load), how steps are formed (Scheduler), how far users keep in lockstep
-(lockstep, cluster_size), the heavy steps a group's prompts take (cluster_steps), and a mixed scheduler's decode
-steps beside lone prompts and whole groups (lockstep_mix, mixed_tokens)."""
+(lockstep, whole_group, cluster_size), the heavy steps a group's prompts take (cluster_steps), and a mixed
+scheduler's decode steps beside lone prompts and whole groups (lockstep_mix, mixed_tokens)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -81,31 +81,31 @@ def prompt_room(scheduler: Scheduler, load: Load, D):
     return np.maximum(scheduler.budget - D * load.queries, 1.0) if scheduler.mixed else scheduler.budget + 0 * D
 
 
-def cluster_size(load: Load, scheduler: Scheduler, active, D):
-    """Prompts that arrive together (and are prefilled together): closed-loop users whose requests ended in the
-    same step send the next ones together, so a fixed-length benchmark keeps them in groups. A mixed scheduler
-    (decode first, prompt chunks beside the decode tokens) spreads a group over the steps it fits in: groups of up
-    to g = min(active, room / c), the prompts one step admits. A prefill-first scheduler (SGLang) computes every
-    waiting prompt before it decodes again, so a group's members start and end decoding together: the group is up
-    to every request in flight, g = active. 1 + sync x (g - 1): sync = 0 is arrival one by one, 1 lockstep groups
-    (a framework constant fitted on measured runs)."""
-    if scheduler.sync == 0:  # one by one (as 1 + 0 x (g - 1), without the arrays)
-        return 1.0
+def whole_group(load: Load, scheduler: Scheduler, active, room):
+    """Prompts that arrive together (and are prefilled together) where users keep in lockstep: closed-loop users
+    whose requests ended in the same step send the next ones together, so a fixed-length benchmark keeps them in
+    groups. A mixed scheduler (decode first, prompt chunks beside the decode tokens) spreads a group over the steps it
+    fits in: groups of up to g = min(active, room / c), the prompts one step admits (`room`: prompt_room). A
+    prefill-first scheduler (SGLang) computes every waiting prompt before it decodes again, so a group's members start
+    and end decoding together: the group is up to every request in flight, g = active."""
     largest = np.maximum(active, 1.0)
     if scheduler.mixed:
-        group = np.clip(np.floor(prompt_room(scheduler, load, D) / load.computed), 1.0, largest)
-    else:
-        group = largest
+        return np.clip(np.floor(room / load.computed), 1.0, largest)
+    return largest
+
+
+def cluster_size(scheduler: Scheduler, group):
+    """The mean cluster of arrivals, 1 + sync x (g - 1) of a whole group g (whole_group; 1 where sync = 0): sync = 0
+    is arrival one by one, 1 lockstep groups (a framework constant fitted on measured runs)."""
     return 1.0 + scheduler.sync * (group - 1.0)
 
 
-def cluster_steps(load: Load, scheduler: Scheduler, active, D, room):
+def cluster_steps(load: Load, scheduler: Scheduler, group, room):
     """Heavy steps one cluster's prompts take (at least c / chunk): ceil(prompts x c / room) expected over the arrivals
-    cluster_size averages (alone w.p. 1 - sync, with the whole group w.p. sync); the ceiling of the mean cluster
+    cluster_size averages (alone w.p. 1 - sync, with the whole `group` w.p. sync); the ceiling of the mean cluster
     jumped a step where the mean crossed an integer (10 closed-loop users then served fewer requests/s than 8)."""
     def steps(prompts):
         return np.maximum(np.ceil(prompts * load.computed / room), load.computed / scheduler.chunk)
-    group = cluster_size(load, replace(scheduler, sync=1.0), active, D) if scheduler.sync else 1.0
     return (1 - scheduler.sync) * steps(1.0) + scheduler.sync * steps(group)
 
 
@@ -116,9 +116,9 @@ def mixed_tokens(light, heavy, heavy_square, extra) -> tuple:
     return (1 - share) * light + share * heavy, (1 - share) * light ** 2 + share * heavy_square
 
 
-def lockstep_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side: str, room, others) -> tuple:
+def lockstep_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, group, side: str, room, others) -> tuple:
     """A mixed scheduler's steps where closed-loop users keep some lockstep (sync > 0): a request's prompt arrives
-    alone w.p. 1 - sync and with its whole group of g (cluster_size at sync 1) w.p. sync, and the two kinds of heavy
+    alone w.p. 1 - sync and with its whole `group` of g (whole_group) w.p. sync, and the two kinds of heavy
     step are priced apart, each at its own chunk (one prompt, or the g prompts; or every prompt due, where more are
     due per step). One step at the mean cluster priced neither: under data-parallel attention a lone prompt's step
     waits for the replica computing it while a group's is dealt over the replicas (Stepper._busiest), and the mean
@@ -127,7 +127,6 @@ def lockstep_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, 
     kinds by how many of each a request decodes beside, own the step of the request's own prompt on average (by
     request), full the prompts' limit, extra the heavy steps per decode step."""
     prompt, sync = np.minimum(load.computed, scheduler.chunk), scheduler.sync
-    group = cluster_size(load, replace(scheduler, sync=1.0), active, D)
     lone = np.minimum(room, np.maximum(prompt, others))
     whole = np.minimum(room, np.maximum(group * prompt, others))
     light, (h_lone, h_whole, full) = stepper.light_and_heavy(D, (lone, whole, room), side, scheduler.chunk)
