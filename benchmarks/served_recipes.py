@@ -25,6 +25,17 @@ INFERENCEX_SPREAD = 0.1 / 0.9
 INFERENCEX_BATCH_WAIT = {("trtllm", "llama-3.1-70b", 1024, 1024): ((20, 0.9), 8)}  # (key): (batch wait, below tp)
 
 
+def recorded_plan(tp: int, dp: int, moe_tp: int, moe_ep: int) -> tuple[int, int, int]:
+    """(tp, attention dp, moe ep) a run was served at, from the package's record of it. Some aggregated rows of
+    SemiAnalysis' runs record tensor-parallel attention with expert-parallel experts on N GPUs (TP N, EP N) as
+    tp_size N x N with moe_tp_size N and moe_ep_size N (tp 16 / moe 4 x 4 and tp 64 / moe 8 x 8: 242 rows): 71 of
+    them have a twin in another source file, identical TTFT and TPOT to the digit, recorded as tp_size N, moe_tp_size
+    1, moe_ep_size N, and their TPOT is that of an 8-GPU engine, not a 64-GPU one; they are read as TP N, EP N"""
+    if dp <= 1 and 1 < moe_tp == moe_ep and tp == moe_tp * moe_ep:
+        return moe_tp, dp, moe_ep
+    return tp, dp, moe_ep
+
+
 class Recipe(NamedTuple):
     """A run as its client sent it: the row at its mean lengths, their spread, the server's batch waiting."""
 

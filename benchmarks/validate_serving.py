@@ -34,7 +34,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow"))
 
-from served_recipes import BALANCE, recipe  # noqa: E402  (beside this script)
+from served_recipes import BALANCE, recipe, recorded_plan  # noqa: E402  (beside this script)
 from serving_misses import by_harness, dataset, largest_misses, mape, table  # noqa: E402
 
 from roofline.engine import hardware, models  # noqa: E402
@@ -166,7 +166,7 @@ def silicon() -> pd.DataFrame:
 
 def plan(tp, dp, moe_tp, moe_ep) -> Parallel | None:
     """The package's (tp, attention dp, moe tp, moe ep) as our plan, or None where ours cannot express it."""
-    tp, dp, moe_ep = (int(v) if v == v and v else 1 for v in (tp, dp, moe_ep))  # NaN and 0: one
+    tp, dp, moe_ep = recorded_plan(*(int(v) if v == v and v else 1 for v in (tp, dp, moe_tp, moe_ep)))  # NaN, 0: 1
     if dp <= 1:
         return Parallel(tp=tp, ep=moe_ep) if tp % moe_ep == 0 else None
     if tp == 1 and moe_ep == dp:

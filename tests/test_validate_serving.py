@@ -47,6 +47,19 @@ def test_inferencex_runs_take_their_recipes():
     assert (row.isl, row.osl, wait, spread) == (1024, 1024, None, 0.0)
 
 
+def test_plans_recorded_as_tp_times_ep_are_read_as_tp_with_ep():
+    # SemiAnalysis' TP 8 / EP 8 DeepSeek runs on 8 GPUs appear as tp_size 64 with moe 8 x 8 (their twins, identical
+    # TTFT and TPOT, as tp_size 8, moe_tp 1, moe_ep 8): both read TP 8, EP 8 on 8 GPUs; TP 16 / moe 4 x 4 -> TP 4 EP 4
+    plan = validate_serving.plan
+    assert plan(64.0, 1.0, 8.0, 8.0) == plan(8.0, 1.0, 1.0, 8.0) and plan(64.0, 1.0, 8.0, 8.0).devices == 8
+    assert (plan(16.0, np.nan, 4.0, 4.0).tp, plan(16.0, np.nan, 4.0, 4.0).ep) == (4, 4)
+    # plans that are what they say stay: TP 32 with moe TP 32 (GB200), TP 8 with moe TP 2 x EP 4, DEP 8
+    assert plan(32.0, 1.0, 32.0, 1.0).devices == 32
+    assert (plan(8.0, 1.0, 2.0, 4.0).tp, plan(8.0, 1.0, 2.0, 4.0).ep) == (8, 4)
+    assert plan(1.0, 8.0, 1.0, 8.0).attention_dp
+    assert served_recipes.recorded_plan(64, 1, 8, 8) == served_recipes.recorded_plan(8, 1, 1, 8) == (8, 1, 8)
+
+
 def test_a_dataset_with_a_run_at_its_roofline_is_flagged_whole():
     # Dataset a: runs at 0.30 and 0.95 of their bound tokens/s (the second at AT_ROOF = 0.9 or more): both of its
     # rows are flagged, whatever their own share; dataset b (0.50 and 0.89) is not. The run's concurrency, which
