@@ -19,7 +19,11 @@ BALANCE = {"deepseek-v3": (60, 0)}
 #: 70b_fp4_b200_trt_slurm.sh) turn batch waiting on for 1k/1k below TP 8 alone: batch_wait_timeout_iters 20,
 #: batch_wait_max_tokens_ratio 0.9 ("will improve the performance"): those runs' TTFT is ~19 decode steps above
 #: the 1k/8k runs' at the same plan and load, which the hold explains (roofline.serving.holds.batch_wait)
-INFERENCEX = "source_file=2026-04-06.csv"
+#: The package's db-dump rows are the same harness's runs, from its database: 309 of their 548 aggregated rows repeat a
+#: configuration of 2026-04-06.csv (model, GPU, plan, lengths, concurrency), most with the same measurement (median
+#: ratio of TTFT and of TPOT 1.000), and its multi-node (disaggregated) workflow template sets RANDOM_RANGE_RATIO 0.8
+#: as its single-node one does
+INFERENCEX = ("source_file=2026-04-06.csv", "db-dump/")
 INFERENCEX_LENGTHS = 0.9
 INFERENCEX_SPREAD = 0.1 / 0.9
 INFERENCEX_BATCH_WAIT = {("trtllm", "llama-3.1-70b", 1024, 1024): ((20, 0.9), 8)}  # (key): (batch wait, below tp)

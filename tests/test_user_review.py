@@ -199,9 +199,28 @@ def test_a_request_under_dp_attention_and_a_pipeline_moves_its_cache_over_one_li
 def test_an_open_loop_queue_is_not_scaled_by_the_idle_share_twice():
     # M/D/1's utilization already says how often the engine is busy: the residual-step factor 1 - exp(-N) had
     # scaled the queue too (8192-token prompts at 4/s: 0.277 s, against 0.3245 s with the queue whole; 0.3053 s
-    # since a step's time per token never grows with its tokens: steps.physical)
+    # since a step's time per token never grows with its tokens: steps.physical; 0.6818 s since the utilization is
+    # the arrivals' share of full steps, 4/s x one full step per prompt = 80% busy, where the requests in flight per
+    # step had made it 42%, and vLLM's 30 ms per request)
     ttft = roofline.serve(model="llama-3.1-8b", gpu="h100-sxm", isl=8192, osl=2, request_rate=4.0).iloc[0]
-    assert ttft["ttft_expected_s"] == pytest.approx(0.3053, rel=2e-3)
+    assert ttft["ttft_expected_s"] == pytest.approx(0.6818, rel=2e-3)
+
+
+def test_an_open_loop_request_overhead_adds_itself_to_ttft(monkeypatch):
+    # the time a request spends outside the steps (the framework's per-request overhead) loads no step: 10 ms more
+    # per request is 10 ms more TTFT under Poisson arrivals, near saturation too (it had added 24 ms at 4/s by
+    # counting as steps in the prompts' utilization); the TPOT hardly moves (the others' prompts a decode step meets
+    # are counted from the requests in flight, which the overhead lengthens)
+    from roofline.serving import framework as fw
+
+    def served(request_s):
+        monkeypatch.setitem(fw.FITTED, "vllm", (0.0, request_s, 0.125, 0.2, 0.0))
+        return roofline.serve(model="llama-3.1-8b", gpu="h100-sxm", isl=8192, osl=2, request_rate=4.0,
+                              framework="vllm").iloc[0]
+
+    before, after = served(0.02), served(0.03)
+    assert after["ttft_expected_s"] - before["ttft_expected_s"] == pytest.approx(0.010, rel=0.1)
+    assert after["tpot_expected_s"] == pytest.approx(before["tpot_expected_s"], rel=0.01)
 
 
 def test_disaggregated_pools_are_refused_only_where_no_served_gpu_can_hold_them():

@@ -41,6 +41,11 @@ def test_inferencex_runs_take_their_recipes():
     row, wait, _ = served_recipes.recipe(run("2026-04-06.csv", backend="vllm", osl=8192))
     assert (row.isl, row.osl, wait) == (922, 7373, None)
     assert served_recipes.recipe(run("2026-04-06.csv", osl=8192)).batch_wait is None  # 1k/8k: no waiting
+    # the same harness's runs as the package's database dump holds them (its disaggregated ones too)
+    dumped = run("x").copy()
+    dumped["silicon_data_source"] = "db-dump/2026-04-27; config_id=1; silicon_concurrency=64; workflow_run_id=2"
+    row, _, spread = served_recipes.recipe(dumped)
+    assert (row.isl, row.osl) == (922, 922) and spread == pytest.approx(1 / 9)
     # another harness's fixed-length runs: as recorded, no spread
     other = run("/Users/x/data/h100_sxm/trtllm/1.0.0rc3/meta-llama_Llama-3.1-8B-Instruct.csv")
     row, wait, spread = served_recipes.recipe(other)
