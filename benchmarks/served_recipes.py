@@ -2,6 +2,7 @@
 benchmarks/validate_serving.py serves each run with them (its published recipe, not a fit)."""
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 #: TensorRT-LLM's attention-DP balancing per model, as NVIDIA's recipes set it (the runs record no serving
@@ -29,15 +30,20 @@ INFERENCEX_SPREAD = 0.1 / 0.9
 INFERENCEX_BATCH_WAIT = {("trtllm", "llama-3.1-70b", 1024, 1024): ((20, 0.9), 8)}  # (key): (batch wait, below tp)
 
 
-def recorded_plan(tp: int, dp: int, moe_tp: int, moe_ep: int) -> tuple[int, int, int]:
-    """(tp, attention dp, moe ep) a run was served at, from the package's record of it. Some aggregated rows of
-    SemiAnalysis' runs record tensor-parallel attention with expert-parallel experts on N GPUs (TP N, EP N) as
-    tp_size N x N with moe_tp_size N and moe_ep_size N (tp 16 / moe 4 x 4 and tp 64 / moe 8 x 8: 242 rows): 71 of
-    them have a twin in another source file, identical TTFT and TPOT to the digit, recorded as tp_size N, moe_tp_size
-    1, moe_ep_size N, and their TPOT is that of an 8-GPU engine, not a 64-GPU one; they are read as TP N, EP N"""
-    if dp <= 1 and 1 < moe_tp == moe_ep and tp == moe_tp * moe_ep:
-        return moe_tp, dp, moe_ep
-    return tp, dp, moe_ep
+def recorded_plan(row, prefix: str = "") -> tuple:
+    """(tp, attention dp, moe tp, moe ep) of a run's engine as the package records them (`prefix` "prefill_" or
+    "decode_": a disaggregated pool's), but for the aggregated InferenceX runs recorded as tp N x N with experts
+    N x N (tp 64 with moe 8 x 8, 16 with 4 x 4, 4 with 2 x 2), which ran TP N with EP N on N GPUs: the ids of those
+    in 2026-04-06.csv say so (`..._tp8_ep8_...`), 55 of them have a twin in another source file recorded as tp N,
+    moe_tp 1, moe_ep N with identical TTFT and TPOT, and their decode steps are an N-GPU engine's. Another
+    harness's tp 4 with experts 2 x 2 (its ids: tp4_epnone) and the disaggregated pools stay as recorded."""
+    tp, dp, moe_tp, moe_ep = (row[f"{prefix}{key}"] for key in ("tp_size", "attention_dp_size", "moe_tp_size",
+                                                                   "moe_ep_size"))
+    named = re.search(r"_tp(\d+)_ep(\d+)_", str(row.get("id", "")))
+    if (not prefix and str(row.silicon_data_source).startswith(INFERENCEX) and 1 < moe_tp == moe_ep
+            and tp == moe_tp * moe_ep and (named is None or int(named[1]) == int(named[2]) == moe_tp)):
+        return moe_tp, dp, 1.0, moe_ep
+    return tp, dp, moe_tp, moe_ep
 
 
 class Recipe(NamedTuple):

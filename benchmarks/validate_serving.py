@@ -166,7 +166,7 @@ def silicon() -> pd.DataFrame:
 
 def plan(tp, dp, moe_tp, moe_ep) -> Parallel | None:
     """The package's (tp, attention dp, moe tp, moe ep) as our plan, or None where ours cannot express it."""
-    tp, dp, moe_ep = recorded_plan(*(int(v) if v == v and v else 1 for v in (tp, dp, moe_tp, moe_ep)))  # NaN, 0: 1
+    tp, dp, moe_ep = (int(v) if v == v and v else 1 for v in (tp, dp, moe_ep))  # NaN and 0: one
     if dp <= 1:
         return Parallel(tp=tp, ep=moe_ep) if tp % moe_ep == 0 else None
     if tp == 1 and moe_ep == dp:
@@ -182,8 +182,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     model, gpu = model_of(row.model), hardware.get_accelerator(row.gpu)
     weight, act, kv = precision(row)
     prefix = "decode_" if row["mode"] == "disagg" else ""
-    decode = plan(row[f"{prefix}tp_size"], row[f"{prefix}attention_dp_size"], row[f"{prefix}moe_tp_size"],
-                  row[f"{prefix}moe_ep_size"])
+    decode = plan(*recorded_plan(row, prefix))
     if decode is None:
         raise RooflineInputError("plan not expressible (tensor parallelism inside data-parallel attention)")
     scenario = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, parallel=decode,
@@ -197,8 +196,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     workload = Workload(isl=int(row.isl), osl=int(row.osl), concurrency=int(row.concurrency), length_spread=spread)
     if row["mode"] != "disagg":
         return serve_aggregated(served, workload, overflow="queue", waves=waves)
-    prefill = plan(row.prefill_tp_size, row.prefill_attention_dp_size, row.prefill_moe_tp_size,
-                   row.prefill_moe_ep_size)
+    prefill = plan(*recorded_plan(row, "prefill_"))
     if np.isnan(row.prefill_num_workers) or np.isnan(row.decode_num_workers):
         raise RooflineInputError("worker counts not recorded")
     if prefill is None:
@@ -215,10 +213,8 @@ def today_row(row) -> tuple[float, float]:
     weight, act, kv = precision(row)
     disagg = row["mode"] == "disagg"
     prefix = "decode_" if disagg else ""
-    decode = plan(row[f"{prefix}tp_size"], row[f"{prefix}attention_dp_size"], row[f"{prefix}moe_tp_size"],
-                  row[f"{prefix}moe_ep_size"])
-    prefill = plan(row.prefill_tp_size, row.prefill_attention_dp_size, row.prefill_moe_tp_size,
-                   row.prefill_moe_ep_size) if disagg else decode
+    decode = plan(*recorded_plan(row, prefix))
+    prefill = plan(*recorded_plan(row, "prefill_")) if disagg else decode
     batch = max(int(round(row.concurrency / (row.decode_num_workers if disagg else 1))), 1)
     base = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, framework=row.backend,
                     attention_weight_dtype=attention_dtype(row), fp8_scaling=fp8_scaling(row))

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+import roofline
 from roofline.engine.analysis import analyze
 from roofline.engine.errors import RooflineInputError
 from roofline.engine.graph import build_operators
@@ -122,6 +123,32 @@ def test_step_mix_arithmetic():
     v = 0.8 * u
     assert wait == pytest.approx(v / (1 - v) * 0.015, rel=1e-4) and float(times["rho"]) == pytest.approx(u, rel=1e-4)
     assert 0.00092 < wait < 0.00096  # X = 24.30 requests/s, u = 0.0732, v = 0.0586: about 0.94 ms
+
+
+def test_open_loop_arithmetic():
+    # Poisson arrivals at 20/s of isl 100, osl 11 at occupancy 4: the prompt room is 1000 - 4 = 996 tokens and a step
+    # carrying prompts takes 30 ms, so a prompt's service is 100 / 996 x 30 ms = 3.012 ms and the utilization
+    # u = 20 x 3.012 ms = 0.06024; the M/D/1 wait is u / 2 (1 - u) x 3.012 ms = 0.0965 ms (the old count of
+    # requests in flight per step had taken u from the 4 decoding and made the wait a whole 30 ms step's share)
+    load = agg.Load(isl=100, osl=11)
+    times = agg.step_mix(FlatSteps(), load, agg.Scheduler(budget=1000, mixed=True), 4.0, 5.0, "expected",
+                         closed=False, rate=20.0, busy=1.0)
+    service = 100 / 996 * 0.030
+    u = 20.0 * service
+    assert float(times["rho"]) == pytest.approx(u)
+    assert float(times["queue"]) == pytest.approx(u / (2 * (1 - u)) * service)
+
+
+def test_an_open_loop_ttft_grows_with_the_rate_up_to_saturation():
+    # the cache holds the requests in the engine, not those queued for prompt room: a queue longer than the cache
+    # had turned the rate into a saturated closed loop's without a queue (10 s at 4.945/s, 0.24 s at 4.95/s)
+    rates = (2.0, 4.0, 4.9, 4.945, 4.95, 4.97)
+    rows = [roofline.serve(model="llama-3.1-8b", gpu="h100-sxm", isl=8192, osl=2, request_rate=r).iloc[0]
+            for r in rates]
+    ttft = [row["ttft_expected_s"] for row in rows]
+    assert all(row["keeps_up"] for row in rows) and ttft == sorted(ttft) and ttft[-1] > 10 * ttft[0]
+    past = roofline.serve(model="llama-3.1-8b", gpu="h100-sxm", isl=8192, osl=2, request_rate=5.5).iloc[0]
+    assert not past["keeps_up"] and past["requests_per_s_expected"] < 5.5
 
 
 def test_a_lone_user_never_waits_for_prompt_room_and_a_second_one_adds_throughput():

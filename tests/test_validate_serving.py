@@ -53,16 +53,27 @@ def test_inferencex_runs_take_their_recipes():
 
 
 def test_plans_recorded_as_tp_times_ep_are_read_as_tp_with_ep():
-    # SemiAnalysis' TP 8 / EP 8 DeepSeek runs on 8 GPUs appear as tp_size 64 with moe 8 x 8 (their twins, identical
-    # TTFT and TPOT, as tp_size 8, moe_tp 1, moe_ep 8): both read TP 8, EP 8 on 8 GPUs; TP 16 / moe 4 x 4 -> TP 4 EP 4
-    plan = validate_serving.plan
-    assert plan(64.0, 1.0, 8.0, 8.0) == plan(8.0, 1.0, 1.0, 8.0) and plan(64.0, 1.0, 8.0, 8.0).devices == 8
-    assert (plan(16.0, np.nan, 4.0, 4.0).tp, plan(16.0, np.nan, 4.0, 4.0).ep) == (4, 4)
-    # plans that are what they say stay: TP 32 with moe TP 32 (GB200), TP 8 with moe TP 2 x EP 4, DEP 8
-    assert plan(32.0, 1.0, 32.0, 1.0).devices == 32
-    assert (plan(8.0, 1.0, 2.0, 4.0).tp, plan(8.0, 1.0, 2.0, 4.0).ep) == (8, 4)
-    assert plan(1.0, 8.0, 1.0, 8.0).attention_dp
-    assert served_recipes.recorded_plan(64, 1, 8, 8) == served_recipes.recorded_plan(8, 1, 1, 8) == (8, 1, 8)
+    # SemiAnalysis' TP 8 / EP 8 DeepSeek runs on 8 GPUs appear as tp_size 64 with moe 8 x 8 (their ids say tp8_ep8;
+    # twins with identical TTFT and TPOT are recorded as tp_size 8, moe_tp 1, moe_ep 8): read TP 8, EP 8 on 8 GPUs,
+    # as are their database dump's rows (no plan in the id) and TP 2 / EP 2 recorded as 4 with 2 x 2
+    def run(source, run_id, tp, moe, dp=1.0, prefix=""):
+        return pd.Series({"silicon_data_source": source, "id": run_id, f"{prefix}tp_size": tp,
+                          f"{prefix}attention_dp_size": dp, f"{prefix}moe_tp_size": moe, f"{prefix}moe_ep_size": moe})
+
+    plan, recorded = validate_serving.plan, served_recipes.recorded_plan
+    semi = "source_file=2026-04-06.csv; model=DeepSeek-R1"
+    eight = plan(*recorded(run(semi, "dsr1_b200_trt_fp8_agg_1024x1024_c64_tp8_ep8_1000", 64.0, 8.0)))
+    assert eight == plan(8.0, 1.0, 1.0, 8.0) and eight.devices == 8
+    dumped = recorded(run("db-dump/2026-04-27; config_id=7", "dsr1_b200_sglang_fp8_agg_cfg7", 16.0, 4.0, np.nan))
+    assert (plan(*dumped).tp, plan(*dumped).ep) == (4, 4)
+    assert recorded(run(semi, "qwen3_5_tp2_ep2_927", 4.0, 2.0)) == (2.0, 1.0, 1.0, 2.0)
+    # another harness's TP 4 with experts 2 x 2 (its id: tp4_epnone), a disaggregated pool and an id naming
+    # another plan stay as recorded; so do plans that are what they say (TP 32 with moe TP 32, DEP 8)
+    gap = "source_file=/data/h100_sxm/trtllm/1.0.0rc3/Qwen_Qwen3-235B-A22B-FP8.csv"
+    assert recorded(run(gap, "qwen3_235b_h100_trtllm_agg_128x128_c16_tp4_epnone_16", 4.0, 2.0)) == (4.0, 1.0, 2.0, 2.0)
+    assert recorded(run(semi, "x", 64.0, 8.0, prefix="decode_"), "decode_") == (64.0, 1.0, 8.0, 8.0)
+    assert recorded(run(semi, "dsr1_tp16_ep16_1", 64.0, 8.0)) == (64.0, 1.0, 8.0, 8.0)
+    assert plan(32.0, 1.0, 32.0, 1.0).devices == 32 and plan(1.0, 8.0, 1.0, 8.0).attention_dp
 
 
 def test_a_dataset_with_a_run_at_its_roofline_is_flagged_whole():

@@ -27,7 +27,8 @@ The model (the README states it with its assumptions):
   step, and per decoding sequence of each attention replica (Stepper).
 * TTFT = the request's time outside the steps + the rest of the step running when it arrives (the residual life of
   a step, E[t^2] / 2 E[t] over the step mix) + the M/D/1 wait for prompt room + its group's prefill steps (on
-  average (n + 1) / 2 of n). The wait's utilization: open loop, the prompt tokens due per step / room; closed loop,
+  average (n + 1) / 2 of n). The wait's utilization: open loop, the rate times a prompt's service, its share of a
+  full step (c x full step / room), the wait u / 2 (1 - u) of that service (M/D/1); closed loop,
   the loop's own rate X times the full-step time of one prompt (c x heavy step / room), as much of it as an
   arrival sees ((N - g) / N: the loop without its own group), X and the wait solved together (_closed_queue), at
   most every other request's prompt ahead, so that past saturation the rate stays put. A group arrives as its
@@ -43,7 +44,8 @@ The model (the README states it with its assumptions):
   iteration; a prefill-first scheduler's lockstep wave decodes whole: D = every request in flight at sync 1).
   Users beyond `running` wait N / X - S for a slot, added to their TTFT. X is at most what the prompts allow (every
   step a heavy one with `room` prompt tokens, at MAX_UTILIZATION); users beyond it wait the same way.
-* Open loop (`request_rate` R): X = R, D = R (osl - 1) TPOT; past the prompt room or the cache: `keeps_up` False.
+* Open loop (`request_rate` R): X = R, D = R (osl - 1) TPOT; past the prompt room or the cache (the requests in
+  the engine, not those queued for prompt room): `keeps_up` False.
 
 Bounds: TTFT's is the request's own prompt computed alone at the roofline; TPOT's a lone decode step at the expected
 occupancy (lockstep groups can keep every prompt out of a request's decode steps); throughput's (throughput_bound)
@@ -135,19 +137,20 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         held = rest + queue
         queue = queue + balance_wait(stepper, scheduler, mean, active=active, rest=held) + batch_wait(
             stepper, scheduler, load, D, mean, D * behind / np.maximum(active, 1.0), active=active, rest=held)
-    else:  # M/D/1: a prompt's service is its share of a full step's room, so the utilization is `rate` x that time
-        # (the requests in flight per step instead had counted a decode step as long as a prompt's and the time
-        # outside the steps, the request overhead and the queue itself, as steps: Llama-3.1-8B's 8192-token prompts
-        # at 4/s on one H100 were 42% busy and 10 ms more per request added 24 ms to TTFT; they are 80% busy)
-        # (a caller that gives no rate: the requests in flight per step, each spanning its steps)
-        due = rate * full if rate is not None else active / (steps + per_cluster)
-        rho = load.computed * due / room
+    else:  # M/D/1 whose service is a prompt's share of a full step's room, c / room x full: the utilization is
+        # `rate` x that time and the wait u / 2 (1 - u) of it (the requests in flight per step instead had counted a
+        # decode step as long as a prompt's and the time outside the steps, the request overhead and the queue
+        # itself, as steps: Llama-3.1-8B's 8192-token prompts at 4/s on one H100 were 42% busy and 10 ms more per
+        # request added 24 ms to TTFT; they are 80% busy). A caller that gives no rate: the requests in flight per
+        # step, each spanning its steps, and a whole step of service
+        service = load.computed * full / room if rate is not None else prompt
+        rho = (rate * service if rate is not None else load.computed * active / (steps + per_cluster) / room)
         used = np.minimum(rho, MAX_UTILIZATION)
-        queue = used / (2 * (1 - used)) * prompt  # M/D/1: its utilization already says how often it is busy
+        queue = used / (2 * (1 - used)) * service  # M/D/1: its utilization already says how often it is busy
         if rate is not None:
             queue = queue + balance_wait(stepper, scheduler, mean, rate=rate) + batch_wait(
                 stepper, scheduler, load, D, mean, D, rate=rate)
-    return {"tpot": tpot, "ttft": ttft + queue, "rho": rho, "heavy": heavy, "most": most}
+    return {"tpot": tpot, "ttft": ttft + queue, "rho": rho, "heavy": heavy, "most": most, "queue": queue}
 
 
 def _closed_queue(active, rest, half_prompt, k, ahead, seen):
@@ -339,7 +342,12 @@ def open_loop(stepper: Stepper, load: Load, scheduler: Scheduler, request_rate, 
         D = 0.5 * D + 0.5 * np.minimum(rate * (load.osl - 1) * times["tpot"], largest)
         # past saturation both grow geometrically: held at `largest` (a run that does not keep up), not overflowed
         active = np.minimum(rate * (times["ttft"] + (load.osl - 1) * times["tpot"]), largest)
-    keeps_up = (times["rho"] < 1) & (active <= running) & (D < largest)
+    # the cache holds the requests in the engine, not those queued for prompt room or outside the steps (counting
+    # them had turned a rate whose queue outgrew the cache into a saturated closed loop's, without a queue: at
+    # 8192/2 on one H100, TTFT 10 s at 4.945 requests/s and 0.24 s at 4.95)
+    outside = times.get("queue", 0.0) + (scheduler.request_overhead_s if side == "expected" else 0.0)
+    held = np.minimum(rate * (times["ttft"] - outside + (load.osl - 1) * times["tpot"]), largest)
+    keeps_up = (times["rho"] < 1) & (held <= running) & (D < largest)
     return {"ttft": times["ttft"], "tpot": times["tpot"], "e2e": times["ttft"] + (load.osl - 1) * times["tpot"],
-            "requests_per_s": rate, "decode": D, "running": active, "prefill_utilization": times["rho"],
+            "requests_per_s": rate, "decode": D, "running": held, "prefill_utilization": times["rho"],
             "keeps_up": keeps_up}

@@ -167,12 +167,12 @@ class Framework:
 #: 0.25: 52.85, 0.5: 52.55, 0.625: 52.93) and hand-over 0.1 -> 0 s (on its disaggregated rows 73.75 -> 69.69); per
 #: step, per request and per sequence stay. vLLM's 0.125 stays the best (44.54; 0.25: 44.69). Held back, the
 #: maximum-load medians stay within their 15% (10.6% v1.0, 8.9% 03e27c7).
-#: TensorRT-LLM refit on 2026-12-06, once 242 runs recorded as tp N x N with experts N x N were served at the TP N /
-#: EP N they ran (benchmarks/served_recipes.recorded_plan; they had been priced on N x N GPUs): per request 0.08 ->
-#: 0.04 s, lockstep share 0.375 -> 0.5, hand-over 0 -> 0.1 s (even rows' loss 51.77 -> 49.17). The grid's best
-#: share, 0.75 (48.74; 0.625: 48.81), is not taken: the held-back maximum-load median goes 10.6% -> 13.1% (MoE
-#: points' signed median +19% -> +26%) against 11.4% at 0.5. SGLang's refit moves nothing past noise (per sequence
-#: 16 us: 52.48 -> 52.38): kept. Once the package's db-dump rows were served as the InferenceX runs they are
+#: TensorRT-LLM refit on 2026-12-06, once 284 InferenceX runs recorded as tp N x N with experts N x N were served at
+#: the TP N / EP N they ran (benchmarks/served_recipes.recorded_plan; they had been priced on N x N GPUs): per
+#: request 0.08 -> 0.04 s, lockstep share 0.375 -> 0.5, hand-over 0 -> 0.1 s (even rows' loss 51.77 -> 49.17). The
+#: grid's best share, 0.75 (48.74; 0.625: 48.81), is not taken: the held-back maximum-load median goes 10.6% ->
+#: 13.1% (MoE points' signed median +19% -> +26%) against 11.4% at 0.5. SGLang's refit moves nothing past noise (per
+#: sequence 16 us: 52.48 -> 52.38): kept. Once the package's db-dump rows were served as the InferenceX runs they are
 #: (benchmarks/served_recipes.INFERENCEX), the three refit again: TensorRT-LLM's best share 0.75 (49.81 -> 49.55) and
 #: SGLang's 16 us (51.92 -> 51.82) are not taken, as above; vLLM's per request 0.02 -> 0.03 s (45.46 -> 44.29, between
 #: the grid's 0.02 and 0.04: 44.91; its lockstep share 0 there 44.61).
