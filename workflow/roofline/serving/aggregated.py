@@ -155,10 +155,10 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
 
 def _closed_queue(active, rest, half_prompt, k, ahead, seen):
     """(the wait for prompt room, its utilization) of a closed loop: the M/D/1 wait at the utilization an arrival
-    sees, u = seen k X (k: seconds of full steps one prompt takes; seen: the share of the loop's requests other than
-    its own group, (N - g) / N: by the arrival theorem a request finds the loop without itself, so one user never
-    waits and a few wait far less than M/D/1's endless arrivals would; Schweitzer's approximation of mean value
-    analysis, exact in the limits), where X = active / (rest + wait) (Little) and wait = u / (1 - u) x half_prompt
+    sees, u = seen k X (k: seconds of steps one prompt takes, its share of the room of the step it rides in; seen:
+    the share of the loop's requests other than its own group, (N - g) / N: by the arrival theorem a request finds
+    the loop without itself, so one user never waits and a few wait far less than M/D/1's endless arrivals would;
+    Schweitzer's approximation of mean value analysis, exact in the limits), where X = active / (rest + wait) (Little) and wait = u / (1 - u) x half_prompt
     (half_prompt: half the prompt's steps, times the share of other groups in flight). Eliminating the wait:
     c (h - S) X^2 + (S + A c) X - A = 0 (c = seen k, S = rest, h = half_prompt, A = active), whose root in (0, 1 / c)
     is X = 2 A / (b + sqrt(b^2 + 4 a A)). Past saturation X tends to 1 / c (closed_loop caps it at what full prompt
