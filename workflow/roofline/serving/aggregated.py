@@ -158,12 +158,12 @@ def _closed_queue(active, rest, half_prompt, k, ahead, seen):
     sees, u = seen k X (k: seconds of steps one prompt takes, its share of the room of the step it rides in; seen:
     the share of the loop's requests other than its own group, (N - g) / N: by the arrival theorem a request finds
     the loop without itself, so one user never waits and a few wait far less than M/D/1's endless arrivals would;
-    Schweitzer's approximation of mean value analysis, exact in the limits), where X = active / (rest + wait) (Little) and wait = u / (1 - u) x half_prompt
-    (half_prompt: half the prompt's steps, times the share of other groups in flight). Eliminating the wait:
-    c (h - S) X^2 + (S + A c) X - A = 0 (c = seen k, S = rest, h = half_prompt, A = active), whose root in (0, 1 / c)
-    is X = 2 A / (b + sqrt(b^2 + 4 a A)). Past saturation X tends to 1 / c (closed_loop caps it at what full prompt
-    steps compute, `most`) while the wait grows as a queue's would. The wait is at most `ahead`, every other
-    request's prompt ahead (a closed loop holds no more)."""
+    Schweitzer's approximation of mean value analysis, exact in the limits), where X = active / (rest + wait)
+    (Little) and wait = u / (1 - u) x half_prompt (half_prompt: half the prompt's steps, times the share of other
+    groups in flight). Eliminating the wait: c (h - S) X^2 + (S + A c) X - A = 0 (c = seen k, S = rest,
+    h = half_prompt, A = active), whose root in (0, 1 / c) is X = 2 A / (b + sqrt(b^2 + 4 a A)). Past saturation X
+    tends to 1 / c (closed_loop caps it at what full prompt steps compute, `most`) while the wait grows as a queue's
+    would. The wait is at most `ahead`, every other request's prompt ahead (a closed loop holds no more)."""
     c = seen * k
     a, b = c * (half_prompt - rest), rest + active * c
     with np.errstate(divide="ignore", invalid="ignore"):
