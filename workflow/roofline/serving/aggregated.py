@@ -143,8 +143,11 @@ def step_mix(stepper: Stepper, load: Load, scheduler: Scheduler, D, active, side
         # itself, as steps: Llama-3.1-8B's 8192-token prompts at 4/s on one H100 were 42% busy and 10 ms more per
         # request added 24 ms to TTFT; they are 80% busy). A caller that gives no rate: the requests in flight per
         # step, each spanning its steps, and a whole step of service
-        service = load.computed * full / room if rate is not None else prompt
-        rho = (rate * service if rate is not None else load.computed * active / (steps + per_cluster) / room)
+        if rate is None:
+            service, rho = prompt, load.computed * active / (steps + per_cluster) / room
+        else:
+            service = load.computed * full / room
+            rho = rate * service
         used = np.minimum(rho, MAX_UTILIZATION)
         queue = used / (2 * (1 - used)) * service  # M/D/1: its utilization already says how often it is busy
         if rate is not None:
