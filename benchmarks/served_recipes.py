@@ -3,6 +3,8 @@ benchmarks/validate_serving.py serves each run with them (its published recipe, 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 #: TensorRT-LLM's attention-DP balancing per model, as NVIDIA's recipes set it (the runs record no serving
@@ -46,12 +48,65 @@ def recorded_plan(row, prefix: str = "") -> tuple:
     return tp, dp, moe_tp, moe_ep
 
 
+#: InferenceX's disaggregated TensorRT-LLM (Dynamo) recipes, one row per configuration and concurrency of its
+#: .github/configs/nvidia-master.yaml (SemiAnalysisAI/InferenceX at 0004cf5), each naming its recipe file
+#: (CONFIG_FILE=recipes/trtllm/<gpu>-<precision>/<lengths>/<stp|mtp>/ctx<X>_gen<Y>_<tep|dep><N>_batch<B>_...yaml of
+#: srt-slurm): decode_max_batch_size is the decode engine's max_batch_size as the file sets it (per attention-DP rank;
+#: 99 files read from srt-slurm forks, `source` names which; 4 differ from the <B> of the name, which the rest
+#: take). Most recipes run more users than the decode workers' slots (gb300-fp8 1k1k ctx1_gen4_tep8_batch4 at 24
+#: users: 4 workers x max_batch_size 4 = 16 slots): the rest wait for a slot with their prompts computed
+RECIPES = Path(__file__).resolve().parent / "recipes" / "inferencex_disagg_trtllm.csv"
+#: the runners' names there -> catalog keys
+RUNNERS = {"b200-multinode": "b200", "b300-multinode": "b300", "h100-multinode": "h100-sxm",
+           "h200-multinode": "h200-sxm", "gb200": "gb200-gpu", "gb300": "gb300-gpu"}
+
+
+@lru_cache(maxsize=1)
+def _disaggregated_recipes():
+    import pandas as pd
+
+    table = pd.read_csv(RECIPES)
+    table["gpu"] = table.runner.map(RUNNERS)
+    return table
+
+
+def engine_caps(row) -> tuple[int | None, int | None]:
+    """(the decode workers' max_batch_size per attention-DP rank, the prefill workers' max_num_tokens) of a
+    disaggregated InferenceX TensorRT-LLM run, from the recipe of its configuration (GPU, precision, lengths,
+    concurrency, worker counts and plans): the single-token (stp) recipe where MTP and stp ones match; None where no
+    recipe, or recipes that disagree, match (the prefill budget: where no file was read)."""
+    if row.get("mode") != "disagg" or row.backend != "trtllm" or not str(row.silicon_data_source).startswith(
+            INFERENCEX):
+        return None, None
+    table = _disaggregated_recipes()
+    match = table[(table.gpu == row.gpu) & (table.precision == row.precision) & (table.isl == row.isl)
+                  & (table.osl == row.osl) & (table.concurrency == row.concurrency)]
+    for side in ("prefill", "decode"):
+        ranks = row[f"{side}_attention_dp_size"]
+        dp = ranks == ranks and ranks > 1
+        width = max(row[f"{side}_tp_size"], ranks if dp else 1)
+        match = match[(match[f"{side}_workers"] == row[f"{side}_num_workers"]) & (match[f"{side}_tp"] == width)
+                      & (match[f"{side}_dp_attn"] == dp)]
+    single = match[match.spec_decoding != "mtp"]
+    match = single if len(single) else match
+    return tuple(_one(match[column]) for column in ("decode_max_batch_size", "prefill_max_num_tokens"))
+
+
+def _one(values) -> int | None:
+    """The value all of `values` agree on (missing ones left out), else None."""
+    distinct = set(values.dropna())
+    return int(distinct.pop()) if len(distinct) == 1 else None
+
+
 class Recipe(NamedTuple):
-    """A run as its client sent it: the row at its mean lengths, their spread, the server's batch waiting."""
+    """A run as its client sent it: the row at its mean lengths, their spread, the server's batch waiting, its
+    decode workers' cap on running sequences and its prefill workers' token budget (disaggregated)."""
 
     row: object
     batch_wait: tuple | None = None
     length_spread: float = 0.0
+    max_running: int | None = None
+    max_batched_tokens: int | None = None
 
 
 def recipe(row) -> Recipe:
@@ -60,6 +115,7 @@ def recipe(row) -> Recipe:
     if not str(row.silicon_data_source).startswith(INFERENCEX):
         return Recipe(row)
     wait, below = INFERENCEX_BATCH_WAIT.get((row.backend, row.model, int(row.isl), int(row.osl)), (None, 0))
+    caps = engine_caps(row)  # the recipe's, matched at the lengths the run records
     row = row.copy()
     row["isl"], row["osl"] = round(row.isl * INFERENCEX_LENGTHS), round(row.osl * INFERENCEX_LENGTHS)
-    return Recipe(row, wait if row.tp_size < below else None, INFERENCEX_SPREAD)
+    return Recipe(row, wait if row.tp_size < below else None, INFERENCEX_SPREAD, *caps)

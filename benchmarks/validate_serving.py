@@ -178,7 +178,7 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     """The served row of one measured run (raises RooflineInputError where it cannot be served)."""
     if not row.concurrency == row.concurrency:
         raise RooflineInputError("no concurrency recorded")
-    row, batch_wait, spread = recipe(row)
+    row, batch_wait, spread, max_running, max_batched_tokens = recipe(row)
     model, gpu = model_of(row.model), hardware.get_accelerator(row.gpu)
     weight, act, kv = precision(row)
     prefix = "decode_" if row["mode"] == "disagg" else ""
@@ -188,8 +188,9 @@ def serve_row(row, fitted: dict | None = None, waves: float = WAVES) -> dict:
     scenario = Scenario(weight_dtype=weight, act_dtype=act, kv_dtype=kv, parallel=decode,
                         attention_weight_dtype=attention_dtype(row), fp8_scaling=fp8_scaling(row))
     served = prepare_served(model, gpu, scenario, framework=row.backend, fitted=(fitted or {}).get(row.backend),
+                            max_batched_tokens=max_batched_tokens,
                             dp_balance=BALANCE.get(row.model) if row.backend in fw.BALANCING else None,
-                            batch_wait=batch_wait)
+                            batch_wait=batch_wait, max_running=max_running)
     cap = row.get("running_cap", np.nan)
     if cap == cap:  # a what-if's cap on the requests in flight (what_if_slots)
         served = replace(served, framework=replace(served.framework, max_running=float(cap)))

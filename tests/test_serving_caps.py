@@ -186,3 +186,102 @@ def test_a_disaggregated_prefill_worker_is_held_to_its_own_engines_memory_rule()
     row = serve_disaggregated(served, Workload(isl=1024, osl=256, concurrency=1),
                               Disaggregation(1, 1, Parallel(tp=1)))
     assert row["fits"]
+
+
+def test_max_running_caps_the_decode_workers_and_the_users_beyond_wait_for_a_slot():
+    # InferenceX's DeepSeek-R1 disaggregated TensorRT-LLM recipes run more users than the decode workers' slots
+    # (gb300-fp8 1k1k ctx1_gen4_tep8_batch4 at concurrency 24: 4 workers x max_batch_size 4 = 16 slots), so 8 users
+    # wait for a slot and TTFT holds that wait (measured 4.1 s beside 0.24 s at concurrency 4). --max-running sets
+    # the cap: 16 slots, at most 4 sequences per decode step, and by Little's law the rate is what 16 sequences
+    # decoding (osl - 1) tokens complete, the 24 users' cycle 24 / rate, of which TTFT is all but the decode
+    from roofline.serving.framework import framework_for
+
+    gpu = get_accelerator("gb300-gpu")
+    rule = framework_for("trtllm", gpu, max_running=4)
+    assert (rule.max_running, rule.running_given) == (4, True)
+    assert framework_for("trtllm", gpu, max_running=64, max_batched_tokens=16).max_running == 16  # the budget's
+    served = prepare_served(get_model("deepseek-v3"), gpu, FP8.with_(parallel=Parallel(tp=8, ep=8)),
+                            framework="trtllm", max_running=4)
+    pools = Disaggregation(1, 4, Parallel(tp=4, ep=4, attention_dp=True))
+    workload = Workload(isl=1024, osl=1024, concurrency=24)
+    with pytest.raises(RooflineInputError, match=r"trtllm runs at most 16 \(--max-running 4 per engine x 4\).*"
+                                                 r"--overflow queue"):
+        serve_disaggregated(served, workload, pools)
+    row = serve_disaggregated(served, workload, pools, overflow="queue")
+    assert row["kv_capacity_requests"] == 16 and not row["fits"]
+    assert row["decode_batch_expected"] == pytest.approx(4, rel=1e-3)
+    decode_s = (1024 - 1) * row["tpot_expected_s"]
+    assert row["requests_per_s_expected"] == pytest.approx(16 / decode_s, rel=0.02)  # slots over the decode
+    assert row["ttft_expected_s"] == pytest.approx(24 / row["requests_per_s_expected"] - decode_s, rel=1e-6)
+    assert row["ttft_expected_s"] > 0.45 * decode_s  # 8 of 24 users wait half a decode for a slot
+    free = serve_disaggregated(prepare_served(get_model("deepseek-v3"), gpu, FP8.with_(parallel=Parallel(tp=8, ep=8)),
+                                              framework="trtllm"), workload, pools)
+    assert free["ttft_expected_s"] < row["ttft_expected_s"] / 10 and free["fits"]
+
+
+def test_max_running_counts_per_attention_replica_and_is_refused_out_of_range(capsys):
+    from roofline.cli.app import main
+
+    served = prepare_served(get_model("deepseek-v3"), get_accelerator("h200-sxm"),
+                            FP8.with_(parallel=Parallel(tp=8, ep=8, attention_dp=True)), framework="trtllm",
+                            max_running=16)
+    row = serve_aggregated(served, Workload(isl=1024, osl=1024, concurrency=128))
+    assert row["kv_capacity_requests"] == 8 * 16  # TensorRT-LLM's max_batch_size is each DP rank's
+    for value in (0, "x"):
+        assert main(["serve", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "128", "--osl", "128",
+                     "--concurrency", "4", "--max-running", str(value)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and f"--max-running: {value}" in err.replace("'", "")
+    with pytest.raises(RooflineInputError, match=r"--max-running: 0 is not allowed"):
+        prepare_served(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), FP8.with_(parallel=Parallel()),
+                       max_running=0)
+
+
+def test_a_serving_workload_sets_max_running_and_its_table_says_so():
+    # the `serving:` section's max_running reaches the served rows (the column, the capacity, the waiting users) and
+    # the report's title tells that workload from the same lengths at the framework's cap
+    import pandas as pd
+
+    from roofline.report.workloads import workloads_section
+    from roofline.serving.table import ServingSettings, ServingWorkload, serving_table
+
+    gpus = {"h100-sxm": get_accelerator("h100-sxm")}
+    workloads = (ServingWorkload(1024, 256, (32,), framework="trtllm", max_running=8),
+                 ServingWorkload(1024, 256, (32,), framework="trtllm"))
+    rows, skipped = serving_table(get_model("llama-3.1-8b"), gpus, {"h100-sxm": FP8.with_(parallel=Parallel())},
+                                  ServingSettings(workloads=workloads, gpus=("h100-sxm",)))
+    capped, free = rows
+    assert not skipped and (capped["max_running"], free["max_running"]) == (8, 0)
+    assert capped["kv_capacity_requests"] == 8 and not capped["fits"] and free["fits"]
+    assert capped["ttft_expected_s"] > 2 * free["ttft_expected_s"]  # 24 of 32 users wait for one of 8 slots
+    titles = [table["title"] for table in workloads_section(pd.DataFrame(rows), {"h100-sxm": "H100"})["tables"]]
+    assert titles[0].endswith(", at most 8 sequences per engine") and "at most" not in titles[1]
+
+
+def test_the_config_schema_bounds_max_running():
+    import jsonschema
+
+    from roofline.pipeline.schema_messages import describe_schema_error
+    from test_hardening_config import SCHEMA
+
+    config = {"models": {"llama-3.1-8b": {}}, "gpus": {"h100-sxm": {}},
+              "serving": {"workloads": [{"isl": 1, "osl": 1, "concurrency": [1], "max_running": 0}]}}
+    error = next(iter(jsonschema.Draft202012Validator(SCHEMA).iter_errors(config)))
+    assert describe_schema_error(error).startswith("serving.workloads[0].max_running: 0 is not allowed")
+
+
+def test_sglang_splits_a_given_max_running_requests_over_its_attention_dp_ranks():
+    # SGLang's scheduler runs max_running_requests // dp_size per DP-attention rank (model_runner), where vLLM's
+    # max_num_seqs and TensorRT-LLM's max_batch_size hold per engine / rank: 64 given to a DEP 8 engine is 64 in all
+    # under SGLang, 512 under TensorRT-LLM; below the 8 ranks SGLang would run none, which is refused
+    gpu, model = get_accelerator("h200-sxm"), get_model("deepseek-v3")
+    dep8 = FP8.with_(parallel=Parallel(tp=8, ep=8, attention_dp=True))
+    workload = Workload(isl=1024, osl=1024, concurrency=32)
+    held = {key: serve_aggregated(prepare_served(model, gpu, dep8, framework=key, max_running=64), workload)
+            for key in ("sglang", "trtllm")}
+    assert (held["sglang"]["kv_capacity_requests"], held["trtllm"]["kv_capacity_requests"]) == (64, 512)
+    with pytest.raises(RooflineInputError, match=r"sglang runs at most 64 \(--max-running 64\)"):
+        serve_aggregated(prepare_served(model, gpu, dep8, framework="sglang", max_running=64),
+                         Workload(isl=1024, osl=1024, concurrency=100))
+    with pytest.raises(RooflineInputError, match=r"--max-running: 4 is below the 8 attention-DP ranks sglang"):
+        prepare_served(model, gpu, dep8, framework="sglang", max_running=4)

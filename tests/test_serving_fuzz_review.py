@@ -153,7 +153,7 @@ def test_refusals_name_the_fix_that_applies(capsys):
            "--attention-dp-balance")
     assert "--attention-dp-balance: " in _error(capsys, *moe, "--attention-dp")
     assert cli.main([*moe, "--prefill-attention-dp", "--prefill-tp", "2", "--prefill-ep", "2", "--format", "csv"]) == 0
-    assert capsys.readouterr().out.rstrip().endswith(',"50,10",off')  # attention_dp_balance, then batch_wait
+    assert capsys.readouterr().out.rstrip().endswith(',"50,10",off,0')  # attention_dp_balance, batch_wait, max_running
     # weights that alone overflow the device: no KV-cache dtype can help
     err = _error(capsys, "serve", "--model", "llama-3.1-405b", "--gpu", "h100-sxm", "--tp", "1", "--isl", "1024",
                  "--osl", "1024", "--concurrency", "8")

@@ -35,20 +35,20 @@ def test_inferencex_runs_take_their_recipes():
         return pd.Series({"silicon_data_source": f"source_file={source}; model=Llama-3.1-70B", "backend": backend,
                           "model": "llama-3.1-70b", "isl": isl, "osl": osl, "tp_size": tp})
 
-    row, wait, spread = served_recipes.recipe(run("2026-04-06.csv"))
+    row, wait, spread = served_recipes.recipe(run("2026-04-06.csv"))[:3]
     assert (row.isl, row.osl, wait) == (922, 922, (20, 0.9)) and spread == pytest.approx(1 / 9)  # 0.9 L +- 0.1 L
     assert served_recipes.recipe(run("2026-04-06.csv", tp=8.0)).batch_wait is None
-    row, wait, _ = served_recipes.recipe(run("2026-04-06.csv", backend="vllm", osl=8192))
+    row, wait, _ = served_recipes.recipe(run("2026-04-06.csv", backend="vllm", osl=8192))[:3]
     assert (row.isl, row.osl, wait) == (922, 7373, None)
     assert served_recipes.recipe(run("2026-04-06.csv", osl=8192)).batch_wait is None  # 1k/8k: no waiting
     # the same harness's runs as the package's database dump holds them (its disaggregated ones too)
     dumped = run("x").copy()
     dumped["silicon_data_source"] = "db-dump/2026-04-27; config_id=1; silicon_concurrency=64; workflow_run_id=2"
-    row, _, spread = served_recipes.recipe(dumped)
+    row, _, spread = served_recipes.recipe(dumped)[:3]
     assert (row.isl, row.osl) == (922, 922) and spread == pytest.approx(1 / 9)
     # another harness's fixed-length runs: as recorded, no spread
     other = run("/Users/x/data/h100_sxm/trtllm/1.0.0rc3/meta-llama_Llama-3.1-8B-Instruct.csv")
-    row, wait, spread = served_recipes.recipe(other)
+    row, wait, spread = served_recipes.recipe(other)[:3]
     assert (row.isl, row.osl, wait, spread) == (1024, 1024, None, 0.0)
 
 
@@ -164,3 +164,28 @@ def test_rows_are_told_apart_by_harness_and_their_shares_add_up_to_the_mape():
     assert table["TTFT MAPE share"].tolist() == [16.0, 8.0, 4.0, 2.0]
     assert table["TTFT MAPE share"].sum() == pytest.approx(serving_misses.mape(runs.ttft_error))
     assert table.loc[("gap-analysis h100_sxm/trtllm/1.0.0rc3", "trtllm"), "rows"] == 2
+
+
+def test_disaggregated_inferencex_runs_take_their_recipes_engine_caps():
+    # InferenceX's gb300-fp8 1k1k ctx1_gen4_tep8_batch4 recipe (srt-slurm's file: decode max_batch_size 4, prefill
+    # max_num_tokens 8192) ran 24 users on 4 TEP 8 decode workers, one DEP 4 prefill worker: 16 slots
+    def run(gpu="gb300-gpu", precision="fp8", isl=1024, osl=1024, users=24.0, prefill=(1.0, 1.0, 4.0),
+            decode=(4.0, 8.0, 1.0), backend="trtllm", source="db-dump/2026-04-27; config_id=258"):
+        fields = {"silicon_data_source": source, "backend": backend, "mode": "disagg", "gpu": gpu, "model": "dsr1",
+                  "precision": precision, "isl": isl, "osl": osl, "concurrency": users, "tp_size": np.nan}
+        for side, (workers, tp, dp) in (("prefill", prefill), ("decode", decode)):
+            fields.update({f"{side}_num_workers": workers, f"{side}_tp_size": tp, f"{side}_attention_dp_size": dp})
+        return pd.Series(fields)
+
+    assert served_recipes.engine_caps(run()) == (4, 8192)
+    recipe = served_recipes.recipe(run())
+    assert (recipe.max_running, recipe.max_batched_tokens, recipe.row.isl) == (4, 8192, 922)
+    # b200-fp4 8k1k ctx1_gen5_tep8_batch8: the file sets max_batch_size 16, not the 8 of its name
+    assert served_recipes.engine_caps(run("b200", "fp4", 8192, 1024, 100.0, decode=(5.0, 8.0, 1.0)))[0] == 16
+    # its 1k1k users 10-180 match an MTP and a single-token recipe of the same batch, 32: the single-token one's
+    # prefill budget (10240; the MTP file was not read)
+    assert served_recipes.engine_caps(run("b200", "fp4", 1024, 1024, 180.0, decode=(5.0, 8.0, 1.0))) == (32, 10240)
+    # no such configuration, another framework, another harness: none
+    assert served_recipes.engine_caps(run(users=25.0)) == (None, None)
+    assert served_recipes.engine_caps(run(backend="sglang")) == (None, None)
+    assert served_recipes.engine_caps(run(source="/Users/x/gb300/trtllm.csv")) == (None, None)

@@ -41,6 +41,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--max-batched-tokens", type=positive_int("--max-batched-tokens"),
                         help="tokens one step may compute, per attention replica under --attention-dp for trtllm "
                              "and vllm (default: the framework's)")
+    parser.add_argument("--max-running", type=positive_int("--max-running"),
+                        help="sequences one engine runs at once, as the framework takes its setting: vLLM's "
+                             "max_num_seqs and TensorRT-LLM's max_batch_size per attention replica under "
+                             "--attention-dp, SGLang's max_running_requests for the whole engine (split over its "
+                             "replicas); default: the framework's; --mode disaggregated: each decode worker's")
     parser.add_argument("--overflow", type=choice("--overflow", OVERFLOWS),
                         help="refuse (default): a concurrency the KV cache cannot hold is an error; queue: the rest "
                              "wait")
@@ -104,7 +109,8 @@ def table(args) -> tuple[list[dict], dict]:
                         prefix_hit=args.prefix_hit, length_spread=args.length_spread)
     served = prepare_served(model, gpu, chosen, framework, spec_options.speculation(args, model),
                             args.max_batched_tokens, args.memory_utilization, dp_balance=args.attention_dp_balance,
-                            request_tokens=args.isl + args.osl, batch_wait=args.batch_wait)
+                            request_tokens=args.isl + args.osl, batch_wait=args.batch_wait,
+                            max_running=args.max_running)
     _check_batch_wait(args, served.plan)
     if args.mode == "aggregated":
         _refuse_pool_options(args)

@@ -21,7 +21,8 @@ WORKLOAD_COLUMNS = (
 )
 #: the columns that tell one workload from another (a table each)
 WORKLOAD_KEYS = ("mode", "framework", "isl", "osl", "prefix_hit", "spec_method", "accepted_tokens_per_step",
-                 "prefill_workers", "decode_workers", "length_spread", "batch_wait", "attention_dp_balance")
+                 "prefill_workers", "decode_workers", "length_spread", "batch_wait", "attention_dp_balance",
+                 "max_running")
 
 
 def workloads_section(serving: pd.DataFrame | None, names: dict[str, str]) -> dict | None:
@@ -67,6 +68,11 @@ def _holds_words(row: pd.Series) -> str:
     balance = str(row.get("attention_dp_balance", "off"))
     if balance not in ("off", "", "nan"):
         words += f", attention-DP balancing {balance} steps"
+    running = float(row.get("max_running", 0) or 0)  # NaN (a table written before the column): none set
+    if running > 0:
+        engine = "decode worker" if row.get("mode") == "disaggregated" else "engine"
+        each = " attention-DP rank" if bool(row.get("attention_dp", False)) else ""
+        words += f", at most {units.integer(running)} sequences per {engine}{each}"
     return words
 
 

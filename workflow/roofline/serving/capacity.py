@@ -70,7 +70,7 @@ def capacity(model: ModelSpec, gpu: Accelerator, scenario: Scenario, framework: 
     replicas = scenario.parallel.tp if scenario.parallel.attention_dp else 1
     fit = math.floor(max(budget - shared, 0.0) / held) * replicas
     fit_bound = (gpu.memory_bytes - weights - shared) / mean * replicas
-    return Capacity(running=float(min(fit, framework.max_running * replicas)), running_bound=float(fit_bound),
+    return Capacity(running=float(min(fit, framework.running_cap(replicas))), running_bound=float(fit_bound),
                     kv_budget_bytes=float(budget), kv_per_request_bytes=float(held))
 
 

@@ -16,7 +16,9 @@ The model (the README states it with its assumptions):
   the framework's host time; at most its cache's capacity in flight.
 * Closed loop: X_r = N / (TTFT + (osl - 1) TPOT), D = X_r (osl - 1) TPOT / Y (solved by bisection on D), X_r at
   most what the prefill pool computes busy all the time (users beyond wait in its queue: TTFT = N / X_r - (osl - 1)
-  TPOT); open loop: X_r = R.
+  TPOT) and D at most what a decode worker holds (its KV cache, at most the framework's max_running, --max-running):
+  users beyond wait for a decode slot with their prompts computed (the slots stay full; TTFT as above); open loop:
+  X_r = R.
   `limited_by` names the pool whose next worker raises the rate: under a request rate the one with the higher load
   share (prefill utilization, decode cache occupancy); under closed-loop users the prefill pool where it computes
   busy all the time (users wait in its queue), the decode pool where its cache is full, else the pool whose next
@@ -158,10 +160,13 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
     decode pool, the rate X(D) = Y D / ((osl - 1) TPOT(D)); the users' rate N / (TTFT(X) + (osl - 1) TPOT(D)),
     capped at what the prefill pool computes busy all the time, falls as D grows. X(D) grows with D while the decode
     step grows slower than its batch (the memory roof); where it grows faster the two rates can cross twice, and the
-    bisection takes one of the crossings. D is at most the cache's hold; users beyond the rate reached wait in the
-    prefill queue."""
+    bisection takes one of the crossings. D is at most the cache's hold (`running`: its KV cache's, at most the
+    framework's max_running); users beyond the rate reached wait, their prompts computed, for a decode slot (or in
+    the prefill queue where that pool is the one busy all the time)."""
     offered = np.asarray(offered, dtype=float)
-    active = np.minimum(offered, pools.decode_workers * running) if closed else offered
+    # the users all cycle through the pools: a prompt is computed before its request takes a decode slot, so users
+    # beyond the decode slots wait for one with their prompts done, and the slots stay full (D = running)
+    active = offered
     lone = prefill.lone(load.computed)
     tpot = decode.light(1.0 + 0.0 * offered, side) / load.tokens_per_step
     saturation = saturation_rate(prefill, load, budget, side, chunk)  # prompts/s of a prefill worker always busy
@@ -207,14 +212,15 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         # the wait of users beyond what the pools run is no prefill time: a prefill worker more does not shorten it
         more_prefill, more_decode = _next_worker(prefill, decode, load, pools, budget, transfer_s, side,
                                                  request_overhead_s, rate, lone, saturation, chunk, D, tpot, ttft)
-        full = (offered > active) | (D >= running * (1 - 1e-6))  # more users than the decode caches hold
+        full = D >= running * (1 - 1e-6)  # every decode slot taken
         prefill_limits = (rate >= most * (1 - 1e-6)) | (~full & (more_prefill > more_decode))
         ttft = ttft + np.maximum(offered / rate - in_flight, 0.0)
     else:
         prefill_limits = used >= occupancy
     if closed and side == "expected" and waves > 0:  # those the decode caches hold start at once, the rest wait
-        ttft = ttft + active / offered * (first_wave(prefill, load, pools, budget, active, transfer_s,
-                                                     request_overhead_s, chunk) - ttft) / waves
+        held = np.minimum(offered, pools.decode_workers * running)
+        ttft = ttft + held / offered * (first_wave(prefill, load, pools, budget, held, transfer_s,
+                                                   request_overhead_s, chunk) - ttft) / waves
     return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
             "decode": D, "running": np.minimum(rate * in_flight, active) if closed else rate * in_flight,
             "prefill_utilization": used,

@@ -98,6 +98,7 @@ class Framework:
     #: reach that share of the budget or for that many steps (TensorRT-LLM's batch waiting); None: off
     batch_wait: tuple[int, float] | None = None
     running_by_budget: bool = False  # max_running is the token budget's (below the framework's own cap)
+    running_given: bool = False  # max_running is the user's (--max-running), not the framework's default
     #: the memory fraction is SGLang's default, derived from the engine (its tp and GPUs): for_engine re-derives it
     #: for another engine of the deployment (a disaggregated prefill pool's); () where it is not
     engine_rule: tuple = ()
@@ -110,6 +111,15 @@ class Framework:
         chunk, spec_method = self.engine_rule
         fraction = _sglang_defaults(gpu.memory_bytes / GIB, plan.tp, plan.devices, chunk, spec_method)[1]
         return replace(self, memory_fraction=fraction)
+
+    def running_cap(self, replicas: int) -> int:
+        """Sequences an engine of `replicas` attention replicas runs at once: max_running per replica (vLLM's
+        max_num_seqs per data-parallel engine, TensorRT-LLM's max_batch_size per rank, the defaults' per-replica
+        pools), but an SGLang max_running_requests the user gave is the engine's, which SGLang splits over its
+        DP-attention ranks (max_running_requests // dp_size each)."""
+        if self.running_given and self.key == "sglang":
+            return self.max_running // replicas * replicas
+        return self.max_running * replicas
 
     def step_budget(self, plan) -> int:
         """Tokens one step of an engine of `plan` may compute: the budget, per attention replica where the
@@ -183,11 +193,13 @@ FITTED = {"vllm": (0.0, 0.03, 0.125, 0.2, 0.0), "sglang": (0.0, 0.15, 0.25, 0.1,
 def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: int | None = None,
                   memory_fraction: float | None = None, fitted: tuple | None = None,
                   dp_balance: tuple[int, int] | None = None, gpus: int = 0,
-                  spec_method: str | None = None, batch_wait: tuple[int, float] | None = None) -> Framework:
+                  spec_method: str | None = None, batch_wait: tuple[int, float] | None = None,
+                  max_running: int | None = None) -> Framework:
     """The framework `key` ("" = DEFAULT_FRAMEWORK) with its documented defaults for `gpu` (and the engine's tp and
     devices `gpus`, tp x pp (0: tp), and the speculative method: SGLang's memory fraction); `fitted` replaces the fitted
     constants (benchmarks/validate_serving.py --fit); `dp_balance` (timeout_iters, batching_wait_iters) turns on
-    TensorRT-LLM's attention-DP balancing; `batch_wait` (timeout_iters, max_tokens_ratio) its batch waiting."""
+    TensorRT-LLM's attention-DP balancing; `batch_wait` (timeout_iters, max_tokens_ratio) its batch waiting;
+    `max_running` replaces its cap on the sequences an engine runs at once (RUNNING_CAP, --max-running)."""
     key = key or DEFAULT_FRAMEWORK
     if key not in FRAMEWORKS:
         raise unknown("--framework", key, FRAMEWORKS)
@@ -207,6 +219,8 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
         "trtllm": dict(max_batched_tokens=8192, max_running=2048, mixed=True, memory_fraction=0.9,
                        of_free_memory=True, reserve_full_length=True, budget_per_rank=True),
     }[key]
+    if max_running is not None:
+        defaults.update(max_running=max_running, running_given=True)
     if max_batched_tokens is not None:
         defaults["max_batched_tokens"] = max_batched_tokens
         if defaults["mixed"] and max_batched_tokens < defaults["max_running"]:  # a step decodes one token of every

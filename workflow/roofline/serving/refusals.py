@@ -113,19 +113,20 @@ def _held(served, cap, kv_helps: bool, workers: int) -> str:
     fw, replicas = served.framework, served.plan.tp if served.plan.attention_dp else 1
     where = deployment_label(served.gpu, served.plan)
     where = f"{workers} decode workers of {where}" if workers > 1 else where
-    if cap.running < fw.max_running * replicas * workers:
+    if cap.running < fw.running_cap(replicas) * workers:
         return (f"do not fit the KV cache of {where}: it holds {int(cap.running)} under {fw.key}'s memory rule; use "
                 f"--concurrency <= {int(cap.running)}"
                 f"{', more devices' if _spreads(served) else ''}{' or an fp8 KV cache' if kv_helps else ''}")
-    engines = replicas * workers
+    engines = workers if fw.running_given and fw.key == "sglang" else replicas * workers  # SGLang's is the engine's
     each = f" per engine x {engines}" if engines > 1 else ""
     if fw.running_by_budget:
         return (f"cannot all run at once on {where}: a step of --max-batched-tokens {fw.max_batched_tokens} decodes "
                 f"one token of each running sequence, so {fw.key} runs at most {int(cap.running)} "
                 f"(--max-batched-tokens {fw.max_batched_tokens}{each}); use --concurrency <= {int(cap.running)}, a "
                 "larger --max-batched-tokens")
+    setting = "--max-running" if fw.running_given else RUNNING_CAP[fw.key]
     return (f"cannot all run at once on {where}: {fw.key} runs at most {int(cap.running)} "
-            f"({RUNNING_CAP[fw.key]} {fw.max_running}{each}); use --concurrency <= {int(cap.running)}")
+            f"({setting} {fw.max_running}{each}); use --concurrency <= {int(cap.running)}")
 
 
 def check_kv_served(kv_dtype: str, where: str = "--kv-dtype") -> None:

@@ -141,7 +141,7 @@ def _capacity(served: "Served", scenario: Scenario, isl: int, osl: int, prefix_h
     reads)."""
     fw = fw or served.framework
     key = (served.model, served.gpu.key, served.gpu.memory_bytes, scenario, fw.key, fw.max_batched_tokens,
-           fw.memory_fraction, fw.max_running, isl, osl, prefix_hit, draft)
+           fw.memory_fraction, fw.max_running, fw.running_given, isl, osl, prefix_hit, draft)
     if key not in _CAPACITY:
         if len(_CAPACITY) > 4096:
             _CAPACITY.clear()
@@ -155,11 +155,13 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
                    spec: Speculation = Speculation(), max_batched_tokens: int | None = None,
                    memory_fraction: float | None = None, fitted: tuple | None = None,
                    dp_balance: tuple[int, int] | None = None, request_tokens: int = 0,
-                   batch_wait: tuple[int, float] | None = None) -> Served:
+                   batch_wait: tuple[int, float] | None = None, max_running: int | None = None) -> Served:
     """Check the inputs together and resolve `native` dtypes and `parallel: auto` (both stages must fit; with
     `request_tokens`, isl + osl of the longest request to serve, one request and a full step must: _resolved);
     `dp_balance`: (timeout_iters, batching_wait_iters) of TensorRT-LLM's attention-DP balancing, None: off;
-    `batch_wait`: (timeout_iters, max_tokens_ratio) of its batch waiting, None: off."""
+    `batch_wait`: (timeout_iters, max_tokens_ratio) of its batch waiting, None: off; `max_running`: the sequences
+    one engine (of a disaggregated deployment: each decode worker) runs at once, per attention replica, None: the
+    framework's cap."""
     # the workload's lengths are checked by serve_*; the plan (auto: the smallest that holds the weights) here
     spec.validate(model)
     check_kv_served(scenario.kv_dtype)
@@ -168,11 +170,18 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
                                          spec_method=spec.method), Parallel(tp=1), "--max-batched-tokens")
     scenario = replace(_resolved(model, gpu, scenario, framework, memory_fraction, max_batched_tokens, request_tokens,
                                  spec), batch=scenario.batch, seq_len=scenario.seq_len)
-    if max_batched_tokens is not None and not 1 <= max_batched_tokens <= MAX_BATCH:
-        raise RooflineInputError(f"--max-batched-tokens: {max_batched_tokens!r} is not allowed; expected an integer "
-                                 f"from 1 to {MAX_BATCH}")
+    for option, value in (("--max-batched-tokens", max_batched_tokens), ("--max-running", max_running)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 1 <= value <= MAX_BATCH):
+            raise RooflineInputError(f"{option}: {value!r} is not allowed; expected an integer from 1 to {MAX_BATCH}")
     fw = framework_for(framework, gpu, scenario.parallel.tp, max_batched_tokens, memory_fraction, fitted, dp_balance,
-                       spec_method=spec.method, gpus=scenario.parallel.devices, batch_wait=batch_wait)
+                       spec_method=spec.method, gpus=scenario.parallel.devices, batch_wait=batch_wait,
+                       max_running=max_running)
+    ranks = scenario.parallel.tp if scenario.parallel.attention_dp else 1
+    if max_running is not None and fw.running_cap(ranks) < 1:
+        raise RooflineInputError(f"--max-running: {max_running} is below the {ranks} attention-DP ranks {fw.key} "
+                                 f"splits its max_running_requests over (each runs it // {ranks}: none); give at "
+                                 f"least {ranks}")
     return Served(model, gpu, scenario, fw, spec)
 
 
@@ -416,6 +425,7 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         # balancing acts on the attention-DP replicas that compute prompts: none, none to show
         "attention_dp_balance": balance_label(served.framework.dp_balance if served.plan.attention_dp else None),
         "batch_wait": batch_wait_label(held_batch_wait(served.framework.batch_wait, "aggregated", served.plan)),
+        "max_running": served.framework.max_running if served.framework.running_given else 0,
     }
     assert tuple(row) == SERVE_COLUMNS
     return row

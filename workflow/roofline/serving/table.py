@@ -36,6 +36,7 @@ class ServingWorkload:
     prefill_plan: dict | None = None  # the prefill workers' plan {tp, pp, ep, attention_dp} (default: the model's)
     attention_dp_balance: bool | list | None = None  # trtllm: true (its defaults) or [timeout, wait] steps; None: off
     batch_wait: list | None = None  # trtllm, aggregated: [timeout steps, share of max_num_tokens]; None: off
+    max_running: int | None = None  # sequences an engine (disaggregated: a decode worker) runs at once; None: default
 
     def dp_balance(self) -> tuple[int, int] | None:
         """(timeout_iters, batching_wait_iters) of the attention-DP balancing asked for, None when off."""
@@ -129,7 +130,7 @@ def serving_table(model: ModelSpec, gpus: dict[str, Accelerator], scenarios: dic
         for workload in settings.workloads:
             served = prepare_served(model, gpus[key], scenarios[key], workload.framework,
                                     workload.speculation(model), dp_balance=workload.dp_balance(),
-                                    batch_wait=workload.waits(),
+                                    batch_wait=workload.waits(), max_running=workload.max_running,
                                     request_tokens=max(load.isl + load.osl for load in workload.loads()))
             for load in workload.loads():
                 try:
