@@ -72,15 +72,15 @@ def _disaggregated_recipes():
 
 def engine_caps(row) -> tuple[int | None, int | None]:
     """(the decode workers' max_batch_size per attention-DP rank, the prefill workers' max_num_tokens) of a
-    disaggregated InferenceX TensorRT-LLM run, from the recipe of its configuration (GPU, precision, lengths,
+    disaggregated InferenceX TensorRT-LLM run, from the recipe of its configuration (model, GPU, precision, lengths,
     concurrency, worker counts and plans): the single-token (stp) recipe where MTP and stp ones match; None where no
     recipe, or recipes that disagree, match (the prefill budget: where no file was read)."""
     if row.get("mode") != "disagg" or row.backend != "trtllm" or not str(row.silicon_data_source).startswith(
             INFERENCEX):
         return None, None
     table = _disaggregated_recipes()
-    match = table[(table.gpu == row.gpu) & (table.precision == row.precision) & (table.isl == row.isl)
-                  & (table.osl == row.osl) & (table.concurrency == row.concurrency)]
+    match = table[(table.model == row.model) & (table.gpu == row.gpu) & (table.precision == row.precision)
+                  & (table.isl == row.isl) & (table.osl == row.osl) & (table.concurrency == row.concurrency)]
     for side in ("prefill", "decode"):
         ranks = row[f"{side}_attention_dp_size"]
         dp = ranks == ranks and ranks > 1

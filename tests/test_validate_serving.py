@@ -170,8 +170,9 @@ def test_disaggregated_inferencex_runs_take_their_recipes_engine_caps():
     # InferenceX's gb300-fp8 1k1k ctx1_gen4_tep8_batch4 recipe (srt-slurm's file: decode max_batch_size 4, prefill
     # max_num_tokens 8192) ran 24 users on 4 TEP 8 decode workers, one DEP 4 prefill worker: 16 slots
     def run(gpu="gb300-gpu", precision="fp8", isl=1024, osl=1024, users=24.0, prefill=(1.0, 1.0, 4.0),
-            decode=(4.0, 8.0, 1.0), backend="trtllm", source="db-dump/2026-04-27; config_id=258"):
-        fields = {"silicon_data_source": source, "backend": backend, "mode": "disagg", "gpu": gpu, "model": "dsr1",
+            decode=(4.0, 8.0, 1.0), backend="trtllm", source="db-dump/2026-04-27; config_id=258",
+            model="deepseek-v3"):
+        fields = {"silicon_data_source": source, "backend": backend, "mode": "disagg", "gpu": gpu, "model": model,
                   "precision": precision, "isl": isl, "osl": osl, "concurrency": users, "tp_size": np.nan}
         for side, (workers, tp, dp) in (("prefill", prefill), ("decode", decode)):
             fields.update({f"{side}_num_workers": workers, f"{side}_tp_size": tp, f"{side}_attention_dp_size": dp})
@@ -188,4 +189,5 @@ def test_disaggregated_inferencex_runs_take_their_recipes_engine_caps():
     # no such configuration, another framework, another harness: none
     assert served_recipes.engine_caps(run(users=25.0)) == (None, None)
     assert served_recipes.engine_caps(run(backend="sglang")) == (None, None)
+    assert served_recipes.engine_caps(run(model="kimi-k2.5")) == (None, None)  # another model of the same shape
     assert served_recipes.engine_caps(run(source="/Users/x/gb300/trtllm.csv")) == (None, None)
