@@ -198,7 +198,7 @@ def test_max_running_caps_the_decode_workers_and_the_users_beyond_wait_for_a_slo
 
     gpu = get_accelerator("gb300-gpu")
     rule = framework_for("trtllm", gpu, max_running=4)
-    assert (rule.max_running, rule.running_given) == (4, True)
+    assert (rule.max_running, rule.running_given) == (4, 4)
     assert framework_for("trtllm", gpu, max_running=64, max_batched_tokens=16).max_running == 16  # the budget's
     served = prepare_served(get_model("deepseek-v3"), gpu, FP8.with_(parallel=Parallel(tp=8, ep=8)),
                             framework="trtllm", max_running=4)
@@ -255,7 +255,7 @@ def test_a_serving_workload_sets_max_running_and_its_table_says_so():
     assert capped["kv_capacity_requests"] == 8 and not capped["fits"] and free["fits"]
     assert capped["ttft_expected_s"] > 2 * free["ttft_expected_s"]  # 24 of 32 users wait for one of 8 slots
     titles = [table["title"] for table in workloads_section(pd.DataFrame(rows), {"h100-sxm": "H100"})["tables"]]
-    assert titles[0].endswith(", at most 8 sequences per engine") and "at most" not in titles[1]
+    assert titles[0].endswith(", max_batch_size 8") and "max_batch_size" not in titles[1]
 
 
 def test_the_config_schema_bounds_max_running():
@@ -280,8 +280,45 @@ def test_sglang_splits_a_given_max_running_requests_over_its_attention_dp_ranks(
     held = {key: serve_aggregated(prepare_served(model, gpu, dep8, framework=key, max_running=64), workload)
             for key in ("sglang", "trtllm")}
     assert (held["sglang"]["kv_capacity_requests"], held["trtllm"]["kv_capacity_requests"]) == (64, 512)
-    with pytest.raises(RooflineInputError, match=r"sglang runs at most 64 \(--max-running 64\)"):
+    with pytest.raises(RooflineInputError, match=r"sglang runs at most 64 \(--max-running 64, 8 on each of 8 "
+                                                 r"attention-DP ranks\)"):
         serve_aggregated(prepare_served(model, gpu, dep8, framework="sglang", max_running=64),
                          Workload(isl=1024, osl=1024, concurrency=100))
     with pytest.raises(RooflineInputError, match=r"--max-running: 4 is below the 8 attention-DP ranks sglang"):
         prepare_served(model, gpu, dep8, framework="sglang", max_running=4)
+
+
+def test_max_running_leaves_the_bounds_and_the_prefill_workers_alone():
+    # a framework setting is no physics: the bound columns (TTFT, throughput) do not move with it, TPOT's bound at the
+    # capped batch only loosens; and it caps the decode workers: SGLang's split of 4 over a DEP 8 prefill worker's
+    # ranks had left that worker no slot, refused as "cannot hold the weights and one prompt"
+    gpu, model = get_accelerator("h200-sxm"), get_model("deepseek-v3")
+    dep8 = FP8.with_(parallel=Parallel(tp=8, ep=8))
+    pools = Disaggregation(1, 2, Parallel(tp=8, ep=8, attention_dp=True))
+    workload = Workload(isl=1024, osl=1024, concurrency=64)
+    rows = [serve_disaggregated(prepare_served(model, gpu, dep8, framework="sglang", max_running=cap), workload,
+                                pools, overflow="queue") for cap in (None, 4)]
+    free, capped = rows
+    assert capped["kv_capacity_requests"] == 8 and capped["decode_batch_expected"] == pytest.approx(4, rel=1e-3)
+    assert (capped["ttft_s"], capped["tokens_per_s"]) == (free["ttft_s"], free["tokens_per_s"])
+    assert capped["tpot_s"] <= free["tpot_s"] and capped["ttft_expected_s"] > 10 * free["ttft_expected_s"]
+
+
+def test_an_open_loop_past_the_cap_names_it():
+    from roofline.cli.serve import open_loop_note
+
+    served = prepare_served(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), FP8.with_(parallel=Parallel()),
+                            max_running=8)
+    row = serve_aggregated(served, Workload(isl=1024, osl=256, request_rate=50.0))
+    assert not row["keeps_up"] and row["kv_capacity_requests"] == 8 and row["max_running"] == 8
+    assert "its cap on running sequences" in open_loop_note(row) and "raise --max-running (now 8)" in open_loop_note(row)
+
+
+def test_a_serving_workload_whose_max_running_a_plan_cannot_take_skips_that_gpu_with_a_line():
+    from roofline.serving.table import ServingSettings, ServingWorkload, serving_table
+
+    gpus = {"h200-sxm": get_accelerator("h200-sxm")}
+    dep8 = FP8.with_(parallel=Parallel(tp=8, ep=8, attention_dp=True))
+    rows, skipped = serving_table(get_model("deepseek-v3"), gpus, {"h200-sxm": dep8}, ServingSettings(
+        workloads=(ServingWorkload(1024, 1024, (8,), framework="sglang", max_running=4),), gpus=("h200-sxm",)))
+    assert rows == [] and len(skipped) == 1 and "below the 8 attention-DP ranks" in skipped[0]

@@ -186,6 +186,10 @@ def test_disaggregated_inferencex_runs_take_their_recipes_engine_caps():
     # its 1k1k users 10-180 match an MTP and a single-token recipe of the same batch, 32: the single-token one's
     # prefill budget (10240; the MTP file was not read)
     assert served_recipes.engine_caps(run("b200", "fp4", 1024, 1024, 180.0, decode=(5.0, 8.0, 1.0))) == (32, 10240)
+    # gb200-fp4 1k1k at 48 users matches an MTP recipe of max_batch_size 8 and a single-token one of 32: the runs
+    # carry no speculation, so the single-token one's
+    assert served_recipes.engine_caps(run("gb200-gpu", "fp4", 1024, 1024, 48.0, decode=(4.0, 8.0, 1.0))) == (32,
+                                                                                                          16384)
     # no such configuration, another framework, another harness: none
     assert served_recipes.engine_caps(run(users=25.0)) == (None, None)
     assert served_recipes.engine_caps(run(backend="sglang")) == (None, None)

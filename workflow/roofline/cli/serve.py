@@ -178,7 +178,7 @@ def _refuse_pool_options(args) -> None:
 
 #: the note's words for what a run that does not keep up runs out of (limited_by)
 RUNS_OUT = {"prefill": " (computing the prompts is what limits it)",
-            "kv_cache": " (its KV cache is full: every slot taken)",
+            "kv_cache": " (every slot is taken: its KV cache, or its cap on running sequences, holds no more)",
             "decode": " (its decode workers are what limits it)"}
 
 
@@ -196,6 +196,7 @@ def open_loop_note(row: dict) -> str:
     if row["keeps_up"]:
         return ""
     short = RUNS_OUT.get(row["limited_by"], "")
+    more = f", add devices or raise --max-running (now {row['max_running']})" if row["max_running"] else " or add devices"
     return (f"{row['deployment']} completes at most {row['requests_per_s_expected']:.3g} requests/s, below "
             f"--request-rate {row['request_rate']:g}{short}: the queue grows without end, so ttft_expected_s and "
-            "e2e_latency_expected_s are infinite (lower the rate or add devices)")
+            f"e2e_latency_expected_s are infinite (lower the rate{more})")

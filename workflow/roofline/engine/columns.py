@@ -294,8 +294,8 @@ SERVE_COLUMNS = (
     "fp8_scaling",  # tensor | block: how fp8 weights are scaled (the expected times' GEMM kernels)
     "attention_dp_balance",  # trtllm's attention-DP balancing: "TIMEOUT,WAIT" steps, or off
     "batch_wait",  # trtllm's batch waiting without attention DP: "STEPS,RATIO" (of max_num_tokens), or off
-    "max_running",  # sequences one engine (disaggregated: a decode worker) runs at once per attention replica as
-    # --max-running sets it; 0: the framework's own cap (kv_capacity_requests: what the engines hold)
+    "max_running",  # --max-running as given: sequences one engine (disaggregated: a decode worker) runs at once, as
+    # the framework counts its setting; 0: the framework's own cap (kv_capacity_requests: what the engines hold)
 )
 
 #: Extra columns of a served plan row (`roofline plan` on the serving model), after PLAN_COLUMNS.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..serving.framework import RUNNING_CAP
 from . import units
 from .decision import cell
 from .served import NBSP, basis_note, expected_and_bound, mode_words, weights_label
@@ -69,10 +70,10 @@ def _holds_words(row: pd.Series) -> str:
     if balance not in ("off", "", "nan"):
         words += f", attention-DP balancing {balance} steps"
     running = float(row.get("max_running", 0) or 0)  # NaN (a table written before the column): none set
-    if running > 0:
-        engine = "decode worker" if row.get("mode") == "disaggregated" else "engine"
-        each = " attention-DP rank" if bool(row.get("attention_dp", False)) else ""
-        words += f", at most {units.integer(running)} sequences per {engine}{each}"
+    if running > 0:  # in the framework's own words, which say how it counts (per rank or per engine)
+        setting = RUNNING_CAP.get(str(row.get("framework")), "max_running")
+        where = " on each decode worker" if row.get("mode") == "disaggregated" else ""
+        words += f", {setting} {units.integer(running)}{where}"
     return words
 
 

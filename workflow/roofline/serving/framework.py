@@ -98,7 +98,7 @@ class Framework:
     #: reach that share of the budget or for that many steps (TensorRT-LLM's batch waiting); None: off
     batch_wait: tuple[int, float] | None = None
     running_by_budget: bool = False  # max_running is the token budget's (below the framework's own cap)
-    running_given: bool = False  # max_running is the user's (--max-running), not the framework's default
+    running_given: int = 0  # --max-running as the user gave it (0: none; max_running holds it, or the budget's)
     #: the memory fraction is SGLang's default, derived from the engine (its tp and GPUs): for_engine re-derives it
     #: for another engine of the deployment (a disaggregated prefill pool's); () where it is not
     engine_rule: tuple = ()
@@ -220,7 +220,7 @@ def framework_for(key: str, gpu: Accelerator, tp: int = 1, max_batched_tokens: i
                        of_free_memory=True, reserve_full_length=True, budget_per_rank=True),
     }[key]
     if max_running is not None:
-        defaults.update(max_running=max_running, running_given=True)
+        defaults.update(max_running=max_running, running_given=max_running)
     if max_batched_tokens is not None:
         defaults["max_batched_tokens"] = max_batched_tokens
         if defaults["mixed"] and max_batched_tokens < defaults["max_running"]:  # a step decodes one token of every

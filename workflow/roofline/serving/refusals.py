@@ -124,9 +124,11 @@ def _held(served, cap, kv_helps: bool, workers: int) -> str:
                 f"one token of each running sequence, so {fw.key} runs at most {int(cap.running)} "
                 f"(--max-batched-tokens {fw.max_batched_tokens}{each}); use --concurrency <= {int(cap.running)}, a "
                 "larger --max-batched-tokens")
-    setting = "--max-running" if fw.running_given else RUNNING_CAP[fw.key]
+    setting = f"--max-running {fw.running_given}" if fw.running_given else f"{RUNNING_CAP[fw.key]} {fw.max_running}"
+    if fw.running_given and fw.key == "sglang" and replicas > 1:  # SGLang splits it over its DP-attention ranks
+        each = f", {fw.max_running // replicas} on each of {replicas} attention-DP ranks{each}"
     return (f"cannot all run at once on {where}: {fw.key} runs at most {int(cap.running)} "
-            f"({setting} {fw.max_running}{each}); use --concurrency <= {int(cap.running)}")
+            f"({setting}{each}); use --concurrency <= {int(cap.running)}")
 
 
 def check_kv_served(kv_dtype: str, where: str = "--kv-dtype") -> None:

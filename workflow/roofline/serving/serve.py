@@ -160,8 +160,8 @@ def prepare_served(model: ModelSpec, gpu: Accelerator, scenario: Scenario, frame
     `request_tokens`, isl + osl of the longest request to serve, one request and a full step must: _resolved);
     `dp_balance`: (timeout_iters, batching_wait_iters) of TensorRT-LLM's attention-DP balancing, None: off;
     `batch_wait`: (timeout_iters, max_tokens_ratio) of its batch waiting, None: off; `max_running`: the sequences
-    one engine (of a disaggregated deployment: each decode worker) runs at once, per attention replica, None: the
-    framework's cap."""
+    one engine (of a disaggregated deployment: each decode worker) runs at once, as the framework counts its setting
+    (Framework.running_cap), None: the framework's cap."""
     # the workload's lengths are checked by serve_*; the plan (auto: the smallest that holds the weights) here
     spec.validate(model)
     check_kv_served(scenario.kv_dtype)
@@ -350,7 +350,12 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
     shape = pools.pools(served)
     prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
-    prefill_rule = served.framework.for_engine(served.gpu, pools.prefill_plan)  # SGLang: the worker's own fraction
+    # SGLang: the worker's own memory fraction; --max-running caps the decode workers, a prefill worker keeps the
+    # framework's own cap (SGLang's split of a small one over its DP ranks had left it none)
+    own = framework_for(served.framework.key, served.gpu, pools.prefill_plan.tp, served.framework.max_batched_tokens,
+                        gpus=pools.prefill_plan.devices).max_running
+    prefill_rule = replace(served.framework.for_engine(served.gpu, pools.prefill_plan), max_running=own,
+                           running_given=0)
     _check_prefill_worker(served, workload, pools.prefill_plan, prefill_scenario, prefill_rule)
     check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow,
                     shape.decode_workers)
@@ -425,7 +430,7 @@ def _row(served: Served, workload: Workload, cap, ttft_bound, parts: tuple[Parts
         # balancing acts on the attention-DP replicas that compute prompts: none, none to show
         "attention_dp_balance": balance_label(served.framework.dp_balance if served.plan.attention_dp else None),
         "batch_wait": batch_wait_label(held_batch_wait(served.framework.batch_wait, "aggregated", served.plan)),
-        "max_running": served.framework.max_running if served.framework.running_given else 0,
+        "max_running": served.framework.running_given,
     }
     assert tuple(row) == SERVE_COLUMNS
     return row

@@ -128,10 +128,14 @@ def serving_table(model: ModelSpec, gpus: dict[str, Accelerator], scenarios: dic
     rows, skipped = [], []
     for key in settings.gpus:
         for workload in settings.workloads:
-            served = prepare_served(model, gpus[key], scenarios[key], workload.framework,
-                                    workload.speculation(model), dp_balance=workload.dp_balance(),
-                                    batch_wait=workload.waits(), max_running=workload.max_running,
-                                    request_tokens=max(load.isl + load.osl for load in workload.loads()))
+            try:  # a setting this gpu's plan cannot take (SGLang's max_running below its DP ranks): a line
+                served = prepare_served(model, gpus[key], scenarios[key], workload.framework,
+                                        workload.speculation(model), dp_balance=workload.dp_balance(),
+                                        batch_wait=workload.waits(), max_running=workload.max_running,
+                                        request_tokens=max(load.isl + load.osl for load in workload.loads()))
+            except RooflineInputError as error:
+                skipped.append(f"{key}, isl {workload.isl}, osl {workload.osl}: {error}")
+                continue
             for load in workload.loads():
                 try:
                     rows.append(_serve(served, load, workload))
