@@ -53,8 +53,9 @@ def recorded_plan(row, prefix: str = "") -> tuple:
 #: (CONFIG_FILE=recipes/trtllm/<gpu>-<precision>/<lengths>/<stp|mtp>/ctx<X>_gen<Y>_<tep|dep><N>_batch<B>_...yaml of
 #: srt-slurm): decode_max_batch_size is the decode engine's max_batch_size as the file sets it (per attention-DP rank;
 #: the 73 files the DeepSeek runs match were read from srt-slurm forks, `source` names which, 4 of them set another
-#: value than the <B> of their name; the other rows take the name's). Most recipes run more users than the decode workers' slots (gb300-fp8 1k1k ctx1_gen4_tep8_batch4 at 24
-#: users: 4 workers x max_batch_size 4 = 16 slots): the rest wait for a slot with their prompts computed
+#: value than the <B> of their name; the other rows take the name's). Most recipes run more users than the decode
+#: workers' slots (gb300-fp8 1k1k ctx1_gen4_tep8_batch4 at 24 users: 4 workers x max_batch_size 4 = 16 slots): the
+#: rest wait for a slot with their prompts computed
 RECIPES = Path(__file__).resolve().parent / "recipes" / "inferencex_disagg_trtllm.csv"
 #: the runners' names there -> catalog keys
 RUNNERS = {"b200-multinode": "b200", "b300-multinode": "b300", "h100-multinode": "h100-sxm",

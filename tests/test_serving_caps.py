@@ -311,7 +311,8 @@ def test_an_open_loop_past_the_cap_names_it():
                             max_running=8)
     row = serve_aggregated(served, Workload(isl=1024, osl=256, request_rate=50.0))
     assert not row["keeps_up"] and row["kv_capacity_requests"] == 8 and row["max_running"] == 8
-    assert "its cap on running sequences" in open_loop_note(row) and "raise --max-running (now 8)" in open_loop_note(row)
+    note = open_loop_note(row)
+    assert "its cap on running sequences" in note and "raise --max-running (now 8)" in note
 
 
 def test_a_serving_workload_whose_max_running_a_plan_cannot_take_skips_that_gpu_with_a_line():

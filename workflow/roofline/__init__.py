@@ -82,8 +82,8 @@ def serve(model: str, gpu: str, *, isl: int, osl: int, **options) -> pandas.Data
     Options: concurrency or request_rate (one of the two), framework, attention_dp_balance (True
     or (timeout_iters, batching_wait_iters): trtllm's attention-DP balancing), batch_wait ((timeout_iters,
     max_tokens_ratio): trtllm's batch waiting without attention DP), max_batched_tokens, max_running (sequences
-    one engine, each decode worker when disaggregated, runs at once, as the framework counts its own setting), length_spread (requests'
-    lengths uniform over isl and osl x (1 +- it); 0: every request exactly them),
+    one engine, each decode worker when disaggregated, runs at once, as the framework counts its own setting),
+    length_spread (requests' lengths uniform over isl and osl x (1 +- it); 0: every request exactly them),
     prefix_hit, overflow, benchmark_waves, weight_dtype, act_dtype, kv_dtype, expert_weight_dtype,
     attention_weight_dtype, fp8_scaling, weight_group_size, attention, expert_routing, mla_mode, parallel, tp, pp, ep,
     attention_dp, memory_utilization, spec_method, spec_tokens, spec_acceptance, spec_accepted_length,

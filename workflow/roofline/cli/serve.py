@@ -196,7 +196,8 @@ def open_loop_note(row: dict) -> str:
     if row["keeps_up"]:
         return ""
     short = RUNS_OUT.get(row["limited_by"], "")
-    more = f", add devices or raise --max-running (now {row['max_running']})" if row["max_running"] else " or add devices"
+    more = (f", add devices or raise --max-running (now {row['max_running']})" if row["max_running"]
+            else " or add devices")
     return (f"{row['deployment']} completes at most {row['requests_per_s_expected']:.3g} requests/s, below "
             f"--request-rate {row['request_rate']:g}{short}: the queue grows without end, so ttft_expected_s and "
             f"e2e_latency_expected_s are infinite (lower the rate{more})")
