@@ -163,22 +163,21 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
     bisection takes one of the crossings. D is at most the cache's hold (`running`: its KV cache's, at most the
     framework's max_running); users beyond the rate reached wait, their prompts computed, for a decode slot (or in
     the prefill queue where that pool is the one busy all the time)."""
-    offered = np.asarray(offered, dtype=float)
-    # the users all cycle through the pools: a prompt is computed before its request takes a decode slot, so users
+    # every user cycles through both pools: a prompt is computed before its request takes a decode slot, so users
     # beyond the decode slots wait for one with their prompts done, and the slots stay full (D = running)
-    active = offered
+    offered = np.asarray(offered, dtype=float)
     lone = prefill.lone(load.computed)
     tpot = decode.light(1.0 + 0.0 * offered, side) / load.tokens_per_step
     saturation = saturation_rate(prefill, load, budget, side, chunk)  # prompts/s of a prefill worker always busy
     if closed:
         most = MAX_UTILIZATION * pools.prefill_workers * saturation
         decodes = load.osl > 1  # else prompts alone: the rate itself is bisected, no decode step runs
-        lo = 0.0 * active
+        lo = 0.0 * offered
         # the root has D <= N / Y (the users' rate is at most N / ((osl - 1) TPOT)): the bracket ends there, else at
         # the cache's hold, so that every concurrency past saturation reaches the same state (a tie the search's
         # frontier drops) and a few users' fraction of a sequence per worker is bisected at its own scale (over
         # [0, running] a step of running / 2^24 was coarse beside one user's D of 0.004 on two workers)
-        hi = (np.minimum(running, active / pools.decode_workers) if decodes else most) + lo
+        hi = (np.minimum(running, offered / pools.decode_workers) if decodes else most) + lo
         for _ in range(CLOSED_ITERATIONS):
             x = (lo + hi) / 2
             D = x if decodes else 0.0 * x
@@ -186,7 +185,7 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
             rate = pools.decode_workers * D / ((load.osl - 1) * tpot) if decodes else x
             ttft, used = _prefill_side(prefill, load, pools, budget, transfer_s, side, request_overhead_s, rate, lone,
                                        saturation, chunk)
-            short = np.minimum(active / (ttft + (load.osl - 1) * tpot), most) > rate  # more users' rate: x too low
+            short = np.minimum(offered / (ttft + (load.osl - 1) * tpot), most) > rate  # more users' rate: x too low
             lo, hi = np.where(short, x, lo), np.where(short, hi, x)
     else:
         rate, D, settled = offered, 0.0 * offered, np.zeros(offered.shape, dtype=bool)
@@ -205,7 +204,7 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
     in_flight = ttft + (load.osl - 1) * tpot
     if closed:  # the bisection's last midpoint may sit a hair (2^-24 of its bracket) past the crossing: no closed
         # loop completes more than its users over their cycle (Little's law), so rate and occupancy come back to it
-        little = np.minimum(rate, active / in_flight)
+        little = np.minimum(rate, offered / in_flight)
         D, rate = D * little / np.maximum(rate, 1e-300), little
     occupancy = D / np.maximum(running, 1e-9)  # the decode caches' share in use
     if closed:
@@ -222,7 +221,7 @@ def solve(prefill: Stepper, decode: Stepper, load: Load, pools: Pools, budget: f
         ttft = ttft + held / offered * (first_wave(prefill, load, pools, budget, held, transfer_s,
                                                    request_overhead_s, chunk) - ttft) / waves
     return {"ttft": ttft, "tpot": tpot, "e2e": ttft + (load.osl - 1) * tpot, "requests_per_s": rate,
-            "decode": D, "running": np.minimum(rate * in_flight, active) if closed else rate * in_flight,
+            "decode": D, "running": np.minimum(rate * in_flight, offered) if closed else rate * in_flight,
             "prefill_utilization": used,
             "decode_utilization": occupancy,
             "keeps_up": np.ones_like(rate, dtype=bool) if closed else (used < 1) & (D < running) & settled,

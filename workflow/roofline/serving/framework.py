@@ -112,12 +112,17 @@ class Framework:
         fraction = _sglang_defaults(gpu.memory_bytes / GIB, plan.tp, plan.devices, chunk, spec_method)[1]
         return replace(self, memory_fraction=fraction)
 
+    @property
+    def running_per_engine(self) -> bool:
+        """Whether max_running is the whole engine's: an SGLang max_running_requests the user gave, which SGLang
+        splits over its DP-attention ranks (max_running_requests // dp_size each); else it is each replica's."""
+        return bool(self.running_given) and self.key == "sglang"
+
     def running_cap(self, replicas: int) -> int:
         """Sequences an engine of `replicas` attention replicas runs at once: max_running per replica (vLLM's
         max_num_seqs per data-parallel engine, TensorRT-LLM's max_batch_size per rank, the defaults' per-replica
-        pools), but an SGLang max_running_requests the user gave is the engine's, which SGLang splits over its
-        DP-attention ranks (max_running_requests // dp_size each)."""
-        if self.running_given and self.key == "sglang":
+        pools), or split over them where it is the engine's (running_per_engine)."""
+        if self.running_per_engine:
             return self.max_running // replicas * replicas
         return self.max_running * replicas
 

@@ -117,7 +117,7 @@ def _held(served, cap, kv_helps: bool, workers: int) -> str:
         return (f"do not fit the KV cache of {where}: it holds {int(cap.running)} under {fw.key}'s memory rule; use "
                 f"--concurrency <= {int(cap.running)}"
                 f"{', more devices' if _spreads(served) else ''}{' or an fp8 KV cache' if kv_helps else ''}")
-    engines = workers if fw.running_given and fw.key == "sglang" else replicas * workers  # SGLang's is the engine's
+    engines = workers if fw.running_per_engine else replicas * workers
     each = f" per engine x {engines}" if engines > 1 else ""
     if fw.running_by_budget:
         return (f"cannot all run at once on {where}: a step of --max-batched-tokens {fw.max_batched_tokens} decodes "
@@ -125,7 +125,7 @@ def _held(served, cap, kv_helps: bool, workers: int) -> str:
                 f"(--max-batched-tokens {fw.max_batched_tokens}{each}); use --concurrency <= {int(cap.running)}, a "
                 "larger --max-batched-tokens")
     setting = f"--max-running {fw.running_given}" if fw.running_given else f"{RUNNING_CAP[fw.key]} {fw.max_running}"
-    if fw.running_given and fw.key == "sglang" and replicas > 1:  # SGLang splits it over its DP-attention ranks
+    if fw.running_per_engine and replicas > 1:  # split over the DP-attention ranks
         each = f", {fw.max_running // replicas} on each of {replicas} attention-DP ranks{each}"
     return (f"cannot all run at once on {where}: {fw.key} runs at most {int(cap.running)} "
             f"({setting}{each}); use --concurrency <= {int(cap.running)}")

@@ -350,12 +350,9 @@ def serve_disaggregated(served: Served, workload: Workload, pools: Disaggregatio
     cap = _capacity(served, served.scenario, workload.isl, workload.osl, workload.prefix_hit, draft)
     shape = pools.pools(served)
     prefill_scenario = replace(served.scenario, parallel=pools.prefill_plan)
-    # SGLang: the worker's own memory fraction; --max-running caps the decode workers, a prefill worker keeps the
-    # framework's own cap (SGLang's split of a small one over its DP ranks had left it none)
-    own = framework_for(served.framework.key, served.gpu, pools.prefill_plan.tp, served.framework.max_batched_tokens,
-                        gpus=pools.prefill_plan.devices).max_running
-    prefill_rule = replace(served.framework.for_engine(served.gpu, pools.prefill_plan), max_running=own,
-                           running_given=0)
+    # SGLang: the worker's own memory fraction; --max-running caps the decode workers, not the prefill worker whose
+    # room for one prompt is checked (SGLang's split of a small one over its DP ranks had left it none)
+    prefill_rule = replace(served.framework.for_engine(served.gpu, pools.prefill_plan), running_given=0)
     _check_prefill_worker(served, workload, pools.prefill_plan, prefill_scenario, prefill_rule)
     check_capacity(served, workload, replace(cap, running=cap.running * shape.decode_workers), overflow,
                     shape.decode_workers)
